@@ -1,0 +1,61 @@
+"""Wire-format constants shared with ``csrc/ipc/protocol.h`` (see docs/protocol.md).
+
+``tests/ipc/test_protocol_agreement.py`` checks that every name here has the same value
+in the C++ header, so the two sides cannot drift apart silently.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+PROTOCOL_VERSION = 1
+HEADER_SIZE = 16
+MAX_INLINE_BODY = 131072
+MAX_DATAGRAM = 262144
+DEFAULT_INLINE_THRESHOLD = 4096
+FLAG_INDIRECT = 1
+SYNC_FD = 3
+ASYNC_FD = 4
+
+HEADER = struct.Struct("<HHIQ")
+assert HEADER.size == HEADER_SIZE
+
+
+class MessageKind(enum.IntEnum):
+    HELLO = 1
+    INIT = 2
+    INIT_REPLY = 3
+    EXECUTE = 4
+    RESULT = 5
+    FINALIZE = 6
+    FINALIZE_REPLY = 7
+    SEGMENT_ADD = 16
+    SEGMENT_DROP = 17
+    FREE = 18
+    LOG = 32
+    SEND = 33
+    REPLY = 34
+    IS_CANCELLED = 35
+
+
+class Owner(enum.IntEnum):
+    BACKEND = 1
+    STUB = 2
+
+
+class Location(enum.IntEnum):
+    INLINE = 0
+    BACKEND_ARENA = 1
+    STUB_ARENA = 2
+    GPU_IPC = 3
+
+
+class ResultStatus(enum.IntEnum):
+    OK = 0
+    BATCH_ERROR = 1
+
+
+class ResultKind(enum.IntEnum):
+    NONE = 0
+    RESPONSE = 1
