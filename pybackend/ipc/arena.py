@@ -1,0 +1,402 @@
+"""Shared-memory arenas: the segments we own and allocate from, and the peer's segments
+that we only map (docs/protocol.md, "Tensor data lives in memfd arenas").
+
+Our arena is a list of memfd segments with a first-fit allocator (64-byte aligned,
+coalescing free list). Blocks are reference counted so one block can be referenced by
+several in-flight messages and by local numpy views at the same time; it returns to the
+free list when the last reference is dropped. Segments other than the first are
+released after they stayed empty for ``IDLE_RELEASE_S``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import secrets
+import threading
+import time
+import weakref
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .codec import ProtocolError
+
+ALIGN = 64
+IDLE_RELEASE_S = 1.0
+PEER_WAIT_S = 5.0
+PAGE = mmap.PAGESIZE
+
+
+def _align(n: int, a: int = ALIGN) -> int:
+    return (n + a - 1) & ~(a - 1)
+
+
+class ArenaError(MemoryError):
+    """Shared memory could not be reserved (the system is out of memory or tmpfs space)."""
+
+
+def create_segment_fd(size: int) -> int:
+    """An anonymous, private, fully reserved shared-memory file of ``size`` bytes.
+
+    memfd first; where it is missing, a random-named file in /dev/shm created with
+    O_EXCL and mode 0600 and unlinked at once, so nothing is ever left behind.
+    ``posix_fallocate`` reserves the pages now, so running out of memory is an error
+    here instead of a SIGBUS on first touch.
+    """
+    fd = -1
+    try:
+        fd = os.memfd_create("pybackend", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        fd = -1
+    if fd < 0:
+        for _ in range(8):
+            path = f"/dev/shm/pybackend-{secrets.token_hex(16)}"
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                continue
+            os.unlink(path)
+            break
+        if fd < 0:
+            raise ArenaError("could not create a shared-memory segment in /dev/shm")
+    try:
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as e:
+            if e.errno in (95, 22):  # EOPNOTSUPP / EINVAL: filesystem without fallocate
+                os.ftruncate(fd, size)
+            else:
+                raise
+    except OSError as e:
+        os.close(fd)
+        raise ArenaError(
+            f"could not reserve {size} bytes of shared memory for tensors: {e.strerror or e}"
+        ) from None
+    return fd
+
+
+def _base_address(mm: mmap.mmap) -> int:
+    probe = np.frombuffer(mm, np.uint8, 1)
+    addr = probe.__array_interface__["data"][0]
+    del probe
+    return addr
+
+
+def array_address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+class Segment:
+    __slots__ = ("id", "size", "mm", "base", "free", "blocks", "starts", "used", "empty_since")
+
+    def __init__(self, seg_id: int, size: int, mm: mmap.mmap) -> None:
+        self.id = seg_id
+        self.size = size
+        self.mm = mm
+        self.base = _base_address(mm)
+        # Free extents sorted by offset: parallel lists of offsets and sizes.
+        self.free: List[List[int]] = [[0, size]]
+        self.blocks: Dict[int, List[int]] = {}  # start -> [size, refcount]
+        self.starts: List[int] = []  # sorted block starts (for interior lookups)
+        self.used = 0
+        self.empty_since = time.monotonic()
+
+
+class Arena:
+    """The arena this process owns. ``announce(seg_id, size, fd)`` is called (outside the
+    lock) for every new segment and must send SEGMENT_ADD; it may close the fd after."""
+
+    def __init__(
+        self,
+        owner: int,
+        default_size: int = 1 << 20,
+        growth_size: int = 1 << 20,
+        announce: Optional[Callable[[int, int, int], None]] = None,
+        drop: Optional[Callable[[int], None]] = None,
+    ) -> None:
+        self.owner = owner
+        self.default_size = max(_align(default_size, PAGE), PAGE)
+        self.growth_size = max(_align(growth_size, PAGE), PAGE)
+        self.announce = announce
+        self.drop = drop
+        self.lock = threading.Lock()
+        self.grow_lock = threading.Lock()
+        self.segments: Dict[int, Segment] = {}
+        self._next_id = 0
+
+    # ------------------------------------------------------------------ segments
+
+    def _new_segment(self, need: int) -> Segment:
+        """Create, map and announce a segment. Called with ``grow_lock`` held but not
+        ``lock``: announcing sends a message, and a sender must never block while
+        holding the lock the reader thread needs to process FREEs."""
+        size = self.default_size if self._next_id == 0 else self.growth_size
+        size = max(size, _align(need, PAGE))
+        fd = create_segment_fd(size)
+        try:
+            mm = mmap.mmap(fd, size)
+            seg = Segment(self._next_id, size, mm)
+            self._next_id += 1
+            if self.announce is not None:
+                self.announce(seg.id, size, fd)
+        finally:
+            os.close(fd)
+        return seg
+
+    def release_idle(self, now: Optional[float] = None) -> List[int]:
+        """Drop segments (other than the first) that stayed empty for IDLE_RELEASE_S."""
+        now = time.monotonic() if now is None else now
+        dropped = []
+        with self.lock:
+            for seg in list(self.segments.values()):
+                if seg.id == 0 or seg.used or now - seg.empty_since < IDLE_RELEASE_S:
+                    continue
+                del self.segments[seg.id]
+                dropped.append(seg)
+        for seg in dropped:
+            if self.drop is not None:
+                self.drop(seg.id)
+            try:
+                seg.mm.close()
+            except BufferError:
+                pass  # a stray view still exists; the mapping goes when it does
+        return [s.id for s in dropped]
+
+    def has_idle_candidates(self) -> bool:
+        return any(s.id != 0 and not s.used for s in tuple(self.segments.values()))
+
+    def close(self) -> None:
+        with self.lock:
+            segs = list(self.segments.values())
+            self.segments.clear()
+        for seg in segs:
+            try:
+                seg.mm.close()
+            except BufferError:
+                pass
+
+    # ------------------------------------------------------------------ blocks
+
+    def alloc(self, nbytes: int) -> Tuple[int, int]:
+        """Reserve ``nbytes`` (refcount 1). Returns (seg, offset)."""
+        size = _align(max(nbytes, 1))
+        with self.lock:
+            hit = self._take_any(size)
+        if hit is not None:
+            return hit
+        with self.grow_lock:
+            with self.lock:
+                hit = self._take_any(size)  # another thread may have grown meanwhile
+            if hit is not None:
+                return hit
+            seg = self._new_segment(size)
+            with self.lock:
+                self.segments[seg.id] = seg
+                off = self._take(seg, size)
+        assert off is not None
+        return seg.id, off
+
+    def _take_any(self, size: int) -> Optional[Tuple[int, int]]:
+        for seg in self.segments.values():
+            off = self._take(seg, size)
+            if off is not None:
+                return seg.id, off
+        return None
+
+    def _take(self, seg: Segment, size: int) -> Optional[int]:
+        free = seg.free
+        for i, ext in enumerate(free):
+            if ext[1] >= size:
+                off = ext[0]
+                if ext[1] == size:
+                    del free[i]
+                else:
+                    ext[0] += size
+                    ext[1] -= size
+                seg.blocks[off] = [size, 1]
+                bisect.insort(seg.starts, off)
+                seg.used += size
+                return off
+        return None
+
+    def _find_block(self, seg: Segment, offset: int) -> Optional[int]:
+        if offset in seg.blocks:
+            return offset
+        i = bisect.bisect_right(seg.starts, offset) - 1
+        if i >= 0:
+            start = seg.starts[i]
+            if offset < start + seg.blocks[start][0]:
+                return start
+        return None
+
+    def incref(self, seg_id: int, offset: int) -> None:
+        with self.lock:
+            seg = self.segments[seg_id]
+            start = self._find_block(seg, offset)
+            if start is None:
+                raise ProtocolError(f"no allocated block at segment {seg_id} offset {offset}")
+            seg.blocks[start][1] += 1
+
+    def decref(self, seg_id: int, offset: int) -> None:
+        """Drop one reference (a FREE from the peer, or a local view that died)."""
+        with self.lock:
+            seg = self.segments.get(seg_id)
+            if seg is None:
+                raise ProtocolError(f"FREE for unknown segment {seg_id}")
+            start = self._find_block(seg, offset)
+            if start is None:
+                raise ProtocolError(
+                    f"FREE for unallocated block at segment {seg_id} offset {offset}"
+                )
+            blk = seg.blocks[start]
+            blk[1] -= 1
+            if blk[1] > 0:
+                return
+            del seg.blocks[start]
+            del seg.starts[bisect.bisect_left(seg.starts, start)]
+            seg.used -= blk[0]
+            if seg.used == 0:
+                seg.empty_since = time.monotonic()
+            self._give_back(seg, start, blk[0])
+
+    def _give_back(self, seg: Segment, off: int, size: int) -> None:
+        free = seg.free
+        i = bisect.bisect_left(free, [off, 0])
+        # Coalesce with the following and the preceding extent.
+        if i < len(free) and free[i][0] == off + size:
+            size += free[i][1]
+            del free[i]
+        if i > 0 and free[i - 1][0] + free[i - 1][1] == off:
+            free[i - 1][1] += size
+        else:
+            free.insert(i, [off, size])
+
+    # ------------------------------------------------------------------ access
+
+    def buffer(self, seg_id: int, offset: int, nbytes: int) -> np.ndarray:
+        """A writable uint8 view of our own memory (no reference counting)."""
+        seg = self.segments[seg_id]
+        return np.frombuffer(seg.mm, np.uint8, nbytes, offset)
+
+    def write(self, seg_id: int, offset: int, data: memoryview) -> None:
+        seg = self.segments[seg_id]
+        seg.mm[offset : offset + data.nbytes] = data
+
+    def locate(self, addr: int, nbytes: int) -> Optional[Tuple[int, int]]:
+        """(seg, offset) when [addr, addr+nbytes) lies in one of our segments."""
+        for seg in tuple(self.segments.values()):
+            if seg.base <= addr and addr + nbytes <= seg.base + seg.size:
+                return seg.id, addr - seg.base
+        return None
+
+    def empty_array(self, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An array in shared memory: returning it as an output costs no stub-side copy."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        seg_id, off = self.alloc(nbytes)
+        blk = np.frombuffer(self.segments[seg_id].mm, np.uint8, nbytes, off)
+        weakref.finalize(blk.base, self._release_local, seg_id, off)
+        return blk.view(dtype).reshape(shape)
+
+    def _release_local(self, seg_id: int, off: int) -> None:
+        try:
+            self.decref(seg_id, off)
+        except (ProtocolError, KeyError):
+            pass
+
+    @property
+    def total_size(self) -> int:
+        return sum(s.size for s in self.segments.values())
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(s.used for s in self.segments.values())
+
+
+class PeerSegments:
+    """The peer's segments, mapped from the fds its SEGMENT_ADD messages carry."""
+
+    def __init__(self, wait_s: float = PEER_WAIT_S) -> None:
+        self.cond = threading.Condition()
+        self.segments: Dict[int, Tuple[mmap.mmap, int, int]] = {}  # id -> (mm, size, base)
+        self.wait_s = wait_s
+        self._zombies: List[mmap.mmap] = []
+
+    def add(self, seg_id: int, size: int, fd: int) -> None:
+        try:
+            actual = os.fstat(fd).st_size
+            if actual < size:
+                raise ProtocolError(
+                    f"segment {seg_id} announced {size} bytes but the file has {actual}"
+                )
+            mm = mmap.mmap(fd, size) if size else None
+        finally:
+            os.close(fd)
+        with self.cond:
+            old = self.segments.pop(seg_id, None)
+            if old is not None and old[0] is not None:
+                self._close(old[0])
+            base = _base_address(mm) if mm is not None else 0
+            self.segments[seg_id] = (mm, size, base)  # type: ignore[assignment]
+            self.cond.notify_all()
+
+    def drop(self, seg_id: int) -> None:
+        with self.cond:
+            old = self.segments.pop(seg_id, None)
+            if old is not None and old[0] is not None:
+                self._close(old[0])
+            self._zombies = [z for z in self._zombies if not self._try_close(z)]
+
+    def _close(self, mm: mmap.mmap) -> None:
+        if not self._try_close(mm):
+            self._zombies.append(mm)
+
+    @staticmethod
+    def _try_close(mm: mmap.mmap) -> bool:
+        try:
+            mm.close()
+            return True
+        except BufferError:
+            return False
+
+    def get(self, seg_id: int, offset: int, length: int) -> mmap.mmap:
+        """The mapping holding [offset, offset+length) of ``seg_id``, after bounds checks.
+        An unknown id may be announced on the other channel: wait for it (bounded)."""
+        entry = self.segments.get(seg_id)
+        if entry is None:
+            deadline = time.monotonic() + self.wait_s
+            with self.cond:
+                while (entry := self.segments.get(seg_id)) is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ProtocolError(
+                            f"peer referenced segment {seg_id}, which was not announced within {self.wait_s:g} s"
+                        )
+                    self.cond.wait(left)
+        mm, size, _ = entry
+        if offset < 0 or length < 0 or offset + length > size:
+            raise ProtocolError(
+                f"peer block [{offset}, {offset + length}) is outside segment {seg_id} of {size} bytes"
+            )
+        return mm
+
+    def view(self, seg_id: int, offset: int, length: int) -> np.ndarray:
+        mm = self.get(seg_id, offset, length)
+        if mm is None:
+            return np.zeros(0, np.uint8)
+        return np.frombuffer(mm, np.uint8, length, offset)
+
+    def locate(self, addr: int, nbytes: int) -> Optional[Tuple[int, int]]:
+        for seg_id, (mm, size, base) in list(self.segments.items()):
+            if base and base <= addr and addr + nbytes <= base + size:
+                return seg_id, addr - base
+        return None
+
+    def close(self) -> None:
+        with self.cond:
+            for mm, _, _ in self.segments.values():
+                if mm is not None:
+                    self._close(mm)
+            self.segments.clear()

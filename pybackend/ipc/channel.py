@@ -1,0 +1,132 @@
+"""One SOCK_SEQPACKET end: framing, fd passing and FLAG_INDIRECT bodies.
+
+Sends may come from any thread (one lock, so a datagram and the ``sent`` counter that
+RESULT's ``async_seq`` reports stay in step). Receives belong to one thread and land in
+a reusable buffer: a received body is valid until that thread's next ``recv``.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import socket
+import threading
+from typing import Callable, List, Optional, Sequence
+
+from .codec import Buffer, ProtocolError, decode_indirect, encode_indirect
+from .protocol import FLAG_INDIRECT, HEADER, HEADER_SIZE, MAX_DATAGRAM, MAX_INLINE_BODY
+
+MAX_FDS = 4
+_ANC_SIZE = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+
+
+class Message:
+    __slots__ = ("kind", "flags", "id", "body", "fds")
+
+    def __init__(
+        self, kind: int, flags: int, msg_id: int, body: memoryview, fds: List[int]
+    ) -> None:
+        self.kind = kind
+        self.flags = flags
+        self.id = msg_id
+        self.body = body
+        self.fds = fds
+
+    def __repr__(self) -> str:
+        return f"Message(kind={self.kind}, id={self.id}, {self.body.nbytes}B, fds={self.fds})"
+
+
+class ChannelClosed(ConnectionError):
+    """The peer closed its end (it exited or died)."""
+
+
+class Channel:
+    """``indirect_out(body) -> (seg, offset)`` stores a too-large body in our arena;
+    ``indirect_in(seg, offset, length) -> bytes`` reads one from the peer's arena and
+    returns the block."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        indirect_out: Optional[Callable[[Buffer], tuple]] = None,
+        indirect_in: Optional[Callable[[int, int, int], bytes]] = None,
+    ) -> None:
+        self.sock = sock
+        self.indirect_out = indirect_out
+        self.indirect_in = indirect_in
+        self._buf = bytearray(MAX_DATAGRAM)
+        self._view = memoryview(self._buf)
+        self._lock = threading.Lock()
+        self.sent = 0  # datagrams sent so far (RESULT.async_seq)
+
+    @classmethod
+    def from_fd(cls, fd: int, **kwargs: object) -> "Channel":
+        return cls(socket.socket(fileno=fd), **kwargs)  # type: ignore[arg-type]
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    # ------------------------------------------------------------------ send
+
+    def send(self, kind: int, body: Buffer = b"", msg_id: int = 0, fds: Sequence[int] = ()) -> int:
+        """Send one message; returns the ``sent`` count including it."""
+        n = body.nbytes if isinstance(body, memoryview) else len(body)
+        flags = 0
+        if n > MAX_INLINE_BODY:
+            if self.indirect_out is None:
+                raise ProtocolError(f"message body of {n} bytes is larger than {MAX_INLINE_BODY}")
+            seg, off = self.indirect_out(body)
+            body = encode_indirect(seg, off, n)
+            n = len(body)
+            flags = FLAG_INDIRECT
+        header = HEADER.pack(kind, flags, n, msg_id)
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        with self._lock:
+            try:
+                self.sock.sendmsg([header, body] if n else [header], anc)
+            except (BrokenPipeError, ConnectionResetError) as e:
+                raise ChannelClosed(str(e)) from None
+            self.sent += 1
+            return self.sent
+
+    # ------------------------------------------------------------------ receive
+
+    def recv(self) -> Message:
+        """Block for the next message. Raises :class:`ChannelClosed` on EOF."""
+        try:
+            nbytes, anc, mflags, _ = self.sock.recvmsg_into([self._view], _ANC_SIZE)
+        except ConnectionResetError as e:
+            raise ChannelClosed(str(e)) from None
+        fds: List[int] = []
+        for level, ctype, data in anc:
+            if level == socket.SOL_SOCKET and ctype == socket.SCM_RIGHTS:
+                a = array.array("i")
+                a.frombytes(data[: len(data) - len(data) % a.itemsize])
+                fds.extend(a)
+        if nbytes == 0:
+            for fd in fds:
+                os.close(fd)
+            raise ChannelClosed("peer closed the channel")
+        if mflags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            for fd in fds:
+                os.close(fd)
+            raise ProtocolError("received a truncated datagram or too many file descriptors")
+        if nbytes < HEADER_SIZE:
+            raise ProtocolError(
+                f"datagram of {nbytes} bytes is shorter than the {HEADER_SIZE}-byte header"
+            )
+        kind, flags, body_len, msg_id = HEADER.unpack_from(self._buf, 0)
+        if body_len != nbytes - HEADER_SIZE:
+            raise ProtocolError(
+                f"header says {body_len} body bytes, datagram carries {nbytes - HEADER_SIZE}"
+            )
+        body = self._view[HEADER_SIZE:nbytes]
+        if flags & FLAG_INDIRECT:
+            if self.indirect_in is None:
+                raise ProtocolError("indirect body received but no peer arena is attached")
+            seg, off, length = decode_indirect(body)
+            body = memoryview(self.indirect_in(seg, off, length))
+        return Message(kind, flags, msg_id, body, fds)

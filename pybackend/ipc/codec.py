@@ -1,0 +1,573 @@
+"""Encoding and decoding of message bodies (docs/protocol.md, "Primitive encodings" onward).
+
+Every layout is a precompiled ``struct.Struct``; decoding walks a ``memoryview`` with an
+offset so inline tensor payloads come out as zero-copy slices of the received buffer.
+Truncated or inconsistent input raises :class:`ProtocolError`, never an IndexError.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from .protocol import Location, ResultKind, ResultStatus
+
+U8 = struct.Struct("<B")
+U16 = struct.Struct("<H")
+U32 = struct.Struct("<I")
+U64 = struct.Struct("<Q")
+I64 = struct.Struct("<q")
+F64 = struct.Struct("<d")
+BLOCK_REF = struct.Struct("<IQ")  # u32 seg, u64 offset
+INDIRECT = struct.Struct("<IQQ")  # u32 seg, u64 offset, u64 length
+TENSOR_HEAD = struct.Struct("<BBI")  # u8 dtype, u8 location, u32 ndim
+REQUEST_HEAD = struct.Struct("<Q")
+FLAGS_TIMEOUT = struct.Struct("<IQ")
+HELLO_HEAD = struct.Struct("<II")
+LOG_HEAD = struct.Struct("<BI")
+SEND_HEAD = struct.Struct("<QIB")
+SEGMENT_ADD = struct.Struct("<BIQ")
+SEGMENT_DROP = struct.Struct("<BI")
+FREE_HEAD = struct.Struct("<BI")
+RESULT_OK_HEAD = struct.Struct("<BII")  # status, async_seq, n
+SEQ_N = struct.Struct("<II")
+PER_RESULT = struct.Struct("<BI")  # kind, release_flags
+ERROR_HEAD = struct.Struct("<I")
+
+_DIMS_CACHE: dict = {}
+
+Buffer = Union[bytes, bytearray, memoryview]
+
+
+class ProtocolError(Exception):
+    """A peer sent bytes that do not follow docs/protocol.md."""
+
+
+def _dims_struct(ndim: int) -> struct.Struct:
+    s = _DIMS_CACHE.get(ndim)
+    if s is None:
+        if ndim > 64:
+            raise ProtocolError(f"tensor rank {ndim} is larger than 64")
+        s = _DIMS_CACHE[ndim] = struct.Struct(f"<{ndim}q")
+    return s
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+def put_str(out: bytearray, s: str) -> None:
+    b = s.encode("utf-8", "surrogateescape")
+    out += U32.pack(len(b))
+    out += b
+
+
+def put_blob(out: bytearray, b: Buffer) -> None:
+    out += U32.pack(len(b) if not isinstance(b, memoryview) else b.nbytes)
+    out += b
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+class Reader:
+    """Cursor over a received body; every read is bounds-checked."""
+
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, buf: Buffer, pos: int = 0) -> None:
+        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+        self.buf = mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
+        self.pos = pos
+        self.end = self.buf.nbytes
+
+    def unpack(self, s: struct.Struct) -> Tuple[Any, ...]:
+        pos = self.pos
+        if pos + s.size > self.end:
+            raise ProtocolError(
+                f"body truncated: need {s.size} bytes at offset {pos} of {self.end}"
+            )
+        self.pos = pos + s.size
+        return s.unpack_from(self.buf, pos)
+
+    def u8(self) -> int:
+        pos = self.pos
+        if pos >= self.end:
+            raise ProtocolError(f"body truncated: need 1 byte at offset {pos} of {self.end}")
+        self.pos = pos + 1
+        return self.buf[pos]
+
+    def u32(self) -> int:
+        return self.unpack(U32)[0]
+
+    def u64(self) -> int:
+        return self.unpack(U64)[0]
+
+    def bytes_view(self, n: int) -> memoryview:
+        pos = self.pos
+        end = pos + n
+        if end > self.end:
+            raise ProtocolError(f"body truncated: need {n} bytes at offset {pos} of {self.end}")
+        self.pos = end
+        return self.buf[pos:end]
+
+    def str(self) -> str:
+        n = self.u32()
+        return str(self.bytes_view(n), "utf-8", "surrogateescape")
+
+    def blob(self) -> memoryview:
+        return self.bytes_view(self.u32())
+
+    def json(self) -> Any:
+        text = self.str()
+        return json.loads(text) if text else None
+
+    def done(self) -> None:
+        if self.pos != self.end:
+            raise ProtocolError(f"{self.end - self.pos} unexpected trailing bytes in body")
+
+
+# ---------------------------------------------------------------------------- tensors
+
+
+class TensorDesc:
+    """One tensor on the wire. ``data`` holds the bytes of an INLINE tensor; arena
+    tensors carry ``seg``/``offset`` instead (the bytes live in that arena)."""
+
+    __slots__ = ("name", "dtype", "location", "dims", "byte_size", "seg", "offset", "data")
+
+    def __init__(
+        self,
+        name: str,
+        dtype: int,
+        location: int,
+        dims: Sequence[int],
+        byte_size: int,
+        seg: int = 0,
+        offset: int = 0,
+        data: Optional[Buffer] = None,
+    ) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.location = location
+        self.dims = tuple(dims)
+        self.byte_size = byte_size
+        self.seg = seg
+        self.offset = offset
+        self.data = data
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorDesc):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.dtype == other.dtype
+            and self.location == other.location
+            and self.dims == other.dims
+            and self.byte_size == other.byte_size
+            and (
+                self.location == Location.INLINE
+                or (self.seg, self.offset) == (other.seg, other.offset)
+            )
+            and (
+                self.location != Location.INLINE
+                or bytes(self.data or b"") == bytes(other.data or b"")
+            )
+        )
+
+    def __repr__(self) -> str:
+        where = (
+            "inline"
+            if self.location == Location.INLINE
+            else f"{self.location}:{self.seg}+{self.offset}"
+        )
+        return f"TensorDesc({self.name!r}, dtype={self.dtype}, dims={self.dims}, {self.byte_size}B, {where})"
+
+
+def put_tensor(out: bytearray, t: TensorDesc) -> None:
+    put_str(out, t.name)
+    dims = t.dims
+    out += TENSOR_HEAD.pack(t.dtype, t.location, len(dims))
+    if dims:
+        out += _dims_struct(len(dims)).pack(*dims)
+    out += U64.pack(t.byte_size)
+    loc = t.location
+    if loc == Location.INLINE:
+        data = t.data if t.data is not None else b""
+        n = data.nbytes if isinstance(data, memoryview) else len(data)
+        if n != t.byte_size:
+            raise ProtocolError(
+                f"inline tensor '{t.name}' has {n} bytes but byte_size {t.byte_size}"
+            )
+        out += data
+    elif loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
+        out += BLOCK_REF.pack(t.seg, t.offset)
+    else:
+        raise ProtocolError(f"tensor '{t.name}': location {loc} is not supported in protocol v1")
+
+
+def read_tensor(r: Reader) -> TensorDesc:
+    name = r.str()
+    dtype, loc, ndim = r.unpack(TENSOR_HEAD)
+    dims = r.unpack(_dims_struct(ndim)) if ndim else ()
+    (byte_size,) = r.unpack(U64)
+    if loc == Location.INLINE:
+        return TensorDesc(name, dtype, loc, dims, byte_size, data=r.bytes_view(byte_size))
+    if loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
+        seg, off = r.unpack(BLOCK_REF)
+        return TensorDesc(name, dtype, loc, dims, byte_size, seg, off)
+    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v1")
+
+
+# ---------------------------------------------------------------------------- responses
+
+
+class ResponseDesc:
+    """ResponseBody: an error (code, message) or parameters plus output tensors."""
+
+    __slots__ = ("error", "parameters", "outputs")
+
+    def __init__(
+        self,
+        outputs: Sequence[TensorDesc] = (),
+        parameters: str = "",
+        error: Optional[Tuple[int, str]] = None,
+    ) -> None:
+        self.outputs = list(outputs)
+        self.parameters = parameters
+        self.error = error
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResponseDesc):
+            return NotImplemented
+        return (self.error, self.parameters, self.outputs) == (
+            other.error,
+            other.parameters,
+            other.outputs,
+        )
+
+    def __repr__(self) -> str:
+        return f"ResponseDesc(outputs={self.outputs}, parameters={self.parameters!r}, error={self.error})"
+
+
+def put_response(out: bytearray, resp: ResponseDesc) -> None:
+    if resp.error is not None:
+        out += b"\x01"
+        out += ERROR_HEAD.pack(resp.error[0])
+        put_str(out, resp.error[1])
+    else:
+        out += b"\x00"
+    put_str(out, resp.parameters)
+    out += U32.pack(len(resp.outputs))
+    for t in resp.outputs:
+        put_tensor(out, t)
+
+
+def read_response(r: Reader) -> ResponseDesc:
+    error = None
+    if r.u8():
+        (code,) = r.unpack(ERROR_HEAD)
+        error = (code, r.str())
+    params = r.str()
+    n = r.u32()
+    return ResponseDesc([read_tensor(r) for _ in range(n)], params, error)
+
+
+# ---------------------------------------------------------------------------- execute
+
+
+class RequestDesc:
+    """One request of an EXECUTE body."""
+
+    __slots__ = (
+        "token",
+        "request_id",
+        "correlation_id",
+        "flags",
+        "timeout_us",
+        "parameters",
+        "requested_outputs",
+        "inputs",
+    )
+
+    def __init__(
+        self,
+        token: int,
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        flags: int = 0,
+        timeout_us: int = 0,
+        parameters: str = "{}",
+        requested_outputs: Sequence[str] = (),
+        inputs: Sequence[TensorDesc] = (),
+    ) -> None:
+        self.token = token
+        self.request_id = request_id
+        self.correlation_id = correlation_id
+        self.flags = flags
+        self.timeout_us = timeout_us
+        self.parameters = parameters
+        self.requested_outputs = list(requested_outputs)
+        self.inputs = list(inputs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequestDesc):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        return f"RequestDesc(token={self.token}, id={self.request_id!r}, inputs={self.inputs})"
+
+
+def encode_execute(requests: Sequence[RequestDesc]) -> bytearray:
+    out = bytearray(U32.pack(len(requests)))
+    for q in requests:
+        out += REQUEST_HEAD.pack(q.token)
+        put_str(out, q.request_id)
+        if isinstance(q.correlation_id, str):
+            out += b"\x01"
+            put_str(out, q.correlation_id)
+        else:
+            out += b"\x00"
+            out += U64.pack(q.correlation_id)
+        out += FLAGS_TIMEOUT.pack(q.flags, q.timeout_us)
+        put_str(out, q.parameters)
+        out += U32.pack(len(q.requested_outputs))
+        for name in q.requested_outputs:
+            put_str(out, name)
+        out += U32.pack(len(q.inputs))
+        for t in q.inputs:
+            put_tensor(out, t)
+    return out
+
+
+def decode_execute(body: Buffer) -> List[RequestDesc]:
+    r = Reader(body)
+    n = r.u32()
+    requests = []
+    for _ in range(n):
+        (token,) = r.unpack(REQUEST_HEAD)
+        request_id = r.str()
+        corr_kind = r.u8()
+        if corr_kind == 0:
+            corr: Union[int, str] = r.u64()
+        elif corr_kind == 1:
+            corr = r.str()
+        else:
+            raise ProtocolError(f"unknown correlation id kind {corr_kind}")
+        flags, timeout = r.unpack(FLAGS_TIMEOUT)
+        params = r.str()
+        requested = [r.str() for _ in range(r.u32())]
+        inputs = [read_tensor(r) for _ in range(r.u32())]
+        requests.append(
+            RequestDesc(token, request_id, corr, flags, timeout, params, requested, inputs)
+        )
+    r.done()
+    return requests
+
+
+# ---------------------------------------------------------------------------- result
+
+
+class ResultDesc:
+    """ResultBody. ``error`` set means the whole batch failed; otherwise ``items`` is one
+    ``(kind, release_flags, ResponseDesc | None)`` per request."""
+
+    __slots__ = ("error", "async_seq", "items")
+
+    def __init__(
+        self,
+        items: Sequence[Tuple[int, int, Optional[ResponseDesc]]] = (),
+        async_seq: int = 0,
+        error: Optional[Tuple[int, str]] = None,
+    ) -> None:
+        self.items = list(items)
+        self.async_seq = async_seq
+        self.error = error
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResultDesc):
+            return NotImplemented
+        return (self.error, self.async_seq, self.items) == (
+            other.error,
+            other.async_seq,
+            other.items,
+        )
+
+    def __repr__(self) -> str:
+        return f"ResultDesc(error={self.error}, async_seq={self.async_seq}, items={self.items})"
+
+
+def encode_result_error(code: int, message: str) -> bytearray:
+    out = bytearray(U8.pack(ResultStatus.BATCH_ERROR))
+    out += ERROR_HEAD.pack(code)
+    put_str(out, message)
+    return out
+
+
+def encode_result(result: ResultDesc) -> bytearray:
+    if result.error is not None:
+        return encode_result_error(*result.error)
+    out = bytearray(RESULT_OK_HEAD.pack(ResultStatus.OK, result.async_seq, len(result.items)))
+    for kind, release_flags, resp in result.items:
+        out += PER_RESULT.pack(kind, release_flags)
+        if kind == ResultKind.RESPONSE:
+            put_response(out, resp)  # type: ignore[arg-type]
+    return out
+
+
+def decode_result(body: Buffer) -> ResultDesc:
+    r = Reader(body)
+    status = r.u8()
+    if status == ResultStatus.BATCH_ERROR:
+        (code,) = r.unpack(ERROR_HEAD)
+        res = ResultDesc(error=(code, r.str()))
+    elif status == ResultStatus.OK:
+        seq, n = r.unpack(SEQ_N)
+        items = []
+        for _ in range(n):
+            kind, flags = r.unpack(PER_RESULT)
+            if kind == ResultKind.RESPONSE:
+                items.append((kind, flags, read_response(r)))
+            elif kind == ResultKind.NONE:
+                items.append((kind, flags, None))
+            else:
+                raise ProtocolError(f"unknown result kind {kind}")
+        res = ResultDesc(items, seq)
+    else:
+        raise ProtocolError(f"unknown result status {status}")
+    r.done()
+    return res
+
+
+# ---------------------------------------------------------------------------- small bodies
+
+
+def encode_hello(
+    protocol_version: int, pid: int, python_version: str, numpy_version: str
+) -> bytearray:
+    out = bytearray(HELLO_HEAD.pack(protocol_version, pid))
+    put_str(out, python_version)
+    put_str(out, numpy_version)
+    return out
+
+
+def decode_hello(body: Buffer) -> Tuple[int, int, str, str]:
+    r = Reader(body)
+    version, pid = r.unpack(HELLO_HEAD)
+    py, np_ = r.str(), r.str()
+    r.done()
+    return version, pid, py, np_
+
+
+def encode_json(obj: Any) -> bytearray:
+    out = bytearray()
+    put_str(out, json.dumps(obj))
+    return out
+
+
+def decode_json(body: Buffer) -> Any:
+    r = Reader(body)
+    v = r.json()
+    r.done()
+    return v
+
+
+def encode_log(level: int, line: int, filename: str, message: str) -> bytearray:
+    out = bytearray(LOG_HEAD.pack(level, line))
+    put_str(out, filename)
+    put_str(out, message)
+    return out
+
+
+def decode_log(body: Buffer) -> Tuple[int, int, str, str]:
+    r = Reader(body)
+    level, line = r.unpack(LOG_HEAD)
+    f, m = r.str(), r.str()
+    r.done()
+    return level, line, f, m
+
+
+def encode_send(token: int, send_flags: int, resp: Optional[ResponseDesc]) -> bytearray:
+    out = bytearray(SEND_HEAD.pack(token, send_flags, 0 if resp is None else 1))
+    if resp is not None:
+        put_response(out, resp)
+    return out
+
+
+def decode_send(body: Buffer) -> Tuple[int, int, Optional[ResponseDesc]]:
+    r = Reader(body)
+    token, flags, has = r.unpack(SEND_HEAD)
+    resp = read_response(r) if has else None
+    r.done()
+    return token, flags, resp
+
+
+def encode_segment_add(owner: int, seg: int, size: int) -> bytes:
+    return SEGMENT_ADD.pack(owner, seg, size)
+
+
+def decode_segment_add(body: Buffer) -> Tuple[int, int, int]:
+    r = Reader(body)
+    v = r.unpack(SEGMENT_ADD)
+    r.done()
+    return v
+
+
+def encode_segment_drop(owner: int, seg: int) -> bytes:
+    return SEGMENT_DROP.pack(owner, seg)
+
+
+def decode_segment_drop(body: Buffer) -> Tuple[int, int]:
+    r = Reader(body)
+    v = r.unpack(SEGMENT_DROP)
+    r.done()
+    return v
+
+
+def encode_free(owner: int, blocks: Sequence[Tuple[int, int]]) -> bytearray:
+    out = bytearray(FREE_HEAD.pack(owner, len(blocks)))
+    pack = BLOCK_REF.pack
+    for seg, off in blocks:
+        out += pack(seg, off)
+    return out
+
+
+def decode_free(body: Buffer) -> Tuple[int, List[Tuple[int, int]]]:
+    r = Reader(body)
+    owner, n = r.unpack(FREE_HEAD)
+    if n * BLOCK_REF.size != r.end - r.pos:
+        raise ProtocolError(f"FREE announces {n} blocks but carries {r.end - r.pos} bytes")
+    blocks = [r.unpack(BLOCK_REF) for _ in range(n)]
+    return owner, blocks
+
+
+def encode_indirect(seg: int, offset: int, length: int) -> bytes:
+    return INDIRECT.pack(seg, offset, length)
+
+
+def decode_indirect(body: Buffer) -> Tuple[int, int, int]:
+    r = Reader(body)
+    v = r.unpack(INDIRECT)
+    r.done()
+    return v
+
+
+def encode_reply(ok: bool, code: int = 0, message: str = "", payload: Buffer = b"") -> bytearray:
+    out = bytearray(U8.pack(1 if ok else 0))
+    if not ok:
+        out += ERROR_HEAD.pack(code)
+        put_str(out, message)
+    out += payload
+    return out
+
+
+def decode_reply(body: Buffer) -> Tuple[bool, int, str, memoryview]:
+    """Returns (ok, code, message, payload); payload is the kind-specific remainder."""
+    r = Reader(body)
+    ok = bool(r.u8())
+    code, message = 0, ""
+    if not ok:
+        (code,) = r.unpack(ERROR_HEAD)
+        message = r.str()
+    return ok, code, message, r.buf[r.pos :]

@@ -1,0 +1,224 @@
+"""EXECUTE -> ``execute(requests)`` -> RESULT, the stub's hot path.
+
+Inputs become zero-copy numpy views (of the backend's arena, or of our private copy of
+the datagram); the return value is validated with the original's error texts; outputs
+are placed by :class:`~pybackend.stub.outputs.Placer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import traceback
+import weakref
+from typing import Any, List, Optional
+
+import numpy as np
+
+from ..ipc import codec
+from ..ipc.codec import ProtocolError, ResultDesc, TensorDesc
+from ..ipc.protocol import Location, ResultKind
+from ..utils.errors import ErrorCode
+from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
+from ..utils.response import InferenceResponse
+from ..utils.tensor import Tensor
+from .logging import ERROR
+from .outputs import Placer
+from .state import StubState
+from .tracebacks import format_exception
+
+_EMPTY = np.empty(0, np.uint8)
+_NONE = ResultKind.NONE
+_RESPONSE = ResultKind.RESPONSE
+
+
+class BatchError(Exception):
+    """Execute's return value broke a rule; the message is reported verbatim."""
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        state: StubState,
+        model: Any,
+        instance: str,
+        model_file: str,
+        decoupled: bool,
+        model_name: str = "",
+        model_version: int = -1,
+    ) -> None:
+        self.state = state
+        self.model = model
+        self.instance = instance
+        self.model_file = model_file
+        self.decoupled = decoupled
+        self.model_name = model_name
+        self.model_version = model_version
+        self.keepalive: Optional[List[Any]] = None
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ event loop
+
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        """The instance's event loop (created on first use, run by a daemon thread)."""
+        with self._loop_lock:
+            if self.loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                threading.Thread(target=run, name="pybackend-event-loop", daemon=True).start()
+                ready.wait()
+                self.loop = loop
+            return self.loop
+
+    def run_coroutine(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.event_loop()).result()
+
+    def _background(self, coro: Any) -> None:
+        fut = asyncio.run_coroutine_threadsafe(coro, self.event_loop())
+        fut.add_done_callback(self._background_done)
+
+    def _background_done(self, fut: Any) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            text = "".join(traceback.TracebackException.from_exception(exc).format())
+            self.state.log.here(
+                ERROR,
+                f"Failed to process the request(s) for model '{self.instance}', message: {text}",
+            )
+
+    def stop_loop(self) -> None:
+        loop = self.loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(loop.stop)
+
+    # ------------------------------------------------------------------ inputs
+
+    def _tensor(self, td: TensorDesc) -> Tensor:
+        loc = td.location
+        n = td.byte_size
+        if loc == Location.INLINE:
+            buf = np.frombuffer(td.data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
+        elif loc == Location.BACKEND_ARENA:
+            st = self.state
+            mm = st.peer.get(td.seg, td.offset, n)
+            if n and mm is not None:
+                buf = np.frombuffer(mm, np.uint8, n, td.offset)
+                # buf.base is a memoryview private to this block that every view of the
+                # tensor keeps alive: when it dies the block goes back to the backend.
+                weakref.finalize(buf.base, st.free_backend_block, td.seg, td.offset).atexit = False
+            else:
+                buf = _EMPTY
+                st.free_backend_block(td.seg, td.offset)
+        else:
+            raise ProtocolError(f"input '{td.name}' has location {loc}, which inputs cannot use")
+        return Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+
+    def _requests(self, body: bytearray) -> List[InferenceRequest]:
+        make = InferenceRequest._incoming
+        tensor = self._tensor
+        decoupled = self.decoupled
+        return [
+            make(
+                d.token,
+                d.request_id,
+                d.correlation_id,
+                [tensor(td) for td in d.inputs],
+                d.requested_outputs,
+                d.flags,
+                d.timeout_us,
+                d.parameters,
+                decoupled,
+                self.model_name,
+                self.model_version,
+            )
+            for d in codec.decode_execute(body)
+        ]
+
+    # ------------------------------------------------------------------ execute
+
+    def execute(self, body: memoryview) -> bytearray:
+        """Handle one EXECUTE body; returns the RESULT body."""
+        owned = bytearray(body)  # writable, and outlives the channel's receive buffer
+        try:
+            requests = self._requests(owned)
+        except (ProtocolError, Exception) as e:  # noqa: BLE001 - any decode failure fails the batch
+            return self._batch_error(f"pybackend stub could not decode the batch: {e}", requests=())
+        execute = getattr(self.model, "execute", None)
+        if execute is None:
+            return self._batch_error(
+                f"Python model {self.model_file} does not implement `execute` method.", requests
+            )
+        placer = Placer(self.state, for_send=False)
+        try:
+            ret = execute(requests)
+            if asyncio.iscoroutine(ret):
+                if self.decoupled:
+                    self._background(ret)
+                    ret = None
+                else:
+                    ret = self.run_coroutine(ret)
+            items = self._items(requests, ret, placer)
+        except BatchError as e:
+            return self._batch_error(str(e), requests)
+        except Exception as e:  # noqa: BLE001 - model code may raise anything
+            return self._batch_error(format_exception(e), requests)
+        self.keepalive = placer.keepalive
+        return codec.encode_result(ResultDesc(items, self.state.async_.sent))
+
+    def _items(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> list:
+        if self.decoupled:
+            if ret is not None:
+                raise BatchError(
+                    f"Python model '{self.instance}' is using the decoupled mode and the execute "
+                    "function must return None."
+                )
+            return [(_NONE, r._release_flags, None) for r in requests]
+        if ret is None:
+            return [(_NONE, r._release_flags, None) for r in requests]
+        if not isinstance(ret, list):
+            raise BatchError(f"Expected a list in the execute return, found type '{type(ret)}'.")
+        if len(ret) != len(requests):
+            raise BatchError(
+                "Number of InferenceResponse objects do not match the number of InferenceRequest "
+                f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
+                f"size is:{len(ret)}\n"
+            )
+        items = []
+        for req, resp in zip(requests, ret):
+            flags = req._release_flags
+            if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                if resp is not None:
+                    raise BatchError(
+                        "Expected a None object in the execute function return list for reschduled "
+                        f"request, found type '{type(resp)}'."
+                    )
+                items.append((_NONE, flags, None))
+            elif resp is None:
+                items.append((_NONE, flags, None))
+            elif type(resp) is InferenceResponse or isinstance(resp, InferenceResponse):
+                if req._sender is not None:
+                    req._sender._take_returned()
+                items.append((_RESPONSE, flags, placer.response(resp, req._requested)))
+            else:
+                raise BatchError(
+                    "Expected an 'InferenceResponse' object in the execute function return list, "
+                    f"found type '{type(resp)}'."
+                )
+        return items
+
+    def _batch_error(self, message: str, requests: Any) -> bytearray:
+        for r in requests:
+            if r._sender is not None:
+                r._sender._close()
+        text = f"Failed to process the request(s) for model '{self.instance}', message: {message}"
+        self.state.log.here(ERROR, text)
+        return codec.encode_result_error(ErrorCode.INTERNAL, text)

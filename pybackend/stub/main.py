@@ -1,0 +1,189 @@
+"""The stub's main loop. The main thread reads the sync channel itself (no hand-off to
+another thread on the hot path) and answers HELLO/INIT/EXECUTE/FINALIZE in order."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import traceback
+from typing import Any, Dict, NoReturn, Optional
+
+import numpy as np
+
+from ..ipc import codec
+from ..ipc.channel import ChannelClosed
+from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
+from ..utils import transport as utils_transport
+from . import loader
+from .dispatch import Dispatcher
+from .logging import ERROR, INFO, WARNING
+from .reader import Reader
+from .state import StubState
+from .tracebacks import format_exception
+from .transport import StubTransport
+
+
+class Stub:
+    def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
+        self.instance = instance
+        self.state = StubState(sync_fd, async_fd, instance)
+        self.transport = StubTransport(self.state)
+        self.dispatcher: Optional[Dispatcher] = None
+        self.model: Any = None
+        self.reader: Optional[Reader] = None
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> NoReturn:
+        st = self.state
+        utils_transport.set_transport(self.transport)
+        st.sync.send(
+            MessageKind.HELLO,
+            codec.encode_hello(
+                PROTOCOL_VERSION, os.getpid(), platform.python_version(), np.__version__
+            ),
+        )
+        sync = st.sync
+        while True:
+            try:
+                msg = sync.recv()
+            except ChannelClosed:
+                self._exit(0)
+            except codec.ProtocolError as e:
+                st.log.here(
+                    ERROR, f"pybackend stub '{self.instance}': bad message on the sync channel: {e}"
+                )
+                continue
+            kind = msg.kind
+            dispatcher = self.dispatcher
+            if dispatcher is not None:
+                # The backend has read everything the previous RESULT referenced.
+                dispatcher.keepalive = None
+            if kind == MessageKind.EXECUTE:
+                if dispatcher is None:
+                    body = codec.encode_result_error(
+                        1,
+                        f"Failed to process the request(s) for model '{self.instance}', message: "
+                        "the stub received EXECUTE before a successful INIT",
+                    )
+                else:
+                    body = dispatcher.execute(msg.body)
+                sync.send(MessageKind.RESULT, body, msg.id)
+            elif kind == MessageKind.INIT:
+                sync.send(MessageKind.INIT_REPLY, codec.encode_json(self._init(msg.body)), msg.id)
+            elif kind == MessageKind.FINALIZE:
+                error = self._finalize()
+                sync.send(MessageKind.FINALIZE_REPLY, codec.encode_json({"error": error}), msg.id)
+                self._exit(0)
+            elif not st.handle_common(msg):
+                st.log.here(
+                    WARNING,
+                    f"pybackend stub '{self.instance}': unexpected sync message kind {kind}",
+                )
+
+    def _exit(self, code: int) -> NoReturn:
+        try:
+            self.state.flush_frees()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        # os._exit: user threads that never finish must not keep a dead stub around.
+        os._exit(code)
+
+    # ------------------------------------------------------------------ INIT
+
+    def _init(self, body: memoryview) -> Dict[str, Any]:
+        reply: Dict[str, Any] = {
+            "ok": False,
+            "error": None,
+            "model_config": None,
+            "has_is_ready": False,
+            "is_async_execute": False,
+        }
+        phase = "initialize"
+        try:
+            init = codec.decode_json(body)
+            phase = init.get("phase", "initialize")
+            self._configure(init)
+            if self.reader is None:
+                self.reader = Reader(self.state)
+                self.reader.start()
+            module = loader.import_model(init)
+            if phase == "auto_complete":
+                reply["model_config"] = loader.auto_complete(module, init)
+            else:
+                dispatcher = Dispatcher(
+                    self.state,
+                    None,
+                    self.instance,
+                    init.get("model_file", ""),
+                    bool(init.get("decoupled", False)),
+                    init.get("model_name", ""),
+                    _int(init.get("model_version", -1)),
+                )
+                self.model = loader.instantiate(module, init, dispatcher.run_coroutine)
+                dispatcher.model = self.model
+                self.dispatcher = dispatcher
+                reply["has_is_ready"] = hasattr(self.model, "is_ready")
+                reply["is_async_execute"] = loader.is_async_execute(self.model)
+            reply["ok"] = True
+        except loader.LoadError as e:
+            reply["error"] = str(e)
+        except Exception as e:  # noqa: BLE001 - model import/initialize may raise anything
+            reply["error"] = format_exception(e)
+        if not reply["ok"]:
+            what = (
+                "Failed to initialize Python stub for auto-complete"
+                if phase == "auto_complete"
+                else ("Failed to initialize Python stub")
+            )
+            self.state.log.here(ERROR, f"{what}: {reply['error']}")
+        return reply
+
+    def _configure(self, init: Dict[str, Any]) -> None:
+        st = self.state
+        st.inline_threshold = _int(init.get("inline_threshold", DEFAULT_INLINE_THRESHOLD))
+        if st.arena is None:
+            st.make_arena(
+                _int(init.get("shm_default_byte_size", 1 << 20)) or (1 << 20),
+                _int(init.get("shm_growth_byte_size", 1 << 20)) or (1 << 20),
+            )
+        model_file = init.get("model_file", "")
+        self.transport.model_dir = init.get("version_dir") or os.path.dirname(model_file)
+
+    # ------------------------------------------------------------------ FINALIZE
+
+    def _finalize(self) -> Optional[str]:
+        if self.dispatcher is not None:
+            self.dispatcher.stop_loop()
+        model = self.model
+        if model is None or not hasattr(model, "finalize"):
+            return None
+        try:
+            model.finalize()
+        except Exception as e:  # noqa: BLE001 - reported, then ignored like upstream
+            text = format_exception(e)
+            self.state.log.here(INFO, f"Failed to finalize the model '{self.instance}': {text}")
+            return text
+        return None
+
+
+def _int(v: Any) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return -1
+
+
+def run(sync_fd: int, async_fd: int, instance: str) -> NoReturn:
+    try:
+        Stub(sync_fd, async_fd, instance).run()
+    except BaseException:  # noqa: BLE001 - last resort: say why we die
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)

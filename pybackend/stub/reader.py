@@ -1,0 +1,78 @@
+"""The async-channel reader thread: FREEs of our blocks, the backend's segments, RPC
+replies; it also returns backend blocks (batched, within FLUSH_S) and releases our idle
+segments."""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+
+from ..ipc.arena import IDLE_RELEASE_S
+from ..ipc.channel import ChannelClosed
+from ..ipc.codec import ProtocolError
+from .logging import WARNING
+from .state import StubState
+
+FLUSH_S = 0.05
+EXIT_GRACE_S = 5.0
+
+
+class Reader(threading.Thread):
+    def __init__(self, state: StubState) -> None:
+        super().__init__(name="pybackend-async-reader", daemon=True)
+        self.state = state
+
+    def run(self) -> None:
+        st = self.state
+        poller = select.poll()
+        async_fd = st.async_.fileno()
+        poller.register(async_fd, select.POLLIN)
+        poller.register(st.wake_r, select.POLLIN)
+        flush_at = None
+        while True:
+            now = time.monotonic()
+            if flush_at is not None:
+                timeout_ms = max(0, int((flush_at - now) * 1000) + 1)
+            elif st.arena is not None and st.arena.has_idle_candidates():
+                timeout_ms = int(IDLE_RELEASE_S * 250)
+            else:
+                timeout_ms = -1
+            for fd, _ in poller.poll(timeout_ms):
+                if fd == async_fd:
+                    try:
+                        msg = st.async_.recv()
+                    except ChannelClosed:
+                        self._backend_gone()
+                        return
+                    except ProtocolError as e:
+                        st.log.here(
+                            WARNING, f"pybackend stub '{st.instance}': bad async message: {e}"
+                        )
+                        continue
+                    if not st.handle_common(msg):
+                        st.log.here(
+                            WARNING,
+                            f"pybackend stub '{st.instance}': unexpected async message kind {msg.kind}",
+                        )
+                elif fd == st.wake_r:
+                    try:
+                        os.read(st.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+                    if flush_at is None:
+                        flush_at = time.monotonic() + FLUSH_S
+            now = time.monotonic()
+            if flush_at is not None and now >= flush_at:
+                flush_at = None
+                st.flush_frees()
+            if st.arena is not None:
+                st.arena.release_idle(now)
+
+    def _backend_gone(self) -> None:
+        """The backend closed the async channel. The main thread normally sees EOF on
+        sync at the same moment and exits; if model code keeps it busy, exit anyway."""
+        self.state.fail_rpcs()
+        time.sleep(EXIT_GRACE_S)
+        os._exit(1)

@@ -1,0 +1,199 @@
+"""Everything the stub's threads share: the two channels, our arena, the backend's
+segments, the queue of backend blocks to return, and RPCs waiting for a REPLY."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import socket
+import threading
+from typing import Deque, Dict, List, Optional, Tuple
+
+from ..ipc import codec
+from ..ipc.arena import Arena, PeerSegments
+from ..ipc.channel import Channel, Message
+from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MAX_INLINE_BODY, MessageKind, Owner
+from .logging import WARNING, StubLog
+
+FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
+RPC_TIMEOUT_S = 30.0
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Pending:
+    __slots__ = ("event", "result")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.result: Optional[Tuple[bool, int, str, bytes]] = None
+
+
+class StubState:
+    def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
+        self.instance = instance
+        self.peer = PeerSegments()
+        self.arena: Optional[Arena] = None
+        self.sync = Channel(socket.socket(fileno=sync_fd), self._indirect_out, self._indirect_in)
+        self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
+        self.log = StubLog(self.async_)
+        self.inline_threshold = DEFAULT_INLINE_THRESHOLD
+        self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+        self._armed = False
+        self._rpc_ids = itertools.count(1)
+        self._rpcs: Dict[int, _Pending] = {}
+        self._rpc_lock = threading.Lock()
+        self.dead = False
+
+    # ------------------------------------------------------------------ arena
+
+    def make_arena(self, default_size: int, growth_size: int) -> Arena:
+        self.arena = Arena(Owner.STUB, default_size, growth_size, self._announce, self._drop)
+        return self.arena
+
+    def _announce(self, seg: int, size: int, fd: int) -> None:
+        self.async_.send(
+            MessageKind.SEGMENT_ADD, codec.encode_segment_add(Owner.STUB, seg, size), fds=[fd]
+        )
+
+    def _drop(self, seg: int) -> None:
+        try:
+            self.async_.send(MessageKind.SEGMENT_DROP, codec.encode_segment_drop(Owner.STUB, seg))
+        except OSError:
+            pass
+
+    def _indirect_out(self, body: codec.Buffer) -> Tuple[int, int]:
+        if self.arena is None:
+            raise codec.ProtocolError("message body too large to send before INIT")
+        mv = memoryview(body).cast("B")
+        seg, off = self.arena.alloc(mv.nbytes)
+        self.arena.write(seg, off, mv)
+        return seg, off
+
+    def _indirect_in(self, seg: int, off: int, length: int) -> bytes:
+        mm = self.peer.get(seg, off, length)
+        data = mm[off : off + length] if mm is not None else b""
+        self.free_backend_block(seg, off)
+        return data
+
+    # ------------------------------------------------------------------ frees
+
+    def free_backend_block(self, seg: int, off: int) -> None:
+        """Queue a backend block for FREE; may run in any thread (it is a GC callback)."""
+        self.backend_frees.append((seg, off))
+        if not self._armed:
+            self._armed = True
+            try:
+                os.write(self.wake_w, b"\x01")
+            except OSError:
+                pass
+
+    def flush_frees(self) -> None:
+        self._armed = False
+        q = self.backend_frees
+        while q:
+            blocks: List[Tuple[int, int]] = []
+            try:
+                while len(blocks) < FREE_CHUNK:
+                    blocks.append(q.popleft())
+            except IndexError:
+                pass
+            if blocks:
+                try:
+                    self.async_.send(MessageKind.FREE, codec.encode_free(Owner.BACKEND, blocks))
+                except OSError:
+                    return
+
+    # ------------------------------------------------------------------ shared handling
+
+    def handle_common(self, msg: Message) -> bool:
+        """FREE / SEGMENT_ADD / SEGMENT_DROP / REPLY, which may arrive on either channel.
+        Returns False for any other kind."""
+        kind = msg.kind
+        try:
+            if kind == MessageKind.FREE:
+                owner, blocks = codec.decode_free(msg.body)
+                if owner != Owner.STUB or self.arena is None:
+                    raise codec.ProtocolError(f"FREE for owner {owner} reached the stub")
+                for seg, off in blocks:
+                    self.arena.decref(seg, off)
+            elif kind == MessageKind.SEGMENT_ADD:
+                owner, seg, size = codec.decode_segment_add(msg.body)
+                if owner != Owner.BACKEND or len(msg.fds) != 1:
+                    raise codec.ProtocolError(
+                        f"SEGMENT_ADD with owner {owner} and {len(msg.fds)} fds (expected backend, one fd)"
+                    )
+                fd = msg.fds.pop()
+                self.peer.add(seg, size, fd)
+            elif kind == MessageKind.SEGMENT_DROP:
+                owner, seg = codec.decode_segment_drop(msg.body)
+                if owner != Owner.BACKEND:
+                    raise codec.ProtocolError(f"SEGMENT_DROP for owner {owner} reached the stub")
+                self.peer.drop(seg)
+            elif kind == MessageKind.REPLY:
+                self._resolve(msg.id, msg.body)
+            else:
+                return False
+        except codec.ProtocolError as e:
+            self.log.here(
+                WARNING, f"pybackend stub '{self.instance}': ignoring bad message {kind}: {e}"
+            )
+        finally:
+            for fd in msg.fds:
+                os.close(fd)
+            msg.fds = []
+        return True
+
+    # ------------------------------------------------------------------ RPC
+
+    def rpc(self, kind: int, body: codec.Buffer, timeout: float = RPC_TIMEOUT_S) -> memoryview:
+        """Send a request on the async channel and wait for its REPLY payload."""
+        if self.dead:
+            raise RpcError(1, "the backend is gone")
+        rid = next(self._rpc_ids)
+        pending = _Pending()
+        with self._rpc_lock:
+            self._rpcs[rid] = pending
+        try:
+            self.async_.send(kind, body, rid)
+            if not pending.event.wait(timeout):
+                raise RpcError(4, f"no reply from the backend within {timeout:g} s")
+        finally:
+            with self._rpc_lock:
+                self._rpcs.pop(rid, None)
+        assert pending.result is not None
+        ok, code, message, payload = pending.result
+        if not ok:
+            raise RpcError(code, message)
+        return memoryview(payload)
+
+    def _resolve(self, rid: int, body: memoryview) -> None:
+        ok, code, message, payload = codec.decode_reply(body)
+        with self._rpc_lock:
+            pending = self._rpcs.get(rid)
+        if pending is not None:
+            pending.result = (ok, code, message, bytes(payload))
+            pending.event.set()
+
+    def fail_rpcs(self) -> None:
+        self.dead = True
+        with self._rpc_lock:
+            pendings = list(self._rpcs.values())
+        for p in pendings:
+            p.result = (False, 4, "the backend closed the channel", b"")
+            p.event.set()
+
+    def close(self) -> None:
+        for ch in (self.sync, self.async_):
+            try:
+                ch.close()
+            except OSError:
+                pass

@@ -1,0 +1,55 @@
+"""The pb_utils transport inside the stub: logs, response-sender sends and
+cancellation queries travel on the async channel."""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Optional
+
+from ..ipc import codec
+from ..ipc.protocol import MessageKind
+from ..utils.errors import TritonModelException
+from ..utils.transport import Transport
+from .outputs import Placer
+from .state import RpcError, StubState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..utils.request import InferenceRequest
+    from ..utils.response import InferenceResponse
+
+_TOKEN = struct.Struct("<Q")
+
+
+class StubTransport(Transport):
+    def __init__(self, state: StubState, model_dir: str = "") -> None:
+        self.state = state
+        self.model_dir = model_dir
+
+    def log(self, level: int, filename: str, line: int, message: str) -> None:
+        self.state.log.log(level, filename, line, message)
+
+    def send_response(
+        self, request: "InferenceRequest", response: Optional["InferenceResponse"], flags: int
+    ) -> None:
+        desc = None
+        if response is not None:
+            desc = Placer(self.state, for_send=True).response(response, request._requested)
+        try:
+            self.state.async_.send(MessageKind.SEND, codec.encode_send(request._token, flags, desc))
+        except OSError as e:
+            raise TritonModelException(
+                f"Unable to send response: the backend is gone ({e})."
+            ) from None
+
+    def is_cancelled(self, request: "InferenceRequest") -> bool:
+        try:
+            payload = self.state.rpc(MessageKind.IS_CANCELLED, _TOKEN.pack(request._token))
+        except RpcError as e:
+            raise TritonModelException(
+                f"Failed to check whether the request is cancelled: {e}"
+            ) from None
+        if payload.nbytes < 1:
+            raise TritonModelException(
+                "Failed to check whether the request is cancelled: empty reply"
+            )
+        return bool(payload[0])

@@ -1,0 +1,241 @@
+"""``pb_utils.InferenceRequest``: the requests ``execute`` receives, and BLS requests a
+model builds itself."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List, Optional, Sequence, Set, Union
+
+from . import transport as _transport
+from .errors import TritonModelException
+from .memory import MemoryType, PreferredMemory
+from .response import parameters_to_json
+from .senders import InferenceResponseSender
+from .tensor import Tensor
+
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+_MISSING: Any = object()
+
+
+class InferenceTrace:
+    """Trace handle of a request; pass ``request.trace()`` to a BLS request to chain it."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: Optional[str] = None) -> None:
+        self._context = context
+
+    def get_context(self) -> Optional[str]:
+        return self._context
+
+
+class InferenceRequest:
+    """One inference request. Incoming requests are built by the stub (or the harness)
+    with :meth:`_incoming`; calling the constructor builds a BLS request."""
+
+    __slots__ = (
+        "_token",
+        "_request_id",
+        "_correlation_id",
+        "_inputs",
+        "_requested",
+        "_model_name",
+        "_model_version",
+        "_flags",
+        "_timeout",
+        "_parameters",
+        "_preferred_memory",
+        "_trace",
+        "_release_flags",
+        "_decoupled",
+        "_sender",
+        "_cancelled",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        inputs: Sequence[Tensor] = _MISSING,
+        requested_output_names: Sequence[str] = _MISSING,
+        model_name: str = _MISSING,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: Optional[PreferredMemory] = None,
+        trace: Optional[InferenceTrace] = None,
+        parameters: Optional[dict] = None,
+    ) -> None:
+        for arg, value in (
+            ("inputs", inputs),
+            ("requested_output_names", requested_output_names),
+            ("model_name", model_name),
+        ):
+            if value is _MISSING:
+                raise TypeError(f"InferenceRequest() missing required argument '{arg}'")
+        if not isinstance(request_id, str):
+            raise TypeError(f"request_id must be a str, found type {type(request_id)}")
+        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
+            raise TritonModelException("Correlation ID must be integer or string")
+        if isinstance(correlation_id, int) and not 0 <= correlation_id < 1 << 64:
+            raise TritonModelException("Correlation ID must be integer or string")
+        if not isinstance(model_name, str):
+            raise TypeError(f"model_name must be a str, found type {type(model_name)}")
+        inputs = list(inputs)
+        for t in inputs:
+            if t is None:
+                raise TritonModelException(
+                    f"Input tensor for request with id '{request_id}' and model name '{model_name}' "
+                    "should not be empty."
+                )
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"inputs must contain pb_utils.Tensor objects, found type {type(t)}"
+                )
+        names = list(requested_output_names)
+        for n in names:
+            if not isinstance(n, str):
+                raise TypeError(f"requested_output_names must contain str, found type {type(n)}")
+            if not n:
+                raise TritonModelException(
+                    f"Requested output name for request with id '{request_id}' and model name "
+                    f"'{model_name}' should not be empty."
+                )
+        if preferred_memory is None:
+            preferred_memory = PreferredMemory(MemoryType.DEFAULT, 0)
+        elif not isinstance(preferred_memory, PreferredMemory):
+            raise TypeError(
+                f"preferred_memory must be a pb_utils.PreferredMemory, found type {type(preferred_memory)}"
+            )
+        if trace is not None and not isinstance(trace, InferenceTrace):
+            raise TypeError(f"trace must come from request.trace(), found type {type(trace)}")
+        if not isinstance(flags, int) or flags < 0:
+            raise TypeError(f"flags must be a non-negative int, found {flags!r}")
+        if not isinstance(timeout, int) or timeout < 0:
+            raise TypeError(f"timeout must be a non-negative int (microseconds), found {timeout!r}")
+        if not isinstance(model_version, int):
+            raise TypeError(f"model_version must be an int, found {model_version!r}")
+        self._token = 0
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = inputs
+        self._requested = names
+        self._model_name = model_name
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        self._parameters = parameters_to_json(parameters) or "{}"
+        self._preferred_memory = preferred_memory
+        self._trace = trace if trace is not None else InferenceTrace()
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._decoupled = False
+        self._sender: Optional[InferenceResponseSender] = None
+        self._cancelled = False
+
+    @classmethod
+    def _incoming(
+        cls,
+        token: int,
+        request_id: str,
+        correlation_id: Union[int, str],
+        inputs: List[Tensor],
+        requested_output_names: Sequence[str],
+        flags: int,
+        timeout: int,
+        parameters: str,
+        decoupled: bool,
+        model_name: str = "",
+        model_version: int = -1,
+    ) -> "InferenceRequest":
+        """A request received from the server (no validation: the server already did)."""
+        r = cls.__new__(cls)
+        r._token = token
+        r._request_id = request_id
+        r._correlation_id = correlation_id
+        r._inputs = inputs
+        r._requested = requested_output_names
+        r._model_name = model_name
+        r._model_version = model_version
+        r._flags = flags
+        r._timeout = timeout
+        r._parameters = parameters or "{}"
+        r._preferred_memory = None
+        r._trace = None
+        r._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        r._decoupled = decoupled
+        r._sender = None
+        r._cancelled = False
+        return r
+
+    # ------------------------------------------------------------------ accessors
+
+    def inputs(self) -> List[Tensor]:
+        return self._inputs
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> Union[int, str]:
+        return self._correlation_id
+
+    def flags(self) -> int:
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        self._flags = int(flags)
+
+    def timeout(self) -> int:
+        return self._timeout
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def trace(self) -> InferenceTrace:
+        if self._trace is None:
+            self._trace = InferenceTrace()
+        return self._trace
+
+    def requested_output_names(self) -> Set[str]:
+        return set(self._requested)
+
+    def get_response_sender(self) -> InferenceResponseSender:
+        sender = self._sender
+        if sender is None:
+            sender = self._sender = InferenceResponseSender(self, self._decoupled)
+        return sender
+
+    def is_cancelled(self) -> bool:
+        if not self._cancelled:
+            self._cancelled = bool(_transport._current.is_cancelled(self))
+        return self._cancelled
+
+    def set_release_flags(self, flags: int, /) -> None:
+        if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
+            raise TritonModelException(
+                f"Invalid release flags {flags!r}: use pb_utils.TRITONSERVER_REQUEST_RELEASE_ALL or "
+                "pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE."
+            )
+        self._release_flags = int(flags)
+
+    def release_flags(self) -> int:
+        return self._release_flags
+
+    # ------------------------------------------------------------------ BLS
+
+    def exec(self, decoupled: bool = False) -> Any:
+        return _transport._current.bls_exec(self, decoupled)
+
+    def async_exec(self, decoupled: bool = False) -> Any:
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(None, self.exec, decoupled)
+
+    def __repr__(self) -> str:
+        return (
+            f"InferenceRequest(id={self._request_id!r}, inputs={[t.name() for t in self._inputs]})"
+        )

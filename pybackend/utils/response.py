@@ -1,0 +1,82 @@
+"""``pb_utils.InferenceResponse``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Optional, Sequence
+
+from .errors import TritonError, TritonModelException
+from .tensor import Tensor
+
+
+def parameters_to_json(parameters: Any) -> str:
+    """Validate a request/response ``parameters`` dict (str keys; bool/int/str values) and
+    return its JSON text."""
+    if parameters is None:
+        return ""
+    if not isinstance(parameters, dict):
+        raise TritonModelException(f"Expect parameters to be a dict, found type {type(parameters)}")
+    for k, v in parameters.items():
+        if not isinstance(k, str):
+            raise TritonModelException(
+                f"Expect parameters keys to have type str, found type {type(k)}"
+            )
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException(
+                f"Expect parameters values to have type bool/int/str, found type {type(v)}"
+            )
+    return json.dumps(parameters) if parameters else ""
+
+
+class InferenceResponse:
+    """``InferenceResponse(output_tensors=[], error=None, parameters=None)``. When
+    ``error`` is set the outputs are ignored by the server."""
+
+    __slots__ = ("_outputs", "_error", "_parameters", "__weakref__")
+
+    def __init__(
+        self,
+        output_tensors: Optional[Sequence[Tensor]] = None,
+        error: Optional[TritonError] = None,
+        parameters: Optional[dict] = None,
+    ) -> None:
+        if output_tensors is None:
+            output_tensors = []
+        if isinstance(output_tensors, (str, bytes)) or not hasattr(output_tensors, "__iter__"):
+            raise TypeError(
+                f"output_tensors must be a list of pb_utils.Tensor, found type {type(output_tensors)}"
+            )
+        outputs: List[Tensor] = list(output_tensors)
+        for t in outputs:
+            if t is None:
+                raise TritonModelException(
+                    "Output tensor for inference response should not be empty."
+                )
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"output_tensors must contain pb_utils.Tensor objects, found type {type(t)}"
+                )
+        if error is not None and not isinstance(error, TritonError):
+            raise TypeError(
+                f"error must be a pb_utils.TritonError or None, found type {type(error)}"
+            )
+        self._outputs = outputs
+        self._error = error
+        self._parameters = parameters_to_json(parameters)
+
+    def output_tensors(self) -> List[Tensor]:
+        return self._outputs
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> Optional[TritonError]:
+        return self._error
+
+    def parameters(self) -> str:
+        return self._parameters or "{}"
+
+    def __repr__(self) -> str:
+        if self._error is not None:
+            return f"InferenceResponse(error={self._error!r})"
+        return f"InferenceResponse({[t.name() for t in self._outputs]})"

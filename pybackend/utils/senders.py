@@ -1,0 +1,79 @@
+"""``InferenceResponseSender``: the per-request sender and its one-response rules for
+default (non-decoupled) models."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Optional
+
+from . import transport as _transport
+from .errors import TritonModelException
+from .response import InferenceResponse
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .request import InferenceRequest
+
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+
+CLOSED = "Unable to send response. Response sender has been closed."
+MORE_THAN_ONE = "Unable to send response. Non-decoupled model cannot send more than one response."
+FINAL_FIRST = "Unable to send response. Non-decoupled model cannot send complete final before sending a response."
+BAD_FLAG = "Unable to send response. Unsupported flag provided."
+NEED_RESPONSE = "Inference Response object must be provided when the response flags is set to zero."
+
+
+class InferenceResponseSender:
+    """Validates locally, then hands the response to the transport (which does not
+    block on the server)."""
+
+    __slots__ = ("_request", "_decoupled", "_sent_response", "_closed", "_lock", "__weakref__")
+
+    def __init__(self, request: "InferenceRequest", decoupled: bool) -> None:
+        self._request = request
+        self._decoupled = decoupled
+        self._sent_response = False
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def send(self, response: Optional[InferenceResponse] = None, flags: int = 0) -> None:
+        if flags != 0 and flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            raise TritonModelException(BAD_FLAG)
+        if flags == 0 and response is None:
+            raise TritonModelException(NEED_RESPONSE)
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TypeError(
+                f"response must be a pb_utils.InferenceResponse or None, found type {type(response)}"
+            )
+        with self._lock:
+            self._check(response is not None, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            _transport._current.send_response(self._request, response, flags)
+
+    def _check(self, has_response: bool, final: bool) -> None:
+        """Apply the sender rules and update the state (caller holds the lock)."""
+        if self._closed:
+            raise TritonModelException(CLOSED)
+        if not self._decoupled:
+            if has_response and self._sent_response:
+                raise TritonModelException(MORE_THAN_ONE)
+            if not has_response and final and not self._sent_response:
+                raise TritonModelException(FINAL_FIRST)
+        if has_response:
+            self._sent_response = True
+        if final:
+            self._closed = True
+
+    def _take_returned(self) -> None:
+        """A response for this request came back in execute's return list."""
+        with self._lock:
+            self._check(True, True)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def is_cancelled(self) -> bool:
+        return self._request.is_cancelled()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"InferenceResponseSender({self._request.request_id()!r}, {state})"

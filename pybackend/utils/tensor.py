@@ -1,0 +1,234 @@
+"""``pb_utils.Tensor``: a named array, CPU memory only in this release (GPU via DLPack is
+refused with a clear error)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+from . import dtypes
+from .bytes_codec import serialize_to_bytes, split_bytes, to_object_array
+from .errors import TritonModelException
+
+KDL_CPU = 1
+KDL_CUDA = 2
+KDL_CUDA_HOST = 3
+
+
+class Tensor:
+    """``Tensor(name, array)``. Also built by the stub around shared memory: then
+    ``as_numpy()`` is a zero-copy, writable view of that memory."""
+
+    __slots__ = ("_name", "_dtype", "_shape", "_array", "_raw", "__weakref__")
+
+    def __init__(self, name: str, array: Any, /) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"Tensor name must be a str, got {type(name).__name__}")
+        if not name:
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        code = dtypes.code_of_array(array)
+        if code is None:
+            raise TritonModelException("NumPy dtype is not supported.")
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        self._name = name
+        self._dtype = code
+        self._shape = array.shape
+        if code == dtypes.TYPE_BYTES:
+            self._raw: Any = serialize_to_bytes(array)
+        else:
+            if array.dtype.byteorder == ">":
+                array = array.astype(array.dtype.newbyteorder("<"))
+            self._raw = None
+        self._array: Optional[np.ndarray] = array
+
+    # -------------------------------------------------------------- construction
+
+    @classmethod
+    def _from_buffer(
+        cls, name: str, dtype: int, shape: Tuple[int, ...], buf: np.ndarray
+    ) -> "Tensor":
+        """A tensor over ``buf`` (a uint8 array viewing shared or received memory)."""
+        t = cls.__new__(cls)
+        t._name = name
+        t._dtype = dtype
+        t._shape = tuple(shape)
+        wire = dtypes.WIRE_DTYPE.get(dtype)
+        if wire is not None and dtype != dtypes.TYPE_BF16:
+            n = 1
+            for d in shape:
+                n *= d
+            if n * wire.itemsize != buf.nbytes:
+                raise TritonModelException(
+                    f"tensor '{name}': {buf.nbytes} bytes do not hold shape {list(shape)} of "
+                    f"{dtypes.CODE_TO_KSERVE_NAME.get(dtype, dtype)}"
+                )
+            t._array = buf.view(wire).reshape(shape)
+            t._raw = None
+        else:
+            t._array = None
+            t._raw = buf
+        return t
+
+    @classmethod
+    def from_dlpack(cls, name: str, dlpack: Any) -> "Tensor":
+        """Wrap a DLPack capsule or an object with ``__dlpack__``/``__dlpack_device__``
+        (zero-copy for C-contiguous CPU tensors)."""
+        if not isinstance(name, str) or not name:
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        if _is_capsule(dlpack):
+            device = _capsule_device(dlpack)
+            source: Any = _CapsuleHolder(dlpack, device)
+        elif hasattr(dlpack, "__dlpack__") and hasattr(dlpack, "__dlpack_device__"):
+            device = tuple(dlpack.__dlpack_device__())
+            source = dlpack
+        else:
+            raise TritonModelException(
+                "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
+                "`__dlpack__` and `__dlpack_device__` attributes"
+            )
+        dev_type = int(device[0])
+        if dev_type == KDL_CUDA:
+            raise TritonModelException(
+                "GPU tensors are not supported by this version of pybackend yet: copy the "
+                "tensor to the CPU first (e.g. tensor.cpu()) before Tensor.from_dlpack()."
+            )
+        if dev_type not in (KDL_CPU, KDL_CUDA_HOST):
+            raise TritonModelException(
+                f"DLDevice type {dev_type} is not support by Python backend."
+            )
+        try:
+            array = np.from_dlpack(source)
+        except (TypeError, BufferError, RuntimeError, ValueError) as e:
+            raise TritonModelException(f"DLPack tensor could not be imported: {e}") from None
+        if not array.flags.c_contiguous:
+            raise TritonModelException(
+                "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are "
+                "stored in C-Order are supported."
+            )
+        if dtypes.code_of_array(array) in (None, dtypes.TYPE_BYTES):
+            raise TritonModelException(
+                f"DLPack data type {array.dtype} is not supported by Python backend."
+            )
+        return cls(name, array)
+
+    # -------------------------------------------------------------- accessors
+
+    def name(self) -> str:
+        return self._name
+
+    def shape(self) -> List[int]:
+        return list(self._shape)
+
+    def triton_dtype(self) -> int:
+        """The ``TRITONSERVER_DataType`` code (upstream raises TypeError here)."""
+        return self._dtype
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def as_numpy(self) -> np.ndarray:
+        arr = self._array
+        if arr is not None:
+            return arr
+        if self._dtype == dtypes.TYPE_BF16:
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead."
+            )
+        # BYTES from the wire: materialise once, keep the result.
+        count = 1
+        for d in self._shape:
+            count *= d
+        items = split_bytes(self._raw, count)
+        arr = to_object_array(items).reshape(self._shape)
+        self._array = arr
+        return arr
+
+    def to_dlpack(self) -> Any:
+        if self._dtype == dtypes.TYPE_BYTES:
+            raise TritonModelException("DLPack does not have support for string tensors.")
+        if self._dtype == dtypes.TYPE_BF16:
+            raise TritonModelException(
+                "BF16 tensors cannot be exported through DLPack by this version of pybackend yet."
+            )
+        arr = self.as_numpy()
+        try:
+            return arr.__dlpack__()
+        except BufferError:
+            # numpy refuses to export read-only arrays; hand out a private copy instead.
+            return arr.copy().__dlpack__()
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        return self.to_dlpack()
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (KDL_CPU, 0)
+
+    # -------------------------------------------------------------- internals
+
+    def _wire_bytes(self) -> Any:
+        """The bytes that travel for this tensor: the array itself (numeric) or the
+        serialized BYTES buffer."""
+        return self._raw if self._raw is not None else self._array
+
+    @property
+    def _nbytes(self) -> int:
+        raw = self._raw
+        if raw is not None:
+            return raw.nbytes if isinstance(raw, np.ndarray) else len(raw)
+        return self._array.nbytes  # type: ignore[union-attr]
+
+    def __repr__(self) -> str:
+        return f"Tensor({self._name!r}, {dtypes.CODE_TO_KSERVE_NAME.get(self._dtype)}, shape={list(self._shape)})"
+
+
+# ------------------------------------------------------------------ DLPack capsules
+
+
+def _is_capsule(obj: Any) -> bool:
+    return type(obj).__name__ == "PyCapsule"
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLTensorHead(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice)]
+
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_is_valid.restype = ctypes.c_int
+_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _capsule_device(capsule: Any) -> Tuple[int, int]:
+    """Read DLTensor.device from an unconsumed ``dltensor`` capsule (DLManagedTensor
+    starts with its DLTensor)."""
+    if not _is_valid(capsule, b"dltensor"):
+        raise TritonModelException(
+            "DLPack capsule has already been consumed or is not a 'dltensor' capsule."
+        )
+    head = _DLTensorHead.from_address(_get_pointer(capsule, b"dltensor"))
+    return (head.device.device_type, head.device.device_id)
+
+
+class _CapsuleHolder:
+    """Lets ``np.from_dlpack`` consume a bare capsule."""
+
+    def __init__(self, capsule: Any, device: Tuple[int, int]) -> None:
+        self._capsule = capsule
+        self._device = device
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return self._device

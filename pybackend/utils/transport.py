@@ -1,0 +1,100 @@
+"""What pb_utils needs from the process it runs in, behind one small interface.
+
+The classes in :mod:`pybackend.utils` never import the stub. The stub installs its own
+:class:`Transport` (IPC to the backend); the offline harness installs another; the
+default :class:`InProcessTransport` logs to stderr and records sent responses, so
+``import triton_python_backend_utils`` works anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from .errors import TritonModelException
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .request import InferenceRequest
+    from .response import InferenceResponse
+
+LEVEL_LETTER = {0: "I", 1: "W", 2: "E", 3: "I"}
+
+
+def format_log_line(level: int, filename: str, line: int, message: str) -> str:
+    """``<I|W|E>MMDD hh:mm:ss.uuuuuu <pid> <file>:<line>]  <msg>`` (Triton's stderr form)."""
+    now = time.time()
+    t = time.localtime(now)
+    micros = int((now - int(now)) * 1_000_000)
+    return (
+        f"{LEVEL_LETTER.get(level, 'I')}{t.tm_mon:02d}{t.tm_mday:02d} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{micros:06d} {os.getpid()} "
+        f"{os.path.basename(filename)}:{line}]  {message}"
+    )
+
+
+def unsupported(feature: str) -> TritonModelException:
+    return TritonModelException(
+        f"{feature} is not supported by this version of pybackend yet; "
+        "it will arrive in a later release (see docs/compatibility.md)."
+    )
+
+
+class Transport:
+    """Base class: every method has a safe default so a transport implements only what
+    its environment can do."""
+
+    model_dir: str = ""
+
+    def log(self, level: int, filename: str, line: int, message: str) -> None:
+        sys.stderr.write(format_log_line(level, filename, line, message) + "\n")
+        sys.stderr.flush()
+
+    def send_response(
+        self, request: "InferenceRequest", response: Optional["InferenceResponse"], flags: int
+    ) -> None:
+        """Deliver one response-sender ``send``; already validated by the sender."""
+        raise unsupported("Sending responses outside a model instance")
+
+    def is_cancelled(self, request: "InferenceRequest") -> bool:
+        return False
+
+    def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        raise unsupported("BLS (InferenceRequest.exec/async_exec)")
+
+    def model_control(self, op: str, **kwargs: Any) -> Any:
+        raise unsupported(f"Model control ({op})")
+
+    def metric_family(self, name: str, description: str, kind: int) -> Any:
+        raise unsupported("Custom metrics (MetricFamily)")
+
+
+class InProcessTransport(Transport):
+    """Default transport: stderr logging and an in-memory record of sent responses."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sent: List[Tuple["InferenceRequest", Optional["InferenceResponse"], int]] = []
+
+    def send_response(
+        self, request: "InferenceRequest", response: Optional["InferenceResponse"], flags: int
+    ) -> None:
+        with self.lock:
+            self.sent.append((request, response, flags))
+
+
+_current: Transport = InProcessTransport()
+_state: Dict[str, Any] = {}
+
+
+def get_transport() -> Transport:
+    return _current
+
+
+def set_transport(transport: Transport) -> Transport:
+    """Install ``transport`` for every pb_utils object; returns the previous one."""
+    global _current
+    previous, _current = _current, transport
+    return previous
