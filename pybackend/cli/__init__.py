@@ -1,0 +1,1 @@
+"""The `pybackend` command line."""

@@ -1,0 +1,59 @@
+"""`pybackend backend-dir`: print the directory to pass as tritonserver's --backend-directory."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from pybackend.server import locate
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "backend-dir",
+        help="print the directory for tritonserver --backend-directory",
+        description=(
+            "Print the directory that holds python/libtriton_python.so, for "
+            "`tritonserver --backend-directory $(pybackend backend-dir)`. "
+            "Exits non-zero (after printing) if the library is missing."
+        ),
+    )
+    parser.add_argument(
+        "--original",
+        action="store_true",
+        help="print a directory holding NVIDIA's original Python backend instead (for comparisons)",
+    )
+    parser.set_defaults(run=run)
+
+
+def _refresh_interpreter_file(backends: Path) -> None:
+    """Point the backend at this interpreter if the recorded one is gone (e.g. a moved wheel).
+
+    Best effort: a read-only install simply keeps what it has.
+    """
+    record = backends / "python" / "python_executable"
+    try:
+        recorded = record.read_text().strip() if record.exists() else ""
+        if not recorded or not os.access(recorded, os.X_OK):
+            record.write_text(sys.executable + "\n")
+    except OSError:
+        pass
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.original:
+        print(locate.original_backend_dir())
+        return 0
+    backends = locate.our_backend_dir()
+    print(backends)
+    library = locate.our_backend_library()
+    if not library.is_file():
+        print(
+            f"pybackend: {library} is missing; build it with `pip install -e .` in the checkout",
+            file=sys.stderr,
+        )
+        return 1
+    _refresh_interpreter_file(backends)
+    return 0

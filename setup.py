@@ -1,0 +1,133 @@
+"""Native build glue: CMake compiles csrc/ into pybackend/backends/python/libtriton_python.so.
+
+Everything declarative lives in pyproject.toml. This file only exists because setuptools
+cannot drive CMake by itself: a placeholder extension hands the native step to CMake, and
+the result is placed where tritonserver looks for it (`<backends>/python/libtriton_python.so`,
+no ABI-tagged suffix).
+
+Knobs (environment variables):
+  PYBACKEND_BUILD_JOBS    parallel compile jobs (default 2: CI and dev machines have 2 cores)
+  PYBACKEND_BUILD_TYPE    CMAKE_BUILD_TYPE (default Release)
+  PYBACKEND_CMAKE_ARGS    extra arguments for the CMake configure step (e.g. sanitizers)
+  PYBACKEND_SKIP_NATIVE=1 install the Python parts only (offline harness, no backend library)
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+BACKEND_PACKAGE_DIR = Path("pybackend", "backends", "python")
+LIBRARY_NAME = "libtriton_python.so"
+EXTENSION_NAME = "pybackend.backends.python.libtriton_python"
+INTERPRETER_FILE = "python_executable"
+
+
+def _replace_file(src: Path, dst: Path) -> None:
+    """Copy src over dst atomically, and only when the content differs.
+
+    A running tritonserver may have dst mapped; overwriting it in place would crash that
+    server (SIGBUS), while a rename leaves the old inode intact for it.
+    """
+    if dst.exists() and filecmp.cmp(src, dst, shallow=False):
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
+    shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _write_text(path: Path, text: str) -> None:
+    if path.exists() and path.read_text() == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class CMakeBuild(build_ext):
+    """Runs CMake configure + build; CMakeLists.txt writes the library into the source tree."""
+
+    def get_ext_filename(self, fullname: str) -> str:
+        if fullname == EXTENSION_NAME:
+            # tritonserver dlopens exactly "libtriton_python.so".
+            return str(BACKEND_PACKAGE_DIR / LIBRARY_NAME)
+        return super().get_ext_filename(fullname)
+
+    def get_ext_fullpath(self, ext_name: str) -> str:
+        if ext_name == EXTENSION_NAME:
+            base = ROOT if self.inplace else Path(self.build_lib)
+            return str(base / BACKEND_PACKAGE_DIR / LIBRARY_NAME)
+        return super().get_ext_fullpath(ext_name)
+
+    def build_extension(self, ext: Extension) -> None:
+        if ext.name != EXTENSION_NAME:
+            super().build_extension(ext)
+            return
+        built = self._run_cmake()
+        dest = Path(self.get_ext_fullpath(ext.name))
+        _replace_file(built, dest)
+        # The backend starts stubs with the interpreter this package was installed for.
+        for folder in {built.parent, dest.parent}:
+            _write_text(folder / INTERPRETER_FILE, sys.executable + "\n")
+
+    def copy_extensions_to_source(self) -> None:
+        # Editable installs: CMake already wrote the library into the source tree; only copy
+        # (atomically) if it somehow differs.
+        for ext in self.extensions:
+            src = Path(self.build_lib) / BACKEND_PACKAGE_DIR / LIBRARY_NAME
+            if ext.name == EXTENSION_NAME and src.exists():
+                _replace_file(src, ROOT / BACKEND_PACKAGE_DIR / LIBRARY_NAME)
+
+    def _run_cmake(self) -> Path:
+        cmake = shutil.which("cmake")
+        if cmake is None:
+            sys.exit("pybackend: building the backend library needs CMake (apt-get install cmake)")
+        if not (ROOT / "CMakeLists.txt").exists():
+            sys.exit(f"pybackend: {ROOT / 'CMakeLists.txt'} is missing; cannot build the backend")
+        tag = f"{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
+        build_dir = ROOT / "build" / f"cmake-{tag}"
+        build_type = os.environ.get("PYBACKEND_BUILD_TYPE", "Release")
+        jobs = os.environ.get("PYBACKEND_BUILD_JOBS", "2")
+        configure = [
+            cmake,
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build_dir),
+            f"-DCMAKE_BUILD_TYPE={build_type}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            *shlex.split(os.environ.get("PYBACKEND_CMAKE_ARGS", "")),
+        ]
+        self._check_call(configure)
+        self._check_call([cmake, "--build", str(build_dir), "--parallel", jobs])
+        built = ROOT / BACKEND_PACKAGE_DIR / LIBRARY_NAME
+        if not built.exists():
+            sys.exit(f"pybackend: CMake finished but {built} was not produced")
+        return built
+
+    @staticmethod
+    def _check_call(cmd: list[str]) -> None:
+        print("pybackend build:", shlex.join(cmd), flush=True)
+        subprocess.check_call(cmd, cwd=ROOT)
+
+
+def _extensions() -> list[Extension]:
+    if os.environ.get("PYBACKEND_SKIP_NATIVE") == "1":
+        print("pybackend: PYBACKEND_SKIP_NATIVE=1, not building libtriton_python.so", flush=True)
+        return []
+    return [Extension(EXTENSION_NAME, sources=[])]
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": CMakeBuild})

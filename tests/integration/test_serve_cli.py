@@ -1,0 +1,91 @@
+"""`pybackend serve`: prints working endpoints and request, and stops cleanly on a signal."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from integration_support import EXAMPLES_REPOSITORY
+
+ANY_PORTS = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]
+EXPECTED_SUM = [11.0, 22.0, 33.0, 44.0]
+
+
+def _serve_command(backend_kind: str, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pybackend.cli",
+        "serve",
+        str(EXAMPLES_REPOSITORY),
+        "--backend",
+        backend_kind,
+        *ANY_PORTS,
+        *extra,
+    ]
+
+
+def _run_printed_curl(output: str) -> dict:
+    """Execute the curl command that serve printed (with urllib: curl may not be installed)."""
+    line = next(line for line in output.splitlines() if line.strip().startswith("curl "))
+    words = shlex.split(line)
+    url = next(w for w in words if w.startswith("http://"))
+    body = words[words.index("-d") + 1].encode()
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_serve_check_prints_endpoints_and_a_working_request(backend_kind: str) -> None:
+    done = subprocess.run(
+        _serve_command(backend_kind, "--check"),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "HTTP     http://127.0.0.1:" in done.stdout
+    assert "gRPC     127.0.0.1:" in done.stdout
+    assert "model    add_sub (version 1, READY)" in done.stdout
+    reply = done.stdout.split("  -> ", 1)[1]
+    assert json.loads(reply.splitlines()[0])["outputs"][0]["data"] == EXPECTED_SUM
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_serve_foreground_until_signal(backend_kind: str, stop_signal: signal.Signals) -> None:
+    proc = subprocess.Popen(
+        _serve_command(backend_kind), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
+    reader.start()
+    output = ""
+    try:
+        deadline = time.monotonic() + 240
+        while "press Ctrl-C to stop" not in output:
+            assert proc.poll() is None, f"serve exited early:\n{output}"
+            assert time.monotonic() < deadline, f"serve did not become ready:\n{output}"
+            try:
+                output += lines.get(timeout=1)
+            except queue.Empty:
+                pass
+        reply = _run_printed_curl(output)
+        assert reply["outputs"][0]["data"] == EXPECTED_SUM
+        proc.send_signal(stop_signal)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+        proc.stdout.close()

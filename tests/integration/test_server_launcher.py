@@ -1,0 +1,44 @@
+"""TritonServer itself: failures are reported with the log, and a stop never hangs or leaks."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from integration_support import EXAMPLES_REPOSITORY
+from pybackend.server import ServerError, TritonServer, original_backend_dir
+from pybackend.server.processes import alive, descendants
+
+
+def test_server_that_exits_at_start_raises_with_its_log() -> None:
+    server = TritonServer(
+        EXAMPLES_REPOSITORY, backend=original_backend_dir(), extra_args=["--no-such-option=1"]
+    )
+    with pytest.raises(ServerError, match="exited") as caught:
+        server.start()
+    assert "no-such-option" in str(caught.value)
+    assert not server.is_alive()
+
+
+def test_urls_and_log(backend_kind: str) -> None:
+    with TritonServer(EXAMPLES_REPOSITORY, backend=backend_kind) as server:
+        assert server.is_ready()
+        assert server.http_url.startswith("127.0.0.1:")
+        assert server.grpc_url.startswith("127.0.0.1:")
+        assert server.metrics_url.startswith("http://127.0.0.1:")
+        assert len({server.http_port, server.grpc_port, server.metrics_port}) == 3
+        assert "Started GRPCInferenceService" in server.log_text()
+    assert server.returncode == 0
+    assert "Started HTTPService" in server.log_text()  # still readable after stop
+
+
+def test_stop_kills_a_frozen_server_and_its_stubs(backend_kind: str) -> None:
+    server = TritonServer(EXAMPLES_REPOSITORY, backend=backend_kind, stop_timeout=2.0)
+    with server:
+        tree = descendants(server.pid)
+        assert tree, "the server should have started stub processes"
+        os.kill(server.pid, signal.SIGSTOP)  # it can no longer shut down by itself
+    assert server.returncode == -signal.SIGKILL
+    assert not any(alive(pid) for pid in tree | {server.pid})

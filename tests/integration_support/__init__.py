@@ -1,0 +1,10 @@
+"""Helpers shared by the tests that talk to a real tritonserver (clients, leak checks, paths).
+
+Importable as `integration_support` because tests/conftest.py puts tests/ on sys.path
+(pytest's default "prepend" import mode).
+"""
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES_REPOSITORY = REPO_ROOT / "examples" / "model_repository"
