@@ -64,7 +64,10 @@ def infer(
     ``inputs`` maps name -> array, or name -> (array, datatype) to force a datatype.
     ``outputs`` None means the client requests none (Triton then returns them all).
     """
-    client = client_for(server, protocol)
+    if protocol == "http":
+        client = client_for(server, protocol, timeout=client_timeout or 60.0)
+    else:
+        client = client_for(server, protocol)
     try:
         infer_inputs = []
         for name, value in inputs.items():
@@ -75,7 +78,7 @@ def infer(
             out_cls = _module(protocol).InferRequestedOutput
             requested = [out_cls(name) for name in outputs]
         call_kwargs = dict(kwargs)
-        if client_timeout is not None:
+        if client_timeout is not None and protocol == "grpc":
             call_kwargs["client_timeout"] = client_timeout
         reply = client.infer(model, infer_inputs, outputs=requested, **call_kwargs)
         result = Result()

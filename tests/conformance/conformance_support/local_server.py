@@ -147,6 +147,9 @@ class TritonServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self._environment(),
+                # A neutral cwd: the original stub puts its cwd on sys.path, and the repo
+                # root holds OUR triton_python_backend_utils.py, which it must not import.
+                cwd=log_dir,
                 start_new_session=True,
             )
         self.pid = self._proc.pid

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+
 from conformance_support.clients import PROTOCOLS, infer, text_output
 
 FLOATS = [np.nan, np.inf, -np.inf, -0.0, 1.5, 65504.0]

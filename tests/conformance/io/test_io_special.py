@@ -5,6 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+
 from conformance_support.clients import PROTOCOLS, infer, text_output
 
 MODELS = ["bytes_forms", "bf16_identity", "optional_inputs", "batched_identity"]

@@ -1,4 +1,5 @@
 import numpy as np
+
 import triton_python_backend_utils as pb_utils
 
 

@@ -1,0 +1,3 @@
+class TritonPythonModel:
+    def initialize(self, args):
+        self.ready = True
