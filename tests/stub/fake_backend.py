@@ -51,8 +51,8 @@ class FakeBackend:
         async_b, async_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         child_env = dict(os.environ)
         child_env.update(
-            PYBACKEND_SYNC_FD=str(sync_s.fileno()),
-            PYBACKEND_ASYNC_FD=str(async_s.fileno()),
+            PYBACKEND_SYNC_FD="3",
+            PYBACKEND_ASYNC_FD="4",
             PYBACKEND_INSTANCE=instance,
             PYTHONUNBUFFERED="1",
             PYTHONDONTWRITEBYTECODE="1",
@@ -61,9 +61,21 @@ class FakeBackend:
             ),
         )
         child_env.update(env or {})
+        sync_fd, async_fd = sync_s.fileno(), async_s.fileno()
+
+        def channels_on_3_and_4() -> None:
+            # Like the real backend: the channels are fds 3 and 4 of the stub, and every
+            # other inheritable fd of ours stays open for the stub to close.
+            s, a = os.dup(sync_fd), os.dup(async_fd)
+            os.dup2(s, 3)
+            os.dup2(a, 4)
+            os.close(s)
+            os.close(a)
+
         self.proc = subprocess.Popen(
             [python, "-m", "pybackend.stub", "--instance", instance],
-            pass_fds=(sync_s.fileno(), async_s.fileno()),
+            close_fds=False,
+            preexec_fn=channels_on_3_and_4,
             env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
