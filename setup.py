@@ -26,6 +26,11 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+try:  # setuptools >= 70.1 ships bdist_wheel itself (pyproject.toml asks for it)
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # pragma: no cover - an old setuptools in a --no-build-isolation build
+    bdist_wheel = None
+
 ROOT = Path(__file__).resolve().parent
 BACKEND_PACKAGE_DIR = Path("pybackend", "backends", "python")
 LIBRARY_NAME = "libtriton_python.so"
@@ -123,6 +128,22 @@ class CMakeBuild(build_ext):
         subprocess.check_call(cmd, cwd=ROOT)
 
 
+def _commands() -> dict[str, type]:
+    commands: dict[str, type] = {"build_ext": CMakeBuild}
+    if bdist_wheel is not None:
+
+        class AnyPythonWheel(bdist_wheel):
+            """Tag wheels py3-none-<platform>: the library links no libpython and the stub is
+            pure Python, so one wheel serves every CPython version."""
+
+            def get_tag(self) -> tuple[str, str, str]:
+                _, _, platform = super().get_tag()
+                return "py3", "none", platform
+
+        commands["bdist_wheel"] = AnyPythonWheel
+    return commands
+
+
 def _extensions() -> list[Extension]:
     if os.environ.get("PYBACKEND_SKIP_NATIVE") == "1":
         print("pybackend: PYBACKEND_SKIP_NATIVE=1, not building libtriton_python.so", flush=True)
@@ -130,4 +151,4 @@ def _extensions() -> list[Extension]:
     return [Extension(EXTENSION_NAME, sources=[])]
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": CMakeBuild})
+setup(ext_modules=_extensions(), cmdclass=_commands())

@@ -1,0 +1,77 @@
+# Developer and CI entry points. Needs only python3 (with venv), a C++ compiler, cmake, make.
+#
+#   make serve   set everything up, build, serve examples/model_repository with our backend
+#   make test    set everything up, build, run ruff and the whole test suite
+#
+# .venv       our environment: numpy 2, tritonclient, pytest, ruff, the tritonserver binary
+#             (nvidia-pytriton, installed without its dependencies) and this package (editable)
+# .venv-orig  numpy<2 only: what NVIDIA's original stub finds first on PATH (it breaks with numpy 2)
+
+PYTHON ?= python3
+VENV ?= .venv
+ORIG_VENV ?= .venv-orig
+PYTRITON_VERSION ?= 0.7.0
+# Extra arguments for pytest, e.g. make test PYTEST_ARGS="-x -k add_sub"
+PYTEST_ARGS ?=
+
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff
+
+.PHONY: help venv venv-orig build serve test test-original lint format clean
+
+help:
+	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
+	@echo "make test           ruff + the whole test suite against our backend"
+	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
+	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
+	@echo "make lint | format  ruff check / ruff format"
+	@echo "make clean          remove build outputs (keeps the virtual environments)"
+
+# nvidia-pytriton goes in without its dependencies: only its tritonserver binary and the
+# original backend are used, and its dependencies would pin numpy<2.
+$(VENV)/.deps-installed: pyproject.toml
+	scripts/make_venv.sh $(PYTHON) $(VENV)
+	$(PIP) install $(DEV_DEPS)
+	$(PIP) install --no-deps nvidia-pytriton==$(PYTRITON_VERSION)
+	touch $@
+
+venv: $(VENV)/.deps-installed
+
+# The original stub comes from the wheel in $(VENV), hence the order.
+$(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
+	scripts/make_venv.sh $(PYTHON) $(ORIG_VENV)
+	$(ORIG_VENV)/bin/python -m pip --disable-pip-version-check install 'numpy<2'
+	VENV=$(VENV) scripts/check_original_stub.sh $(ORIG_VENV)
+	touch $@
+
+venv-orig: $(ORIG_VENV)/.deps-installed
+
+# Always re-run: CMake rebuilds only what changed, and the editable install is cheap.
+build: venv
+	$(PIP) install --no-build-isolation -e '.[test,server]'
+
+serve: build
+	$(VENV)/bin/pybackend serve examples/model_repository
+
+# Lint and tests both run; the target fails if either failed.
+test: build venv-orig
+	@status=0; \
+	$(MAKE) --no-print-directory lint || status=1; \
+	$(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
+	exit $$status
+
+test-original: build venv-orig
+	PYBACKEND_TEST_BACKEND=original $(VENV)/bin/pytest tests/integration $(wildcard tests/conformance) $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf build *.egg-info pybackend/backends/python/libtriton_python.so \
+		pybackend/backends/python/python_executable
