@@ -1,0 +1,65 @@
+"""BYTES serialization: NULs, empty strings, non-UTF-8, shapes, malformed data."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import triton_python_backend_utils as pb_utils
+from pybackend.utils.bytes_codec import split_bytes
+
+
+def reference_serialize(items: list) -> bytes:
+    return b"".join(struct.pack("<I", len(b)) + b for b in items)
+
+
+def test_object_array_elements() -> None:
+    arr = np.array([b"ab", b"", b"\x00x\x00", "hé", 5, 2.5, None], dtype=object)
+    out = pb_utils.serialize_byte_tensor(arr)
+    assert isinstance(out, bytes)
+    expected = [b"ab", b"", b"\x00x\x00", "hé".encode(), b"5", b"2.5", b"None"]
+    assert out == reference_serialize(expected)
+    back = pb_utils.deserialize_bytes_tensor(out)
+    assert back.dtype == np.object_ and back.shape == (7,)
+    assert back.tolist() == expected
+
+
+def test_c_order_of_multi_dim_and_non_contiguous() -> None:
+    arr = np.array([[b"a", b"b"], [b"c", b"d"]], dtype=object)
+    assert pb_utils.serialize_byte_tensor(arr.T) == reference_serialize([b"a", b"c", b"b", b"d"])
+
+
+def test_bytes_dtype_strips_trailing_nuls_like_numpy() -> None:
+    arr = np.array([b"ab\x00", b"\x00c", b""], dtype=np.bytes_)
+    assert pb_utils.serialize_byte_tensor(arr) == reference_serialize([b"ab", b"\x00c", b""])
+
+
+def test_empty_and_other_dtypes() -> None:
+    assert pb_utils.serialize_byte_tensor(np.zeros((0,), dtype=object)) == ()
+    assert pb_utils.serialize_byte_tensor(np.zeros((2, 0), dtype=np.bytes_)) == ()
+    assert pb_utils.serialize_byte_tensor(np.zeros(3, np.float32)) is None
+    assert pb_utils.serialize_byte_tensor(np.array(["x"])) is None
+    assert pb_utils.deserialize_bytes_tensor(b"").shape == (0,)
+
+
+def test_large_random_round_trip() -> None:
+    rng = np.random.default_rng(0)
+    items = [rng.bytes(int(n)) for n in rng.integers(0, 50, size=2000)]
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    data = pb_utils.serialize_byte_tensor(arr)
+    assert data == reference_serialize(items)
+    assert pb_utils.deserialize_bytes_tensor(data).tolist() == items
+    assert pb_utils.deserialize_bytes_tensor(bytearray(data)).tolist() == items
+    assert pb_utils.deserialize_bytes_tensor(np.frombuffer(data, np.uint8)).tolist() == items
+
+
+def test_malformed_data() -> None:
+    with pytest.raises(ValueError, match="incomplete length field"):
+        pb_utils.deserialize_bytes_tensor(b"\x01\x00")
+    with pytest.raises(struct.error, match="string extends beyond buffer"):
+        pb_utils.deserialize_bytes_tensor(b"\x05\x00\x00\x00abc")
+    with pytest.raises(ValueError, match="expected 3 elements, found 1"):
+        split_bytes(reference_serialize([b"x"]), 3)
