@@ -1,0 +1,71 @@
+"""Explicit model control helpers (load/unload and waiting for them) over HTTP."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+
+def http_client(server: Any) -> httpclient.InferenceServerClient:
+    return httpclient.InferenceServerClient(
+        server.http_url, connection_timeout=120.0, network_timeout=120.0
+    )
+
+
+def load(server: Any, name: str, config: dict[str, Any] | None = None) -> None:
+    """Load (or reload) ``name``; ``config`` is a full config override (JSON object)."""
+    client = http_client(server)
+    try:
+        client.load_model(name, config=json.dumps(config) if config is not None else None)
+    finally:
+        client.close()
+
+
+def load_error(server: Any, name: str, config: dict[str, Any] | None = None) -> str:
+    """Load a model that must fail; returns the server's message."""
+    try:
+        load(server, name, config)
+    except InferenceServerException as exc:
+        return exc.message()
+    raise AssertionError(f"loading {name!r} unexpectedly succeeded")
+
+
+def model_state(server: Any, name: str) -> str:
+    """The model's state in the repository index ('' when it never was loaded)."""
+    client = http_client(server)
+    try:
+        states = {e["name"]: e.get("state", "") for e in client.get_model_repository_index()}
+    finally:
+        client.close()
+    return states.get(name, "")
+
+
+def unload(server: Any, name: str, timeout: float = 30.0) -> None:
+    """Unload ``name`` and wait until Triton reports it unavailable (instances finalized)."""
+    client = http_client(server)
+    try:
+        client.unload_model(name)
+    finally:
+        client.close()
+    wait_for(lambda: model_state(server, name) in ("UNAVAILABLE", ""), timeout, f"unload {name}")
+
+
+def is_ready(server: Any, name: str, version: str = "") -> bool:
+    client = http_client(server)
+    try:
+        return client.is_model_ready(name, version)
+    finally:
+        client.close()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)

@@ -1,0 +1,2 @@
+def twice(array):
+    return array * 2

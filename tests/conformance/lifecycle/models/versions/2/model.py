@@ -1,0 +1,42 @@
+import json
+import os
+
+import numpy as np
+
+import triton_python_backend_utils as pb_utils
+
+
+def write(path, record):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, path)
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.args = args
+        self.state = os.path.join(args["model_repository"], "state")
+        os.makedirs(self.state, exist_ok=True)
+        record = {
+            "args": args,
+            "args_type": type(args).__name__,
+            "value_types": sorted({type(v).__name__ for v in args.values()}),
+            "pid": os.getpid(),
+            "module": __name__,
+        }
+        write(os.path.join(self.state, args["model_instance_name"] + ".init.json"), record)
+
+    def execute(self, requests):
+        who = {
+            "instance": self.args["model_instance_name"],
+            "version": self.args["model_version"],
+            "module": __name__,
+            "pid": os.getpid(),
+        }
+        encoded = np.array([json.dumps(who).encode()], dtype=object)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("WHO", encoded)]) for _ in requests]
+
+    def finalize(self):
+        name = self.args["model_instance_name"]
+        write(os.path.join(self.state, name + ".finalize.json"), {"pid": os.getpid()})
