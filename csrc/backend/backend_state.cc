@@ -1,0 +1,192 @@
+#include "backend/backend_state.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "backend/error.h"
+#include "backend/json.h"
+#include "backend/logging.h"
+
+namespace pybackend {
+namespace {
+
+int64_t ParseInt(const std::string& key, const std::string& value) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "backend config '" + key + "' must be an integer, got '" + value + "'");
+  }
+  return v;
+}
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  if (realpath(p.c_str(), buf) == nullptr) return p;
+  return buf;
+}
+
+std::string Dirname(const std::string& p) {
+  size_t slash = p.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+bool IsFile(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  return s.substr(i);
+}
+
+void AnchorForDladdr() {}
+
+}  // namespace
+
+void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
+  json::Value doc;
+  try {
+    doc = json::Value::Parse(json_text);
+  } catch (const json::ParseError& e) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG, std::string("backend config: ") + e.what());
+  }
+  const json::Value* cmdline = doc.Find("cmdline");
+  if (cmdline == nullptr || !cmdline->is_object()) return;
+  for (const auto& [key, v] : cmdline->members()) {
+    std::string value = v.is_string() ? v.AsString() : v.Dump();
+    if (key == "shm-default-byte-size") {
+      int64_t n = ParseInt(key, value);
+      // The check is 1 MiB; the text says 4 MiB. Both are what the original does.
+      if (n < (1 << 20)) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG, "shm-default-byte-size can't be smaller than 4 MiBs");
+      }
+      c->shm_default_byte_size = static_cast<uint64_t>(n);
+    } else if (key == "shm-growth-byte-size") {
+      int64_t n = ParseInt(key, value);
+      if (n <= 0) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "shm-growth-byte-size can't be smaller than or equal to zero.");
+      }
+      c->shm_growth_byte_size = static_cast<uint64_t>(n);
+    } else if (key == "stub-timeout-seconds") {
+      int64_t n = ParseInt(key, value);
+      if (n <= 0) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "stub-timeout-seconds can't be smaller than or equal to zero.");
+      }
+      c->stub_timeout_seconds = n;
+    } else if (key == "shm_message_queue_size") {
+      c->shm_message_queue_size = ParseInt(key, value);
+    } else if (key == "thread-pool-size") {
+      int64_t n = ParseInt(key, value);
+      if (n < 1) Throw(TRITONSERVER_ERROR_INVALID_ARG, "thread-pool-size can't be less than 1.");
+      c->thread_pool_size = n;
+    } else if (key == "shm-region-prefix-name") {
+      if (value.empty()) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "shm-region-prefix-name must at least contain one character.");
+      }
+      c->shm_region_prefix = value;
+    } else if (key == "python-executable") {
+      c->python_executable = value;
+    } else if (key == "inline-threshold") {
+      int64_t n = ParseInt(key, value);
+      if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, "inline-threshold can't be negative.");
+      c->inline_threshold = static_cast<uint64_t>(n);
+    } else if (key == "execute-spin-us") {
+      int64_t n = ParseInt(key, value);
+      if (n < 0 || n > 1000000) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-spin-us must be between 0 and 1000000.");
+      }
+      c->execute_spin_us = n;
+    } else if (key == "execute-timeout-seconds") {
+      int64_t n = ParseInt(key, value);
+      if (n < 0) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
+      }
+      c->execute_timeout_seconds = n;
+    } else if (key == "backend-directory") {
+      c->backend_directory = value;
+    }
+  }
+}
+
+std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backend) {
+  auto state = std::make_unique<BackendState>();
+  const char* name = nullptr;
+  Check(TRITONBACKEND_BackendName(backend, &name), "TRITONBACKEND_BackendName");
+  state->name = name != nullptr ? name : "python";
+
+  TRITONSERVER_Message* msg = nullptr;
+  Check(TRITONBACKEND_BackendConfig(backend, &msg), "TRITONBACKEND_BackendConfig");
+  const char* buf = nullptr;
+  size_t len = 0;
+  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(msg, &buf, &len);
+  std::string text = err == nullptr ? std::string(buf, len) : "{}";
+  TRITONSERVER_MessageDelete(msg);
+  Check(err, "TRITONSERVER_MessageSerializeToJson");
+  PB_LOG_VERBOSE("backend configuration:\n" + text);
+  ParseBackendConfig(text, &state->config);
+  PB_LOG_VERBOSE("Shared memory configuration is shm-default-byte-size=" +
+                 std::to_string(state->config.shm_default_byte_size) + ",shm-growth-byte-size=" +
+                 std::to_string(state->config.shm_growth_byte_size) + ",stub-timeout-seconds=" +
+                 std::to_string(state->config.stub_timeout_seconds));
+
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&AnchorForDladdr), &info) != 0 && info.dli_fname) {
+    state->library_path = RealPath(info.dli_fname);
+    state->library_dir = Dirname(state->library_path);
+  }
+  // <package>/backends/python/libtriton_python.so: the package is two levels up.
+  std::string package = RealPath(state->library_dir + "/../..");
+  if (IsFile(package + "/stub/__main__.py") || IsFile(package + "/__init__.py")) {
+    state->package_parent = Dirname(package);
+  } else {
+    PB_LOG_VERBOSE("no pybackend package at " + package +
+                   "; the stub's interpreter must have pybackend installed");
+  }
+
+  TRITONBACKEND_ArtifactType type;
+  const char* location = nullptr;
+  Check(TRITONBACKEND_BackendArtifacts(backend, &type, &location),
+        "TRITONBACKEND_BackendArtifacts");
+  state->location = location != nullptr ? location : "";
+  // A python-based backend (backends/<name>/model.py and no library of its own) loads us with
+  // its own directory as artifacts.
+  if (!state->location.empty() && RealPath(state->location) != state->library_dir &&
+      IsFile(state->location + "/model.py")) {
+    state->runtime_modeldir = state->location;
+  }
+  return state;
+}
+
+std::string BackendState::DefaultPython() const {
+  if (!config.python_executable.empty()) return config.python_executable;
+  const char* env = std::getenv("PYBACKEND_PYTHON");
+  if (env != nullptr && *env != '\0') return env;
+  std::ifstream f(library_dir + "/python_executable");
+  std::string line;
+  if (f && std::getline(f, line)) {
+    line = Trim(line);
+    if (!line.empty()) return line;
+  }
+  return "python3";
+}
+
+}  // namespace pybackend

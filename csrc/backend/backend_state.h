@@ -1,0 +1,49 @@
+// Backend-wide state: the parsed --backend-config=python,... settings and where this
+// library and the pybackend package live.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "triton/tritonbackend.h"
+
+namespace pybackend {
+
+struct BackendConfig {
+  uint64_t shm_default_byte_size = 1 << 20;
+  uint64_t shm_growth_byte_size = 1 << 20;
+  int64_t stub_timeout_seconds = 30;
+  int64_t shm_message_queue_size = 1000;  // accepted for compatibility, unused
+  int64_t thread_pool_size = 32;
+  std::string shm_region_prefix = "triton_python_backend_shm_region_";
+  std::string python_executable;  // ours: interpreter for the stubs
+  uint64_t inline_threshold = 4096;  // ours: tensors up to this size travel in the message
+  int64_t execute_spin_us = 0;       // ours: busy-poll before blocking on RESULT
+  int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
+  std::string backend_directory;
+};
+
+class BackendState {
+ public:
+  // Parses the backend config; throws BackendError with the spec's messages.
+  static std::unique_ptr<BackendState> Create(TRITONBACKEND_Backend* backend);
+
+  BackendConfig config;
+  std::string name;            // "python" or a python-based backend's name
+  std::string location;        // TRITONBACKEND_BackendArtifacts
+  std::string library_path;    // this .so
+  std::string library_dir;     // its directory
+  std::string package_parent;  // directory holding the pybackend package ("" if not found)
+  // runtime_modeldir for InitArgs: "DEFAULT", or the dir of a python-based backend's model.py.
+  std::string runtime_modeldir = "DEFAULT";
+
+  // The interpreter when the model does not name one: backend config python-executable,
+  // env PYBACKEND_PYTHON, the python_executable file next to the library, python3.
+  std::string DefaultPython() const;
+};
+
+// Parses the JSON text of a backend config message into `config` (exposed for tests).
+void ParseBackendConfig(const std::string& json_text, BackendConfig* config);
+
+}  // namespace pybackend

@@ -1,0 +1,166 @@
+// The TRITONBACKEND_* functions tritonserver looks up in this library. Each one converts
+// C++ exceptions into a TRITONSERVER_Error at this boundary and nowhere else.
+#include <memory>
+
+#include "backend/backend_state.h"
+#include "backend/error.h"
+#include "backend/executor.h"
+#include "backend/instance_state.h"
+#include "backend/logging.h"
+#include "backend/model_state.h"
+#include "triton/tritonbackend.h"
+
+using pybackend::BackendState;
+using pybackend::Check;
+using pybackend::InstanceState;
+using pybackend::ModelState;
+
+namespace {
+
+template <typename T, typename Obj, typename Getter>
+T* GetState(Obj* obj, Getter getter) {
+  void* state = nullptr;
+  Check(getter(obj, &state), "reading backend state");
+  return static_cast<T*>(state);
+}
+
+}  // namespace
+
+extern "C" {
+
+TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
+  try {
+    uint32_t major = 0, minor = 0;
+    Check(TRITONBACKEND_ApiVersion(&major, &minor), "TRITONBACKEND_ApiVersion");
+    PB_LOG_VERBOSE("Triton TRITONBACKEND API version: " + std::to_string(major) + "." +
+                   std::to_string(minor) + "; pybackend built for " +
+                   std::to_string(TRITONBACKEND_API_VERSION_MAJOR) + "." +
+                   std::to_string(TRITONBACKEND_API_VERSION_MINOR));
+    if (major != TRITONBACKEND_API_VERSION_MAJOR || minor < TRITONBACKEND_API_VERSION_MINOR) {
+      return pybackend::NewError(TRITONSERVER_ERROR_UNSUPPORTED,
+                                 "Triton backend API version does not support this backend");
+    }
+    auto state = BackendState::Create(backend);
+    PB_LOG_INFO("pybackend: Python backend '" + state->name + "' loaded from " +
+                state->library_path + " (stub interpreter: " + state->DefaultPython() + ")");
+    Check(TRITONBACKEND_BackendSetState(backend, state.get()), "TRITONBACKEND_BackendSetState");
+    state.release();
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
+  try {
+    delete GetState<BackendState>(backend, TRITONBACKEND_BackendState);
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
+    TRITONBACKEND_Backend* /*backend*/, TRITONBACKEND_BackendAttribute* attributes) {
+  try {
+    // CPU only for now: count 0 and no devices lets the core fill in the rest.
+    Check(TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+              attributes, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, nullptr, 0),
+          "TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup");
+    Check(TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attributes, true),
+          "TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading");
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
+  try {
+    auto state = ModelState::Create(model);
+    Check(TRITONBACKEND_ModelSetState(model, state.get()), "TRITONBACKEND_ModelSetState");
+    state.release();
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
+  try {
+    delete GetState<ModelState>(model, TRITONBACKEND_ModelState);
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
+  try {
+    TRITONBACKEND_Model* model = nullptr;
+    Check(TRITONBACKEND_ModelInstanceModel(instance, &model), "TRITONBACKEND_ModelInstanceModel");
+    auto* model_state = GetState<ModelState>(model, TRITONBACKEND_ModelState);
+    auto state = InstanceState::Create(instance, model_state);
+    Check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()),
+          "TRITONBACKEND_ModelInstanceSetState");
+    state.release();
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
+  try {
+    delete GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
+    return nullptr;
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReady(TRITONBACKEND_ModelInstance* instance) {
+  try {
+    auto* state = GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
+    if (state == nullptr) return nullptr;
+    return state->Ready();
+  } catch (...) {
+    return pybackend::CurrentExceptionToTritonError();
+  }
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
+                                                       TRITONBACKEND_Request** requests,
+                                                       const uint32_t request_count) {
+  // Requests are ours from here on: failures become error responses, never a return value.
+  InstanceState* state = nullptr;
+  try {
+    state = GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
+  } catch (const std::exception& e) {
+    PB_LOG_ERROR(std::string("TRITONBACKEND_ModelInstanceExecute: ") + e.what());
+  }
+  if (state == nullptr) {
+    for (uint32_t i = 0; i < request_count; ++i) {
+      if (requests[i] == nullptr) continue;
+      TRITONBACKEND_Response* resp = nullptr;
+      if (TRITONBACKEND_ResponseNew(&resp, requests[i]) == nullptr) {
+        TRITONSERVER_Error* err =
+            TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "model instance has no state");
+        TRITONBACKEND_ResponseSend(resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err);
+        TRITONSERVER_ErrorDelete(err);
+      }
+      TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL);
+    }
+    return nullptr;
+  }
+  try {
+    pybackend::ExecuteBatch(*state, requests, request_count);
+  } catch (const std::exception& e) {
+    // ExecuteBatch handles its own errors; this is a last line of defence.
+    PB_LOG_ERROR("model instance '" + state->name + "': unexpected error in execute: " +
+                 e.what());
+  }
+  return nullptr;
+}
+
+}  // extern "C"

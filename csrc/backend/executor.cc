@@ -1,0 +1,310 @@
+#include "backend/executor.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/error.h"
+#include "backend/logging.h"
+#include "backend/request_encoder.h"
+#include "backend/response_writer.h"
+#include "ipc/codec.h"
+
+namespace pybackend {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct Item {
+  std::shared_ptr<RequestState> st;
+  ipc::ResultKind kind = ipc::ResultKind::NONE;
+  uint32_t release_flags = TRITONSERVER_REQUEST_RELEASE_ALL;
+  std::optional<ipc::ResponseBody> body;
+};
+
+class Batch {
+ public:
+  Batch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_t count)
+      : inst_(inst), s_(inst.session()), exec_start_(NowNs()) {
+    items_.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      Item it;
+      it.st = inst.registry().Create(requests[i]);
+      items_.push_back(std::move(it));
+    }
+  }
+
+  void Run();
+
+ private:
+  uint64_t TotalBatchSize();
+  void Encode(ipc::Writer& w);
+  // Reads RESULT; throws BackendError for a failed batch (the stub's message).
+  void Decode(const ipc::Message& result);
+  void Respond();
+  void FailAll(const std::string& message);
+  void Finish();
+
+  InstanceState& inst_;
+  StubSession& s_;
+  std::vector<Item> items_;
+  EncodeContext ctx_;
+  uint64_t exec_start_;
+  uint64_t compute_start_ = 0;
+  uint64_t compute_end_ = 0;
+  uint64_t total_batch_size_ = 0;
+  std::optional<ipc::Message> result_;  // owns the bytes inline outputs point into
+};
+
+uint64_t Batch::TotalBatchSize() {
+  if (inst_.model->max_batch_size <= 0) return items_.size();
+  uint64_t total = 0;
+  for (auto& it : items_) {
+    uint32_t n_in = 0;
+    Check(TRITONBACKEND_RequestInputCount(it.st->request, &n_in), "TRITONBACKEND_RequestInputCount");
+    if (n_in == 0) continue;
+    TRITONBACKEND_Input* input = nullptr;
+    Check(TRITONBACKEND_RequestInputByIndex(it.st->request, 0, &input),
+          "TRITONBACKEND_RequestInputByIndex");
+    const int64_t* shape = nullptr;
+    uint32_t ndim = 0;
+    Check(TRITONBACKEND_InputProperties(input, nullptr, nullptr, &shape, &ndim, nullptr, nullptr),
+          "TRITONBACKEND_InputProperties");
+    if (ndim > 0 && shape[0] > 0) total += static_cast<uint64_t>(shape[0]);
+  }
+  return total;
+}
+
+void Batch::Encode(ipc::Writer& w) {
+  ctx_.arena = &s_.arena();
+  ctx_.inline_threshold = inst_.model->backend->config.inline_threshold;
+  ctx_.instance_name = inst_.name;
+  w.U32(static_cast<uint32_t>(items_.size()));
+  for (auto& it : items_) {
+    if (inst_.model->decoupled) {
+      // Decoupled senders outlive execute: they need a factory made while the request lives.
+      Check(TRITONBACKEND_ResponseFactoryNew(&it.st->factory, it.st->request),
+            "TRITONBACKEND_ResponseFactoryNew");
+    }
+    EncodeRequest(w, *it.st, ctx_);
+  }
+}
+
+void Batch::Decode(const ipc::Message& result) {
+  ipc::Reader r(result.body.data(), result.body.size());
+  uint8_t status = r.U8();
+  if (status == static_cast<uint8_t>(ipc::ResultStatus::BATCH_ERROR)) {
+    r.U32();  // the code: a failed execute is always INTERNAL, as in the original
+    Throw(TRITONSERVER_ERROR_INTERNAL, r.Str());
+  }
+  uint32_t async_seq = r.U32();
+  uint32_t n = r.U32();
+  if (n != items_.size()) {
+    throw ipc::DecodeError("RESULT has " + std::to_string(n) + " entries for " +
+                           std::to_string(items_.size()) + " requests");
+  }
+  for (auto& it : items_) {
+    it.kind = static_cast<ipc::ResultKind>(r.U8());
+    it.release_flags = r.U32();
+    if (it.kind == ipc::ResultKind::RESPONSE) {
+      it.body = ipc::ReadResponseBody(r);
+    } else if (it.kind != ipc::ResultKind::NONE) {
+      throw ipc::DecodeError("unknown result kind " + std::to_string(static_cast<int>(it.kind)));
+    }
+  }
+  // Sends made during execute travel on async: handle them before touching any request.
+  if (!s_.WaitAsyncProcessed(async_seq, s_.options().timeout)) {
+    PB_LOG_WARN(s_.log_prefix() + "async messages sent before RESULT did not arrive in time");
+  }
+}
+
+void Batch::Respond() {
+  for (auto& it : items_) {
+    RequestState& st = *it.st;
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.release_flags = it.release_flags;
+    if (it.kind != ipc::ResultKind::RESPONSE) continue;  // NONE: a sender answers, or nobody
+    ReturnStubBlocks(*it.body, s_.frees());
+    if (st.closed) {
+      PB_LOG_ERROR(s_.log_prefix() + "a response was returned for a request whose response "
+                   "sender already sent the final response; dropped");
+      continue;
+    }
+    TRITONBACKEND_Response* resp = nullptr;
+    std::string err = st.factory != nullptr
+                          ? TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory))
+                          : TakeMessage(TRITONBACKEND_ResponseNew(&resp, st.request));
+    if (!err.empty()) {
+      PB_LOG_ERROR(s_.log_prefix() + "cannot create a response: " + err);
+      st.failed = true;
+      continue;
+    }
+    if (!SendResponse(resp, *it.body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) {
+      st.failed = true;
+    }
+    st.sent_response = true;
+    st.closed = true;
+    st.DeleteFactory();
+  }
+}
+
+void Batch::FailAll(const std::string& message) {
+  for (auto& it : items_) {
+    RequestState& st = *it.st;
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.release_flags = TRITONSERVER_REQUEST_RELEASE_ALL;
+    st.failed = true;
+    if (st.closed) continue;
+    TRITONBACKEND_Response* resp = nullptr;
+    std::string err = st.factory != nullptr
+                          ? TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory))
+                          : TakeMessage(TRITONBACKEND_ResponseNew(&resp, st.request));
+    if (err.empty()) {
+      SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, message,
+                        TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+    } else {
+      PB_LOG_ERROR(s_.log_prefix() + "cannot create an error response: " + err);
+    }
+    st.closed = true;
+    st.DeleteFactory();
+  }
+}
+
+void Batch::Finish() {
+  uint64_t exec_end = NowNs();
+  if (compute_start_ == 0) compute_start_ = compute_end_ = exec_end;
+  for (auto& it : items_) {
+    std::string err = TakeMessage(TRITONBACKEND_ModelInstanceReportStatistics(
+        inst_.instance, it.st->request, !it.st->failed, exec_start_, compute_start_,
+        compute_end_, exec_end));
+    if (!err.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to report statistics: " + err);
+  }
+  std::string err = TakeMessage(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+      inst_.instance, total_batch_size_, exec_start_, compute_start_, compute_end_, exec_end));
+  if (!err.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to report batch statistics: " + err);
+
+  for (auto& it : items_) {
+    RequestState& st = *it.st;
+    std::lock_guard<std::mutex> lock(st.mu);
+    bool reschedule = (st.release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0 &&
+                      !st.failed;
+    if (reschedule) {
+      st.DeleteFactory();  // the request comes back in a later batch with a new one
+    } else if (!st.closed && st.factory == nullptr) {
+      // A response sender may still answer after execute returned: it needs a factory,
+      // and a factory can only be made while the request is alive.
+      std::string ferr = TakeMessage(TRITONBACKEND_ResponseFactoryNew(&st.factory, st.request));
+      if (!ferr.empty()) PB_LOG_ERROR(s_.log_prefix() + "cannot keep a response sender: " + ferr);
+    }
+    uint32_t flags =
+        reschedule ? TRITONSERVER_REQUEST_RELEASE_RESCHEDULE : TRITONSERVER_REQUEST_RELEASE_ALL;
+    st.released = true;
+    std::string rerr = TakeMessage(TRITONBACKEND_RequestRelease(st.request, flags));
+    if (!rerr.empty() && reschedule) {
+      PB_LOG_ERROR(s_.log_prefix() + "rescheduling a request failed (" + rerr +
+                   "); releasing it instead");
+      rerr = TakeMessage(
+          TRITONBACKEND_RequestRelease(st.request, TRITONSERVER_REQUEST_RELEASE_ALL));
+    }
+    if (!rerr.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to release a request: " + rerr);
+    st.request = nullptr;
+    if (st.closed || st.factory == nullptr || !s_.alive()) {
+      if (!st.closed && st.factory != nullptr) {
+        // The stub is gone: nobody will ever send FINAL for this one.
+        TRITONBACKEND_Response* resp = nullptr;
+        if (TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory)).empty()) {
+          SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage(),
+                            TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+        }
+        st.closed = true;
+      }
+      st.DeleteFactory();
+      inst_.registry().Remove(st.token);
+    }
+  }
+}
+
+void Batch::Run() {
+  std::string failure;
+  try {
+    total_batch_size_ = TotalBatchSize();
+    int64_t max_bs = inst_.model->max_batch_size;
+    if (max_bs > 0 && total_batch_size_ != 1 &&
+        total_batch_size_ > static_cast<uint64_t>(max_bs)) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG, "batch size " + std::to_string(total_batch_size_) +
+                                                " for '" + inst_.name + "', max allowed is " +
+                                                std::to_string(max_bs));
+    }
+    if (!s_.alive()) Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+
+    ipc::Writer w;
+    try {
+      Encode(w);
+    } catch (...) {
+      for (const auto& b : ctx_.blocks) s_.arena().Free(b.seg, b.offset);
+      throw;
+    }
+    uint64_t batch_id = inst_.next_batch_id++;
+    std::string error;
+    compute_start_ = NowNs();
+    if (!s_.FlushFrees(s_.sync(), &error) ||
+        !s_.sync().Send(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(),
+                        static_cast<int>(s_.options().timeout.count()), &error)) {
+      s_.MarkDead(error);
+      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    }
+    int64_t limit_s = inst_.model->backend->config.execute_timeout_seconds;
+    auto limit = std::chrono::milliseconds(limit_s > 0 ? limit_s * 1000 : -1);
+    ipc::Message msg;
+    StubSession::Wait wr = s_.WaitSync(ipc::MessageKind::RESULT, limit, &msg, &error);
+    compute_end_ = NowNs();
+    if (wr == StubSession::Wait::kTimeout) {
+      s_.MarkDead("execute took longer than execute-timeout-seconds=" + std::to_string(limit_s));
+      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    }
+    if (wr != StubSession::Wait::kOk) Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    if (msg.id != batch_id) {
+      s_.MarkDead("RESULT for batch " + std::to_string(msg.id) + " while waiting for batch " +
+                  std::to_string(batch_id));
+      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    }
+    result_.emplace(std::move(msg));
+    try {
+      Decode(*result_);
+    } catch (const ipc::DecodeError& e) {
+      s_.MarkDead(std::string("malformed RESULT: ") + e.what());
+      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    }
+    Respond();
+  } catch (const BackendError& e) {
+    failure = e.message();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) FailAll(failure);
+  Finish();
+}
+
+}  // namespace
+
+void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_t count) {
+  std::vector<TRITONBACKEND_Request*> valid;
+  valid.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (requests[i] != nullptr) {
+      valid.push_back(requests[i]);
+    } else {
+      PB_LOG_ERROR("null request given to Python backend for '" + inst.name + "'");
+    }
+  }
+  if (valid.empty()) return;
+  Batch batch(inst, valid.data(), static_cast<uint32_t>(valid.size()));
+  batch.Run();
+}
+
+}  // namespace pybackend

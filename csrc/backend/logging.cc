@@ -1,0 +1,17 @@
+#include "backend/logging.h"
+
+#include <cstring>
+
+namespace pybackend {
+
+void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::string& msg) {
+  // Triton prints the file name as given; the build path says nothing useful.
+  const char* slash = std::strrchr(file, '/');
+  const char* base = slash != nullptr ? slash + 1 : file;
+  TRITONSERVER_Error* err = TRITONSERVER_LogMessage(level, base, line, msg.c_str());
+  if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+}
+
+bool LogEnabled(TRITONSERVER_LogLevel level) { return TRITONSERVER_LogIsEnabled(level); }
+
+}  // namespace pybackend

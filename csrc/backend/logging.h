@@ -1,0 +1,26 @@
+// Helpers around TRITONSERVER_LogMessage so every log line of the backend goes through the
+// server's logger (and its --log-* options).
+#pragma once
+
+#include <string>
+
+#include "triton/tritonserver.h"
+
+namespace pybackend {
+
+void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::string& msg);
+bool LogEnabled(TRITONSERVER_LogLevel level);
+
+}  // namespace pybackend
+
+#define PB_LOG(LEVEL, MSG) ::pybackend::Log(LEVEL, __FILE__, __LINE__, (MSG))
+#define PB_LOG_INFO(MSG) PB_LOG(TRITONSERVER_LOG_INFO, MSG)
+#define PB_LOG_WARN(MSG) PB_LOG(TRITONSERVER_LOG_WARN, MSG)
+#define PB_LOG_ERROR(MSG) PB_LOG(TRITONSERVER_LOG_ERROR, MSG)
+// The message expression is only evaluated when verbose logging is on.
+#define PB_LOG_VERBOSE(MSG)                                       \
+  do {                                                            \
+    if (::pybackend::LogEnabled(TRITONSERVER_LOG_VERBOSE)) {      \
+      PB_LOG(TRITONSERVER_LOG_VERBOSE, MSG);                      \
+    }                                                             \
+  } while (false)

@@ -1,0 +1,192 @@
+#include "backend/model_state.h"
+
+#include <sys/stat.h>
+
+#include "backend/error.h"
+#include "backend/logging.h"
+#include "ipc/protocol.h"
+
+namespace pybackend {
+namespace {
+
+// parameters { key: K value { string_value: V } } as JSON.
+bool GetParameter(const json::Value& config, const std::string& key, std::string* value) {
+  const json::Value* params = config.Find("parameters");
+  if (params == nullptr) return false;
+  const json::Value* p = params->Find(key);
+  if (p == nullptr) return false;
+  const json::Value* sv = p->Find("string_value");
+  if (sv == nullptr || !sv->is_string()) return false;
+  *value = sv->AsString();
+  return true;
+}
+
+void ReplaceAll(std::string* s, const std::string& from, const std::string& to) {
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size())) {
+    s->replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
+  auto state = std::make_unique<ModelState>();
+  state->model = model;
+  const char* name = nullptr;
+  Check(TRITONBACKEND_ModelName(model, &name), "TRITONBACKEND_ModelName");
+  state->name = name;
+  Check(TRITONBACKEND_ModelVersion(model, &state->version), "TRITONBACKEND_ModelVersion");
+  TRITONBACKEND_ArtifactType type;
+  const char* location = nullptr;
+  Check(TRITONBACKEND_ModelRepository(model, &type, &location), "TRITONBACKEND_ModelRepository");
+  if (type != TRITONBACKEND_ARTIFACT_FILESYSTEM) {
+    Throw(TRITONSERVER_ERROR_UNSUPPORTED,
+          "unsupported artifact type for model '" + state->name + "'");
+  }
+  state->repository = location;
+  TRITONBACKEND_Backend* backend = nullptr;
+  Check(TRITONBACKEND_ModelBackend(model, &backend), "TRITONBACKEND_ModelBackend");
+  void* vstate = nullptr;
+  Check(TRITONBACKEND_BackendState(backend, &vstate), "TRITONBACKEND_BackendState");
+  state->backend = static_cast<BackendState*>(vstate);
+
+  state->ReadConfig();
+  state->ReadParameters();
+  bool auto_complete = false;
+  Check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete),
+        "TRITONBACKEND_ModelAutoCompleteConfig");
+  if (auto_complete) {
+    state->AutoComplete();
+    state->ReadConfig();  // decoupled, max_batch_size may have changed
+  }
+  return state;
+}
+
+void ModelState::ReadConfig() {
+  TRITONSERVER_Message* msg = nullptr;
+  Check(TRITONBACKEND_ModelConfig(model, 1, &msg), "TRITONBACKEND_ModelConfig");
+  const char* buf = nullptr;
+  size_t len = 0;
+  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(msg, &buf, &len);
+  if (err == nullptr) config_text.assign(buf, len);
+  TRITONSERVER_MessageDelete(msg);
+  Check(err, "TRITONSERVER_MessageSerializeToJson");
+  try {
+    config = json::Value::Parse(config_text);
+  } catch (const json::ParseError& e) {
+    Throw(TRITONSERVER_ERROR_INTERNAL,
+          "model '" + name + "': cannot parse the model configuration: " + e.what());
+  }
+  decoupled = false;
+  if (const json::Value* policy = config.Find("model_transaction_policy")) {
+    if (const json::Value* d = policy->Find("decoupled"); d != nullptr && d->is_bool()) {
+      decoupled = d->AsBool();
+    }
+  }
+  max_batch_size = 0;
+  if (const json::Value* m = config.Find("max_batch_size"); m != nullptr && m->is_number()) {
+    max_batch_size = m->AsInt();
+  }
+  std::string file = config.GetString("default_model_filename");
+  model_filename = file.empty() ? "model.py" : file;
+}
+
+void ModelState::ReadParameters() {
+  std::string value;
+  force_cpu_only_inputs = true;
+  if (GetParameter(config, "FORCE_CPU_ONLY_INPUT_TENSORS", &value)) {
+    if (value == "yes") {
+      force_cpu_only_inputs = true;
+    } else if (value == "no") {
+      force_cpu_only_inputs = false;
+    } else {
+      Throw(TRITONSERVER_ERROR_UNSUPPORTED,
+            "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: " + value + "'");
+    }
+  }
+  if (force_cpu_only_inputs) {
+    PB_LOG_VERBOSE("Forcing CPU only input tensors.");
+  } else {
+    // GPU tensors are not carried yet (protocol v1 has no GPU_IPC): inputs stay on the CPU.
+    PB_LOG_VERBOSE(
+        "Input tensors can be both in CPU and GPU. FORCE_CPU_ONLY_INPUT_TENSORS is off.");
+  }
+
+  python = backend->DefaultPython();
+  if (GetParameter(config, "EXECUTION_ENV_PATH", &value) && !value.empty()) {
+    ReplaceAll(&value, "$$TRITON_MODEL_DIRECTORY", repository);
+    struct stat st {};
+    if (stat(value.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      Throw(TRITONSERVER_ERROR_UNSUPPORTED,
+            "model '" + name + "': EXECUTION_ENV_PATH '" + value +
+                "' is a file; pybackend needs an unpacked Python environment directory "
+                "(unpack the archive and point EXECUTION_ENV_PATH at the directory)");
+    }
+    python = value + "/bin/python3";
+    PB_LOG_INFO("Using Python execution env " + value);
+  }
+}
+
+json::Value ModelState::InitArgs(const std::string& phase, const std::string& instance_name,
+                                 const std::string& kind, int32_t device_id) const {
+  const BackendConfig& c = backend->config;
+  json::Value a = json::Value::Object();
+  a.Set("protocol_version", static_cast<int64_t>(ipc::PROTOCOL_VERSION));
+  a.Set("phase", phase);
+  a.Set("model_name", name);
+  a.Set("model_version", std::to_string(version));
+  a.Set("model_repository", repository);
+  a.Set("model_file", ModelFile());
+  a.Set("version_dir", VersionDir());
+  a.Set("instance_name", instance_name);
+  a.Set("instance_kind", kind);
+  a.Set("device_id", std::to_string(device_id));
+  a.Set("model_config", config_text);
+  a.Set("decoupled", decoupled);
+  a.Set("runtime_modeldir", backend->runtime_modeldir);
+  a.Set("inline_threshold", static_cast<int64_t>(c.inline_threshold));
+  a.Set("shm_default_byte_size", static_cast<int64_t>(c.shm_default_byte_size));
+  a.Set("shm_growth_byte_size", static_cast<int64_t>(c.shm_growth_byte_size));
+  a.Set("log_verbose", LogEnabled(TRITONSERVER_LOG_VERBOSE) ? 1 : 0);
+  return a;
+}
+
+SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) const {
+  const BackendConfig& c = backend->config;
+  SessionOptions o;
+  o.model_name = name;
+  o.instance_name = instance_name;
+  o.python = python;
+  o.package_parent = backend->package_parent;
+  o.backend_library = backend->library_path;
+  o.shm_prefix = c.shm_region_prefix;
+  o.shm_default_byte_size = c.shm_default_byte_size;
+  o.shm_growth_byte_size = c.shm_growth_byte_size;
+  o.timeout = std::chrono::milliseconds(c.stub_timeout_seconds * 1000);
+  o.spin_us = static_cast<int>(c.execute_spin_us);
+  return o;
+}
+
+void ModelState::AutoComplete() {
+  StubSession session(MakeSessionOptions(name), nullptr);
+  json::Value reply = session.Start(InitArgs("auto_complete", name, "AUTO", 0));
+  const json::Value* ok = reply.Find("ok");
+  if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
+    std::string error = reply.GetString("error", "auto-complete failed without a message");
+    PB_LOG_ERROR("Failed to initialize Python stub for auto-complete: " + error);
+    session.Finalize();
+    Throw(TRITONSERVER_ERROR_INTERNAL, error);
+  }
+  std::string new_config = reply.GetString("model_config");
+  std::string fin = session.Finalize();
+  if (!fin.empty()) PB_LOG_WARN("model '" + name + "' auto-complete stub: " + fin);
+  if (new_config.empty()) return;
+  TRITONSERVER_Message* msg = nullptr;
+  Check(TRITONSERVER_MessageNewFromSerializedJson(&msg, new_config.data(), new_config.size()),
+        "auto-completed model configuration");
+  TRITONSERVER_Error* err = TRITONBACKEND_ModelSetConfig(model, 1, msg);
+  TRITONSERVER_MessageDelete(msg);
+  Check(err, nullptr);
+}
+
+}  // namespace pybackend

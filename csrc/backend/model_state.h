@@ -1,0 +1,47 @@
+// Per-model state: the model config as Triton normalised it, the settings the backend reads
+// from it, the interpreter for the stubs, and auto-complete (spec section 2.1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend/backend_state.h"
+#include "backend/json.h"
+#include "backend/stub_session.h"
+#include "triton/tritonbackend.h"
+
+namespace pybackend {
+
+class ModelState {
+ public:
+  // Reads the config, runs auto-complete when Triton asks for it. Throws BackendError.
+  static std::unique_ptr<ModelState> Create(TRITONBACKEND_Model* model);
+
+  TRITONBACKEND_Model* model = nullptr;
+  BackendState* backend = nullptr;
+  std::string name;
+  uint64_t version = 0;
+  std::string repository;  // the model directory <repo>/<model>
+  std::string config_text;
+  json::Value config;
+  bool decoupled = false;
+  int64_t max_batch_size = 0;
+  std::string model_filename = "model.py";
+  bool force_cpu_only_inputs = true;
+  std::string python;  // interpreter for this model's stubs
+
+  std::string VersionDir() const { return repository + "/" + std::to_string(version); }
+  std::string ModelFile() const { return VersionDir() + "/" + model_filename; }
+
+  json::Value InitArgs(const std::string& phase, const std::string& instance_name,
+                       const std::string& kind, int32_t device_id) const;
+  SessionOptions MakeSessionOptions(const std::string& instance_name) const;
+
+ private:
+  void ReadConfig();
+  void ReadParameters();
+  void AutoComplete();
+};
+
+}  // namespace pybackend

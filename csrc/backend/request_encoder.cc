@@ -1,0 +1,199 @@
+#include "backend/request_encoder.h"
+
+#include <cstring>
+
+#include "backend/error.h"
+#include "backend/json.h"
+
+namespace pybackend {
+namespace {
+
+// Room kept free in a message for the rest of the body when deciding to inline a tensor.
+constexpr uint64_t kInlineSlack = 4096;
+
+std::string ParametersJson(TRITONBACKEND_Request* req) {
+  uint32_t count = 0;
+  Check(TRITONBACKEND_RequestParameterCount(req, &count), "TRITONBACKEND_RequestParameterCount");
+  if (count == 0) return "{}";
+  json::Value params = json::Value::Object();
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* key = nullptr;
+    TRITONSERVER_ParameterType type;
+    const void* value = nullptr;
+    Check(TRITONBACKEND_RequestParameter(req, i, &key, &type, &value),
+          "TRITONBACKEND_RequestParameter");
+    switch (type) {
+      case TRITONSERVER_PARAMETER_STRING:
+        params.Set(key, json::Value(static_cast<const char*>(value)));
+        break;
+      case TRITONSERVER_PARAMETER_INT:
+        params.Set(key, json::Value(*static_cast<const int64_t*>(value)));
+        break;
+      case TRITONSERVER_PARAMETER_BOOL:
+        params.Set(key, json::Value(*static_cast<const bool*>(value)));
+        break;
+      case TRITONSERVER_PARAMETER_DOUBLE:
+        params.Set(key, json::Value(*static_cast<const double*>(value)));
+        break;
+      default:
+        break;  // BYTES parameters have no JSON form; the original skips them too
+    }
+  }
+  return params.Dump();
+}
+
+void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx) {
+  const char* name = nullptr;
+  TRITONSERVER_DataType dtype;
+  const int64_t* shape = nullptr;
+  uint32_t ndim = 0;
+  uint64_t byte_size = 0;
+  uint32_t buffers = 0;
+  Check(TRITONBACKEND_InputProperties(input, &name, &dtype, &shape, &ndim, &byte_size, &buffers),
+        "TRITONBACKEND_InputProperties");
+
+  bool inline_it = byte_size <= ctx.inline_threshold &&
+                   w.size() + byte_size + kInlineSlack <= ipc::MAX_INLINE_BODY;
+  uint8_t* dst = nullptr;
+  if (inline_it) {
+    ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::INLINE, shape, ndim,
+                         byte_size);
+    dst = w.Extend(byte_size);  // filled below, before anything else is written
+  } else {
+    ipc::Arena::Block b;
+    try {
+      b = ctx.arena->Allocate(byte_size);
+    } catch (const ipc::ArenaError& e) {
+      Throw(TRITONSERVER_ERROR_UNAVAILABLE,
+            "no shared memory for input '" + std::string(name) + "' (" +
+                std::to_string(byte_size) + " bytes) of model instance '" + ctx.instance_name +
+                "': " + e.what());
+    }
+    ctx.blocks.push_back(b);
+    ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA,
+                         shape, ndim, byte_size);
+    w.U32(b.seg);
+    w.U64(b.offset);
+    dst = b.ptr;
+  }
+
+  uint64_t copied = 0;
+  for (uint32_t i = 0; i < buffers; ++i) {
+    const void* buf = nullptr;
+    uint64_t size = 0;
+    TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
+    int64_t mem_id = 0;
+    Check(TRITONBACKEND_InputBuffer(input, i, &buf, &size, &mem, &mem_id),
+          "TRITONBACKEND_InputBuffer");
+    if (mem == TRITONSERVER_MEMORY_GPU) {
+      Throw(TRITONSERVER_ERROR_UNSUPPORTED,
+            "input '" + std::string(name) + "' is in GPU memory; this build of the Python "
+            "backend only accepts CPU inputs");
+    }
+    if (size > byte_size - copied) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG,
+            "input '" + std::string(name) + "' buffers hold more than its byte size " +
+                std::to_string(byte_size));
+    }
+    if (size > 0) std::memcpy(dst + copied, buf, size);
+    copied += size;
+  }
+  if (copied != byte_size) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "input '" + std::string(name) + "' buffers hold " + std::to_string(copied) +
+              " bytes, expected " + std::to_string(byte_size));
+  }
+  if (dtype == TRITONSERVER_TYPE_BYTES) {
+    uint64_t expected = 1;
+    for (uint32_t d = 0; d < ndim; ++d) expected *= static_cast<uint64_t>(shape[d]);
+    ValidateBytesInput(dst, byte_size, expected, name);
+  }
+}
+
+}  // namespace
+
+void ValidateBytesInput(const uint8_t* data, uint64_t size, uint64_t expected,
+                        const std::string& name) {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+  while (offset < size) {
+    uint64_t left = size - offset;
+    if (left < 4) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG,
+            "incomplete string length for inference input '" + name +
+                "', expecting 4 bytes but only " + std::to_string(left) + " bytes available");
+    }
+    uint32_t len;
+    std::memcpy(&len, data + offset, 4);
+    offset += 4;
+    left -= 4;
+    if (len > left) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG,
+            "incomplete string data for inference input '" + name +
+                "', expecting string of length " + std::to_string(len) + " but only " +
+                std::to_string(left) + " bytes available");
+    }
+    offset += len;
+    ++count;
+  }
+  if (count != expected) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG, "expected " + std::to_string(expected) +
+                                              " strings for inference input '" + name +
+                                              "', got " + std::to_string(count));
+  }
+}
+
+void EncodeRequest(ipc::Writer& w, RequestState& st, EncodeContext& ctx) {
+  TRITONBACKEND_Request* req = st.request;
+  w.U64(st.token);
+
+  const char* id = nullptr;
+  Check(TRITONBACKEND_RequestId(req, &id), "TRITONBACKEND_RequestId");
+  w.Str(id != nullptr ? id : "");
+
+  uint64_t corr = 0;
+  TRITONSERVER_Error* err = TRITONBACKEND_RequestCorrelationId(req, &corr);
+  if (err == nullptr) {
+    w.U8(0);
+    w.U64(corr);
+  } else {
+    // The id is a string: the u64 call refuses it.
+    TRITONSERVER_ErrorDelete(err);
+    const char* corr_s = nullptr;
+    Check(TRITONBACKEND_RequestCorrelationIdString(req, &corr_s),
+          "TRITONBACKEND_RequestCorrelationIdString");
+    w.U8(1);
+    w.Str(corr_s != nullptr ? corr_s : "");
+  }
+
+  uint32_t flags = 0;
+  Check(TRITONBACKEND_RequestFlags(req, &flags), "TRITONBACKEND_RequestFlags");
+  w.U32(flags);
+  uint64_t timeout = 0;
+  Check(TRITONBACKEND_InferenceRequestTimeoutMicroseconds(req, &timeout),
+        "TRITONBACKEND_InferenceRequestTimeoutMicroseconds");
+  w.U64(timeout);
+  w.Str(ParametersJson(req));
+
+  uint32_t n_out = 0;
+  Check(TRITONBACKEND_RequestOutputCount(req, &n_out), "TRITONBACKEND_RequestOutputCount");
+  w.U32(n_out);
+  st.requested_outputs.clear();
+  for (uint32_t i = 0; i < n_out; ++i) {
+    const char* out_name = nullptr;
+    Check(TRITONBACKEND_RequestOutputName(req, i, &out_name), "TRITONBACKEND_RequestOutputName");
+    w.Str(out_name);
+    st.requested_outputs.insert(out_name);
+  }
+
+  uint32_t n_in = 0;
+  Check(TRITONBACKEND_RequestInputCount(req, &n_in), "TRITONBACKEND_RequestInputCount");
+  w.U32(n_in);
+  for (uint32_t i = 0; i < n_in; ++i) {
+    TRITONBACKEND_Input* input = nullptr;
+    Check(TRITONBACKEND_RequestInputByIndex(req, i, &input), "TRITONBACKEND_RequestInputByIndex");
+    EncodeInput(w, input, ctx);
+  }
+}
+
+}  // namespace pybackend

@@ -1,0 +1,32 @@
+// Writes one Triton request into an EXECUTE body (docs/protocol.md, ExecuteBody): ids,
+// flags, timeout, parameters, requested outputs, and every input gathered from all its
+// buffers with one copy, either inline in the message or into one block of our arena.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/request_registry.h"
+#include "ipc/arena.h"
+#include "ipc/codec.h"
+
+namespace pybackend {
+
+struct EncodeContext {
+  ipc::Arena* arena = nullptr;
+  uint64_t inline_threshold = 4096;
+  std::string instance_name;
+  // Arena blocks handed to the stub by this batch; freed here if the batch never goes out.
+  std::vector<ipc::Arena::Block> blocks;
+};
+
+// Throws BackendError (the batch fails) on any Triton error, a GPU input, or malformed
+// BYTES input. Fills st.requested_outputs.
+void EncodeRequest(ipc::Writer& w, RequestState& st, EncodeContext& ctx);
+
+// Checks serialized BYTES data: `expected` elements of u32 length + bytes, nothing left over.
+void ValidateBytesInput(const uint8_t* data, uint64_t size, uint64_t expected,
+                        const std::string& name);
+
+}  // namespace pybackend

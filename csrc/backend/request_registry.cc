@@ -1,0 +1,55 @@
+#include "backend/request_registry.h"
+
+#include <atomic>
+
+#include "backend/error.h"
+#include "backend/logging.h"
+
+namespace pybackend {
+namespace {
+// Unique across every instance of every model served by this library, so a token can never
+// name another instance's request.
+std::atomic<uint64_t> g_next_token{1};
+}  // namespace
+
+void RequestState::DeleteFactory() {
+  if (factory == nullptr) return;
+  std::string err = TakeMessage(TRITONBACKEND_ResponseFactoryDelete(factory));
+  if (!err.empty()) PB_LOG_ERROR("failed to delete a response factory: " + err);
+  factory = nullptr;
+}
+
+std::shared_ptr<RequestState> RequestRegistry::Create(TRITONBACKEND_Request* request) {
+  auto st = std::make_shared<RequestState>();
+  st->token = g_next_token.fetch_add(1, std::memory_order_relaxed);
+  st->request = request;
+  std::lock_guard<std::mutex> lock(mu_);
+  map_[st->token] = st;
+  return st;
+}
+
+std::shared_ptr<RequestState> RequestRegistry::Find(uint64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(token);
+  return it == map_.end() ? nullptr : it->second;
+}
+
+void RequestRegistry::Remove(uint64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_.erase(token);
+}
+
+std::vector<std::shared_ptr<RequestState>> RequestRegistry::Snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<RequestState>> out;
+  out.reserve(map_.size());
+  for (auto& [token, st] : map_) out.push_back(st);
+  return out;
+}
+
+size_t RequestRegistry::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+
+}  // namespace pybackend

@@ -1,0 +1,174 @@
+#include "backend/response_writer.h"
+
+#include <cstring>
+
+#include "backend/error.h"
+#include "backend/json.h"
+#include "backend/logging.h"
+
+namespace pybackend {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+// Checks the byte size of a fixed-size tensor against its shape and type.
+void CheckByteSize(const ipc::TensorDesc& t, const std::string& instance) {
+  auto dtype = static_cast<TRITONSERVER_DataType>(t.dtype);
+  if (dtype == TRITONSERVER_TYPE_BYTES) return;
+  uint32_t elem = TRITONSERVER_DataTypeByteSize(dtype);
+  if (elem == 0) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG, "output '" + t.name + "' of model instance '" +
+                                              instance + "' has invalid data type " +
+                                              std::to_string(t.dtype));
+  }
+  uint64_t count = 1;
+  for (int64_t d : t.dims) {
+    if (d < 0) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG, "output '" + t.name + "' of model instance '" +
+                                                instance + "' has a negative dimension in shape " +
+                                                ShapeString(t.dims));
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  if (count * elem != t.byte_size) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "output '" + t.name + "' of model instance '" + instance + "' holds " +
+              std::to_string(t.byte_size) + " bytes but shape " + ShapeString(t.dims) + " of " +
+              TRITONSERVER_DataTypeString(dtype) + " needs " + std::to_string(count * elem));
+  }
+}
+
+void SetParameters(TRITONBACKEND_Response* response, const std::string& text) {
+  if (text.empty()) return;
+  json::Value params = json::Value::Parse(text);
+  if (!params.is_object()) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG, "response parameters must be a JSON object");
+  }
+  for (const auto& [key, v] : params.members()) {
+    const char* k = key.c_str();
+    switch (v.type()) {
+      case json::Value::Type::kString:
+        Check(TRITONBACKEND_ResponseSetStringParameter(response, k, v.AsString().c_str()),
+              "TRITONBACKEND_ResponseSetStringParameter");
+        break;
+      case json::Value::Type::kBool:
+        Check(TRITONBACKEND_ResponseSetBoolParameter(response, k, v.AsBool()),
+              "TRITONBACKEND_ResponseSetBoolParameter");
+        break;
+      case json::Value::Type::kInt:
+        Check(TRITONBACKEND_ResponseSetIntParameter(response, k, v.AsInt()),
+              "TRITONBACKEND_ResponseSetIntParameter");
+        break;
+      case json::Value::Type::kDouble:
+        Check(TRITONBACKEND_ResponseSetDoubleParameter(response, k, v.AsDouble()),
+              "TRITONBACKEND_ResponseSetDoubleParameter");
+        break;
+      default:
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "response parameter '" + key + "' must be a string, integer, float or bool");
+    }
+  }
+}
+
+void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t,
+               StubSession& session) {
+  const std::string& instance = session.options().instance_name;
+  CheckByteSize(t, instance);
+  // Resolve the source first: a bad reference must not leave a half-made output behind.
+  const uint8_t* src = nullptr;
+  std::shared_ptr<ipc::Mapping> hold;  // keeps a stub segment mapped while we copy
+  std::string error;
+  switch (t.location) {
+    case ipc::Location::INLINE:
+      src = t.inline_data;
+      break;
+    case ipc::Location::STUB_ARENA:
+      hold = session.peers().Get(t.seg, t.offset, t.byte_size, &error);
+      if (!hold) Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': " + error);
+      src = hold->base + t.offset;
+      break;
+    case ipc::Location::BACKEND_ARENA:
+      src = session.arena().Resolve(t.seg, t.offset, t.byte_size);
+      if (src == nullptr) {
+        Throw(TRITONSERVER_ERROR_INTERNAL,
+              "output '" + t.name + "' names bytes [" + std::to_string(t.offset) + ", " +
+                  std::to_string(t.offset + t.byte_size) + ") of backend segment " +
+                  std::to_string(t.seg) + ", which do not exist");
+      }
+      break;
+    default:
+      Throw(TRITONSERVER_ERROR_UNSUPPORTED, "output '" + t.name + "' has an unsupported location");
+  }
+  TRITONBACKEND_Output* output = nullptr;
+  Check(TRITONBACKEND_ResponseOutput(response, &output, t.name.c_str(),
+                                     static_cast<TRITONSERVER_DataType>(t.dtype), t.dims.data(),
+                                     static_cast<uint32_t>(t.dims.size())),
+        nullptr);
+  void* dst = nullptr;
+  TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
+  int64_t mem_id = 0;
+  Check(TRITONBACKEND_OutputBuffer(output, &dst, t.byte_size, &mem, &mem_id), nullptr);
+  if (t.byte_size == 0) return;
+  if (mem == TRITONSERVER_MEMORY_GPU) {
+    Throw(TRITONSERVER_ERROR_UNSUPPORTED,
+          "output '" + t.name + "': Triton asked for a GPU buffer; GPU outputs are not "
+          "supported by this build");
+  }
+  if (dst == nullptr) {
+    Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': Triton gave no buffer");
+  }
+  std::memcpy(dst, src, t.byte_size);
+}
+
+}  // namespace
+
+void SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code code,
+                       const std::string& message, uint32_t send_flags) {
+  TRITONSERVER_Error* err = TRITONSERVER_ErrorNew(code, message.c_str());
+  std::string send_err = TakeMessage(TRITONBACKEND_ResponseSend(response, send_flags, err));
+  TRITONSERVER_ErrorDelete(err);
+  if (!send_err.empty()) PB_LOG_ERROR("failed to send an error response: " + send_err);
+}
+
+bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& body,
+                  const RequestState& st, StubSession& session, uint32_t send_flags) {
+  if (body.has_error) {
+    auto code = static_cast<TRITONSERVER_Error_Code>(body.error_code);
+    if (body.error_code > TRITONSERVER_ERROR_CANCELLED) code = TRITONSERVER_ERROR_INTERNAL;
+    SendErrorResponse(response, code, body.error_message, send_flags);
+    return false;
+  }
+  try {
+    SetParameters(response, body.parameters);
+    for (const ipc::TensorDesc& t : body.outputs) {
+      if (!st.requested_outputs.empty() && st.requested_outputs.count(t.name) == 0) continue;
+      AddOutput(response, t, session);
+    }
+  } catch (const std::exception& e) {
+    TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_INTERNAL;
+    if (auto* be = dynamic_cast<const BackendError*>(&e)) code = be->code();
+    SendErrorResponse(response, code, e.what(), send_flags);
+    return false;
+  }
+  std::string err = TakeMessage(TRITONBACKEND_ResponseSend(response, send_flags, nullptr));
+  if (!err.empty()) {
+    PB_LOG_ERROR(session.log_prefix() + "failed to send a response: " + err);
+    return false;
+  }
+  return true;
+}
+
+void ReturnStubBlocks(const ipc::ResponseBody& body, ipc::PendingFrees& frees) {
+  for (const ipc::TensorDesc& t : body.outputs) {
+    if (t.location == ipc::Location::STUB_ARENA) frees.Add(t.seg, t.offset);
+  }
+}
+
+}  // namespace pybackend

@@ -1,0 +1,29 @@
+// Turns a ResponseBody from the stub into a Triton response: outputs (filtered by the
+// request's requested outputs, bytes copied from the message, the stub's arena or ours, every
+// reference checked against its mapping), parameters, or the error the model gave.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/request_registry.h"
+#include "backend/stub_session.h"
+#include "ipc/codec.h"
+#include "triton/tritonbackend.h"
+
+namespace pybackend {
+
+// Fills `response` from `body` and sends it with `send_flags` (ownership of `response`
+// passes to Triton). Returns false when what went out was an error response (the model's or
+// ours) or sending failed. Never throws.
+bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& body,
+                  const RequestState& st, StubSession& session, uint32_t send_flags);
+
+// Sends `response` as an error response. Never throws.
+void SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code code,
+                       const std::string& message, uint32_t send_flags);
+
+// Queues a FREE for every block of the stub's arena that `body` references.
+void ReturnStubBlocks(const ipc::ResponseBody& body, ipc::PendingFrees& frees);
+
+}  // namespace pybackend

@@ -1,0 +1,64 @@
+// The stub as an operating-system process: spawning it (posix_spawn, socketpairs on fds 3
+// and 4, stdout/stderr pipes, stdin /dev/null), watching it (pidfd, or waitpid polling where
+// pidfd_open is missing), reaping it and describing how it ended.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ipc/channel.h"
+
+namespace pybackend {
+
+struct SpawnOptions {
+  std::string python;                                     // interpreter (path or name on PATH)
+  std::vector<std::string> args;                          // after the interpreter
+  std::vector<std::pair<std::string, std::string>> env;   // set/override in the server's env
+  std::string pythonpath_prepend;                         // put first on PYTHONPATH ("" = none)
+};
+
+class StubProcess {
+ public:
+  // Throws BackendError (INTERNAL) when the process cannot be started. On success the
+  // backend ends of the sync and async socketpairs are returned in *sync and *async.
+  static std::unique_ptr<StubProcess> Spawn(const SpawnOptions& opts, ipc::UniqueFd* sync,
+                                            ipc::UniqueFd* async);
+  ~StubProcess();  // kills (SIGKILL) and reaps a process that is still running
+  StubProcess(const StubProcess&) = delete;
+  StubProcess& operator=(const StubProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }  // -1 where pidfd_open is unavailable
+  int stdout_fd() const { return stdout_.get(); }
+  int stderr_fd() const { return stderr_.get(); }
+
+  // Reaps the process if it has exited (non-blocking). True once it has exited.
+  bool Poll();
+  bool exited();
+  // "exited with code 1" / "was killed by signal 9 (SIGKILL)" / "is still running".
+  std::string ExitDescription();
+  // Waits (bounded) for the process to exit and reaps it. True if it exited.
+  bool WaitExit(std::chrono::milliseconds timeout);
+  // SIGKILL unless already reaped (never signals a pid that may have been reused).
+  void Kill();
+
+ private:
+  StubProcess() = default;
+  bool PollLocked();
+
+  std::mutex mu_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  ipc::UniqueFd pidfd_;
+  ipc::UniqueFd stdout_;
+  ipc::UniqueFd stderr_;
+};
+
+}  // namespace pybackend

@@ -1,0 +1,399 @@
+#include "backend/stub_session.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backend/error.h"
+#include "backend/logging.h"
+#include "backend/monitor.h"
+#include "ipc/codec.h"
+
+namespace pybackend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kStderrTailLines = 20;
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  if (ms.count() % 1000 == 0) return std::to_string(ms.count() / 1000) + " s";
+  return std::to_string(ms.count()) + " ms";
+}
+
+}  // namespace
+
+StubSession::StubSession(SessionOptions opts, AsyncHandler* handler)
+    : opts_(std::move(opts)),
+      handler_(handler),
+      log_prefix_(opts_.model_name == opts_.instance_name
+                      ? opts_.model_name + ": "
+                      : opts_.model_name + "/" + opts_.instance_name + ": "),
+      arena_(opts_.shm_prefix + opts_.instance_name, opts_.shm_default_byte_size,
+             opts_.shm_growth_byte_size) {}
+
+StubSession::~StubSession() {
+  if (process_ != nullptr && !process_->Poll()) {
+    process_->Kill();
+    process_->WaitExit(std::chrono::milliseconds(5000));
+  }
+  if (monitor_ != nullptr) monitor_->Stop();
+  monitor_.reset();
+  sync_.reset();
+  async_.reset();
+  process_.reset();
+}
+
+json::Value StubSession::Start(const json::Value& init_args) {
+  SpawnOptions so;
+  so.python = opts_.python;
+  so.args = {"-m", "pybackend.stub", "--instance", opts_.instance_name};
+  so.env = {{"PYBACKEND_SYNC_FD", std::to_string(ipc::SYNC_FD)},
+            {"PYBACKEND_ASYNC_FD", std::to_string(ipc::ASYNC_FD)},
+            {"PYBACKEND_INSTANCE", opts_.instance_name},
+            {"PYTHONUNBUFFERED", "1"},
+            {"PYTHONDONTWRITEBYTECODE", "1"}};
+  so.pythonpath_prepend = opts_.package_parent;
+
+  ipc::UniqueFd sync_fd, async_fd;
+  process_ = StubProcess::Spawn(so, &sync_fd, &async_fd);
+  sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
+  async_ =
+      std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
+  monitor_ = std::make_unique<Monitor>(this);
+  monitor_->Start();
+  PB_LOG_VERBOSE(log_prefix_ + "started stub pid " + std::to_string(process_->pid()) + ": " +
+                 opts_.python + " -m pybackend.stub --instance " + opts_.instance_name);
+
+  const std::string what = "Failed to start the Python stub for model '" + opts_.model_name +
+                           "', instance '" + opts_.instance_name + "': ";
+  auto fail = [&](Wait w, const std::string& step, const std::string& error) {
+    if (w == Wait::kTimeout) {
+      MarkDead("it did not answer " + step + " in time");
+      Throw(TRITONSERVER_ERROR_INTERNAL,
+            what + "no " + step + " from the stub within " + Seconds(opts_.timeout) +
+                " (backend config stub-timeout-seconds). " + DeathDetail());
+    }
+    if (w == Wait::kDead) {
+      Throw(TRITONSERVER_ERROR_INTERNAL,
+            what + "the stub went away before sending " + step + ". " + DeathDetail());
+    }
+    MarkDead(error);
+    Throw(TRITONSERVER_ERROR_INTERNAL, what + error + ". " + DeathDetail());
+  };
+
+  auto deadline = Clock::now() + opts_.timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+  ipc::Message msg;
+  std::string error;
+  Wait w = WaitSync(ipc::MessageKind::HELLO, left(), &msg, &error);
+  if (w != Wait::kOk) fail(w, "HELLO", error);
+  uint32_t version = 0, pid = 0;
+  std::string py_version, np_version;
+  try {
+    ipc::Reader r(msg.body.data(), msg.body.size());
+    version = r.U32();
+    pid = r.U32();
+    py_version = r.Str();
+    np_version = r.Str();
+  } catch (const ipc::DecodeError& e) {
+    fail(Wait::kError, "HELLO", std::string("malformed HELLO: ") + e.what());
+  }
+  if (version != ipc::PROTOCOL_VERSION) {
+    MarkDead("protocol version mismatch");
+    Throw(TRITONSERVER_ERROR_INTERNAL,
+          what + "protocol version mismatch: the backend library " + opts_.backend_library +
+              " speaks version " + std::to_string(ipc::PROTOCOL_VERSION) +
+              " but the stub (pybackend found by " + opts_.python + " with PYTHONPATH starting " +
+              (opts_.package_parent.empty() ? "<unchanged>" : opts_.package_parent) +
+              ") speaks version " + std::to_string(version) +
+              ". Install the backend library and the pybackend package from the same release.");
+  }
+  PB_LOG_VERBOSE(log_prefix_ + "stub pid " + std::to_string(pid) + " ready: Python " +
+                 py_version + ", numpy " + np_version);
+
+  std::string args = init_args.Dump();
+  if (!sync_->Send(ipc::MessageKind::INIT, 0, reinterpret_cast<const uint8_t*>(args.data()),
+                   args.size(), static_cast<int>(left().count()), &error)) {
+    fail(Wait::kError, "INIT_REPLY", error);
+  }
+  w = WaitSync(ipc::MessageKind::INIT_REPLY, left(), &msg, &error);
+  if (w != Wait::kOk) fail(w, "INIT_REPLY", error);
+  try {
+    ipc::Reader r(msg.body.data(), msg.body.size());
+    return json::Value::Parse(r.StrView());
+  } catch (const std::exception& e) {
+    fail(Wait::kError, "INIT_REPLY", std::string("malformed INIT_REPLY: ") + e.what());
+  }
+  return json::Value();  // not reached
+}
+
+std::string StubSession::Finalize() {
+  if (process_ == nullptr) return "";
+  std::string result;
+  if (alive()) {
+    std::string error;
+    ipc::Message msg;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      finalizing_ = true;  // it exits after FINALIZE_REPLY: that EOF is no crash
+    }
+    FlushFrees(*sync_, &error);
+    if (sync_->Send(ipc::MessageKind::FINALIZE, 0, nullptr, 0,
+                    static_cast<int>(opts_.timeout.count()), &error)) {
+      Wait w = WaitSync(ipc::MessageKind::FINALIZE_REPLY, opts_.timeout, &msg, &error);
+      if (w == Wait::kOk) {
+        try {
+          ipc::Reader r(msg.body.data(), msg.body.size());
+          json::Value v = json::Value::Parse(r.StrView());
+          if (const json::Value* e = v.Find("error"); e != nullptr && e->is_string()) {
+            result = e->AsString();
+          }
+        } catch (const std::exception& e) {
+          result = std::string("malformed FINALIZE_REPLY: ") + e.what();
+        }
+      } else if (w == Wait::kTimeout) {
+        PB_LOG_WARN(log_prefix_ + "no FINALIZE_REPLY within " + Seconds(opts_.timeout) +
+                    "; killing the stub");
+      }
+    }
+  }
+  if (!process_->WaitExit(opts_.timeout)) {
+    PB_LOG_WARN(log_prefix_ + "the stub did not exit within " + Seconds(opts_.timeout) +
+                " after FINALIZE; killing it");
+    process_->Kill();
+    process_->WaitExit(std::chrono::milliseconds(5000));
+  }
+  // Let the monitor log the stub's last output before it stops.
+  {
+    std::unique_lock<std::mutex> lock(state_mu_);
+    state_cv_.wait_for(lock, std::chrono::milliseconds(1000), [&] { return stderr_closed_; });
+  }
+  MarkDead("finalized");
+  monitor_->Stop();
+  return result;
+}
+
+void StubSession::StopMonitor() {
+  if (monitor_ != nullptr) monitor_->Stop();
+}
+
+bool StubSession::FlushFrees(ipc::Channel& channel, std::string* error) {
+  std::vector<uint8_t> body = frees_.TakeBody(ipc::Owner::STUB);
+  if (body.empty()) return true;
+  return channel.Send(ipc::MessageKind::FREE, 0, body, static_cast<int>(opts_.timeout.count()),
+                      error);
+}
+
+StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, bool bounded) {
+  StubProcess* proc = process_.get();
+  while (true) {
+    int slice = 1000;
+    if (proc->pidfd() < 0) slice = 100;  // no pidfd: poll the process now and then
+    if (bounded) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return Wait::kTimeout;
+      slice = static_cast<int>(std::min<long long>(slice, left + 1));
+    }
+    pollfd fds[2] = {{fd, POLLIN, 0}, {proc->pidfd(), POLLIN, 0}};
+    int n = poll(fds, proc->pidfd() >= 0 ? 2 : 1, slice);
+    if (n < 0 && errno != EINTR) return Wait::kError;
+    if (fds[0].revents) return Wait::kOk;
+    bool gone = (proc->pidfd() >= 0 && fds[1].revents) || (proc->pidfd() < 0 && proc->Poll());
+    if (gone || !alive()) {
+      // Anything it sent before exiting is already queued on our socket.
+      pollfd again{fd, POLLIN, 0};
+      if (poll(&again, 1, 0) > 0) return Wait::kOk;
+      MarkDead("the stub process ended");
+      return Wait::kDead;
+    }
+  }
+}
+
+StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout,
+                                        ipc::Message* out, std::string* error) {
+  bool bounded = timeout.count() >= 0;
+  auto deadline = Clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
+  auto spin_until = Clock::now() + std::chrono::microseconds(opts_.spin_us);
+  while (true) {
+    auto st = sync_->Recv(out, error);
+    switch (st) {
+      case ipc::Channel::RecvStatus::kOk:
+        if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
+        if (HandleCommon(*out)) continue;
+        *error = std::string("unexpected ") + ipc::KindName(out->kind) +
+                 " on the sync channel while waiting for " +
+                 ipc::KindName(static_cast<uint16_t>(want));
+        MarkDead("protocol error: " + *error);
+        return Wait::kError;
+      case ipc::Channel::RecvStatus::kClosed:
+        MarkDead("the stub closed its sync channel");
+        return Wait::kDead;
+      case ipc::Channel::RecvStatus::kError:
+        MarkDead("protocol error: " + *error);
+        return Wait::kError;
+      case ipc::Channel::RecvStatus::kWouldBlock:
+        break;
+    }
+    // A short busy-poll first saves the cost of waking a sleeping CPU for fast replies.
+    if (opts_.spin_us > 0 && Clock::now() < spin_until) continue;
+    Wait w = WaitReadable(sync_->fd(), deadline, bounded);
+    if (w != Wait::kOk) return w;
+  }
+}
+
+bool StubSession::WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(state_mu_);
+  return state_cv_.wait_for(lock, timeout, [&] {
+    return static_cast<int32_t>(async_processed_ - seq) >= 0 || async_closed_;
+  }) && static_cast<int32_t>(async_processed_ - seq) >= 0;
+}
+
+bool StubSession::HandleCommon(ipc::Message& msg) {
+  using ipc::MessageKind;
+  switch (static_cast<MessageKind>(msg.kind)) {
+    case MessageKind::SEGMENT_ADD: {
+      ipc::Reader r(msg.body.data(), msg.body.size());
+      r.U8();  // owner: always the stub here
+      uint32_t seg = r.U32();
+      uint64_t size = r.U64();
+      if (!msg.fd) throw std::runtime_error("SEGMENT_ADD without an fd");
+      peers_.Add(seg, size, msg.fd.Release());
+      return true;
+    }
+    case MessageKind::SEGMENT_DROP: {
+      ipc::Reader r(msg.body.data(), msg.body.size());
+      r.U8();
+      peers_.Drop(r.U32());
+      return true;
+    }
+    case MessageKind::FREE: {
+      ipc::Reader r(msg.body.data(), msg.body.size());
+      r.U8();
+      uint32_t n = r.U32();
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t seg = r.U32();
+        uint64_t off = r.U64();
+        if (!arena_.Free(seg, off)) {
+          PB_LOG_WARN(log_prefix_ + "the stub freed an unknown block (segment " +
+                      std::to_string(seg) + ", offset " + std::to_string(off) + ")");
+        }
+      }
+      return true;
+    }
+    case MessageKind::LOG: {
+      ipc::Reader r(msg.body.data(), msg.body.size());
+      uint8_t level = r.U8();
+      uint32_t line = r.U32();
+      std::string file = r.Str();
+      std::string text = r.Str();
+      if (level > TRITONSERVER_LOG_VERBOSE) level = TRITONSERVER_LOG_INFO;
+      auto lvl = static_cast<TRITONSERVER_LogLevel>(level);
+      if (lvl != TRITONSERVER_LOG_VERBOSE || LogEnabled(lvl)) {
+        TRITONSERVER_Error* err =
+            TRITONSERVER_LogMessage(lvl, file.c_str(), static_cast<int>(line), text.c_str());
+        if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool StubSession::alive() { return !dead_.load(std::memory_order_acquire); }
+
+void StubSession::MarkDead(const std::string& reason) {
+  bool kill_it = false;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (!dead_.load()) {
+      dead_reason_ = reason;
+      dead_.store(true, std::memory_order_release);
+      kill_it = !finalizing_;
+    }
+  }
+  state_cv_.notify_all();
+  peers_.Abort();
+  // A stub we gave up on (timeout, protocol error, closed channel) must not linger.
+  if (kill_it && process_ != nullptr) process_->Kill();
+}
+
+std::string StubSession::DeathDetail() {
+  std::string text;
+  if (process_ != nullptr) {
+    process_->WaitExit(std::chrono::milliseconds(1000));
+    {
+      std::unique_lock<std::mutex> lock(state_mu_);
+      state_cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stderr_closed_; });
+    }
+    text = "The stub (pid " + std::to_string(process_->pid()) + ") of model '" +
+           opts_.model_name + "', instance '" + opts_.instance_name + "' " +
+           process_->ExitDescription();
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (!dead_reason_.empty() && dead_reason_ != "the stub process ended") {
+      text += " (" + dead_reason_ + ")";
+    }
+  }
+  text += ".";
+  std::string tail = StderrTail();
+  if (!tail.empty()) text += " Last lines of its stderr:\n" + tail;
+  return text;
+}
+
+std::string StubSession::UnhealthyMessage() {
+  return "Stub process '" + opts_.instance_name + "' is not healthy. " + DeathDetail() +
+         "\nFix the cause above, then reload the model (or restart the server) to start a new "
+         "stub.";
+}
+
+void StubSession::CountAsyncProcessed() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++async_processed_;
+  }
+  state_cv_.notify_all();
+}
+
+void StubSession::SetAsyncClosed() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    async_closed_ = true;
+  }
+  state_cv_.notify_all();
+}
+
+void StubSession::AppendStderrLine(const std::string& line) {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  stderr_tail_.push_back(line);
+  while (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
+}
+
+void StubSession::SetStderrClosed() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    stderr_closed_ = true;
+  }
+  state_cv_.notify_all();
+}
+
+std::string StubSession::StderrTail() {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  std::string out;
+  for (const auto& l : stderr_tail_) {
+    out += "  ";
+    out += l;
+    out += "\n";
+  }
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+}  // namespace pybackend

@@ -1,0 +1,133 @@
+// One live stub and everything tied to its lifetime: the process, both channels, the
+// backend's arena and the stub's mapped segments, the FREE queue and the monitor thread.
+// Used for instance stubs and for the short-lived auto-complete stub alike.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/json.h"
+#include "backend/stub_process.h"
+#include "ipc/arena.h"
+#include "ipc/channel.h"
+
+namespace pybackend {
+
+class Monitor;
+
+// What the monitor hands to the owner of the session (the instance).
+class AsyncHandler {
+ public:
+  virtual ~AsyncHandler() = default;
+  virtual void OnSend(const ipc::Message& msg) = 0;
+  virtual void OnIsCancelled(const ipc::Message& msg) = 0;
+  // Called once from the monitor thread after the stub is gone and the async channel has
+  // been drained: fail whatever still waits on it.
+  virtual void OnStubGone() = 0;
+};
+
+struct SessionOptions {
+  std::string model_name;
+  std::string instance_name;  // also the stub's name ("<model>" for auto-complete)
+  std::string python;
+  std::string package_parent;  // prepended to the stub's PYTHONPATH ("" = none)
+  std::string backend_library;  // our .so, for error messages
+  std::string shm_prefix;
+  uint64_t shm_default_byte_size = 1 << 20;
+  uint64_t shm_growth_byte_size = 1 << 20;
+  std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
+  int spin_us = 0;                           // busy-poll before blocking on a reply
+};
+
+class StubSession {
+ public:
+  enum class Wait { kOk, kTimeout, kDead, kError };
+
+  StubSession(SessionOptions opts, AsyncHandler* handler);
+  ~StubSession();  // stops the monitor, kills and reaps the stub if needed, unmaps all
+  StubSession(const StubSession&) = delete;
+  StubSession& operator=(const StubSession&) = delete;
+
+  // Spawns the stub and runs HELLO -> INIT -> INIT_REPLY. Returns the InitReply (ok or not;
+  // the caller decides what a failed init means). Throws BackendError when the stub could
+  // not be started, died, timed out or broke the protocol.
+  json::Value Start(const json::Value& init_args);
+  // FINALIZE -> FINALIZE_REPLY -> exit, each bounded; kills the stub on any trouble.
+  // Returns the stub's finalize error text ("" when none). Never throws.
+  std::string Finalize();
+  // Joins the monitor thread (idempotent); no AsyncHandler callback runs after it returns.
+  void StopMonitor();
+
+  // Sends pending FREEs (the stub's blocks we are done with) on the sync channel.
+  bool FlushFrees(ipc::Channel& channel, std::string* error);
+  // Waits for the next sync message of kind `want` (handling segment/free/log messages that
+  // arrive on sync meanwhile). timeout < 0: no time bound (the stub's death still ends it).
+  Wait WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout, ipc::Message* out,
+                std::string* error);
+  // Waits until the monitor has processed `seq` async messages (wrap-around aware).
+  bool WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds timeout);
+
+  // Handles SEGMENT_ADD / SEGMENT_DROP / FREE / LOG from either channel. False if `msg` is
+  // none of them.
+  bool HandleCommon(ipc::Message& msg);
+
+  bool alive();
+  // Marks the stub dead (EOF seen, protocol broken, timed out); the reason is kept for the
+  // error messages.
+  void MarkDead(const std::string& reason);
+  // "<how it ended>. Last lines of its stderr: ..." (waits briefly for the exit and the
+  // stderr pipe to drain so the text is complete).
+  std::string DeathDetail();
+  // "Stub process '<instance>' is not healthy." followed by the detail and the fix.
+  std::string UnhealthyMessage();
+
+  const SessionOptions& options() const { return opts_; }
+  ipc::Channel& sync() { return *sync_; }
+  ipc::Channel& async() { return *async_; }
+  ipc::Arena& arena() { return arena_; }
+  ipc::PeerSegments& peers() { return peers_; }
+  ipc::PendingFrees& frees() { return frees_; }
+  StubProcess* process() { return process_.get(); }
+  AsyncHandler* handler() { return handler_; }
+  const std::string& log_prefix() const { return log_prefix_; }
+
+  // Called by the monitor.
+  void CountAsyncProcessed();
+  void SetAsyncClosed();
+  void AppendStderrLine(const std::string& line);
+  void SetStderrClosed();
+  std::string StderrTail();
+
+ private:
+  friend class Monitor;
+  Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
+
+  SessionOptions opts_;
+  AsyncHandler* handler_;
+  std::string log_prefix_;
+  ipc::Arena arena_;
+  ipc::PeerSegments peers_;
+  ipc::PendingFrees frees_;
+  std::unique_ptr<StubProcess> process_;
+  std::unique_ptr<ipc::Channel> sync_;
+  std::unique_ptr<ipc::Channel> async_;
+  std::unique_ptr<Monitor> monitor_;
+
+  std::atomic<bool> dead_{false};
+  std::mutex state_mu_;
+  std::condition_variable state_cv_;
+  std::string dead_reason_;
+  uint32_t async_processed_ = 0;
+  bool async_closed_ = false;
+  bool finalizing_ = false;  // the stub is expected to exit: do not kill it
+  bool stderr_closed_ = false;
+  std::deque<std::string> stderr_tail_;
+};
+
+}  // namespace pybackend

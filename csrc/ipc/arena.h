@@ -1,0 +1,134 @@
+// Shared memory for tensor data (docs/protocol.md, "Tensor data lives in memfd arenas").
+//
+// Arena: the memory this process owns and allocates from. A list of memfd segments, each
+// fully reserved with fallocate when created, so running out of memory is an error here and
+// never a SIGBUS later. First-fit allocation, 64-byte aligned, free extents coalesced.
+// Segments other than the first are released once they stayed empty for a while.
+//
+// PeerSegments: the segments the peer owns, mapped from the fds of its SEGMENT_ADD messages.
+// A message may name a segment whose SEGMENT_ADD travels on the other channel, so a lookup
+// of an unknown id waits (bounded) for it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace pybackend::ipc {
+
+constexpr uint64_t kArenaAlign = 64;
+
+class ArenaError : public std::runtime_error {
+ public:
+  explicit ArenaError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Creates an anonymous shared-memory file of `size` bytes with its pages reserved: memfd
+// first, else shm_open with a random name, O_EXCL, mode 0600, unlinked at once. Throws
+// ArenaError. `name` only shows up in /proc/<pid>/fd and /proc/<pid>/maps.
+int CreateSegmentFd(const std::string& name, uint64_t size);
+
+// One mapping of a segment; unmapped when the last user lets go of it.
+struct Mapping {
+  Mapping(uint8_t* base, uint64_t size) : base(base), size(size) {}
+  ~Mapping();
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  uint8_t* const base;
+  const uint64_t size;
+};
+
+struct NewSegment {
+  uint32_t id;
+  uint64_t size;
+  int fd;  // owned by the receiver of NewSegment: close it after sending SEGMENT_ADD
+};
+
+class Arena {
+ public:
+  struct Block {
+    uint32_t seg;
+    uint64_t offset;
+    uint8_t* ptr;
+  };
+
+  Arena(std::string name, uint64_t default_size, uint64_t growth_size,
+        std::chrono::milliseconds idle_release = std::chrono::milliseconds(1000));
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  // Throws ArenaError when no segment can be created.
+  Block Allocate(uint64_t size);
+  // Returns the block containing (seg, offset) to the free list; false if there is none.
+  bool Free(uint32_t seg, uint64_t offset);
+  // Address of [offset, offset+length) in our segment `seg`, or nullptr when out of range.
+  uint8_t* Resolve(uint32_t seg, uint64_t offset, uint64_t length);
+
+  // Segments created since the last call; the peer must get a SEGMENT_ADD for each.
+  std::vector<NewSegment> TakeUnannounced();
+  // Unmaps non-first segments that stayed empty for idle_release. Returns the ids the peer
+  // had been told about (it needs SEGMENT_DROP for those).
+  std::vector<uint32_t> ReleaseIdle();
+  bool HasIdleCandidates();
+
+  uint64_t total_size();
+  uint64_t used_bytes();
+  size_t segment_count();
+
+ private:
+  struct Segment {
+    uint32_t id;
+    uint64_t size;
+    std::shared_ptr<Mapping> map;
+    int fd;  // -1 once handed out for announcement
+    bool announced = false;
+    std::map<uint64_t, uint64_t> free;   // offset -> size, sorted for coalescing
+    std::map<uint64_t, uint64_t> used;   // offset -> size
+    uint64_t used_bytes = 0;
+    std::chrono::steady_clock::time_point empty_since;
+  };
+  Segment* NewSegmentLocked(uint64_t need);
+  static bool TakeFrom(Segment& s, uint64_t size, uint64_t* offset);
+
+  std::mutex mu_;
+  std::string name_;
+  uint64_t default_size_;
+  uint64_t growth_size_;
+  std::chrono::milliseconds idle_release_;
+  uint32_t next_id_ = 0;
+  std::map<uint32_t, std::unique_ptr<Segment>> segments_;
+};
+
+class PeerSegments {
+ public:
+  explicit PeerSegments(std::chrono::milliseconds wait = std::chrono::milliseconds(5000));
+  ~PeerSegments();
+
+  // Maps the segment and takes ownership of fd (closed here in every case). Throws
+  // std::runtime_error when the fd is smaller than announced or cannot be mapped.
+  void Add(uint32_t id, uint64_t size, int fd);
+  void Drop(uint32_t id);
+  // The mapping holding [offset, offset+length) of segment `id`; waits up to the bound for
+  // an unknown id. On failure returns nullptr and sets *error.
+  std::shared_ptr<Mapping> Get(uint32_t id, uint64_t offset, uint64_t length, std::string* error);
+  // Makes waiting and future lookups of unknown ids fail at once (the peer is gone).
+  void Abort();
+  void Clear();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::chrono::milliseconds wait_;
+  bool aborted_ = false;
+  std::unordered_map<uint32_t, std::shared_ptr<Mapping>> segments_;
+};
+
+}  // namespace pybackend::ipc
