@@ -139,7 +139,7 @@ std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backen
   size_t len = 0;
   TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(msg, &buf, &len);
   std::string text = err == nullptr ? std::string(buf, len) : "{}";
-  TRITONSERVER_MessageDelete(msg);
+  // The backend config message belongs to Triton (unlike a model config): no delete here.
   Check(err, "TRITONSERVER_MessageSerializeToJson");
   PB_LOG_VERBOSE("backend configuration:\n" + text);
   ParseBackendConfig(text, &state->config);

@@ -116,9 +116,10 @@ json::Value StubSession::Start(const json::Value& init_args) {
   PB_LOG_VERBOSE(log_prefix_ + "stub pid " + std::to_string(pid) + " ready: Python " +
                  py_version + ", numpy " + np_version);
 
-  std::string args = init_args.Dump();
-  if (!sync_->Send(ipc::MessageKind::INIT, 0, reinterpret_cast<const uint8_t*>(args.data()),
-                   args.size(), static_cast<int>(left().count()), &error)) {
+  ipc::Writer init;
+  init.Str(init_args.Dump());  // a `json` field is a length-prefixed str
+  if (!sync_->Send(ipc::MessageKind::INIT, 0, init.data(), init.size(),
+                   static_cast<int>(left().count()), &error)) {
     fail(Wait::kError, "INIT_REPLY", error);
   }
   w = WaitSync(ipc::MessageKind::INIT_REPLY, left(), &msg, &error);
