@@ -69,3 +69,27 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.1)
+
+
+def model_config(server: Any, protocol: str, name: str) -> dict[str, Any]:
+    """The model's config from the config endpoint, as a dict in the HTTP (JSON) shape.
+
+    Over gRPC, int64 fields arrive as strings and default values are omitted; ``dims`` are
+    turned back into ints so both protocols compare alike on the fields tests look at.
+    """
+    if protocol == "http":
+        client = http_client(server)
+        try:
+            return client.get_model_config(name)
+        finally:
+            client.close()
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        config = client.get_model_config(name, as_json=True)["config"]
+    finally:
+        client.close()
+    for tensor in config.get("input", []) + config.get("output", []):
+        tensor["dims"] = [int(d) for d in tensor.get("dims", [])]
+    return config

@@ -1,0 +1,8 @@
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        auto_complete_model_config.set_max_batch_size(4)
+        return auto_complete_model_config
+
+    def execute(self, requests):
+        return []
