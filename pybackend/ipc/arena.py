@@ -372,13 +372,15 @@ class PeerSegments:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         raise ProtocolError(
-                            f"peer referenced segment {seg_id}, which was not announced within {self.wait_s:g} s"
+                            f"peer referenced segment {seg_id}, which was not announced "
+                            f"within {self.wait_s:g} s"
                         )
                     self.cond.wait(left)
         mm, size, _ = entry
         if offset < 0 or length < 0 or offset + length > size:
             raise ProtocolError(
-                f"peer block [{offset}, {offset + length}) is outside segment {seg_id} of {size} bytes"
+                f"peer block [{offset}, {offset + length}) is outside segment {seg_id} "
+                f"of {size} bytes"
             )
         return mm
 
@@ -389,7 +391,7 @@ class PeerSegments:
         return np.frombuffer(mm, np.uint8, length, offset)
 
     def locate(self, addr: int, nbytes: int) -> Optional[Tuple[int, int]]:
-        for seg_id, (mm, size, base) in list(self.segments.items()):
+        for seg_id, (_, size, base) in list(self.segments.items()):
             if base and base <= addr and addr + nbytes <= base + size:
                 return seg_id, addr - base
         return None

@@ -150,7 +150,7 @@ class TensorDesc:
         self.name = name
         self.dtype = dtype
         self.location = location
-        self.dims = tuple(dims)
+        self.dims = dims if type(dims) is tuple else tuple(dims)
         self.byte_size = byte_size
         self.seg = seg
         self.offset = offset
@@ -181,7 +181,10 @@ class TensorDesc:
             if self.location == Location.INLINE
             else f"{self.location}:{self.seg}+{self.offset}"
         )
-        return f"TensorDesc({self.name!r}, dtype={self.dtype}, dims={self.dims}, {self.byte_size}B, {where})"
+        return (
+            f"TensorDesc({self.name!r}, dtype={self.dtype}, dims={self.dims}, "
+            f"{self.byte_size}B, {where})"
+        )
 
 
 def put_tensor(out: bytearray, t: TensorDesc) -> None:
@@ -247,7 +250,10 @@ class ResponseDesc:
         )
 
     def __repr__(self) -> str:
-        return f"ResponseDesc(outputs={self.outputs}, parameters={self.parameters!r}, error={self.error})"
+        return (
+            f"ResponseDesc(outputs={self.outputs}, parameters={self.parameters!r}, "
+            f"error={self.error})"
+        )
 
 
 def put_response(out: bytearray, resp: ResponseDesc) -> None:
@@ -307,8 +313,10 @@ class RequestDesc:
         self.flags = flags
         self.timeout_us = timeout_us
         self.parameters = parameters
-        self.requested_outputs = list(requested_outputs)
-        self.inputs = list(inputs)
+        self.requested_outputs = (
+            requested_outputs if type(requested_outputs) is list else list(requested_outputs)
+        )
+        self.inputs = inputs if type(inputs) is list else list(inputs)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RequestDesc):
@@ -341,28 +349,106 @@ def encode_execute(requests: Sequence[RequestDesc]) -> bytearray:
     return out
 
 
+_STR_LEN = U32.unpack_from
+_TOKEN_AND_LEN = struct.Struct("<QI").unpack_from  # token, request_id length
+_FLAGS_TIMEOUT_LEN = struct.Struct("<IQI").unpack_from  # flags, timeout, parameters length
+_TENSOR_TAIL_CACHE: dict = {}
+
+
+def _tensor_tail(ndim: int) -> struct.Struct:
+    """``u8 dtype, u8 location, u32 ndim`` is read first; then dims and byte_size at once."""
+    s = _TENSOR_TAIL_CACHE.get(ndim)
+    if s is None:
+        if ndim > 64:
+            raise ProtocolError(f"tensor rank {ndim} is larger than 64")
+        s = _TENSOR_TAIL_CACHE[ndim] = struct.Struct(f"<{ndim}qQ")
+    return s
+
+
+def _truncated(pos: int, end: int) -> ProtocolError:
+    return ProtocolError(f"body truncated at offset {pos} of {end}")
+
+
+def _fast_str(mv: memoryview, pos: int, end: int) -> Tuple[str, int]:
+    (n,) = _STR_LEN(mv, pos)
+    pos += 4
+    e = pos + n
+    if e > end:
+        raise _truncated(pos, end)
+    return str(mv[pos:e], "utf-8", "surrogateescape"), e
+
+
+def _fast_tensor(mv: memoryview, pos: int, end: int) -> Tuple[TensorDesc, int]:
+    name, pos = _fast_str(mv, pos, end)
+    dtype, loc, ndim = TENSOR_HEAD.unpack_from(mv, pos)
+    pos += 6
+    tail = _tensor_tail(ndim)
+    vals = tail.unpack_from(mv, pos)
+    pos += tail.size
+    byte_size = vals[-1]
+    dims = vals[:-1]
+    if loc == 0:  # Location.INLINE
+        e = pos + byte_size
+        if e > end:
+            raise _truncated(pos, end)
+        return TensorDesc(name, dtype, loc, dims, byte_size, data=mv[pos:e]), e
+    if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
+        seg, off = BLOCK_REF.unpack_from(mv, pos)
+        return TensorDesc(name, dtype, loc, dims, byte_size, seg, off), pos + 12
+    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v1")
+
+
 def decode_execute(body: Buffer) -> List[RequestDesc]:
-    r = Reader(body)
-    n = r.u32()
+    """The hot-path decoder: flat offset arithmetic, no per-field method calls."""
+    mv = body if isinstance(body, memoryview) else memoryview(body)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    end = mv.nbytes
     requests = []
-    for _ in range(n):
-        (token,) = r.unpack(REQUEST_HEAD)
-        request_id = r.str()
-        corr_kind = r.u8()
-        if corr_kind == 0:
-            corr: Union[int, str] = r.u64()
-        elif corr_kind == 1:
-            corr = r.str()
-        else:
-            raise ProtocolError(f"unknown correlation id kind {corr_kind}")
-        flags, timeout = r.unpack(FLAGS_TIMEOUT)
-        params = r.str()
-        requested = [r.str() for _ in range(r.u32())]
-        inputs = [read_tensor(r) for _ in range(r.u32())]
-        requests.append(
-            RequestDesc(token, request_id, corr, flags, timeout, params, requested, inputs)
-        )
-    r.done()
+    try:
+        (n,) = _STR_LEN(mv, 0)
+        pos = 4
+        for _ in range(n):
+            token, idlen = _TOKEN_AND_LEN(mv, pos)
+            pos += 12
+            e = pos + idlen
+            if e > end:
+                raise _truncated(pos, end)
+            request_id = str(mv[pos:e], "utf-8", "surrogateescape")
+            corr_kind = mv[e]
+            pos = e + 1
+            if corr_kind == 0:
+                (corr,) = U64.unpack_from(mv, pos)
+                pos += 8
+            elif corr_kind == 1:
+                corr, pos = _fast_str(mv, pos, end)
+            else:
+                raise ProtocolError(f"unknown correlation id kind {corr_kind}")
+            flags, timeout, plen = _FLAGS_TIMEOUT_LEN(mv, pos)
+            pos += 16
+            e = pos + plen
+            if e > end:
+                raise _truncated(pos, end)
+            params = str(mv[pos:e], "utf-8", "surrogateescape")
+            (k,) = _STR_LEN(mv, e)
+            pos = e + 4
+            requested = []
+            for _ in range(k):
+                name, pos = _fast_str(mv, pos, end)
+                requested.append(name)
+            (k,) = _STR_LEN(mv, pos)
+            pos += 4
+            inputs = []
+            for _ in range(k):
+                t, pos = _fast_tensor(mv, pos, end)
+                inputs.append(t)
+            requests.append(
+                RequestDesc(token, request_id, corr, flags, timeout, params, requested, inputs)
+            )
+    except (struct.error, IndexError):
+        raise ProtocolError(f"EXECUTE body of {end} bytes is truncated") from None
+    if pos != end:
+        raise ProtocolError(f"{end - pos} unexpected trailing bytes in body")
     return requests
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import traceback
-import weakref
 from typing import Any, List, Optional
 
 import numpy as np
@@ -114,7 +113,7 @@ class Dispatcher:
                 buf = np.frombuffer(mm, np.uint8, n, td.offset)
                 # buf.base is a memoryview private to this block that every view of the
                 # tensor keeps alive: when it dies the block goes back to the backend.
-                weakref.finalize(buf.base, st.free_backend_block, td.seg, td.offset).atexit = False
+                st.track_backend_block(buf.base, td.seg, td.offset)
             else:
                 buf = _EMPTY
                 st.free_backend_block(td.seg, td.offset)
@@ -168,11 +167,14 @@ class Dispatcher:
                     ret = self.run_coroutine(ret)
             items = self._items(requests, ret, placer)
         except BatchError as e:
+            placer.abort()
             return self._batch_error(str(e), requests)
         except Exception as e:  # noqa: BLE001 - model code may raise anything
+            placer.abort()
             return self._batch_error(format_exception(e), requests)
         self.keepalive = placer.keepalive
-        return codec.encode_result(ResultDesc(items, self.state.async_.sent))
+        # u32 on the wire: the backend compares it modulo 2**32.
+        return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 
     def _items(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> list:
         if self.decoupled:

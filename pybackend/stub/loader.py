@@ -74,7 +74,8 @@ def auto_complete(module: ModuleType, init: Dict[str, Any]) -> str:
         config = cls.auto_complete_config(config)
         if not isinstance(config, ModelConfig):
             raise LoadError(
-                f"auto_complete_config function in model '{init['model_name']}' must return a valid "
+                f"auto_complete_config function in model '{init['model_name']}' must return a "
+                "valid "
                 "pb.ModelConfig object."
             )
     return json.dumps(config._model_config)

@@ -3,7 +3,7 @@ inline when small, otherwise copied once into our arena."""
 
 from __future__ import annotations
 
-from typing import Any, Collection, List, Optional
+from typing import Any, Collection, List, Optional, Tuple
 
 import numpy as np
 
@@ -18,13 +18,22 @@ class Placer:
     """Builds ResponseDescs for one outgoing message. ``keepalive`` collects the arrays
     a RESULT references in the backend's arena; they must outlive the backend's read."""
 
-    __slots__ = ("state", "for_send", "budget", "keepalive")
+    __slots__ = ("state", "for_send", "budget", "keepalive", "blocks")
 
     def __init__(self, state: StubState, for_send: bool) -> None:
         self.state = state
         self.for_send = for_send
         self.budget = MAX_INLINE_BODY // 2
         self.keepalive: List[Any] = []
+        self.blocks: List[Tuple[int, int]] = []  # our references, dropped by abort()
+
+    def abort(self) -> None:
+        """The message will not be sent: give back the references taken for it."""
+        arena = self.state.arena
+        blocks, self.blocks = self.blocks, []
+        for seg, off in blocks:
+            arena.decref(seg, off)  # type: ignore[union-attr]
+        self.keepalive = []
 
     def response(
         self, resp: InferenceResponse, requested: Optional[Collection[str]]
@@ -39,34 +48,35 @@ class Placer:
 
     def tensor(self, t: Tensor) -> TensorDesc:
         data = t._raw if t._raw is not None else t._array
+        n = data.nbytes if isinstance(data, np.ndarray) else len(data)
+        if n == 0:
+            return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, 0, data=b"")
+        # Small tensors travel inline: a copy of a few KiB is cheaper than any lookup.
+        if n <= self.state.inline_threshold and n <= self.budget:
+            self.budget -= n
+            mv = memoryview(data)
+            if mv.format != "B" or mv.ndim != 1:
+                mv = mv.cast("B")
+            return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, n, data=mv)
+        st = self.state
+        arena = st.arena
+        assert arena is not None
         if isinstance(data, np.ndarray):
-            n = data.nbytes
-            if n == 0:
-                return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, 0, data=b"")
-            st = self.state
             addr = data.__array_interface__["data"][0]
-            arena = st.arena
-            if arena is not None:
-                hit = arena.locate(addr, n)
-                if hit is not None:
-                    arena.incref(*hit)
-                    return TensorDesc(t._name, t._dtype, Location.STUB_ARENA, t._shape, n, *hit)
+            hit = arena.locate(addr, n)
+            if hit is not None:
+                arena.incref(*hit)
+                self.blocks.append(hit)
+                return TensorDesc(t._name, t._dtype, Location.STUB_ARENA, t._shape, n, *hit)
             if not self.for_send:
                 hit = st.peer.locate(addr, n)
                 if hit is not None:
                     self.keepalive.append(data)
                     return TensorDesc(t._name, t._dtype, Location.BACKEND_ARENA, t._shape, n, *hit)
-            mv = memoryview(data.reshape(-1)).cast("B")
-        else:
-            mv = memoryview(data)
-            n = mv.nbytes
-            if n == 0:
-                return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, 0, data=b"")
-        if n <= self.state.inline_threshold and n <= self.budget:
-            self.budget -= n
-            return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, n, data=mv)
-        arena = self.state.arena
-        assert arena is not None
+        mv = memoryview(data)
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
         seg, off = arena.alloc(n)
+        self.blocks.append((seg, off))
         arena.write(seg, off, mv)
         return TensorDesc(t._name, t._dtype, Location.STUB_ARENA, t._shape, n, seg, off)

@@ -54,7 +54,8 @@ class Reader(threading.Thread):
                     if not st.handle_common(msg):
                         st.log.here(
                             WARNING,
-                            f"pybackend stub '{st.instance}': unexpected async message kind {msg.kind}",
+                            f"pybackend stub '{st.instance}': unexpected async message kind "
+                            f"{msg.kind}",
                         )
                 elif fd == st.wake_r:
                     try:

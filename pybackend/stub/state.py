@@ -8,6 +8,7 @@ import itertools
 import os
 import socket
 import threading
+import weakref
 from typing import Deque, Dict, List, Optional, Tuple
 
 from ..ipc import codec
@@ -34,6 +35,13 @@ class _Pending:
         self.result: Optional[Tuple[bool, int, str, bytes]] = None
 
 
+class _BlockRef(weakref.ref):
+    """Weak reference to the owner of a backend block's views; it carries the block so
+    the callback can return it (several times cheaper than weakref.finalize)."""
+
+    __slots__ = ("seg", "off")
+
+
 class StubState:
     def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
         self.instance = instance
@@ -48,6 +56,8 @@ class StubState:
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
         self._armed = False
+        self._block_refs: Dict[int, _BlockRef] = {}
+        self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)
         self._rpcs: Dict[int, _Pending] = {}
         self._rpc_lock = threading.Lock()
@@ -85,6 +95,18 @@ class StubState:
         return data
 
     # ------------------------------------------------------------------ frees
+
+    def track_backend_block(self, owner: object, seg: int, off: int) -> None:
+        """Return block (seg, off) to the backend once ``owner`` (the object every view
+        of the block keeps alive) is garbage-collected."""
+        r = _BlockRef(owner, self._on_block_dead)
+        r.seg = seg
+        r.off = off
+        self._block_refs[id(r)] = r
+
+    def _block_dead(self, r: _BlockRef) -> None:
+        self._block_refs.pop(id(r), None)
+        self.free_backend_block(r.seg, r.off)
 
     def free_backend_block(self, seg: int, off: int) -> None:
         """Queue a backend block for FREE; may run in any thread (it is a GC callback)."""
@@ -129,7 +151,8 @@ class StubState:
                 owner, seg, size = codec.decode_segment_add(msg.body)
                 if owner != Owner.BACKEND or len(msg.fds) != 1:
                     raise codec.ProtocolError(
-                        f"SEGMENT_ADD with owner {owner} and {len(msg.fds)} fds (expected backend, one fd)"
+                        f"SEGMENT_ADD with owner {owner} and {len(msg.fds)} fds "
+                        "(expected backend, one fd)"
                     )
                 fd = msg.fds.pop()
                 self.peer.add(seg, size, fd)

@@ -32,14 +32,19 @@ class StubTransport(Transport):
         self, request: "InferenceRequest", response: Optional["InferenceResponse"], flags: int
     ) -> None:
         desc = None
-        if response is not None:
-            desc = Placer(self.state, for_send=True).response(response, request._requested)
+        placer = Placer(self.state, for_send=True)
         try:
+            if response is not None:
+                desc = placer.response(response, request._requested)
             self.state.async_.send(MessageKind.SEND, codec.encode_send(request._token, flags, desc))
         except OSError as e:
+            placer.abort()
             raise TritonModelException(
                 f"Unable to send response: the backend is gone ({e})."
             ) from None
+        except BaseException:
+            placer.abort()
+            raise
 
     def is_cancelled(self, request: "InferenceRequest") -> bool:
         try:

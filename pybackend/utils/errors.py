@@ -43,7 +43,8 @@ class TritonError:
             self._code = ErrorCode(int(code))
         except (TypeError, ValueError):
             raise TypeError(
-                f"TritonError code must be one of TritonError.UNKNOWN..CANCELLED (0-7), got {code!r}"
+                "TritonError code must be one of TritonError.UNKNOWN..CANCELLED (0-7), "
+                f"got {code!r}"
             ) from None
         self._message = message
 

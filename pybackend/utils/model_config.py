@@ -60,7 +60,8 @@ class ModelConfig:
                 )
         if "name" not in tensor:
             raise ValueError(
-                f"{kind} in auto-complete-config function for model '{model}' is missing 'name' property."
+                f"{kind} in auto-complete-config function for model '{model}' is missing "
+                "'name' property."
             )
         for key in ("data_type", "dims"):
             if key not in tensor:

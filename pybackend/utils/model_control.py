@@ -13,7 +13,8 @@ def load_model(model_name: str, config: str = "", files: Optional[Dict[str, byte
         from .errors import TritonModelException
 
         raise TritonModelException(
-            f"failed to load model '{model_name}', files should be a dictionary of file paths and file contents"
+            f"failed to load model '{model_name}', files should be a dictionary of file "
+            "paths and file contents"
         )
     _transport._current.model_control(
         "load_model", model_name=model_name, config=config, files=files

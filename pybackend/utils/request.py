@@ -88,7 +88,8 @@ class InferenceRequest:
         for t in inputs:
             if t is None:
                 raise TritonModelException(
-                    f"Input tensor for request with id '{request_id}' and model name '{model_name}' "
+                    f"Input tensor for request with id '{request_id}' and model name "
+                    f"'{model_name}' "
                     "should not be empty."
                 )
             if not isinstance(t, Tensor):
@@ -108,7 +109,8 @@ class InferenceRequest:
             preferred_memory = PreferredMemory(MemoryType.DEFAULT, 0)
         elif not isinstance(preferred_memory, PreferredMemory):
             raise TypeError(
-                f"preferred_memory must be a pb_utils.PreferredMemory, found type {type(preferred_memory)}"
+                "preferred_memory must be a pb_utils.PreferredMemory, "
+                f"found type {type(preferred_memory)}"
             )
         if trace is not None and not isinstance(trace, InferenceTrace):
             raise TypeError(f"trace must come from request.trace(), found type {type(trace)}")
@@ -218,7 +220,8 @@ class InferenceRequest:
     def set_release_flags(self, flags: int, /) -> None:
         if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
             raise TritonModelException(
-                f"Invalid release flags {flags!r}: use pb_utils.TRITONSERVER_REQUEST_RELEASE_ALL or "
+                f"Invalid release flags {flags!r}: use "
+                "pb_utils.TRITONSERVER_REQUEST_RELEASE_ALL or "
                 "pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE."
             )
         self._release_flags = int(flags)

@@ -44,7 +44,8 @@ class InferenceResponse:
             output_tensors = []
         if isinstance(output_tensors, (str, bytes)) or not hasattr(output_tensors, "__iter__"):
             raise TypeError(
-                f"output_tensors must be a list of pb_utils.Tensor, found type {type(output_tensors)}"
+                "output_tensors must be a list of pb_utils.Tensor, "
+                f"found type {type(output_tensors)}"
             )
         outputs: List[Tensor] = list(output_tensors)
         for t in outputs:

@@ -17,7 +17,10 @@ TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 
 CLOSED = "Unable to send response. Response sender has been closed."
 MORE_THAN_ONE = "Unable to send response. Non-decoupled model cannot send more than one response."
-FINAL_FIRST = "Unable to send response. Non-decoupled model cannot send complete final before sending a response."
+FINAL_FIRST = (
+    "Unable to send response. Non-decoupled model cannot send complete final before "
+    "sending a response."
+)
 BAD_FLAG = "Unable to send response. Unsupported flag provided."
 NEED_RESPONSE = "Inference Response object must be provided when the response flags is set to zero."
 
@@ -42,7 +45,8 @@ class InferenceResponseSender:
             raise TritonModelException(NEED_RESPONSE)
         if response is not None and not isinstance(response, InferenceResponse):
             raise TypeError(
-                f"response must be a pb_utils.InferenceResponse or None, found type {type(response)}"
+                "response must be a pb_utils.InferenceResponse or None, "
+                f"found type {type(response)}"
             )
         with self._lock:
             self._check(response is not None, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)

@@ -137,7 +137,8 @@ class Tensor:
             return arr
         if self._dtype == dtypes.TYPE_BF16:
             raise TritonModelException(
-                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead."
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
+                "from_dlpack() instead."
             )
         # BYTES from the wire: materialise once, keep the result.
         count = 1
@@ -183,7 +184,8 @@ class Tensor:
         return self._array.nbytes  # type: ignore[union-attr]
 
     def __repr__(self) -> str:
-        return f"Tensor({self._name!r}, {dtypes.CODE_TO_KSERVE_NAME.get(self._dtype)}, shape={list(self._shape)})"
+        kind = dtypes.CODE_TO_KSERVE_NAME.get(self._dtype)
+        return f"Tensor({self._name!r}, {kind}, shape={list(self._shape)})"
 
 
 # ------------------------------------------------------------------ DLPack capsules
