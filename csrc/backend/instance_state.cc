@@ -27,13 +27,12 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
     std::string error = reply.GetString("error", "initialize failed without a message");
-    // The stub exits after a failed initialize; give it a moment so its stderr is complete.
-    st->session_->process()->WaitExit(std::chrono::milliseconds(2000));
-    st->session_->MarkDead("initialize failed");
-    std::string tail = st->session_->StderrTail();
-    PB_LOG_ERROR(st->session_->log_prefix() + "Failed to initialize Python stub: " + error);
-    if (!tail.empty()) error += "\nLast lines of the stub's stderr:\n" + tail;
+    // The stub logged the error itself and waits for FINALIZE; finalizing it also drains
+    // its stderr so the tail below is complete.
     st->finalized_ = true;
+    st->session_->Finalize();
+    std::string tail = st->session_->StderrTail();
+    if (!tail.empty()) error += "\nLast lines of the stub's stderr:\n" + tail;
     Throw(TRITONSERVER_ERROR_INTERNAL, error);
   }
   if (const json::Value* v = reply.Find("has_is_ready"); v != nullptr && v->is_bool()) {

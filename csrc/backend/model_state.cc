@@ -173,7 +173,6 @@ void ModelState::AutoComplete() {
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
     std::string error = reply.GetString("error", "auto-complete failed without a message");
-    PB_LOG_ERROR("Failed to initialize Python stub for auto-complete: " + error);
     session.Finalize();
     Throw(TRITONSERVER_ERROR_INTERNAL, error);
   }

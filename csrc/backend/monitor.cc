@@ -75,9 +75,9 @@ void Monitor::Run() {
     if (fds[kPid].fd >= 0 && fds[kPid].revents) {
       fds[kPid].fd = -1;
       proc->Poll();
-      s_->MarkDead("the stub process ended");
+      s_->MarkDead("the stub process ended", false);
     } else if (fds[kPid].fd < 0 && !s_->dead_ && proc->Poll()) {
-      s_->MarkDead("the stub process ended");  // no pidfd on this kernel: polled
+      s_->MarkDead("the stub process ended", false);  // no pidfd on this kernel: polled
     }
 
     if (!s_->alive() && !async_drained) {
@@ -123,7 +123,7 @@ void Monitor::DrainAsync() {
     if (st == ipc::Channel::RecvStatus::kWouldBlock) return;
     if (st == ipc::Channel::RecvStatus::kClosed) {
       async_open_ = false;
-      s_->MarkDead("the stub closed its async channel");
+      s_->MarkDead("the stub closed its async channel", false);
       return;
     }
     if (st == ipc::Channel::RecvStatus::kError) {

@@ -210,7 +210,7 @@ StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, 
       // Anything it sent before exiting is already queued on our socket.
       pollfd again{fd, POLLIN, 0};
       if (poll(&again, 1, 0) > 0) return Wait::kOk;
-      MarkDead("the stub process ended");
+      MarkDead("the stub process ended", false);
       return Wait::kDead;
     }
   }
@@ -233,7 +233,7 @@ StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::mill
         MarkDead("protocol error: " + *error);
         return Wait::kError;
       case ipc::Channel::RecvStatus::kClosed:
-        MarkDead("the stub closed its sync channel");
+        MarkDead("the stub closed its sync channel", false);
         return Wait::kDead;
       case ipc::Channel::RecvStatus::kError:
         MarkDead("protocol error: " + *error);
@@ -309,12 +309,12 @@ bool StubSession::HandleCommon(ipc::Message& msg) {
 
 bool StubSession::alive() { return !dead_.load(std::memory_order_acquire); }
 
-void StubSession::MarkDead(const std::string& reason) {
+void StubSession::MarkDead(const std::string& reason, bool telling) {
   bool kill_it = false;
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (!dead_.load()) {
-      dead_reason_ = reason;
+      dead_reason_ = telling ? reason : "";
       dead_.store(true, std::memory_order_release);
       kill_it = !finalizing_;
     }
@@ -339,7 +339,7 @@ std::string StubSession::DeathDetail() {
   }
   {
     std::lock_guard<std::mutex> lock(state_mu_);
-    if (!dead_reason_.empty() && dead_reason_ != "the stub process ended") {
+    if (!dead_reason_.empty()) {
       text += " (" + dead_reason_ + ")";
     }
   }

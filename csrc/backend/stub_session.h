@@ -80,7 +80,8 @@ class StubSession {
   bool alive();
   // Marks the stub dead (EOF seen, protocol broken, timed out); the reason is kept for the
   // error messages.
-  void MarkDead(const std::string& reason);
+  // `telling` is false for reasons the exit status already says (EOF, process ended).
+  void MarkDead(const std::string& reason, bool telling = true);
   // "<how it ended>. Last lines of its stderr: ..." (waits briefly for the exit and the
   // stderr pipe to drain so the text is complete).
   std::string DeathDetail();
@@ -122,7 +123,7 @@ class StubSession {
   std::atomic<bool> dead_{false};
   std::mutex state_mu_;
   std::condition_variable state_cv_;
-  std::string dead_reason_;
+  std::string dead_reason_;  // "" when the exit status says it all
   uint32_t async_processed_ = 0;
   bool async_closed_ = false;
   bool finalizing_ = false;  // the stub is expected to exit: do not kill it
