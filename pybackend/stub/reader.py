@@ -62,12 +62,18 @@ class Reader(threading.Thread):
                         os.read(st.wake_r, 4096)
                     except BlockingIOError:
                         pass
-                    if flush_at is None:
-                        flush_at = time.monotonic() + FLUSH_S
             now = time.monotonic()
             if flush_at is not None and now >= flush_at:
                 flush_at = None
                 st.flush_frees()
+            if flush_at is None:
+                # Disarm first, then look: a FREE queued after the look wakes us again;
+                # one queued before it is seen now. While a flush is scheduled producers
+                # need not wake us (the flush takes whatever is queued by then).
+                st.free_armed = False
+                if st.backend_frees:
+                    st.free_armed = True
+                    flush_at = now + FLUSH_S
             if st.arena is not None:
                 st.arena.release_idle(now)
 

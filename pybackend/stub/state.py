@@ -55,7 +55,7 @@ class StubState:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
-        self._armed = False
+        self.free_armed = False
         self._block_refs: Dict[int, _BlockRef] = {}
         self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)
@@ -111,15 +111,18 @@ class StubState:
     def free_backend_block(self, seg: int, off: int) -> None:
         """Queue a backend block for FREE; may run in any thread (it is a GC callback)."""
         self.backend_frees.append((seg, off))
-        if not self._armed:
-            self._armed = True
-            try:
-                os.write(self.wake_w, b"\x01")
-            except OSError:
-                pass
+        if not self.free_armed:
+            self.free_armed = True
+            self.wake_reader()
+
+    def wake_reader(self) -> None:
+        """Make the reader thread re-evaluate its timers (pending FREEs, idle segments)."""
+        try:
+            os.write(self.wake_w, b"\x01")
+        except OSError:
+            pass  # the pipe is full: the reader is about to wake anyway
 
     def flush_frees(self) -> None:
-        self._armed = False
         q = self.backend_frees
         while q:
             blocks: List[Tuple[int, int]] = []
@@ -147,6 +150,8 @@ class StubState:
                     raise codec.ProtocolError(f"FREE for owner {owner} reached the stub")
                 for seg, off in blocks:
                     self.arena.decref(seg, off)
+                if self.arena.has_idle_candidates():
+                    self.wake_reader()  # it times the release of idle segments
             elif kind == MessageKind.SEGMENT_ADD:
                 owner, seg, size = codec.decode_segment_add(msg.body)
                 if owner != Owner.BACKEND or len(msg.fds) != 1:

@@ -1,0 +1,176 @@
+"""Shared-memory behaviour of the stub process: indirect bodies, arena growth and idle
+release, input blocks kept while Python holds them, SEGMENT_ADD on either channel."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_backend import FakeBackend, wait_until, write_model  # noqa: E402
+
+from pybackend.ipc import codec  # noqa: E402
+from pybackend.ipc.protocol import MAX_INLINE_BODY, Location, MessageKind, Owner  # noqa: E402
+
+ECHO = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            out = []
+            for r in requests:
+                tensors = [pb_utils.Tensor("O_" + t.name(), t.as_numpy().copy())
+                           for t in r.inputs()]
+                pad = "x" * json.loads(r.parameters()).get("pad", 0)
+                out.append(pb_utils.InferenceResponse(tensors, parameters={"pad": pad}))
+            return out
+    """
+)
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    return tmp_path / "models"
+
+
+def started(model_file: Path, **kw) -> FakeBackend:
+    fb = FakeBackend()
+    fb.hello()
+    reply = fb.init(model_file, **kw)
+    assert reply["ok"], reply["error"]
+    return fb
+
+
+def test_indirect_execute_and_result(repo: Path) -> None:
+    mf = write_model(repo, "echo", ECHO)
+    with started(mf) as fb:
+        # 60 inline inputs of 4 KiB: the EXECUTE body goes through the backend arena.
+        inputs = {f"I{i}": np.full(1024, i, np.float32) for i in range(60)}
+        pad = MAX_INLINE_BODY + 1000  # response parameters big enough for an indirect RESULT
+        res = fb.execute(
+            [inputs], arena=False, request_kwargs=[{"parameters": '{"pad": %d}' % pad}]
+        )
+        (item,) = res["items"]
+        assert len(item["outputs"]) == 60
+        for i in range(60):
+            np.testing.assert_array_equal(item["outputs"][f"O_I{i}"], np.full(1024, i, np.float32))
+        assert len(item["parameters"]) > MAX_INLINE_BODY
+        # Every block went home: the indirect EXECUTE body and the RESULT body.
+        fb.execute([{"X": np.zeros(1)}])
+        assert wait_until(lambda: fb.arena.used_bytes == 0)
+        fb.finalize()
+
+
+def test_stub_arena_grows_and_releases_idle_segments(repo: Path) -> None:
+    src = textwrap.dedent(
+        """
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                n = int(requests[0].inputs()[0].as_numpy()[0])
+                return [pb_utils.InferenceResponse([pb_utils.Tensor("O", np.ones(n, np.uint8))])]
+        """
+    )
+    mf = write_model(repo, "grow", src)
+    with started(mf) as fb:
+        for n in (100_000, 3 << 20, 5 << 20):
+            (item,) = fb.execute([{"N": np.array([n], np.int64)}])["items"]
+            assert item["outputs"]["O"].sum() == n
+            assert item["where"]["O"] == Location.STUB_ARENA
+        seen = set(fb.peer.segments)
+        assert len(seen) >= 2
+        # Our FREEs travel before the next EXECUTE; after ~1 s the extra segments go.
+        fb.execute([{"N": np.array([0], np.int64)}])
+        assert wait_until(lambda: len(fb.peer.segments) == 1, timeout=5), fb.peer.segments
+        assert 0 in fb.peer.segments
+        fb.finalize()
+
+
+def test_inputs_kept_by_the_model_stay_valid(repo: Path) -> None:
+    src = textwrap.dedent(
+        """
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def initialize(self, args):
+                self.kept = []
+
+            def execute(self, requests):
+                if requests[0].inputs()[0].name() == "KEEP":
+                    self.kept.append(requests[0].inputs()[0].as_numpy()[10:20])
+                    total = 0.0
+                else:
+                    total = float(sum(k.sum() for k in self.kept))
+                    if requests[0].inputs()[0].name() == "DROP":
+                        self.kept.clear()
+                return [pb_utils.InferenceResponse([pb_utils.Tensor("S", np.array([total]))])]
+        """
+    )
+    mf = write_model(repo, "keep", src)
+    with started(mf) as fb:
+        fb.execute([{"KEEP": np.arange(4096, dtype=np.float64)}], arena=True)
+        used = fb.arena.used_bytes
+        assert used >= 4096 * 8
+        time.sleep(0.2)
+        fb.execute([{"X": np.zeros(1)}], arena=False)
+        time.sleep(0.2)
+        assert fb.arena.used_bytes == used  # still viewed by the model: not freed
+        (item,) = fb.execute([{"DROP": np.zeros(1)}], arena=False)["items"]
+        assert item["outputs"]["S"][0] == sum(range(10, 20))
+        assert wait_until(lambda: fb.arena.used_bytes == 0)
+        fb.finalize()
+
+
+def test_segment_announced_on_the_async_channel(repo: Path) -> None:
+    """A backend segment announced on async (not sync) is waited for and found."""
+    mf = write_model(repo, "echo", ECHO)
+    with started(mf) as fb:
+        fb._announce = lambda seg, size, fd: fb.async_.send(  # type: ignore[method-assign]
+            MessageKind.SEGMENT_ADD, codec.encode_segment_add(Owner.BACKEND, seg, size), fds=[fd]
+        )
+        fb.arena.announce = fb._announce
+        big = np.arange(3 << 18, dtype=np.float32)  # 3 MiB: a second backend segment
+        fb.execute([{"A": np.zeros(1 << 18, np.float32)}], arena=True)
+        (item,) = fb.execute([{"B": big}], arena=True)["items"]
+        np.testing.assert_array_equal(item["outputs"]["O_B"], big)
+        fb.finalize()
+
+
+def test_unknown_segment_fails_the_batch_within_the_bound(repo: Path) -> None:
+    mf = write_model(repo, "echo", ECHO)
+    with started(mf) as fb:
+        bad = codec.TensorDesc("X", 11, Location.BACKEND_ARENA, (4,), 16, seg=42, offset=0)
+        body = codec.encode_execute([codec.RequestDesc(1, inputs=[bad])])
+        t0 = time.monotonic()
+        fb.sync.send(MessageKind.EXECUTE, body, 9)
+        msg = fb.sync.recv()
+        result = codec.decode_result(msg.body)
+        assert 4 < time.monotonic() - t0 < 15
+        assert "segment 42" in result.error[1]
+        fb.finalize()
+
+
+def test_out_of_bounds_reference_fails_the_batch(repo: Path) -> None:
+    mf = write_model(repo, "echo", ECHO)
+    with started(mf) as fb:
+        fb.execute([{"A": np.zeros(2048, np.float32)}], arena=True)  # maps segment 0
+        bad = codec.TensorDesc(
+            "X", 11, Location.BACKEND_ARENA, (4,), 16, seg=0, offset=(1 << 20) - 8
+        )
+        fb.sync.send(
+            MessageKind.EXECUTE, codec.encode_execute([codec.RequestDesc(1, inputs=[bad])]), 3
+        )
+        result = codec.decode_result(fb.sync.recv().body)
+        assert "outside segment 0" in result.error[1]
+        fb.finalize()
