@@ -1,0 +1,50 @@
+"""In-process micro-measurements that need no server (UV-11: BYTES decoding)."""
+
+from __future__ import annotations
+
+import importlib.util
+import timeit
+from types import ModuleType
+
+from benchmarks.payloads import strings
+from pybackend.server import locate
+
+
+def _original_utils() -> ModuleType:
+    """The original triton_python_backend_utils.py from the wheel (numpy and stdlib only)."""
+    path = locate.original_backend_dir() / "python" / "triton_python_backend_utils.py"
+    spec = importlib.util.spec_from_file_location("_original_pb_utils", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _best(func: object, data: bytes, number: int) -> float:
+    timer = timeit.Timer(lambda: func(data))  # type: ignore[operator]
+    return min(timer.repeat(repeat=5, number=number)) / number
+
+
+def decode_speedup(
+    count: int = 5000, width: int = 16, quick: bool = False
+) -> tuple[float | None, str]:
+    """Python-loop decode time / our decode time for `count` strings, and a note."""
+    data = strings("INPUT0", count, width).data
+    try:
+        reference = _original_utils().deserialize_bytes_tensor
+    except (OSError, ImportError, AttributeError) as exc:
+        return None, f"original pb_utils unavailable: {exc}"
+    try:
+        import triton_python_backend_utils as ours  # our drop-in module
+
+        decode = ours.deserialize_bytes_tensor
+    except (ImportError, AttributeError) as exc:
+        return None, f"our deserialize_bytes_tensor unavailable: {exc}"
+    number = 2 if quick else 20
+    if list(decode(data)) != list(reference(data)):
+        return None, "our deserialize_bytes_tensor decodes differently from the original"
+    loop, fast = _best(reference, data, number), _best(decode, data, number)
+    return (
+        loop / fast,
+        f"Python loop {loop * 1e6:.0f} µs, ours {fast * 1e6:.0f} µs for {count} strings",
+    )
