@@ -18,12 +18,13 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis
 
-.PHONY: help venv venv-orig build serve test test-original lint format clean
+.PHONY: help venv venv-orig build serve test test-original bench lint format clean
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
 	@echo "make test           ruff + the whole test suite against our backend"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
+	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
 	@echo "make lint | format  ruff check / ruff format"
 	@echo "make clean          remove build outputs (keeps the virtual environments)"
@@ -63,6 +64,10 @@ test: build venv-orig
 
 test-original: build venv-orig
 	PYBACKEND_TEST_BACKEND=original $(VENV)/bin/pytest tests/integration $(wildcard tests/conformance) $(PYTEST_ARGS)
+
+# Side-by-side benchmark (benchmarks/README.md); BENCH_ARGS="--quick" only checks it works.
+bench: build venv-orig
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
