@@ -47,6 +47,7 @@ class Batch {
   // Reads RESULT; throws BackendError for a failed batch (the stub's message).
   void Decode(const ipc::Message& result);
   void Respond();
+  void ReleaseStubKeepalive();
   void FailAll(const std::string& message);
   void Finish();
 
@@ -150,6 +151,30 @@ void Batch::Respond() {
     st.sent_response = true;
     st.closed = true;
     st.DeleteFactory();
+  }
+}
+
+void Batch::ReleaseStubKeepalive() {
+  // The stub keeps what a RESULT references alive until its next sync message. When that is
+  // shared memory (large tensors), tell it now that we are done, instead of pinning the
+  // memory until the next batch: our pending FREEs, or an empty FREE, on sync.
+  bool referenced = false;
+  for (const auto& it : items_) {
+    if (!it.body) continue;
+    for (const auto& t : it.body->outputs) referenced |= t.location != ipc::Location::INLINE;
+  }
+  if (!referenced || !s_.alive()) return;
+  std::vector<uint8_t> body = s_.frees().TakeBody(ipc::Owner::STUB);
+  if (body.empty()) {
+    ipc::Writer w;
+    w.U8(static_cast<uint8_t>(ipc::Owner::STUB));
+    w.U32(0);
+    body.assign(w.data(), w.data() + w.size());
+  }
+  std::string error;
+  if (!s_.sync().Send(ipc::MessageKind::FREE, 0, body,
+                      static_cast<int>(s_.options().timeout.count()), &error)) {
+    PB_LOG_WARN(s_.log_prefix() + error);
   }
 }
 
@@ -281,6 +306,7 @@ void Batch::Run() {
       Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
     }
     Respond();
+    ReleaseStubKeepalive();
   } catch (const BackendError& e) {
     failure = e.message();
   } catch (const std::exception& e) {

@@ -186,7 +186,10 @@ std::vector<uint32_t> Arena::ReleaseIdle() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = segments_.begin(); it != segments_.end();) {
     Segment& s = *it->second;
-    if (s.id == 0 || s.used_bytes != 0 || now - s.empty_since < idle_release_) {
+    // The first segment stays as the arena's floor, unless a large first tensor made it
+    // bigger than that floor.
+    bool floor = s.id == 0 && s.size <= default_size_;
+    if (floor || s.used_bytes != 0 || now - s.empty_since < idle_release_) {
       ++it;
       continue;
     }
@@ -200,7 +203,7 @@ std::vector<uint32_t> Arena::ReleaseIdle() {
 bool Arena::HasIdleCandidates() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, seg] : segments_) {
-    if (id != 0 && seg->used_bytes == 0) return true;
+    if ((id != 0 || seg->size > default_size_) && seg->used_bytes == 0) return true;
   }
   return false;
 }
