@@ -67,7 +67,7 @@ json::Value StubSession::Start(const json::Value& init_args) {
                  opts_.python + " -m pybackend.stub --instance " + opts_.instance_name);
 
   const std::string what = "Failed to start the Python stub for model '" + opts_.model_name +
-                           "', instance '" + opts_.instance_name + "': ";
+                           "'" + StubRole() + ": ";
   auto fail = [&](Wait w, const std::string& step, const std::string& error) {
     if (w == Wait::kTimeout) {
       MarkDead("it did not answer " + step + " in time");
@@ -177,6 +177,12 @@ std::string StubSession::Finalize() {
   MarkDead("finalized");
   monitor_->Stop();
   return result;
+}
+
+std::string StubSession::StubRole() const {
+  // The auto-complete stub is named after the model; instance stubs after their instance.
+  if (opts_.instance_name == opts_.model_name) return " (auto-complete)";
+  return ", instance '" + opts_.instance_name + "'";
 }
 
 void StubSession::StopMonitor() {
@@ -334,8 +340,7 @@ std::string StubSession::DeathDetail() {
       state_cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stderr_closed_; });
     }
     text = "The stub (pid " + std::to_string(process_->pid()) + ") of model '" +
-           opts_.model_name + "', instance '" + opts_.instance_name + "' " +
-           process_->ExitDescription();
+           opts_.model_name + "'" + StubRole() + " " + process_->ExitDescription();
   }
   {
     std::lock_guard<std::mutex> lock(state_mu_);

@@ -107,6 +107,7 @@ class StubSession {
 
  private:
   friend class Monitor;
+  std::string StubRole() const;
   Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
 
   SessionOptions opts_;
