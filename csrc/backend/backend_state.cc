@@ -144,9 +144,9 @@ std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backen
   PB_LOG_VERBOSE("backend configuration:\n" + text);
   ParseBackendConfig(text, &state->config);
   PB_LOG_VERBOSE("Shared memory configuration is shm-default-byte-size=" +
-                 std::to_string(state->config.shm_default_byte_size) + ",shm-growth-byte-size=" +
-                 std::to_string(state->config.shm_growth_byte_size) + ",stub-timeout-seconds=" +
-                 std::to_string(state->config.stub_timeout_seconds));
+                 std::to_string(state->config.shm_default_byte_size) +
+                 ",shm-growth-byte-size=" + std::to_string(state->config.shm_growth_byte_size) +
+                 ",stub-timeout-seconds=" + std::to_string(state->config.stub_timeout_seconds));
 
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&AnchorForDladdr), &info) != 0 && info.dli_fname) {

@@ -17,9 +17,9 @@ struct BackendConfig {
   int64_t shm_message_queue_size = 1000;  // accepted for compatibility, unused
   int64_t thread_pool_size = 32;
   std::string shm_region_prefix = "triton_python_backend_shm_region_";
-  std::string python_executable;  // ours: interpreter for the stubs
-  uint64_t inline_threshold = 4096;  // ours: tensors up to this size travel in the message
-  int64_t execute_spin_us = 0;       // ours: busy-poll before blocking on RESULT
+  std::string python_executable;        // ours: interpreter for the stubs
+  uint64_t inline_threshold = 4096;     // ours: tensors up to this size travel in the message
+  int64_t execute_spin_us = 0;          // ours: busy-poll before blocking on RESULT
   int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
   std::string backend_directory;
 };

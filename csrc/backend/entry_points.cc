@@ -60,8 +60,8 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
   }
 }
 
-TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
-    TRITONBACKEND_Backend* /*backend*/, TRITONBACKEND_BackendAttribute* attributes) {
+TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend* /*backend*/,
+                                                      TRITONBACKEND_BackendAttribute* attributes) {
   try {
     // CPU only for now: count 0 and no devices lets the core fill in the rest.
     Check(TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
@@ -157,8 +157,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     pybackend::ExecuteBatch(*state, requests, request_count);
   } catch (const std::exception& e) {
     // ExecuteBatch handles its own errors; this is a last line of defence.
-    PB_LOG_ERROR("model instance '" + state->name + "': unexpected error in execute: " +
-                 e.what());
+    PB_LOG_ERROR("model instance '" + state->name + "': unexpected error in execute: " + e.what());
   }
   return nullptr;
 }

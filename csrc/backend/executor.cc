@@ -67,7 +67,8 @@ uint64_t Batch::TotalBatchSize() {
   uint64_t total = 0;
   for (auto& it : items_) {
     uint32_t n_in = 0;
-    Check(TRITONBACKEND_RequestInputCount(it.st->request, &n_in), "TRITONBACKEND_RequestInputCount");
+    Check(TRITONBACKEND_RequestInputCount(it.st->request, &n_in),
+          "TRITONBACKEND_RequestInputCount");
     if (n_in == 0) continue;
     TRITONBACKEND_Input* input = nullptr;
     Check(TRITONBACKEND_RequestInputByIndex(it.st->request, 0, &input),
@@ -132,7 +133,8 @@ void Batch::Respond() {
     if (it.kind != ipc::ResultKind::RESPONSE) continue;  // NONE: a sender answers, or nobody
     ReturnStubBlocks(*it.body, s_.frees());
     if (st.closed) {
-      PB_LOG_ERROR(s_.log_prefix() + "a response was returned for a request whose response "
+      PB_LOG_ERROR(s_.log_prefix() +
+                   "a response was returned for a request whose response "
                    "sender already sent the final response; dropped");
       continue;
     }
@@ -205,8 +207,8 @@ void Batch::Finish() {
   if (compute_start_ == 0) compute_start_ = compute_end_ = exec_end;
   for (auto& it : items_) {
     std::string err = TakeMessage(TRITONBACKEND_ModelInstanceReportStatistics(
-        inst_.instance, it.st->request, !it.st->failed, exec_start_, compute_start_,
-        compute_end_, exec_end));
+        inst_.instance, it.st->request, !it.st->failed, exec_start_, compute_start_, compute_end_,
+        exec_end));
     if (!err.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to report statistics: " + err);
   }
   std::string err = TakeMessage(TRITONBACKEND_ModelInstanceReportBatchStatistics(
@@ -216,8 +218,8 @@ void Batch::Finish() {
   for (auto& it : items_) {
     RequestState& st = *it.st;
     std::lock_guard<std::mutex> lock(st.mu);
-    bool reschedule = (st.release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0 &&
-                      !st.failed;
+    bool reschedule =
+        (st.release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0 && !st.failed;
     if (reschedule) {
       st.DeleteFactory();  // the request comes back in a later batch with a new one
     } else if (!st.closed && st.factory == nullptr) {
@@ -233,8 +235,8 @@ void Batch::Finish() {
     if (!rerr.empty() && reschedule) {
       PB_LOG_ERROR(s_.log_prefix() + "rescheduling a request failed (" + rerr +
                    "); releasing it instead");
-      rerr = TakeMessage(
-          TRITONBACKEND_RequestRelease(st.request, TRITONSERVER_REQUEST_RELEASE_ALL));
+      rerr =
+          TakeMessage(TRITONBACKEND_RequestRelease(st.request, TRITONSERVER_REQUEST_RELEASE_ALL));
     }
     if (!rerr.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to release a request: " + rerr);
     st.request = nullptr;
@@ -259,8 +261,7 @@ void Batch::Run() {
   try {
     total_batch_size_ = TotalBatchSize();
     int64_t max_bs = inst_.model->max_batch_size;
-    if (max_bs > 0 && total_batch_size_ != 1 &&
-        total_batch_size_ > static_cast<uint64_t>(max_bs)) {
+    if (max_bs > 0 && total_batch_size_ != 1 && total_batch_size_ > static_cast<uint64_t>(max_bs)) {
       Throw(TRITONSERVER_ERROR_INVALID_ARG, "batch size " + std::to_string(total_batch_size_) +
                                                 " for '" + inst_.name + "', max allowed is " +
                                                 std::to_string(max_bs));

@@ -41,8 +41,8 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   if (const json::Value* v = reply.Find("is_async_execute"); v != nullptr && v->is_bool()) {
     st->is_async_execute = v->AsBool();
   }
-  PB_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: " + st->name + " (" + st->kind +
-              " device " + std::to_string(st->device_id) + ")");
+  PB_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: " + st->name + " (" + st->kind + " device " +
+              std::to_string(st->device_id) + ")");
   return st;
 }
 
@@ -57,7 +57,8 @@ void InstanceState::Finalize() {
   }
   // The monitor calls back into this object: stop it before the session goes.
   session_->StopMonitor();
-  FailDetached("Model instance '" + name + "' was unloaded before the response sender sent "
+  FailDetached("Model instance '" + name +
+               "' was unloaded before the response sender sent "
                "TRITONSERVER_RESPONSE_COMPLETE_FINAL.");
   session_.reset();
 }
@@ -176,8 +177,7 @@ void InstanceState::OnIsCancelled(const ipc::Message& msg) {
   }
   std::string send_err;
   if (!session_->async().Send(ipc::MessageKind::REPLY, msg.id, w.data(), w.size(),
-                              static_cast<int>(session_->options().timeout.count()),
-                              &send_err)) {
+                              static_cast<int>(session_->options().timeout.count()), &send_err)) {
     PB_LOG_ERROR(session_->log_prefix() + send_err);
   }
 }

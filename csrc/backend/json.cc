@@ -110,10 +110,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       char c = t_[pos_++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else Fail("bad \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        Fail("bad \\u escape");
     }
     return v;
   }
@@ -150,14 +154,30 @@ class Parser {
       if (pos_ >= t_.size()) Fail("unterminated escape");
       char e = t_[pos_++];
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           unsigned cp = Hex4();
           if (cp >= 0xD800 && cp < 0xDC00 && t_.substr(pos_, 2) == "\\u") {
@@ -173,7 +193,8 @@ class Parser {
           AppendUtf8(&out, cp);
           break;
         }
-        default: Fail("bad escape");
+        default:
+          Fail("bad escape");
       }
     }
   }
@@ -241,11 +262,21 @@ void AppendQuoted(std::string* out, std::string_view s) {
   out->push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -261,9 +292,15 @@ void AppendQuoted(std::string* out, std::string_view s) {
 
 void Value::DumpTo(std::string* out) const {
   switch (type_) {
-    case Type::kNull: out->append("null"); break;
-    case Type::kBool: out->append(b_ ? "true" : "false"); break;
-    case Type::kInt: out->append(std::to_string(i_)); break;
+    case Type::kNull:
+      out->append("null");
+      break;
+    case Type::kBool:
+      out->append(b_ ? "true" : "false");
+      break;
+    case Type::kInt:
+      out->append(std::to_string(i_));
+      break;
     case Type::kDouble: {
       if (!std::isfinite(d_)) {
         out->append("null");  // JSON has no NaN/Inf
@@ -277,7 +314,9 @@ void Value::DumpTo(std::string* out) const {
       out->append(s);
       break;
     }
-    case Type::kString: AppendQuoted(out, s_); break;
+    case Type::kString:
+      AppendQuoted(out, s_);
+      break;
     case Type::kArray: {
       out->push_back('[');
       for (size_t i = 0; i < items_.size(); ++i) {

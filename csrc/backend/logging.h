@@ -18,9 +18,9 @@ bool LogEnabled(TRITONSERVER_LogLevel level);
 #define PB_LOG_WARN(MSG) PB_LOG(TRITONSERVER_LOG_WARN, MSG)
 #define PB_LOG_ERROR(MSG) PB_LOG(TRITONSERVER_LOG_ERROR, MSG)
 // The message expression is only evaluated when verbose logging is on.
-#define PB_LOG_VERBOSE(MSG)                                       \
-  do {                                                            \
-    if (::pybackend::LogEnabled(TRITONSERVER_LOG_VERBOSE)) {      \
-      PB_LOG(TRITONSERVER_LOG_VERBOSE, MSG);                      \
-    }                                                             \
+#define PB_LOG_VERBOSE(MSG)                                  \
+  do {                                                       \
+    if (::pybackend::LogEnabled(TRITONSERVER_LOG_VERBOSE)) { \
+      PB_LOG(TRITONSERVER_LOG_VERBOSE, MSG);                 \
+    }                                                        \
   } while (false)

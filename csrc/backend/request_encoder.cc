@@ -65,13 +65,12 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
       b = ctx.arena->Allocate(byte_size);
     } catch (const ipc::ArenaError& e) {
       Throw(TRITONSERVER_ERROR_UNAVAILABLE,
-            "no shared memory for input '" + std::string(name) + "' (" +
-                std::to_string(byte_size) + " bytes) of model instance '" + ctx.instance_name +
-                "': " + e.what());
+            "no shared memory for input '" + std::string(name) + "' (" + std::to_string(byte_size) +
+                " bytes) of model instance '" + ctx.instance_name + "': " + e.what());
     }
     ctx.blocks.push_back(b);
-    ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA,
-                         shape, ndim, byte_size);
+    ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA, shape,
+                         ndim, byte_size);
     w.U32(b.seg);
     w.U64(b.offset);
     dst = b.ptr;
@@ -86,22 +85,22 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
     Check(TRITONBACKEND_InputBuffer(input, i, &buf, &size, &mem, &mem_id),
           "TRITONBACKEND_InputBuffer");
     if (mem == TRITONSERVER_MEMORY_GPU) {
-      Throw(TRITONSERVER_ERROR_UNSUPPORTED,
-            "input '" + std::string(name) + "' is in GPU memory; this build of the Python "
-            "backend only accepts CPU inputs");
+      Throw(TRITONSERVER_ERROR_UNSUPPORTED, "input '" + std::string(name) +
+                                                "' is in GPU memory; this build of the Python "
+                                                "backend only accepts CPU inputs");
     }
     if (size > byte_size - copied) {
-      Throw(TRITONSERVER_ERROR_INVALID_ARG,
-            "input '" + std::string(name) + "' buffers hold more than its byte size " +
-                std::to_string(byte_size));
+      Throw(TRITONSERVER_ERROR_INVALID_ARG, "input '" + std::string(name) +
+                                                "' buffers hold more than its byte size " +
+                                                std::to_string(byte_size));
     }
     if (size > 0) std::memcpy(dst + copied, buf, size);
     copied += size;
   }
   if (copied != byte_size) {
-    Throw(TRITONSERVER_ERROR_INVALID_ARG,
-          "input '" + std::string(name) + "' buffers hold " + std::to_string(copied) +
-              " bytes, expected " + std::to_string(byte_size));
+    Throw(TRITONSERVER_ERROR_INVALID_ARG, "input '" + std::string(name) + "' buffers hold " +
+                                              std::to_string(copied) + " bytes, expected " +
+                                              std::to_string(byte_size));
   }
   if (dtype == TRITONSERVER_TYPE_BYTES) {
     uint64_t expected = 1;
@@ -119,27 +118,27 @@ void ValidateBytesInput(const uint8_t* data, uint64_t size, uint64_t expected,
   while (offset < size) {
     uint64_t left = size - offset;
     if (left < 4) {
-      Throw(TRITONSERVER_ERROR_INVALID_ARG,
-            "incomplete string length for inference input '" + name +
-                "', expecting 4 bytes but only " + std::to_string(left) + " bytes available");
+      Throw(TRITONSERVER_ERROR_INVALID_ARG, "incomplete string length for inference input '" +
+                                                name + "', expecting 4 bytes but only " +
+                                                std::to_string(left) + " bytes available");
     }
     uint32_t len;
     std::memcpy(&len, data + offset, 4);
     offset += 4;
     left -= 4;
     if (len > left) {
-      Throw(TRITONSERVER_ERROR_INVALID_ARG,
-            "incomplete string data for inference input '" + name +
-                "', expecting string of length " + std::to_string(len) + " but only " +
-                std::to_string(left) + " bytes available");
+      Throw(TRITONSERVER_ERROR_INVALID_ARG, "incomplete string data for inference input '" + name +
+                                                "', expecting string of length " +
+                                                std::to_string(len) + " but only " +
+                                                std::to_string(left) + " bytes available");
     }
     offset += len;
     ++count;
   }
   if (count != expected) {
     Throw(TRITONSERVER_ERROR_INVALID_ARG, "expected " + std::to_string(expected) +
-                                              " strings for inference input '" + name +
-                                              "', got " + std::to_string(count));
+                                              " strings for inference input '" + name + "', got " +
+                                              std::to_string(count));
   }
 }
 

@@ -24,9 +24,8 @@ void CheckByteSize(const ipc::TensorDesc& t, const std::string& instance) {
   if (dtype == TRITONSERVER_TYPE_BYTES) return;
   uint32_t elem = TRITONSERVER_DataTypeByteSize(dtype);
   if (elem == 0) {
-    Throw(TRITONSERVER_ERROR_INVALID_ARG, "output '" + t.name + "' of model instance '" +
-                                              instance + "' has invalid data type " +
-                                              std::to_string(t.dtype));
+    Throw(TRITONSERVER_ERROR_INVALID_ARG, "output '" + t.name + "' of model instance '" + instance +
+                                              "' has invalid data type " + std::to_string(t.dtype));
   }
   uint64_t count = 1;
   for (int64_t d : t.dims) {
@@ -77,8 +76,7 @@ void SetParameters(TRITONBACKEND_Response* response, const std::string& text) {
   }
 }
 
-void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t,
-               StubSession& session) {
+void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubSession& session) {
   const std::string& instance = session.options().instance_name;
   CheckByteSize(t, instance);
   // Resolve the source first: a bad reference must not leave a half-made output behind.
@@ -118,8 +116,9 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t,
   if (t.byte_size == 0) return;
   if (mem == TRITONSERVER_MEMORY_GPU) {
     Throw(TRITONSERVER_ERROR_UNSUPPORTED,
-          "output '" + t.name + "': Triton asked for a GPU buffer; GPU outputs are not "
-          "supported by this build");
+          "output '" + t.name +
+              "': Triton asked for a GPU buffer; GPU outputs are not "
+              "supported by this build");
   }
   if (dst == nullptr) {
     Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': Triton gave no buffer");

@@ -88,9 +88,8 @@ std::vector<std::string> BuildEnv(const SpawnOptions& opts) {
 std::unique_ptr<StubProcess> StubProcess::Spawn(const SpawnOptions& opts, ipc::UniqueFd* sync,
                                                 ipc::UniqueFd* async) {
   auto fail = [&](const std::string& what, int err) {
-    Throw(TRITONSERVER_ERROR_INTERNAL,
-          "failed to start the Python stub '" + opts.python + "': " + what + ": " +
-              std::strerror(err));
+    Throw(TRITONSERVER_ERROR_INTERNAL, "failed to start the Python stub '" + opts.python +
+                                           "': " + what + ": " + std::strerror(err));
   };
   int sp_sync[2], sp_async[2], p_out[2], p_err[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp_sync) != 0) {
@@ -128,8 +127,8 @@ std::unique_ptr<StubProcess> StubProcess::Spawn(const SpawnOptions& opts, ipc::U
   // Own process group: a Ctrl-C meant for the server does not kill stubs before the server
   // finalizes them. Parent death still ends the stub (EOF on its sockets).
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
   std::vector<std::string> argv_s;
   argv_s.push_back(opts.python);

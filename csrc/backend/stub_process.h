@@ -17,10 +17,10 @@
 namespace pybackend {
 
 struct SpawnOptions {
-  std::string python;                                     // interpreter (path or name on PATH)
-  std::vector<std::string> args;                          // after the interpreter
-  std::vector<std::pair<std::string, std::string>> env;   // set/override in the server's env
-  std::string pythonpath_prepend;                         // put first on PYTHONPATH ("" = none)
+  std::string python;                                    // interpreter (path or name on PATH)
+  std::vector<std::string> args;                         // after the interpreter
+  std::vector<std::pair<std::string, std::string>> env;  // set/override in the server's env
+  std::string pythonpath_prepend;                        // put first on PYTHONPATH ("" = none)
 };
 
 class StubProcess {

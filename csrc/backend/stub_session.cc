@@ -59,15 +59,14 @@ json::Value StubSession::Start(const json::Value& init_args) {
   ipc::UniqueFd sync_fd, async_fd;
   process_ = StubProcess::Spawn(so, &sync_fd, &async_fd);
   sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
-  async_ =
-      std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
+  async_ = std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
   monitor_ = std::make_unique<Monitor>(this);
   monitor_->Start();
   PB_LOG_VERBOSE(log_prefix_ + "started stub pid " + std::to_string(process_->pid()) + ": " +
                  opts_.python + " -m pybackend.stub --instance " + opts_.instance_name);
 
-  const std::string what = "Failed to start the Python stub for model '" + opts_.model_name +
-                           "'" + StubRole() + ": ";
+  const std::string what =
+      "Failed to start the Python stub for model '" + opts_.model_name + "'" + StubRole() + ": ";
   auto fail = [&](Wait w, const std::string& step, const std::string& error) {
     if (w == Wait::kTimeout) {
       MarkDead("it did not answer " + step + " in time");
@@ -113,8 +112,8 @@ json::Value StubSession::Start(const json::Value& init_args) {
               ") speaks version " + std::to_string(version) +
               ". Install the backend library and the pybackend package from the same release.");
   }
-  PB_LOG_VERBOSE(log_prefix_ + "stub pid " + std::to_string(pid) + " ready: Python " +
-                 py_version + ", numpy " + np_version);
+  PB_LOG_VERBOSE(log_prefix_ + "stub pid " + std::to_string(pid) + " ready: Python " + py_version +
+                 ", numpy " + np_version);
 
   ipc::Writer init;
   init.Str(init_args.Dump());  // a `json` field is a length-prefixed str
@@ -339,8 +338,8 @@ std::string StubSession::DeathDetail() {
       std::unique_lock<std::mutex> lock(state_mu_);
       state_cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stderr_closed_; });
     }
-    text = "The stub (pid " + std::to_string(process_->pid()) + ") of model '" +
-           opts_.model_name + "'" + StubRole() + " " + process_->ExitDescription();
+    text = "The stub (pid " + std::to_string(process_->pid()) + ") of model '" + opts_.model_name +
+           "'" + StubRole() + " " + process_->ExitDescription();
   }
   {
     std::lock_guard<std::mutex> lock(state_mu_);

@@ -36,7 +36,7 @@ struct SessionOptions {
   std::string model_name;
   std::string instance_name;  // also the stub's name ("<model>" for auto-complete)
   std::string python;
-  std::string package_parent;  // prepended to the stub's PYTHONPATH ("" = none)
+  std::string package_parent;   // prepended to the stub's PYTHONPATH ("" = none)
   std::string backend_library;  // our .so, for error messages
   std::string shm_prefix;
   uint64_t shm_default_byte_size = 1 << 20;

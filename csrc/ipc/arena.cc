@@ -238,8 +238,8 @@ void PeerSegments::Add(uint32_t id, uint64_t size, int fd) {
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
-    throw std::runtime_error("segment " + std::to_string(id) + ": fstat failed: " +
-                             std::strerror(err));
+    throw std::runtime_error("segment " + std::to_string(id) +
+                             ": fstat failed: " + std::strerror(err));
   }
   // Mapping past the end of the file would turn a later read into SIGBUS.
   if (static_cast<uint64_t>(st.st_size) < size) {
@@ -286,10 +286,10 @@ std::shared_ptr<Mapping> PeerSegments::Get(uint32_t id, uint64_t offset, uint64_
     if (aborted_ || cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
       it = segments_.find(id);
       if (it != segments_.end()) break;
-      *error = "the stub referenced shared-memory segment " + std::to_string(id) +
-               (aborted_ ? ", which it never announced before it went away"
-                         : ", which was not announced within " +
-                               std::to_string(wait_.count()) + " ms");
+      *error =
+          "the stub referenced shared-memory segment " + std::to_string(id) +
+          (aborted_ ? ", which it never announced before it went away"
+                    : ", which was not announced within " + std::to_string(wait_.count()) + " ms");
       return nullptr;
     }
     it = segments_.find(id);

@@ -90,8 +90,8 @@ class Arena {
     std::shared_ptr<Mapping> map;
     int fd;  // -1 once handed out for announcement
     bool announced = false;
-    std::map<uint64_t, uint64_t> free;   // offset -> size, sorted for coalescing
-    std::map<uint64_t, uint64_t> used;   // offset -> size
+    std::map<uint64_t, uint64_t> free;  // offset -> size, sorted for coalescing
+    std::map<uint64_t, uint64_t> used;  // offset -> size
     uint64_t used_bytes = 0;
     std::chrono::steady_clock::time_point empty_since;
   };

@@ -60,8 +60,8 @@ void Channel::Shutdown() {
   if (fd_) shutdown(fd_.get(), SHUT_RDWR);
 }
 
-bool Channel::SendRaw(uint16_t kind, uint16_t flags, uint64_t id, const uint8_t* body,
-                      size_t len, int pass_fd, int timeout_ms, std::string* error) {
+bool Channel::SendRaw(uint16_t kind, uint16_t flags, uint64_t id, const uint8_t* body, size_t len,
+                      int pass_fd, int timeout_ms, std::string* error) {
   Header h{kind, flags, static_cast<uint32_t>(len), id};
   iovec iov[2];
   iov[0].iov_base = &h;
@@ -96,8 +96,8 @@ bool Channel::SendRaw(uint16_t kind, uint16_t flags, uint64_t id, const uint8_t*
                     deadline - std::chrono::steady_clock::now())
                     .count();
     if (left <= 0) {
-      *error = "the stub did not read the " + name_ + " channel for " +
-               std::to_string(timeout_ms) + " ms (sending " + KindName(kind) + ")";
+      *error = "the stub did not read the " + name_ + " channel for " + std::to_string(timeout_ms) +
+               " ms (sending " + KindName(kind) + ")";
       return false;
     }
     pollfd p{fd_.get(), POLLOUT, 0};
@@ -114,8 +114,8 @@ bool Channel::AnnounceLocked(int timeout_ms, std::string* error) {
       w.U8(static_cast<uint8_t>(Owner::BACKEND));
       w.U32(s.id);
       w.U64(s.size);
-      ok = SendRaw(static_cast<uint16_t>(MessageKind::SEGMENT_ADD), 0, 0, w.data(), w.size(),
-                   s.fd, timeout_ms, error);
+      ok = SendRaw(static_cast<uint16_t>(MessageKind::SEGMENT_ADD), 0, 0, w.data(), w.size(), s.fd,
+                   timeout_ms, error);
     }
     close(s.fd);
   }
@@ -127,13 +127,13 @@ bool Channel::AnnounceSegments(int timeout_ms, std::string* error) {
   return AnnounceLocked(timeout_ms, error);
 }
 
-bool Channel::Send(MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
-                   int timeout_ms, std::string* error, int pass_fd) {
+bool Channel::Send(MessageKind kind, uint64_t id, const uint8_t* body, size_t len, int timeout_ms,
+                   std::string* error, int pass_fd) {
   std::lock_guard<std::mutex> lock(send_mu_);
   if (len > MAX_INLINE_BODY) {
     if (own_ == nullptr) {
-      *error = "message body of " + std::to_string(len) + " bytes is too large for the " +
-               name_ + " channel";
+      *error = "message body of " + std::to_string(len) + " bytes is too large for the " + name_ +
+               " channel";
       return false;
     }
     Arena::Block b;

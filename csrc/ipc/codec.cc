@@ -122,20 +122,34 @@ ResponseBody ReadResponseBody(Reader& r) {
 
 const char* KindName(uint16_t kind) {
   switch (static_cast<MessageKind>(kind)) {
-    case MessageKind::HELLO: return "HELLO";
-    case MessageKind::INIT: return "INIT";
-    case MessageKind::INIT_REPLY: return "INIT_REPLY";
-    case MessageKind::EXECUTE: return "EXECUTE";
-    case MessageKind::RESULT: return "RESULT";
-    case MessageKind::FINALIZE: return "FINALIZE";
-    case MessageKind::FINALIZE_REPLY: return "FINALIZE_REPLY";
-    case MessageKind::SEGMENT_ADD: return "SEGMENT_ADD";
-    case MessageKind::SEGMENT_DROP: return "SEGMENT_DROP";
-    case MessageKind::FREE: return "FREE";
-    case MessageKind::LOG: return "LOG";
-    case MessageKind::SEND: return "SEND";
-    case MessageKind::REPLY: return "REPLY";
-    case MessageKind::IS_CANCELLED: return "IS_CANCELLED";
+    case MessageKind::HELLO:
+      return "HELLO";
+    case MessageKind::INIT:
+      return "INIT";
+    case MessageKind::INIT_REPLY:
+      return "INIT_REPLY";
+    case MessageKind::EXECUTE:
+      return "EXECUTE";
+    case MessageKind::RESULT:
+      return "RESULT";
+    case MessageKind::FINALIZE:
+      return "FINALIZE";
+    case MessageKind::FINALIZE_REPLY:
+      return "FINALIZE_REPLY";
+    case MessageKind::SEGMENT_ADD:
+      return "SEGMENT_ADD";
+    case MessageKind::SEGMENT_DROP:
+      return "SEGMENT_DROP";
+    case MessageKind::FREE:
+      return "FREE";
+    case MessageKind::LOG:
+      return "LOG";
+    case MessageKind::SEND:
+      return "SEND";
+    case MessageKind::REPLY:
+      return "REPLY";
+    case MessageKind::IS_CANCELLED:
+      return "IS_CANCELLED";
   }
   return "UNKNOWN";
 }
