@@ -1,0 +1,3 @@
+from ..sibling import VALUE
+
+DEEP = VALUE + 1

@@ -1,0 +1,1 @@
+LEVEL = "model directory"
