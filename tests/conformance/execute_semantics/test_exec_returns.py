@@ -9,6 +9,7 @@ import pytest
 from tritonclient.utils import InferenceServerException
 
 from conformance_support.clients import PROTOCOLS, bytes_input, infer, infer_error, text_output
+from conformance_support.control import wait_for
 
 MODELS = ["return_rules", "no_execute", "batch_list"]
 PREFIX = "Failed to process the request(s) for model 'return_rules_0', message: "
@@ -152,8 +153,11 @@ MORE_THAN_ONE = (
 
 @pytest.mark.parametrize("mode", ["send_twice", "send_after_final"])
 def test_sender_second_response_raises(server, feature_repository, mode):
-    run_mode(server, "grpc", mode)
     report = feature_repository.model_dir("return_rules") / "reports" / f"{mode}.txt"
+    report.unlink(missing_ok=True)
+    run_mode(server, "grpc", mode)
+    # The client has its response before the model tries the second send: wait for it.
+    wait_for(report.exists, 10, f"{report.name}")
     assert report.read_text() == MORE_THAN_ONE
 
 

@@ -69,6 +69,18 @@ def test_bf16_as_numpy_gives_ml_dtypes(server, protocol):
     assert seen == "ok:bfloat16" or ("ml_dtypes" in seen and not seen.startswith("ok:"))
 
 
+@pytest.mark.deviation("pb_utils.Tensor accepts an ml_dtypes.bfloat16 array (UV-39)")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_bf16_tensor_from_ml_dtypes_array(server, protocol):
+    result = infer(
+        server, protocol, "bf16_identity", {"IN": (BF16_VALUES, "BF16")}, ["AS_NUMPY", "OUT_NUMPY"]
+    )
+    if text_output(result, "AS_NUMPY") != "ok:bfloat16":
+        pytest.skip("ml_dtypes is not importable in the stub's environment")
+    got = result.outputs["OUT_NUMPY"]
+    assert got.view(np.uint16).tolist() == BF16_VALUES.view(np.uint16).tolist()
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize(
     "sent,expected_sum",

@@ -41,8 +41,10 @@ class TritonPythonModel:
         os.makedirs(self.report_dir, exist_ok=True)
 
     def report(self, name, text):
-        with open(os.path.join(self.report_dir, name + ".txt"), "w") as f:
+        path = os.path.join(self.report_dir, name + ".txt")
+        with open(path + ".tmp", "w") as f:
             f.write(text)
+        os.replace(path + ".tmp", path)
 
     def execute(self, requests):
         modes = [
