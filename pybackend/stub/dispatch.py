@@ -15,9 +15,9 @@ from typing import Any, List, Optional
 import numpy as np
 
 from ..ipc import codec
-from ..ipc.codec import ProtocolError, ResultDesc, TensorDesc
+from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc, TensorDesc
 from ..ipc.protocol import Location, ResultKind
-from ..utils.errors import ErrorCode
+from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
@@ -185,7 +185,7 @@ class Dispatcher:
                 )
             return [(_NONE, r._release_flags, None) for r in requests]
         if ret is None:
-            return [(_NONE, r._release_flags, None) for r in requests]
+            return [self._none_item(r, "execute returned None") for r in requests]
         if not isinstance(ret, list):
             raise BatchError(f"Expected a list in the execute return, found type '{type(ret)}'.")
         if len(ret) != len(requests):
@@ -205,10 +205,13 @@ class Dispatcher:
                     )
                 items.append((_NONE, flags, None))
             elif resp is None:
-                items.append((_NONE, flags, None))
+                items.append(self._none_item(req, "execute returned None for this request"))
             elif type(resp) is InferenceResponse or isinstance(resp, InferenceResponse):
                 if req._sender is not None:
-                    req._sender._take_returned()
+                    try:
+                        req._sender._take_returned()
+                    except TritonModelException as e:
+                        raise BatchError(str(e)) from None
                 items.append((_RESPONSE, flags, placer.response(resp, req._requested)))
             else:
                 raise BatchError(
@@ -216,6 +219,26 @@ class Dispatcher:
                     f"found type '{type(resp)}'."
                 )
         return items
+
+    def _none_item(self, req: InferenceRequest, what: str) -> tuple:
+        """No response for ``req`` in the return value. Fine when its sender answered (or
+        the request is rescheduled); otherwise the original leaves the client waiting
+        forever (spec §10 QUIRK): we answer with an error instead."""
+        sender = req._sender
+        flags = req._release_flags
+        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE or (
+            sender is not None and not sender._untouched()
+        ):
+            return (_NONE, flags, None)
+        if sender is None:
+            sender = req.get_response_sender()
+        sender._close()
+        text = (
+            f"Failed to process the request(s) for model '{self.instance}', message: {what} "
+            "and its response sender sent nothing, so the request would never complete. "
+            "Return an InferenceResponse for it or send one with request.get_response_sender()."
+        )
+        return (_RESPONSE, flags, ResponseDesc((), "", (ErrorCode.INTERNAL, text)))
 
     def _batch_error(self, message: str, requests: Any) -> bytearray:
         for r in requests:

@@ -3,6 +3,7 @@ them to the server log); stderr in Triton's format when the channel is gone."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Optional
 
@@ -33,3 +34,27 @@ class StubLog:
         """Log a message of the stub itself, tagged with the caller's file and line."""
         frame = sys._getframe(1)
         self.log(level, frame.f_code.co_filename, frame.f_lineno, message)
+
+
+class RecordForwarder(logging.Handler):
+    """Python ``logging`` records that no handler of the model took (``logging.lastResort``)
+    go to the server log at their own level, with their own file and line, instead of
+    to stderr as unlevelled text (UV-25). A model that configures logging keeps it."""
+
+    def __init__(self, log: StubLog) -> None:
+        super().__init__(logging.NOTSET)
+        self._log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level = record.levelno
+            ours = (
+                ERROR
+                if level >= logging.ERROR
+                else WARNING
+                if level >= logging.WARNING
+                else (INFO if level >= logging.INFO else VERBOSE)
+            )
+            self._log.log(ours, record.pathname, record.lineno, self.format(record))
+        except Exception:  # noqa: BLE001 - logging must never raise into model code
+            self.handleError(record)

@@ -3,6 +3,7 @@ another thread on the hot path) and answers HELLO/INIT/EXECUTE/FINALIZE in order
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import sys
@@ -17,7 +18,7 @@ from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKi
 from ..utils import transport as utils_transport
 from . import loader
 from .dispatch import Dispatcher
-from .logging import ERROR, INFO, WARNING
+from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
 from .state import StubState
 from .tracebacks import format_exception
@@ -38,6 +39,7 @@ class Stub:
     def run(self) -> NoReturn:
         st = self.state
         utils_transport.set_transport(self.transport)
+        logging.lastResort = RecordForwarder(st.log)
         st.sync.send(
             MessageKind.HELLO,
             codec.encode_hello(

@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import traceback
 from types import TracebackType
 from typing import List, Optional
 
-_STUB_DIR = os.path.dirname(os.path.abspath(__file__))
+# Frames of pybackend itself and of the import machinery are not the model's: pybind11 in
+# the original never sees them (its C++ calls into Python directly, and CPython strips
+# importlib's frames from import errors).
+_HIDDEN_DIRS = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep,
+)
+_HIDDEN_PREFIXES = ("<frozen importlib",)
 _HEAPTYPE = 1 << 9
 
 
@@ -21,7 +29,11 @@ def type_name(exc_type: type) -> str:
 
 
 def _frames(tb: Optional[TracebackType]) -> List[traceback.FrameSummary]:
-    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith(_STUB_DIR + os.sep)]
+    frames = [
+        f
+        for f in traceback.extract_tb(tb)
+        if not f.filename.startswith(_HIDDEN_DIRS) and not f.filename.startswith(_HIDDEN_PREFIXES)
+    ]
     frames.reverse()
     return frames
 

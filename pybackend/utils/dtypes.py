@@ -148,4 +148,7 @@ def triton_string_to_numpy(triton_type_string: str) -> Any:
 def code_of_array(a: np.ndarray) -> Optional[int]:
     """Triton code for an array's dtype (any byte order), ``None`` when unsupported."""
     dt = a.dtype
-    return _CHAR_TO_CODE.get(dt.char)
+    code = _CHAR_TO_CODE.get(dt.char)
+    if code is None and dt.name == "bfloat16":  # ml_dtypes.bfloat16 (UV-39)
+        return TYPE_BF16
+    return code

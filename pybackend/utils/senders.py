@@ -54,13 +54,15 @@ class InferenceResponseSender:
 
     def _check(self, has_response: bool, final: bool) -> None:
         """Apply the sender rules and update the state (caller holds the lock)."""
-        if self._closed:
-            raise TritonModelException(CLOSED)
+        # The one-response rules come first: a second response after FINAL is reported
+        # as "more than one response", like the original does.
         if not self._decoupled:
             if has_response and self._sent_response:
                 raise TritonModelException(MORE_THAN_ONE)
             if not has_response and final and not self._sent_response:
                 raise TritonModelException(FINAL_FIRST)
+        if self._closed:
+            raise TritonModelException(CLOSED)
         if has_response:
             self._sent_response = True
         if final:
@@ -74,6 +76,10 @@ class InferenceResponseSender:
     def _close(self) -> None:
         with self._lock:
             self._closed = True
+
+    def _untouched(self) -> bool:
+        """Nothing was sent and the sender is still open."""
+        return not self._sent_response and not self._closed
 
     def is_cancelled(self) -> bool:
         return self._request.is_cancelled()

@@ -15,6 +15,46 @@ from .errors import TritonModelException
 KDL_CPU = 1
 KDL_CUDA = 2
 KDL_CUDA_HOST = 3
+KDL_UINT = 1
+KDL_BFLOAT = 4
+
+_NOT_CONTIGUOUS = (
+    "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in "
+    "C-Order are supported."
+)
+_BFLOAT16: List[Any] = []
+
+
+def _bfloat16() -> Any:
+    """``ml_dtypes.bfloat16`` when ml_dtypes is installed (UV-39), else None."""
+    if not _BFLOAT16:
+        try:
+            import ml_dtypes
+
+            _BFLOAT16.append(np.dtype(ml_dtypes.bfloat16))
+        except ImportError:
+            _BFLOAT16.append(None)
+    return _BFLOAT16[0]
+
+
+def _check_device(device: Tuple[int, int]) -> None:
+    dev_type = int(device[0])
+    if dev_type == KDL_CUDA:
+        raise TritonModelException(
+            "GPU tensors are not supported by this version of pybackend yet: copy the "
+            "tensor to the CPU first (e.g. tensor.cpu()) before Tensor.from_dlpack()."
+        )
+    if dev_type not in (KDL_CPU, KDL_CUDA_HOST):
+        raise TritonModelException(f"DLDevice type {dev_type} is not support by Python backend.")
+
+
+def _export(arr: np.ndarray) -> Any:
+    """A legacy ``dltensor`` capsule for a CPU array; the capsule keeps it alive."""
+    try:
+        return arr.__dlpack__()
+    except BufferError:
+        # numpy refuses to export read-only arrays; hand out a private copy instead.
+        return arr.copy().__dlpack__()
 
 
 class Tensor:
@@ -40,6 +80,8 @@ class Tensor:
         self._shape = array.shape
         if code == dtypes.TYPE_BYTES:
             self._raw: Any = serialize_to_bytes(array)
+        elif code == dtypes.TYPE_BF16:
+            self._raw = array.view(np.uint16)  # ml_dtypes.bfloat16: the bits that travel
         else:
             if array.dtype.byteorder == ">":
                 array = array.astype(array.dtype.newbyteorder("<"))
@@ -58,7 +100,7 @@ class Tensor:
         t._dtype = dtype
         t._shape = tuple(shape)
         wire = dtypes.WIRE_DTYPE.get(dtype)
-        if wire is not None and dtype != dtypes.TYPE_BF16:
+        if wire is not None:
             n = 1
             for d in shape:
                 n *= d
@@ -67,8 +109,12 @@ class Tensor:
                     f"tensor '{name}': {buf.nbytes} bytes do not hold shape {list(shape)} of "
                     f"{dtypes.CODE_TO_KSERVE_NAME.get(dtype, dtype)}"
                 )
-            t._array = buf.view(wire).reshape(shape)
-            t._raw = None
+            if dtype == dtypes.TYPE_BF16:
+                t._array = None
+                t._raw = buf.view(wire).reshape(shape)
+            else:
+                t._array = buf.view(wire).reshape(shape)
+                t._raw = None
         else:
             t._array = None
             t._raw = buf
@@ -77,44 +123,67 @@ class Tensor:
     @classmethod
     def from_dlpack(cls, name: str, dlpack: Any) -> "Tensor":
         """Wrap a DLPack capsule or an object with ``__dlpack__``/``__dlpack_device__``
-        (zero-copy for C-contiguous CPU tensors)."""
+        (zero-copy for C-contiguous CPU tensors; BF16 included)."""
         if not isinstance(name, str) or not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
+        if isinstance(dlpack, Tensor):
+            return dlpack._renamed(name)
+        if isinstance(dlpack, np.ndarray) and dlpack.dtype.name == "bfloat16":
+            if not dlpack.flags.c_contiguous:
+                raise TritonModelException(_NOT_CONTIGUOUS)
+            return cls(name, dlpack)
         if _is_capsule(dlpack):
-            device = _capsule_device(dlpack)
-            source: Any = _CapsuleHolder(dlpack, device)
+            capsule = dlpack
         elif hasattr(dlpack, "__dlpack__") and hasattr(dlpack, "__dlpack_device__"):
-            device = tuple(dlpack.__dlpack_device__())
-            source = dlpack
+            _check_device(tuple(dlpack.__dlpack_device__()))
+            try:
+                capsule = dlpack.__dlpack__(stream=None)
+            except TypeError:
+                capsule = dlpack.__dlpack__()
+            except (BufferError, RuntimeError, ValueError) as e:
+                raise TritonModelException(f"DLPack tensor could not be exported: {e}") from None
         else:
             raise TritonModelException(
                 "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
                 "`__dlpack__` and `__dlpack_device__` attributes"
             )
-        dev_type = int(device[0])
-        if dev_type == KDL_CUDA:
-            raise TritonModelException(
-                "GPU tensors are not supported by this version of pybackend yet: copy the "
-                "tensor to the CPU first (e.g. tensor.cpu()) before Tensor.from_dlpack()."
-            )
-        if dev_type not in (KDL_CPU, KDL_CUDA_HOST):
-            raise TritonModelException(
-                f"DLDevice type {dev_type} is not support by Python backend."
-            )
+        head = _dl_tensor(capsule)
+        device = (head.device.device_type, head.device.device_id)
+        _check_device(device)
+        bf16 = head.dtype_code == KDL_BFLOAT and head.dtype_bits == 16 and head.dtype_lanes == 1
+        if bf16:
+            # numpy cannot import bfloat16: take the bits as uint16 (same layout) and keep
+            # the Triton type. The struct is the producer's, unconsumed, so this is safe.
+            head.dtype_code = KDL_UINT
         try:
-            array = np.from_dlpack(source)
+            array = np.from_dlpack(_CapsuleHolder(capsule, device))
         except (TypeError, BufferError, RuntimeError, ValueError) as e:
             raise TritonModelException(f"DLPack tensor could not be imported: {e}") from None
         if not array.flags.c_contiguous:
-            raise TritonModelException(
-                "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are "
-                "stored in C-Order are supported."
-            )
+            raise TritonModelException(_NOT_CONTIGUOUS)
+        if bf16:
+            t = cls.__new__(cls)
+            t._name = name
+            t._dtype = dtypes.TYPE_BF16
+            t._shape = array.shape
+            t._raw = array
+            t._array = None
+            return t
         if dtypes.code_of_array(array) in (None, dtypes.TYPE_BYTES):
             raise TritonModelException(
                 f"DLPack data type {array.dtype} is not supported by Python backend."
             )
         return cls(name, array)
+
+    def _renamed(self, name: str) -> "Tensor":
+        """The same data under another name (no copy)."""
+        t = Tensor.__new__(Tensor)
+        t._name = name
+        t._dtype = self._dtype
+        t._shape = self._shape
+        t._raw = self._raw
+        t._array = self._array
+        return t
 
     # -------------------------------------------------------------- accessors
 
@@ -136,10 +205,16 @@ class Tensor:
         if arr is not None:
             return arr
         if self._dtype == dtypes.TYPE_BF16:
-            raise TritonModelException(
-                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
-                "from_dlpack() instead."
-            )
+            bfloat16 = _bfloat16()
+            if bfloat16 is None:
+                raise TritonModelException(
+                    "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and "
+                    "from_dlpack() instead (or install ml_dtypes in the model's Python "
+                    "environment to get an ml_dtypes.bfloat16 array)."
+                )
+            arr = self._raw.view(np.uint16).view(bfloat16).reshape(self._shape)
+            self._array = arr
+            return arr
         # BYTES from the wire: materialise once, keep the result.
         count = 1
         for d in self._shape:
@@ -153,15 +228,11 @@ class Tensor:
         if self._dtype == dtypes.TYPE_BYTES:
             raise TritonModelException("DLPack does not have support for string tensors.")
         if self._dtype == dtypes.TYPE_BF16:
-            raise TritonModelException(
-                "BF16 tensors cannot be exported through DLPack by this version of pybackend yet."
-            )
-        arr = self.as_numpy()
-        try:
-            return arr.__dlpack__()
-        except BufferError:
-            # numpy refuses to export read-only arrays; hand out a private copy instead.
-            return arr.copy().__dlpack__()
+            bits = self._raw.view(np.uint16).reshape(self._shape)
+            capsule = _export(bits)
+            _dl_tensor(capsule).dtype_code = KDL_BFLOAT  # uint16 bits, announced as bfloat16
+            return capsule
+        return _export(self.as_numpy())
 
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         return self.to_dlpack()
@@ -200,7 +271,16 @@ class _DLDevice(ctypes.Structure):
 
 
 class _DLTensorHead(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice)]
+    """The start of DLPack's DLTensor (DLManagedTensor begins with one)."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype_code", ctypes.c_uint8),
+        ("dtype_bits", ctypes.c_uint8),
+        ("dtype_lanes", ctypes.c_uint16),
+    ]
 
 
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -211,15 +291,13 @@ _is_valid.restype = ctypes.c_int
 _is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def _capsule_device(capsule: Any) -> Tuple[int, int]:
-    """Read DLTensor.device from an unconsumed ``dltensor`` capsule (DLManagedTensor
-    starts with its DLTensor)."""
+def _dl_tensor(capsule: Any) -> _DLTensorHead:
+    """The DLTensor of an unconsumed legacy ``dltensor`` capsule."""
     if not _is_valid(capsule, b"dltensor"):
         raise TritonModelException(
             "DLPack capsule has already been consumed or is not a 'dltensor' capsule."
         )
-    head = _DLTensorHead.from_address(_get_pointer(capsule, b"dltensor"))
-    return (head.device.device_type, head.device.device_id)
+    return _DLTensorHead.from_address(_get_pointer(capsule, b"dltensor"))
 
 
 class _CapsuleHolder:

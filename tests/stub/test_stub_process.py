@@ -543,3 +543,67 @@ def test_inherited_fds_are_closed(repo: Path) -> None:
             fb.finalize()
     finally:
         os.close(extra)
+
+
+def test_request_left_without_response_gets_an_error_item(repo: Path) -> None:
+    src = textwrap.dedent(
+        """
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                requests[1].get_response_sender().send(
+                    pb_utils.InferenceResponse([pb_utils.Tensor("O", np.ones(1))]),
+                    flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                )
+                return [None, None]
+        """
+    )
+    mf = write_model(repo, "noresp", src)
+    with started(mf) as fb:
+        first, second = fb.execute([{"X": np.zeros(1)}] * 2)["items"]
+        code, message = first["error"]
+        assert code == 1
+        assert message.startswith("Failed to process the request(s) for model 'm_0_0', message: ")
+        assert "None" in message
+        assert second == {"none": True, "release_flags": 1}
+        fb.finalize()
+
+
+def test_import_errors_carry_only_model_frames(repo: Path) -> None:
+    mf = write_model(repo, "syntax", "def broken(:\n")
+    with FakeBackend() as fb:
+        fb.hello()
+        reply = fb.init(mf)
+        assert reply["error"] == "SyntaxError: invalid syntax (model.py, line 1)"
+    mf = write_model(repo, "nameerr", "x = 1\nundefined_name\n")
+    with FakeBackend() as fb:
+        fb.hello()
+        reply = fb.init(mf)
+        assert reply["error"] == (
+            f"NameError: name 'undefined_name' is not defined\n\nAt:\n  {mf}(2): <module>\n"
+        )
+
+
+def test_python_logging_records_keep_their_level(repo: Path) -> None:
+    src = textwrap.dedent(
+        """
+        import logging
+
+        class TritonPythonModel:
+            def initialize(self, args):
+                logging.getLogger("user").warning("careful %d", 1)
+                logging.getLogger("user").error("broken")
+
+            def execute(self, requests):
+                return None
+        """
+    )
+    mf = write_model(repo, "pylog", src)
+    with started(mf) as fb:
+        assert wait_until(lambda: len(fb.logs) >= 2)
+        (w, wline, wfile, wmsg), (e, _, _, emsg) = fb.logs[:2]
+        assert (w, wmsg, e, emsg) == (1, "careful 1", 2, "broken")
+        assert (wfile, wline) == (str(mf), 6)
+        fb.finalize()

@@ -40,9 +40,12 @@ def test_default_mode_one_response_with_final(recorder) -> None:
     s = request(False).get_response_sender()
     s.send(response(), flags=FINAL)
     assert len(recorder.sent) == 1 and recorder.sent[0][2] == FINAL
-    assert (
-        error_text(lambda: s.send(response()))
-        == "Unable to send response. Response sender has been closed."
+    # The one-response rule is checked before the closed state, as in the original.
+    assert error_text(lambda: s.send(response())) == (
+        "Unable to send response. Non-decoupled model cannot send more than one response."
+    )
+    assert error_text(lambda: s.send(flags=FINAL)) == (
+        "Unable to send response. Response sender has been closed."
     )
 
 
@@ -103,5 +106,9 @@ def test_returned_response_counts_against_the_sender(recorder) -> None:
         s._take_returned()
     r2 = request(False)
     r2.get_response_sender().send(response(), FINAL)
-    with pytest.raises(pb_utils.TritonModelException, match="has been closed"):
+    with pytest.raises(pb_utils.TritonModelException, match="more than one response"):
         r2.get_response_sender()._take_returned()
+    r3 = request(False)
+    r3.get_response_sender()._close()  # e.g. its batch failed
+    with pytest.raises(pb_utils.TritonModelException, match="has been closed"):
+        r3.get_response_sender()._take_returned()

@@ -106,13 +106,43 @@ def test_wire_bytes_tensor_materialises_once() -> None:
         bad.as_numpy()
 
 
-def test_bf16_refuses_numpy() -> None:
-    t = Tensor._from_buffer("h", 14, (2,), np.zeros(4, np.uint8))
-    with pytest.raises(pb_utils.TritonModelException) as e:
-        t.as_numpy()
-    assert str(e.value) == (
-        "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead."
-    )
+BF16_BITS = np.array([0x3F80, 0xC020, 0x0000, 0x7FC0], np.uint16)  # 1, -2.5, 0, nan
+
+
+def bf16_input() -> Tensor:
+    return Tensor._from_buffer("h", 14, (2, 2), BF16_BITS.view(np.uint8).copy())
+
+
+def test_bf16_as_numpy_uses_ml_dtypes_or_names_it() -> None:
+    t = bf16_input()
+    try:
+        import ml_dtypes
+    except ImportError:
+        with pytest.raises(pb_utils.TritonModelException) as e:
+            t.as_numpy()
+        assert str(e.value).startswith(
+            "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead"
+        )
+        assert "ml_dtypes" in str(e.value)
+        return
+    arr = t.as_numpy()
+    assert arr.dtype == ml_dtypes.bfloat16 and arr.shape == (2, 2)
+    assert arr.view(np.uint16).ravel().tolist() == BF16_BITS.tolist()
+    assert pb_utils.Tensor("x", arr).triton_dtype() == 14
+
+
+def test_bf16_moves_through_dlpack_bit_exactly() -> None:
+    t = bf16_input()
+    capsule = t.to_dlpack()
+    from pybackend.utils.tensor import _dl_tensor
+
+    head = _dl_tensor(capsule)
+    assert (head.dtype_code, head.dtype_bits, head.dtype_lanes) == (4, 16, 1)
+    back = pb_utils.Tensor.from_dlpack("back", capsule)
+    assert back.triton_dtype() == 14 and back.shape() == [2, 2]
+    assert back._raw.view(np.uint16).ravel().tolist() == BF16_BITS.tolist()
+    renamed = pb_utils.Tensor.from_dlpack("again", t)
+    assert renamed.name() == "again" and renamed._raw is t._raw
 
 
 def test_dlpack_round_trip_is_zero_copy() -> None:
