@@ -8,6 +8,7 @@
 #include "backend/instance_state.h"
 #include "backend/logging.h"
 #include "backend/model_state.h"
+#include "backend/response_writer.h"
 #include "triton/tritonbackend.h"
 
 using pybackend::BackendState;
@@ -143,13 +144,13 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     for (uint32_t i = 0; i < request_count; ++i) {
       if (requests[i] == nullptr) continue;
       TRITONBACKEND_Response* resp = nullptr;
-      if (TRITONBACKEND_ResponseNew(&resp, requests[i]) == nullptr) {
-        TRITONSERVER_Error* err =
-            TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "model instance has no state");
-        TRITONBACKEND_ResponseSend(resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err);
-        TRITONSERVER_ErrorDelete(err);
+      if (pybackend::TakeMessage(TRITONBACKEND_ResponseNew(&resp, requests[i])).empty()) {
+        pybackend::SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL,
+                                     "model instance has no state",
+                                     TRITONSERVER_RESPONSE_COMPLETE_FINAL);
       }
-      TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL);
+      pybackend::TakeMessage(
+          TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL));
     }
     return nullptr;
   }
