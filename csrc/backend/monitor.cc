@@ -14,6 +14,8 @@ namespace pybackend {
 namespace {
 
 constexpr int kPollMs = 50;
+// With nothing to flush or release an idle instance only needs a rare wake-up.
+constexpr int kIdlePollMs = 1000;
 constexpr auto kPeriodic = std::chrono::milliseconds(50);
 // After the stub died, keep reading its pipes this long for the last words on stderr.
 constexpr auto kPipeGrace = std::chrono::milliseconds(2000);
@@ -53,7 +55,9 @@ void Monitor::Run() {
   std::chrono::steady_clock::time_point dead_since{};
 
   while (true) {
-    int n = poll(fds, kCount, kPollMs);
+    bool busy = fds[kPid].fd < 0 || !s_->frees().empty() || s_->arena().HasIdleCandidates() ||
+                !s_->alive();
+    int n = poll(fds, kCount, busy ? kPollMs : kIdlePollMs);
     if (n < 0 && errno != EINTR) {
       PB_LOG_ERROR(s_->log_prefix() + "monitor poll failed: " + std::strerror(errno));
       break;

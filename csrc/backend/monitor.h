@@ -1,7 +1,8 @@
 // The per-stub monitor thread: reads the async channel (logs, frees, segments, response
 // sends, cancellation queries), the stub's stdout/stderr pipes and its pidfd, and does the
 // periodic work (returning the stub's blocks, releasing idle arena segments). A poll timeout
-// of 50 ms paces the periodic work; an eventfd stops the thread at once.
+// of 50 ms paces the periodic work while there is some (1 s otherwise, so idle instances cost
+// nothing); an eventfd stops the thread at once.
 #pragma once
 
 #include <chrono>
