@@ -69,7 +69,10 @@ class Tensor:
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         if not isinstance(array, np.ndarray):
-            array = np.asarray(array)
+            # Like the original (pybind11 py::array): no implicit conversion of lists.
+            raise TypeError(
+                f"Tensor(name, array): array must be a numpy.ndarray, got {type(array).__name__}"
+            )
         code = dtypes.code_of_array(array)
         if code is None:
             raise TritonModelException("NumPy dtype is not supported.")

@@ -75,9 +75,12 @@ def test_non_contiguous_and_big_endian_are_made_contiguous_little_endian() -> No
     np.testing.assert_array_equal(t.as_numpy(), [0, 1, 2])
 
 
-def test_lists_and_scalars_are_accepted() -> None:
-    assert pb_utils.Tensor("l", [1, 2, 3]).shape() == [3]
-    assert pb_utils.Tensor("s", np.float32(2)).shape() == []
+def test_lists_and_scalars_are_refused_like_pybind11() -> None:
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        pb_utils.Tensor("l", [1, 2, 3])
+    with pytest.raises(TypeError):
+        pb_utils.Tensor("s", np.float32(2))
+    assert pb_utils.Tensor("s", np.array(2.0, np.float32)).shape() == []
 
 
 def test_wire_tensor_is_a_writable_view() -> None:
