@@ -50,7 +50,7 @@ EXACT = {
     "provided when the response flags is set to zero.",
     "constants": "ok:[1, 2, 1, 1, 2, 0, 1]",
     "logger_levels": "ok:[0, 1, 2, 3]",
-    "type_helpers": "ok:['bool_', 'object_', None, 10, 13, 13, 'bool', 'float16']",
+    "type_helpers": "ok:[True, True, None, 10, 13, 13, True, True]",
     "triton_string_to_numpy_bf16": "KeyError:'TYPE_BF16'",
     "serialize_empty": "ok:()",
     "serialize_bytes": "ok:b'\\x02\\x00\\x00\\x00ab\\x03\\x00\\x00\\x00c\\xc3\\xa9\\x01\\x00\\x00"

@@ -77,6 +77,7 @@ def test_bf16_tensor_from_ml_dtypes_array(server, protocol):
     )
     if text_output(result, "AS_NUMPY") != "ok:bfloat16":
         pytest.skip("ml_dtypes is not importable in the stub's environment")
+    assert "OUT_NUMPY" in result.outputs, "the Tensor built from the bfloat16 array was dropped"
     got = result.outputs["OUT_NUMPY"]
     assert got.view(np.uint16).tolist() == BF16_VALUES.view(np.uint16).tolist()
 

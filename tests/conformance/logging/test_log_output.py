@@ -145,6 +145,7 @@ def test_unflushed_print_is_forwarded_promptly(server):
 @pytest.mark.deviation("UV-25: the original passes stdout/stderr through without a prefix")
 @pytest.mark.parametrize("mode", ["print:prefixed", "stderr:prefixed"], ids=["stdout", "stderr"])
 def test_output_lines_name_model_and_instance(server, mode):
+    infer(server, "http", "log_levels", {"MODE": bytes_input(mode)})
     line = _line_with(server, f"LOG-MARK {mode}")
     assert "log_levels_0" in line.split("LOG-MARK")[0], line
 
