@@ -114,7 +114,7 @@ class Arena:
         default_size: int = 1 << 20,
         growth_size: int = 1 << 20,
         announce: Optional[Callable[[int, int, int], None]] = None,
-        drop: Optional[Callable[[int], None]] = None,
+        drop: Optional[Callable[[int], Optional[bool]]] = None,
     ) -> None:
         self.owner = owner
         self.default_size = max(_align(default_size, PAGE), PAGE)
@@ -155,14 +155,18 @@ class Arena:
                     continue
                 del self.segments[seg.id]
                 dropped.append(seg)
+        released = []
         for seg in dropped:
-            if self.drop is not None:
-                self.drop(seg.id)
+            if self.drop is not None and self.drop(seg.id) is False:
+                with self.lock:  # could not tell the peer now: keep it, try again later
+                    self.segments[seg.id] = seg
+                continue
+            released.append(seg.id)
             try:
                 seg.mm.close()
             except BufferError:
                 pass  # a stray view still exists; the mapping goes when it does
-        return [s.id for s in dropped]
+        return released
 
     def has_idle_candidates(self) -> bool:
         return any(s.id != 0 and not s.used for s in tuple(self.segments.values()))

@@ -71,8 +71,17 @@ class Channel:
 
     # ------------------------------------------------------------------ send
 
-    def send(self, kind: int, body: Buffer = b"", msg_id: int = 0, fds: Sequence[int] = ()) -> int:
-        """Send one message; returns the ``sent`` count including it."""
+    def send(
+        self,
+        kind: int,
+        body: Buffer = b"",
+        msg_id: int = 0,
+        fds: Sequence[int] = (),
+        nonblocking: bool = False,
+    ) -> int:
+        """Send one message; returns the ``sent`` count including it. ``nonblocking``
+        raises BlockingIOError instead of waiting for socket buffer space (for the thread
+        that also reads this socket: it must never wait on a peer that waits on it)."""
         n = body.nbytes if isinstance(body, memoryview) else len(body)
         flags = 0
         if n > MAX_INLINE_BODY:
@@ -86,7 +95,11 @@ class Channel:
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         with self._lock:
             try:
-                self.sock.sendmsg([header, body] if n else [header], anc)
+                self.sock.sendmsg(
+                    [header, body] if n else [header],
+                    anc,
+                    socket.MSG_DONTWAIT if nonblocking else 0,
+                )
             except (BrokenPipeError, ConnectionResetError) as e:
                 raise ChannelClosed(str(e)) from None
             self.sent += 1

@@ -46,12 +46,18 @@ class Stub:
                 PROTOCOL_VERSION, os.getpid(), platform.python_version(), np.__version__
             ),
         )
+        try:
+            self._serve()
+        except ChannelClosed:
+            pass  # the backend is gone (EOF, or EPIPE on a reply)
+        self._exit(0)
+
+    def _serve(self) -> NoReturn:
+        st = self.state
         sync = st.sync
         while True:
             try:
                 msg = sync.recv()
-            except ChannelClosed:
-                self._exit(0)
             except codec.ProtocolError as e:
                 st.log.here(
                     ERROR, f"pybackend stub '{self.instance}': bad message on the sync channel: {e}"

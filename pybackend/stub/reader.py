@@ -65,7 +65,8 @@ class Reader(threading.Thread):
             now = time.monotonic()
             if flush_at is not None and now >= flush_at:
                 flush_at = None
-                st.flush_frees()
+                if not st.flush_frees(nonblocking=True):
+                    flush_at = now + FLUSH_S  # the socket is full: retry soon
             if flush_at is None:
                 # Disarm first, then look: a FREE queued after the look wakes us again;
                 # one queued before it is seen now. While a flush is scheduled producers

@@ -74,11 +74,19 @@ class StubState:
             MessageKind.SEGMENT_ADD, codec.encode_segment_add(Owner.STUB, seg, size), fds=[fd]
         )
 
-    def _drop(self, seg: int) -> None:
+    def _drop(self, seg: int) -> bool:
+        """Runs on the reader thread: never wait for socket space there."""
         try:
-            self.async_.send(MessageKind.SEGMENT_DROP, codec.encode_segment_drop(Owner.STUB, seg))
+            self.async_.send(
+                MessageKind.SEGMENT_DROP,
+                codec.encode_segment_drop(Owner.STUB, seg),
+                nonblocking=True,
+            )
+        except BlockingIOError:
+            return False
         except OSError:
             pass
+        return True
 
     def _indirect_out(self, body: codec.Buffer) -> Tuple[int, int]:
         if self.arena is None:
@@ -122,7 +130,9 @@ class StubState:
         except OSError:
             pass  # the pipe is full: the reader is about to wake anyway
 
-    def flush_frees(self) -> None:
+    def flush_frees(self, nonblocking: bool = False) -> bool:
+        """Send every queued backend block back with FREE. Returns False when the socket
+        was full (``nonblocking``): the rest stays queued for the next attempt."""
         q = self.backend_frees
         while q:
             blocks: List[Tuple[int, int]] = []
@@ -131,11 +141,20 @@ class StubState:
                     blocks.append(q.popleft())
             except IndexError:
                 pass
-            if blocks:
-                try:
-                    self.async_.send(MessageKind.FREE, codec.encode_free(Owner.BACKEND, blocks))
-                except OSError:
-                    return
+            if not blocks:
+                break
+            try:
+                self.async_.send(
+                    MessageKind.FREE,
+                    codec.encode_free(Owner.BACKEND, blocks),
+                    nonblocking=nonblocking,
+                )
+            except BlockingIOError:
+                q.extendleft(reversed(blocks))
+                return False
+            except OSError:
+                return True  # the backend is gone: nothing to return the blocks to
+        return True
 
     # ------------------------------------------------------------------ shared handling
 
