@@ -87,6 +87,21 @@ def shm_usage(pids: list[int]) -> ShmUsage:
     return usage
 
 
+def dev_shm_paths(pids: list[int]) -> set[str]:
+    """/dev/shm files mapped by any of pids (the original backend's regions)."""
+    paths = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        except OSError:
+            continue
+        for line in maps:
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and parts[5].startswith("/dev/shm/"):
+                paths.add(parts[5].removesuffix(" (deleted)"))
+    return paths
+
+
 def _segment_stats(pid: int) -> list[os.stat_result]:
     found = []
     proc = Path(f"/proc/{pid}")

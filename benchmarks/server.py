@@ -169,6 +169,9 @@ class BenchServer:
         if self.proc is None:
             return
         tree = descendants(self.proc.pid) if self.proc.poll() is None else set()
+        # The server maps every region it created, even for a stub that crashed; a region
+        # still there after the stop would be left behind in /dev/shm (the original's).
+        regions = procinfo.dev_shm_paths([self.proc.pid, *tree])
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -179,6 +182,8 @@ class BenchServer:
         if wait_gone(tree, 3.0):
             killpg_quietly(self.proc.pid)
             wait_gone(tree, 3.0)
+        for path in regions:
+            Path(path).unlink(missing_ok=True)
         self._log.close()
         self.proc = None
 
