@@ -253,6 +253,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "settings": f"window {args.window} s × {args.rounds} rounds, warm-up {args.warmup} s, "
             f"load-time starts {args.load_reps} per backend",
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "load_average_at_start": os.getloadavg()[0],
         },
         "workloads": {},
         "memory": {},
@@ -292,6 +293,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     speedup, note = micro.decode_speedup(quick=args.quick)
     results["decode_speedup"] = speedup
     results["notes"].append(f"UV-11 decode micro-benchmark: {note}")
+    results["meta"]["load_average_at_end"] = os.getloadavg()[0]
     results["targets"] = report.targets(results)
     return results
 
