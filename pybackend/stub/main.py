@@ -55,9 +55,10 @@ class Stub:
     def _serve(self) -> NoReturn:
         st = self.state
         sync = st.sync
+        spin_s = _spin_seconds()
         while True:
             try:
-                msg = sync.recv()
+                msg = sync.recv(spin_s)
             except codec.ProtocolError as e:
                 st.log.here(
                     ERROR, f"pybackend stub '{self.instance}': bad message on the sync channel: {e}"
@@ -179,6 +180,15 @@ class Stub:
             self.state.log.here(INFO, f"Failed to finalize the model '{self.instance}': {text}")
             return text
         return None
+
+
+def _spin_seconds() -> float:
+    """PYBACKEND_STUB_SPIN_US: how long the main thread polls for the next sync message
+    before it sleeps (default 0: sleep at once; spinning takes CPU from the server)."""
+    try:
+        return max(0.0, float(os.environ.get("PYBACKEND_STUB_SPIN_US", "0")) / 1e6)
+    except ValueError:
+        return 0.0
 
 
 def _int(v: Any) -> int:

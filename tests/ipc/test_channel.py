@@ -163,3 +163,19 @@ def test_fd_passing_between_processes() -> None:
             proc.stdout.close()
         peer.close()
         ch.close()
+
+
+def test_spinning_receive(pair) -> None:
+    a, b = pair
+    import threading
+    import time
+
+    t = threading.Timer(0.01, a.send, (MessageKind.LOG, b"late"))
+    t.start()
+    msg = b.recv(spin_s=1.0)
+    assert bytes(msg.body) == b"late"
+    t.join()
+    t0 = time.perf_counter()
+    threading.Timer(0.05, a.send, (MessageKind.LOG, b"after spin")).start()
+    msg = b.recv(spin_s=0.001)  # spin ends, then blocks normally
+    assert bytes(msg.body) == b"after spin" and time.perf_counter() - t0 >= 0.04

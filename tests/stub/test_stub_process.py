@@ -607,3 +607,30 @@ def test_python_logging_records_keep_their_level(repo: Path) -> None:
         assert (w, wmsg, e, emsg) == (1, "careful 1", 2, "broken")
         assert (wfile, wline) == (str(mf), 6)
         fb.finalize()
+
+
+def test_python_based_backend_imports_model_from_the_backend_dir(
+    repo: Path, tmp_path: Path
+) -> None:
+    backend_dir = tmp_path / "backends" / "mybackend"
+    backend_dir.mkdir(parents=True)
+    (backend_dir / "model.py").write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            import triton_python_backend_utils as pb_utils
+
+            class TritonPythonModel:
+                def execute(self, requests):
+                    text = __name__ + "|" + pb_utils.get_model_dir()
+                    out = pb_utils.Tensor("O", np.array([text], dtype=object))
+                    return [pb_utils.InferenceResponse([out]) for _ in requests]
+            """
+        )
+    )
+    version_dir = repo / "uses_backend" / "1"
+    version_dir.mkdir(parents=True)
+    with started(version_dir / "model.py", runtime_modeldir=str(backend_dir)) as fb:
+        (item,) = fb.execute([{"X": np.zeros(1)}])["items"]
+        assert item["outputs"]["O"][0].decode() == f"model|{version_dir}"
+        fb.finalize()
