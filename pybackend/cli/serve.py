@@ -177,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
     except ServerError as exc:
         print(f"pybackend serve: {exc}", file=sys.stderr)
         return 1
+    except FileNotFoundError as exc:  # e.g. no tritonserver binary installed
+        print(f"pybackend serve: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("pybackend: stopped.", flush=True)
         return 0

@@ -89,3 +89,10 @@ def test_serve_foreground_until_signal(backend_kind: str, stop_signal: signal.Si
             proc.wait()
         reader.join(timeout=5)
         proc.stdout.close()
+
+
+def test_serve_reports_a_missing_repository(tmp_path) -> None:
+    command = [sys.executable, "-m", "pybackend.cli", "serve", str(tmp_path / "missing")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr
