@@ -62,8 +62,8 @@ def perf_phase(
     stubs: list[int],
     seconds: float,
     tmp: Path,
-) -> list[tuple[float, str, str]]:
-    """(percent of sampled CPU, command, library) for the server and its stubs."""
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Sampled CPU of the server and its stubs: by (process, library) and top symbols."""
     data = tmp / "perf.data"
     pids = ",".join(str(p) for p in [server.pid, *stubs])
     cmd = ["perf", "record", "-F", "999", "-o", str(data), "-p", pids, "--", "sleep", str(seconds)]
@@ -71,8 +71,13 @@ def perf_phase(
     time.sleep(0.2)
     _loadgen(server, workload, request, seconds - 0.5)
     perf.wait()
+    return _perf_report(data, "comm,dso", 1.0), _perf_report(data, "comm,dso,sym", 2.0)
+
+
+def _perf_report(data: Path, sort: str, min_pct: float) -> list[list[str]]:
+    """perf report rows [percent, field...] at or above min_pct."""
     report = subprocess.run(
-        ["perf", "report", "-i", str(data), "--no-children", "--sort", "comm,dso", "--stdio"],
+        ["perf", "report", "-i", str(data), "--no-children", "--sort", sort, "--stdio"],
         capture_output=True,
         text=True,
     ).stdout
@@ -80,7 +85,9 @@ def perf_phase(
     for line in report.splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0].endswith("%") and not line.startswith("#"):
-            rows.append((float(parts[0][:-1]), parts[1], " ".join(parts[2:])))
+            if float(parts[0][:-1]) >= min_pct:
+                # comm, dso, then "[k] symbol" or "[.] symbol"
+                rows.append([parts[0], parts[1], parts[2], " ".join(parts[3:])])
     return rows
 
 
@@ -167,12 +174,11 @@ def profile_backend(
             f"client {clean['client_us']:.1f} µs"
         )
         if shutil.which("perf"):
+            by_dso, by_sym = perf_phase(server, workload, request, stubs, seconds, tmp)
             lines += ["", "| CPU share (perf) | process | library |", "|--:|---|---|"]
-            lines += [
-                f"| {pct:.1f}% | {comm} | {dso} |"
-                for pct, comm, dso in perf_phase(server, workload, request, stubs, seconds, tmp)
-                if pct >= 1.0
-            ]
+            lines += [f"| {r[0]} | {r[1]} | {r[2]} |" for r in by_dso]
+            lines += ["", "| CPU share (perf) | process | library | symbol |", "|--:|---|---|---|"]
+            lines += [f"| {r[0]} | {r[1]} | {r[2]} | `{r[3]}` |" for r in by_sym]
         if spy and stubs:
             samples = spy_phase(server, workload, request, stubs[0], seconds, spy, tmp)
             total = samples.pop("<all>", 0)
