@@ -193,6 +193,7 @@ def render(results: Results) -> str:
     parts = [
         f"Machine: {meta['machine']}",
         f"Command: `{meta['command']}`",
+        f"Revision: {meta.get('revision', 'unknown')}",
         f"Settings: {meta['settings']}",
         f"Date: {meta['date']}; load average {meta['load_average_at_start']:.1f} at start, "
         f"{meta.get('load_average_at_end', 0):.1f} at end (2 CPUs: above ~0.5 means other work)",

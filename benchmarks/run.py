@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +76,27 @@ def backend_dirs(wanted: list[str], native_dir: Path) -> dict[str, Path | str]:
         except (FileNotFoundError, ValueError) as exc:
             found[kind] = f"unavailable: {str(exc).splitlines()[0][:80]}"
     return found
+
+
+def revision() -> str:
+    """The commit measured, and whether the tree had uncommitted changes."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" + uncommitted changes" if dirty else "")
 
 
 def machine() -> str:
@@ -247,6 +269,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "meta": {
             "machine": machine(),
+            "revision": revision(),
             "command": shlex.join(
                 [Path(sys.executable).name, "-m", "benchmarks.run", *sys.argv[1:]]
             ),
