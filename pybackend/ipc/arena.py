@@ -388,6 +388,11 @@ class PeerSegments:
             )
         return mm
 
+    def contains(self, seg_id: int, offset: int, length: int) -> bool:
+        """Whether [offset, offset+length) lies in a known segment (no waiting)."""
+        entry = self.segments.get(seg_id)
+        return entry is not None and 0 <= offset and 0 <= length and offset + length <= entry[1]
+
     def view(self, seg_id: int, offset: int, length: int) -> np.ndarray:
         mm = self.get(seg_id, offset, length)
         if mm is None:

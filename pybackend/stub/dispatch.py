@@ -111,36 +111,61 @@ class Dispatcher:
             mm = st.peer.get(td.seg, td.offset, n)
             if n and mm is not None:
                 buf = np.frombuffer(mm, np.uint8, n, td.offset)
+                t = Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
                 # buf.base is a memoryview private to this block that every view of the
                 # tensor keeps alive: when it dies the block goes back to the backend.
+                # (Tracked only once the tensor exists: a failure before is freed by the
+                # caller.)
                 st.track_backend_block(buf.base, td.seg, td.offset)
+                return t
             else:
-                buf = _EMPTY
+                t = Tensor._from_buffer(td.name, td.dtype, td.dims, _EMPTY)
                 st.free_backend_block(td.seg, td.offset)
+                return t
         else:
             raise ProtocolError(f"input '{td.name}' has location {loc}, which inputs cannot use")
         return Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
 
     def _requests(self, body: bytearray) -> List[InferenceRequest]:
+        descs = codec.decode_execute(body)
         make = InferenceRequest._incoming
         tensor = self._tensor
         decoupled = self.decoupled
-        return [
-            make(
-                d.token,
-                d.request_id,
-                d.correlation_id,
-                [tensor(td) for td in d.inputs],
-                d.requested_outputs,
-                d.flags,
-                d.timeout_us,
-                d.parameters,
-                decoupled,
-                self.model_name,
-                self.model_version,
-            )
-            for d in codec.decode_execute(body)
-        ]
+        requests = []
+        done = 0  # inputs turned into tensors: from then on, GC returns their blocks
+        try:
+            for d in descs:
+                inputs = []
+                for td in d.inputs:
+                    inputs.append(tensor(td))
+                    done += 1
+                requests.append(
+                    make(
+                        d.token,
+                        d.request_id,
+                        d.correlation_id,
+                        inputs,
+                        d.requested_outputs,
+                        d.flags,
+                        d.timeout_us,
+                        d.parameters,
+                        decoupled,
+                        self.model_name,
+                        self.model_version,
+                    )
+                )
+        except BaseException:
+            # The batch fails: the blocks of inputs not yet wrapped go home right away.
+            # (A reference that does not resolve names no block: nothing to return.)
+            st = self.state
+            rest = [td for d in descs for td in d.inputs][done:]
+            for td in rest:
+                if td.location == Location.BACKEND_ARENA and st.peer.contains(
+                    td.seg, td.offset, td.byte_size
+                ):
+                    st.free_backend_block(td.seg, td.offset)
+            raise
+        return requests
 
     # ------------------------------------------------------------------ execute
 

@@ -174,3 +174,18 @@ def test_out_of_bounds_reference_fails_the_batch(repo: Path) -> None:
         result = codec.decode_result(fb.sync.recv().body)
         assert "outside segment 0" in result.error[1]
         fb.finalize()
+
+
+def test_blocks_of_a_batch_that_fails_to_decode_are_returned(repo: Path) -> None:
+    mf = write_model(repo, "echo", ECHO)
+    with started(mf) as fb:
+        good = fb.make_input("A", np.zeros(2048, np.float32), arena=True)
+        bad = fb.make_input("B", np.zeros(2048, np.float32), arena=True)
+        bad.dims = (5,)  # 8 KiB do not hold 5 FP32 values: the stub cannot wrap it
+        later = fb.make_input("C", np.zeros(2048, np.float32), arena=True)
+        reqs = [codec.RequestDesc(1, inputs=[good]), codec.RequestDesc(2, inputs=[bad, later])]
+        fb.sync.send(MessageKind.EXECUTE, codec.encode_execute(reqs), 4)
+        result = codec.decode_result(fb.sync.recv().body)
+        assert "do not hold shape [5]" in result.error[1]
+        assert wait_until(lambda: fb.arena.used_bytes == 0), fb.arena.used_bytes
+        fb.finalize()
