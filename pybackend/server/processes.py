@@ -39,6 +39,20 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def start_time(pid: int) -> int | None:
+    """Start time of pid in clock ticks since boot (None if gone): tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+def same_processes(identities: dict[int, int | None]) -> set[int]:
+    """The pids of identities ({pid: start_time}) that still are those very processes."""
+    return {pid for pid, started in identities.items() if start_time(pid) == started}
+
+
 def alive(pid: int) -> bool:
     """True if pid exists and is not a zombie."""
     try:

@@ -26,6 +26,8 @@ from pybackend.server.processes import (
     free_ports,
     kill_quietly,
     killpg_quietly,
+    same_processes,
+    start_time,
     wait_gone,
 )
 
@@ -120,6 +122,7 @@ class TritonServer:
         self.returncode: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
+        self._tree: dict[int, int | None] = {}  # pid -> start time
         self._log_path: Path | None = None
         self._final_log: str | None = None
         self._finalizer: weakref.finalize | None = None
@@ -163,6 +166,9 @@ class TritonServer:
             self._launch()
             try:
                 self.wait_ready(self.ready_timeout)
+                # Remember the stubs now: if the server dies first, they are orphans that
+                # stop() must still find.
+                self._tree = {pid: start_time(pid) for pid in descendants(self.pid)}
                 return self
             except ServerError:
                 clash = any(m in self.log_text().lower() for m in _PORT_CLASH_MARKERS)
@@ -206,9 +212,9 @@ class TritonServer:
         proc = self._proc
         if proc is None or self._final_log is not None:
             return self.returncode
-        tree: set[int] = set()
+        tree = {pid for pid in same_processes(self._tree) if alive(pid)}
         if proc.poll() is None:
-            tree = descendants(proc.pid)
+            tree |= descendants(proc.pid)
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(self.stop_timeout)

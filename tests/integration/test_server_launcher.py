@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -42,3 +43,16 @@ def test_stop_kills_a_frozen_server_and_its_stubs(backend_kind: str) -> None:
         os.kill(server.pid, signal.SIGSTOP)  # it can no longer shut down by itself
     assert server.returncode == -signal.SIGKILL
     assert not any(alive(pid) for pid in tree | {server.pid})
+
+
+def test_stop_after_the_server_died_leaves_no_stub(backend_kind: str) -> None:
+    server = TritonServer(EXAMPLES_REPOSITORY, backend=backend_kind)
+    with server:
+        tree = descendants(server.pid)
+        os.kill(server.pid, signal.SIGKILL)  # stubs lose their parent without a shutdown
+        deadline = time.monotonic() + 10
+        while server.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server.is_alive()
+    assert server.returncode == -signal.SIGKILL
+    assert not any(alive(pid) for pid in tree)
