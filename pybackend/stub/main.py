@@ -3,6 +3,7 @@ another thread on the hot path) and answers HELLO/INIT/EXECUTE/FINALIZE in order
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import platform
@@ -140,6 +141,11 @@ class Stub:
                 self.dispatcher = dispatcher
                 reply["has_is_ready"] = hasattr(self.model, "is_ready")
                 reply["is_async_execute"] = loader.is_async_execute(self.model)
+                # Everything imported so far lives as long as the process: keep it out of
+                # the cyclic collector's generations so collections during execute are
+                # short.
+                gc.collect()
+                gc.freeze()
             reply["ok"] = True
         except loader.LoadError as e:
             reply["error"] = str(e)
