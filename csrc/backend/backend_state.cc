@@ -121,6 +121,22 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
       }
       c->execute_timeout_seconds = n;
+    } else if (key == "stub-restart") {
+      if (value == "true" || value == "1" || value == "yes" || value == "on") {
+        c->stub_restart = true;
+      } else if (value == "false" || value == "0" || value == "no" || value == "off") {
+        c->stub_restart = false;
+      } else {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "backend config 'stub-restart' must be true or false, got '" + value + "'");
+      }
+    } else if (key == "stub-restart-max-backoff-seconds") {
+      int64_t n = ParseInt(key, value);
+      if (n <= 0) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "stub-restart-max-backoff-seconds can't be smaller than or equal to zero.");
+      }
+      c->stub_restart_max_backoff_ms = n * 1000;
     } else if (key == "backend-directory") {
       c->backend_directory = value;
     }

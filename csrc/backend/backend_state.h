@@ -21,6 +21,8 @@ struct BackendConfig {
   uint64_t inline_threshold = 4096;     // ours: tensors up to this size travel in the message
   int64_t execute_spin_us = 0;          // ours: busy-poll before blocking on RESULT
   int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
+  bool stub_restart = true;             // ours: replace a dead stub with a new one
+  int64_t stub_restart_max_backoff_ms = 30000;  // ours: the longest pause between restarts
   std::string backend_directory;
 };
 

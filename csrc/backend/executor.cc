@@ -29,12 +29,13 @@ struct Item {
 
 class Batch {
  public:
-  Batch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_t count)
-      : inst_(inst), s_(inst.session()), exec_start_(NowNs()) {
+  Batch(InstanceState& inst, std::shared_ptr<StubSession> session, TRITONBACKEND_Request** requests,
+        uint32_t count)
+      : inst_(inst), hold_(std::move(session)), s_(*hold_), exec_start_(NowNs()) {
     items_.reserve(count);
     for (uint32_t i = 0; i < count; ++i) {
       Item it;
-      it.st = inst.registry().Create(requests[i]);
+      it.st = inst.registry().Create(requests[i], hold_.get());
       items_.push_back(std::move(it));
     }
   }
@@ -52,6 +53,7 @@ class Batch {
   void Finish();
 
   InstanceState& inst_;
+  std::shared_ptr<StubSession> hold_;  // a restart may replace the instance's session meanwhile
   StubSession& s_;
   std::vector<Item> items_;
   EncodeContext ctx_;
@@ -245,7 +247,7 @@ void Batch::Finish() {
         // The stub is gone: nobody will ever send FINAL for this one.
         TRITONBACKEND_Response* resp = nullptr;
         if (TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory)).empty()) {
-          SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage(),
+          SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_),
                             TRITONSERVER_RESPONSE_COMPLETE_FINAL);
         }
         st.closed = true;
@@ -266,7 +268,7 @@ void Batch::Run() {
                                                 " for '" + inst_.name + "', max allowed is " +
                                                 std::to_string(max_bs));
     }
-    if (!s_.alive()) Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    if (!s_.alive()) Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
 
     ipc::Writer w;
     try {
@@ -282,7 +284,7 @@ void Batch::Run() {
         !s_.sync().Send(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(),
                         static_cast<int>(s_.options().timeout.count()), &error)) {
       s_.MarkDead(error);
-      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+      Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }
     int64_t limit_s = inst_.model->backend->config.execute_timeout_seconds;
     auto limit = std::chrono::milliseconds(limit_s > 0 ? limit_s * 1000 : -1);
@@ -291,20 +293,21 @@ void Batch::Run() {
     compute_end_ = NowNs();
     if (wr == StubSession::Wait::kTimeout) {
       s_.MarkDead("execute took longer than execute-timeout-seconds=" + std::to_string(limit_s));
-      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+      Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }
-    if (wr != StubSession::Wait::kOk) Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+    if (wr != StubSession::Wait::kOk)
+      Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     if (msg.id != batch_id) {
       s_.MarkDead("RESULT for batch " + std::to_string(msg.id) + " while waiting for batch " +
                   std::to_string(batch_id));
-      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+      Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }
     result_.emplace(std::move(msg));
     try {
       Decode(*result_);
     } catch (const ipc::DecodeError& e) {
       s_.MarkDead(std::string("malformed RESULT: ") + e.what());
-      Throw(TRITONSERVER_ERROR_INTERNAL, s_.UnhealthyMessage());
+      Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }
     Respond();
     ReleaseStubKeepalive();
@@ -330,7 +333,20 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
     }
   }
   if (valid.empty()) return;
-  Batch batch(inst, valid.data(), static_cast<uint32_t>(valid.size()));
+  std::shared_ptr<StubSession> session = inst.session();
+  if (session == nullptr) {  // only after finalize; Triton does not execute then
+    for (TRITONBACKEND_Request* r : valid) {
+      TRITONBACKEND_Response* resp = nullptr;
+      if (TakeMessage(TRITONBACKEND_ResponseNew(&resp, r)).empty()) {
+        SendErrorResponse(resp, TRITONSERVER_ERROR_UNAVAILABLE,
+                          "model instance '" + inst.name + "' is unloading",
+                          TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+      }
+      TakeMessage(TRITONBACKEND_RequestRelease(r, TRITONSERVER_REQUEST_RELEASE_ALL));
+    }
+    return;
+  }
+  Batch batch(inst, std::move(session), valid.data(), static_cast<uint32_t>(valid.size()));
   batch.Run();
 }
 

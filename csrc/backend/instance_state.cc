@@ -7,6 +7,12 @@
 
 namespace pybackend {
 
+namespace {
+constexpr std::chrono::milliseconds kFirstBackoff{500};
+// A stub that ran this long before dying starts the backoff from the beginning again.
+constexpr std::chrono::seconds kStableRun{60};
+}  // namespace
+
 std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance* instance,
                                                      ModelState* model) {
   std::unique_ptr<InstanceState> st(new InstanceState());
@@ -20,59 +26,97 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   st->kind = TRITONSERVER_InstanceGroupKindString(kind);
   Check(TRITONBACKEND_ModelInstanceDeviceId(instance, &st->device_id),
         "TRITONBACKEND_ModelInstanceDeviceId");
+  st->restart_enabled_ = model->backend->config.stub_restart;
 
-  st->session_ = std::make_unique<StubSession>(model->MakeSessionOptions(st->name), st.get());
-  json::Value reply =
-      st->session_->Start(model->InitArgs("initialize", st->name, st->kind, st->device_id));
-  const json::Value* ok = reply.Find("ok");
-  if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
-    std::string error = reply.GetString("error", "initialize failed without a message");
-    // The stub logged the error itself and waits for FINALIZE; finalizing it also drains
-    // its stderr so the tail below is complete.
-    st->finalized_ = true;
-    st->session_->Finalize();
-    std::string tail = st->session_->StderrTail();
-    if (!tail.empty()) error += "\nLast lines of the stub's stderr:\n" + tail;
-    Throw(TRITONSERVER_ERROR_INTERNAL, error);
-  }
-  if (const json::Value* v = reply.Find("has_is_ready"); v != nullptr && v->is_bool()) {
-    st->has_is_ready = v->AsBool();
-  }
-  if (const json::Value* v = reply.Find("is_async_execute"); v != nullptr && v->is_bool()) {
-    st->is_async_execute = v->AsBool();
-  }
+  st->session_ = st->StartSession();
+  st->started_at_ = std::chrono::steady_clock::now();
+  if (st->restart_enabled_) st->restarter_ = std::thread([s = st.get()] { s->RestartLoop(); });
   PB_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: " + st->name + " (" + st->kind + " device " +
               std::to_string(st->device_id) + ")");
   return st;
 }
 
+std::shared_ptr<StubSession> InstanceState::StartSession() {
+  auto session = std::make_shared<StubSession>(model->MakeSessionOptions(name), this);
+  json::Value reply = session->Start(model->InitArgs("initialize", name, kind, device_id));
+  const json::Value* ok = reply.Find("ok");
+  if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
+    std::string error = reply.GetString("error", "initialize failed without a message");
+    // The stub logged the error itself and waits for FINALIZE; finalizing it also drains
+    // its stderr so the tail below is complete.
+    session->Finalize();
+    std::string tail = session->StderrTail();
+    if (!tail.empty()) error += "\nLast lines of the stub's stderr:\n" + tail;
+    Throw(TRITONSERVER_ERROR_INTERNAL, error);
+  }
+  if (const json::Value* v = reply.Find("has_is_ready"); v != nullptr && v->is_bool()) {
+    has_is_ready = v->AsBool();
+  }
+  if (const json::Value* v = reply.Find("is_async_execute"); v != nullptr && v->is_bool()) {
+    is_async_execute = v->AsBool();
+  }
+  return session;
+}
+
 InstanceState::~InstanceState() { Finalize(); }
 
+std::shared_ptr<StubSession> InstanceState::session() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_;
+}
+
 void InstanceState::Finalize() {
-  if (session_ == nullptr) return;
-  if (!finalized_) {
+  std::shared_ptr<StubSession> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finalized_) return;
     finalized_ = true;
-    std::string error = session_->Finalize();
-    if (!error.empty()) PB_LOG_WARN(session_->log_prefix() + "finalize: " + error);
+    stopping_ = true;  // the FINALIZE below must not look like a crash to the restarter
+    s = session_;
   }
-  // The monitor calls back into this object: stop it before the session goes.
-  session_->StopMonitor();
-  FailDetached("Model instance '" + name +
-               "' was unloaded before the response sender sent "
-               "TRITONSERVER_RESPONSE_COMPLETE_FINAL.");
+  cv_.notify_all();
+  if (restarter_.joinable()) restarter_.join();  // a start in progress is bounded
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = session_;
+  }
+  if (s != nullptr) {
+    std::string error = s->Finalize();
+    if (!error.empty()) PB_LOG_WARN(s->log_prefix() + "finalize: " + error);
+    // The monitor calls back into this object: stop it before the session goes.
+    s->StopMonitor();
+  }
+  FailDetached(nullptr, "Model instance '" + name +
+                            "' was unloaded before the response sender sent "
+                            "TRITONSERVER_RESPONSE_COMPLETE_FINAL.");
+  std::lock_guard<std::mutex> lock(mu_);
   session_.reset();
 }
 
 TRITONSERVER_Error* InstanceState::Ready() {
-  if (session_ != nullptr && session_->alive()) return nullptr;
-  std::string msg = session_ != nullptr ? session_->UnhealthyMessage()
-                                        : "Stub process '" + name + "' is not healthy.";
+  std::shared_ptr<StubSession> s = session();
+  if (s != nullptr && s->alive()) return nullptr;
+  std::string msg =
+      s != nullptr ? UnhealthyMessage(*s) : "Stub process '" + name + "' is not healthy.";
   return NewError(TRITONSERVER_ERROR_INTERNAL, msg);
 }
 
-void InstanceState::FailDetached(const std::string& message) {
+std::string InstanceState::UnhealthyMessage(StubSession& s) {
+  bool restarting = false;
+  if (restart_enabled_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    restarting = !stopping_;
+  }
+  if (!restarting) return s.UnhealthyMessage();
+  return s.UnhealthyMessage(
+      "A new stub is being started for this instance (backend config stub-restart); if this "
+      "keeps happening, fix the cause above.");
+}
+
+void InstanceState::FailDetached(const void* owner, const std::string& message) {
   for (auto& st : registry_.Snapshot()) {
     std::lock_guard<std::mutex> lock(st->mu);
+    if (owner != nullptr && st->session != owner) continue;
     if (!st->released) continue;  // the executor owns it and fails it itself
     if (!st->closed && st->factory != nullptr) {
       TRITONBACKEND_Response* resp = nullptr;
@@ -90,9 +134,69 @@ void InstanceState::FailDetached(const std::string& message) {
   }
 }
 
-void InstanceState::OnStubGone() { FailDetached(session_->UnhealthyMessage()); }
+void InstanceState::OnStubGone(StubSession& s) {
+  FailDetached(&s, UnhealthyMessage(s));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || !restart_enabled_ || session_.get() != &s) return;
+    restart_wanted_ = true;
+  }
+  cv_.notify_all();
+}
 
-void InstanceState::OnSend(const ipc::Message& msg) {
+void InstanceState::RestartLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || restart_wanted_; });
+    if (stopping_) return;
+    restart_wanted_ = false;
+    auto now = std::chrono::steady_clock::now();
+    if (now - started_at_ >= kStableRun || backoff_.count() == 0) {
+      backoff_ = kFirstBackoff;
+    } else {
+      backoff_ =
+          std::min(backoff_ * 2,
+                   std::chrono::milliseconds(model->backend->config.stub_restart_max_backoff_ms));
+    }
+    PB_LOG_WARN("model '" + model->name + "', instance '" + name +
+                "': the stub is gone; starting a new one in " + std::to_string(backoff_.count()) +
+                " ms");
+    if (cv_.wait_for(lock, backoff_, [&] { return stopping_; })) return;
+    lock.unlock();
+    std::shared_ptr<StubSession> fresh;
+    std::string error;
+    try {
+      fresh = StartSession();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    lock.lock();
+    started_at_ = std::chrono::steady_clock::now();
+    if (fresh == nullptr) {
+      PB_LOG_ERROR("model '" + model->name + "', instance '" + name +
+                   "': restarting the stub failed: " + error);
+      restart_wanted_ = true;  // try again after a longer backoff
+      continue;
+    }
+    if (stopping_) {
+      // Finalize started meanwhile: it finalizes session_, so this one goes here.
+      lock.unlock();
+      fresh->Finalize();
+      fresh->StopMonitor();
+      return;
+    }
+    std::shared_ptr<StubSession> old = std::move(session_);
+    session_ = std::move(fresh);
+    ++restarts_;
+    PB_LOG_INFO("model '" + model->name + "', instance '" + name +
+                "': a new stub is serving (restart " + std::to_string(restarts_) + ")");
+    lock.unlock();
+    old.reset();  // joins the dead stub's monitor (it has finished) unless a batch holds it
+    lock.lock();
+  }
+}
+
+void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
   ipc::Reader r(msg.body.data(), msg.body.size());
   uint64_t token = r.U64();
   uint32_t send_flags = r.U32();
@@ -106,7 +210,7 @@ void InstanceState::OnSend(const ipc::Message& msg) {
   if (st == nullptr) {
     PB_LOG_ERROR(where + "response sent for an unknown or finished request (token " +
                  std::to_string(token) + ") dropped");
-    ReturnStubBlocks(body, session_->frees());
+    ReturnStubBlocks(body, s.frees());
     return;
   }
   std::lock_guard<std::mutex> lock(st->mu);
@@ -123,7 +227,7 @@ void InstanceState::OnSend(const ipc::Message& msg) {
       err = "the request was already released";
     }
     if (err.empty()) {
-      if (!SendResponse(resp, body, *st, *session_, send_flags)) st->failed = true;
+      if (!SendResponse(resp, body, *st, s, send_flags)) st->failed = true;
       st->sent_response = true;
     } else {
       PB_LOG_ERROR(where + "cannot create a response: " + err);
@@ -150,10 +254,10 @@ void InstanceState::OnSend(const ipc::Message& msg) {
     st->DeleteFactory();
     if (st->released) registry_.Remove(token);
   }
-  ReturnStubBlocks(body, session_->frees());
+  ReturnStubBlocks(body, s.frees());
 }
 
-void InstanceState::OnIsCancelled(const ipc::Message& msg) {
+void InstanceState::OnIsCancelled(StubSession& s, const ipc::Message& msg) {
   ipc::Reader r(msg.body.data(), msg.body.size());
   uint64_t token = r.U64();
   bool cancelled = false;
@@ -176,9 +280,9 @@ void InstanceState::OnIsCancelled(const ipc::Message& msg) {
     w.Str(err);
   }
   std::string send_err;
-  if (!session_->async().Send(ipc::MessageKind::REPLY, msg.id, w.data(), w.size(),
-                              static_cast<int>(session_->options().timeout.count()), &send_err)) {
-    PB_LOG_ERROR(session_->log_prefix() + send_err);
+  if (!s.async().Send(ipc::MessageKind::REPLY, msg.id, w.data(), w.size(),
+                      static_cast<int>(s.options().timeout.count()), &send_err)) {
+    PB_LOG_ERROR(s.log_prefix() + send_err);
   }
 }
 

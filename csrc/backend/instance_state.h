@@ -1,10 +1,15 @@
-// Per-instance state: its stub session, the requests the stub may still talk about, and the
-// async handlers (response sends, cancellation queries, stub death).
+// Per-instance state: its current stub session, the requests stubs may still talk about, the
+// async handlers (response sends, cancellation queries, stub death) and the restarter that
+// replaces a dead stub with a new one (with backoff) while the instance stays loaded.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "backend/model_state.h"
 #include "backend/request_registry.h"
@@ -20,7 +25,7 @@ class InstanceState : public AsyncHandler {
                                                ModelState* model);
   ~InstanceState() override;
 
-  // FINALIZE the stub, fail what still waits on it, release everything. Idempotent.
+  // Stops restarting, FINALIZEs the stub, fails what still waits on it. Idempotent.
   void Finalize();
   // nullptr when the stub is alive; INTERNAL "Stub process '<name>' is not healthy." if not.
   TRITONSERVER_Error* Ready();
@@ -34,22 +39,39 @@ class InstanceState : public AsyncHandler {
   bool is_async_execute = false;
   uint64_t next_batch_id = 1;
 
-  StubSession& session() { return *session_; }
+  // The current session; a batch keeps the one it started with even if a restart replaces it.
+  std::shared_ptr<StubSession> session();
   RequestRegistry& registry() { return registry_; }
+  // The message for requests that meet a dead stub (says whether a new one is coming).
+  std::string UnhealthyMessage(StubSession& s);
 
-  // AsyncHandler (monitor thread).
-  void OnSend(const ipc::Message& msg) override;
-  void OnIsCancelled(const ipc::Message& msg) override;
-  void OnStubGone() override;
+  // AsyncHandler (monitor threads).
+  void OnSend(StubSession& s, const ipc::Message& msg) override;
+  void OnIsCancelled(StubSession& s, const ipc::Message& msg) override;
+  void OnStubGone(StubSession& s) override;
 
  private:
   InstanceState() = default;
-  // Sends an error FINAL to every request that was released with an open factory.
-  void FailDetached(const std::string& message);
+  // Spawns a stub and initializes the model in it; throws BackendError (with the stub's
+  // error text and stderr tail when initialize failed).
+  std::shared_ptr<StubSession> StartSession();
+  void RestartLoop();
+  // Sends an error FINAL to every released request with an open factory that belongs to
+  // `owner` (every session when null).
+  void FailDetached(const void* owner, const std::string& message);
 
   RequestRegistry registry_;
-  std::unique_ptr<StubSession> session_;
+  std::mutex mu_;  // guards session_ and the restart fields
+  std::condition_variable cv_;
+  std::shared_ptr<StubSession> session_;
   bool finalized_ = false;
+  bool stopping_ = false;
+  bool restart_wanted_ = false;
+  bool restart_enabled_ = true;
+  std::chrono::milliseconds backoff_{0};
+  std::chrono::steady_clock::time_point started_at_;
+  uint64_t restarts_ = 0;
+  std::thread restarter_;
 };
 
 }  // namespace pybackend

@@ -55,8 +55,8 @@ void Monitor::Run() {
   std::chrono::steady_clock::time_point dead_since{};
 
   while (true) {
-    bool busy = fds[kPid].fd < 0 || !s_->frees().empty() || s_->arena().HasIdleCandidates() ||
-                !s_->alive();
+    bool busy =
+        fds[kPid].fd < 0 || !s_->frees().empty() || s_->arena().HasIdleCandidates() || !s_->alive();
     int n = poll(fds, kCount, busy ? kPollMs : kIdlePollMs);
     if (n < 0 && errno != EINTR) {
       PB_LOG_ERROR(s_->log_prefix() + "monitor poll failed: " + std::strerror(errno));
@@ -105,7 +105,7 @@ void Monitor::Run() {
         s_->SetStderrClosed();
         fds[kOut].fd = fds[kErr].fd = fds[kPid].fd = -1;  // only the stop event is left
         gone_reported = true;
-        if (s_->handler() != nullptr) s_->handler()->OnStubGone();
+        if (s_->handler() != nullptr) s_->handler()->OnStubGone(*s_);
       }
       continue;
     }
@@ -142,13 +142,13 @@ void Monitor::DrainAsync() {
         switch (static_cast<ipc::MessageKind>(msg.kind)) {
           case ipc::MessageKind::SEND:
             if (h != nullptr) {
-              h->OnSend(msg);
+              h->OnSend(*s_, msg);
             } else {
               PB_LOG_ERROR(s_->log_prefix() + "response sent outside of an instance ignored");
             }
             break;
           case ipc::MessageKind::IS_CANCELLED:
-            if (h != nullptr) h->OnIsCancelled(msg);
+            if (h != nullptr) h->OnIsCancelled(*s_, msg);
             break;
           default:
             PB_LOG_WARN(s_->log_prefix() + "unexpected " + ipc::KindName(msg.kind) +

@@ -19,8 +19,10 @@ void RequestState::DeleteFactory() {
   factory = nullptr;
 }
 
-std::shared_ptr<RequestState> RequestRegistry::Create(TRITONBACKEND_Request* request) {
+std::shared_ptr<RequestState> RequestRegistry::Create(TRITONBACKEND_Request* request,
+                                                      const void* session) {
   auto st = std::make_shared<RequestState>();
+  st->session = session;
   st->token = g_next_token.fetch_add(1, std::memory_order_relaxed);
   st->request = request;
   std::lock_guard<std::mutex> lock(mu_);

@@ -18,6 +18,7 @@ namespace pybackend {
 struct RequestState {
   std::mutex mu;  // serialises executor and monitor work on this request
   uint64_t token = 0;
+  const void* session = nullptr;  // the StubSession that got this request (identity only)
   TRITONBACKEND_Request* request = nullptr;  // valid until `released`
   TRITONBACKEND_ResponseFactory* factory = nullptr;
   bool released = false;
@@ -34,7 +35,7 @@ struct RequestState {
 
 class RequestRegistry {
  public:
-  std::shared_ptr<RequestState> Create(TRITONBACKEND_Request* request);
+  std::shared_ptr<RequestState> Create(TRITONBACKEND_Request* request, const void* session);
   std::shared_ptr<RequestState> Find(uint64_t token);
   void Remove(uint64_t token);
   std::vector<std::shared_ptr<RequestState>> Snapshot();

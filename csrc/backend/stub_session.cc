@@ -135,6 +135,7 @@ json::Value StubSession::Start(const json::Value& init_args) {
 std::string StubSession::Finalize() {
   if (process_ == nullptr) return "";
   std::string result;
+  bool replied = false;
   if (alive()) {
     std::string error;
     ipc::Message msg;
@@ -147,6 +148,7 @@ std::string StubSession::Finalize() {
                     static_cast<int>(opts_.timeout.count()), &error)) {
       Wait w = WaitSync(ipc::MessageKind::FINALIZE_REPLY, opts_.timeout, &msg, &error);
       if (w == Wait::kOk) {
+        replied = true;
         try {
           ipc::Reader r(msg.body.data(), msg.body.size());
           json::Value v = json::Value::Parse(r.StrView());
@@ -162,7 +164,10 @@ std::string StubSession::Finalize() {
       }
     }
   }
-  if (!process_->WaitExit(opts_.timeout)) {
+  if (!replied) {
+    process_->Kill();  // hung, gone or confused: no point waiting for a clean exit
+    process_->WaitExit(std::chrono::milliseconds(5000));
+  } else if (!process_->WaitExit(opts_.timeout)) {
     PB_LOG_WARN(log_prefix_ + "the stub did not exit within " + Seconds(opts_.timeout) +
                 " after FINALIZE; killing it");
     process_->Kill();
@@ -353,10 +358,11 @@ std::string StubSession::DeathDetail() {
   return text;
 }
 
-std::string StubSession::UnhealthyMessage() {
-  return "Stub process '" + opts_.instance_name + "' is not healthy. " + DeathDetail() +
-         "\nFix the cause above, then reload the model (or restart the server) to start a new "
-         "stub.";
+std::string StubSession::UnhealthyMessage(const std::string& next) {
+  return "Stub process '" + opts_.instance_name + "' is not healthy. " + DeathDetail() + "\n" +
+         (next.empty() ? "Fix the cause above, then reload the model (or restart the server) to "
+                         "start a new stub."
+                       : next);
 }
 
 void StubSession::CountAsyncProcessed() {

@@ -20,16 +20,18 @@
 namespace pybackend {
 
 class Monitor;
+class StubSession;
 
 // What the monitor hands to the owner of the session (the instance).
 class AsyncHandler {
  public:
   virtual ~AsyncHandler() = default;
-  virtual void OnSend(const ipc::Message& msg) = 0;
-  virtual void OnIsCancelled(const ipc::Message& msg) = 0;
+  // `session` is the one whose stub sent the message (an instance may have restarted since).
+  virtual void OnSend(StubSession& session, const ipc::Message& msg) = 0;
+  virtual void OnIsCancelled(StubSession& session, const ipc::Message& msg) = 0;
   // Called once from the monitor thread after the stub is gone and the async channel has
   // been drained: fail whatever still waits on it.
-  virtual void OnStubGone() = 0;
+  virtual void OnStubGone(StubSession& session) = 0;
 };
 
 struct SessionOptions {
@@ -85,8 +87,9 @@ class StubSession {
   // "<how it ended>. Last lines of its stderr: ..." (waits briefly for the exit and the
   // stderr pipe to drain so the text is complete).
   std::string DeathDetail();
-  // "Stub process '<instance>' is not healthy." followed by the detail and the fix.
-  std::string UnhealthyMessage();
+  // "Stub process '<instance>' is not healthy." followed by the detail and `next` (what
+  // happens now / what to do); the default tells the user to reload the model.
+  std::string UnhealthyMessage(const std::string& next = "");
 
   const SessionOptions& options() const { return opts_; }
   ipc::Channel& sync() { return *sync_; }
