@@ -510,7 +510,7 @@ def decode_result(body: Buffer) -> ResultDesc:
         res = ResultDesc(error=(code, r.str()))
     elif status == ResultStatus.OK:
         seq, n = r.unpack(SEQ_N)
-        items = []
+        items: List[Tuple[int, int, Optional[ResponseDesc]]] = []
         for _ in range(n):
             kind, flags = r.unpack(PER_RESULT)
             if kind == ResultKind.RESPONSE:

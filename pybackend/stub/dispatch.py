@@ -219,7 +219,7 @@ class Dispatcher:
                 f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
                 f"size is:{len(ret)}\n"
             )
-        items = []
+        items: List[tuple] = []
         for req, resp in zip(requests, ret):
             flags = req._release_flags
             if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:

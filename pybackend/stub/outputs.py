@@ -47,7 +47,7 @@ class Placer:
         return ResponseDesc([self.tensor(t) for t in outputs], resp._parameters)
 
     def tensor(self, t: Tensor) -> TensorDesc:
-        data = t._raw if t._raw is not None else t._array
+        data: Any = t._raw if t._raw is not None else t._array
         n = data.nbytes if isinstance(data, np.ndarray) else len(data)
         if n == 0:
             return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, 0, data=b"")

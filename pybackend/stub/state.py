@@ -40,6 +40,8 @@ class _BlockRef(weakref.ref):
     the callback can return it (several times cheaper than weakref.finalize)."""
 
     __slots__ = ("seg", "off")
+    seg: int
+    off: int
 
 
 class StubState:

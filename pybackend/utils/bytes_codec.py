@@ -22,7 +22,7 @@ def _element_bytes(arr: np.ndarray) -> List[bytes]:
     if arr.dtype.kind == "S":
         # .tolist() gives bytes with numpy's trailing-NUL stripping, like upstream.
         return arr.ravel(order="C").tolist()
-    out = []
+    out: List[bytes] = []
     append = out.append
     for x in arr.ravel(order="C").tolist():
         if isinstance(x, bytes):

@@ -124,14 +124,14 @@ class InferenceRequest:
         self._request_id = request_id
         self._correlation_id = correlation_id
         self._inputs = inputs
-        self._requested = names
+        self._requested: Sequence[str] = names
         self._model_name = model_name
         self._model_version = model_version
         self._flags = flags
         self._timeout = timeout
         self._parameters = parameters_to_json(parameters) or "{}"
-        self._preferred_memory = preferred_memory
-        self._trace = trace if trace is not None else InferenceTrace()
+        self._preferred_memory: Optional[PreferredMemory] = preferred_memory
+        self._trace: Optional[InferenceTrace] = trace if trace is not None else InferenceTrace()
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._decoupled = False
         self._sender: Optional[InferenceResponseSender] = None
