@@ -171,7 +171,7 @@ std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backen
   }
   // <package>/backends/python/libtriton_python.so: the package is two levels up.
   std::string package = RealPath(state->library_dir + "/../..");
-  if (IsFile(package + "/stub/__main__.py") || IsFile(package + "/__init__.py")) {
+  if (IsFile(package + "/stub/__main__.py")) {
     state->package_parent = Dirname(package);
   } else {
     PB_LOG_VERBOSE("no pybackend package at " + package +
