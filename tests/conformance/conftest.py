@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pathlib
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -46,11 +45,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"deviation ({target} only): {reason}")
 
 
-@pytest.fixture(scope="session")
-def backend_name() -> str:
-    return selected_backend()
-
-
 class FeatureRepository:
     """A scratch copy of one feature's ``models/`` and a way to serve it."""
 
@@ -72,18 +66,3 @@ def feature_repository(
     models = pathlib.Path(request.module.__file__).resolve().parent / "models"
     scratch = tmp_path_factory.mktemp(models.parent.name)
     return FeatureRepository(copy_repository(models, scratch))
-
-
-@pytest.fixture(scope="module")
-def repository_factory(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Callable[[], FeatureRepository]:
-    """For modules that need more than one scratch copy (e.g. two servers)."""
-    models = pathlib.Path(request.module.__file__).resolve().parent / "models"
-
-    def make() -> FeatureRepository:
-        return FeatureRepository(
-            copy_repository(models, tmp_path_factory.mktemp(models.parent.name))
-        )
-
-    return make
