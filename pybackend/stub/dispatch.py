@@ -18,7 +18,11 @@ from ..ipc import codec
 from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc, TensorDesc
 from ..ipc.protocol import Location, ResultKind
 from ..utils.errors import ErrorCode, TritonModelException
-from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
+from ..utils.request import (
+    TRITONSERVER_REQUEST_RELEASE_ALL,
+    TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
+    InferenceRequest,
+)
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .logging import ERROR
@@ -182,6 +186,7 @@ class Dispatcher:
                 f"Python model {self.model_file} does not implement `execute` method.", requests
             )
         placer = Placer(self.state, for_send=False)
+        mark = self.state.async_.sent
         try:
             ret = execute(requests)
             if asyncio.iscoroutine(ret):
@@ -193,10 +198,10 @@ class Dispatcher:
             items = self._items(requests, ret, placer)
         except BatchError as e:
             placer.abort()
-            return self._batch_error(str(e), requests)
+            return self._batch_error(str(e), requests, mark)
         except Exception as e:  # noqa: BLE001 - model code may raise anything
             placer.abort()
-            return self._batch_error(format_exception(e), requests)
+            return self._batch_error(format_exception(e), requests, mark)
         self.keepalive = placer.keepalive
         # u32 on the wire: the backend compares it modulo 2**32.
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
@@ -265,10 +270,28 @@ class Dispatcher:
         )
         return (_RESPONSE, flags, ResponseDesc((), "", (ErrorCode.INTERNAL, text)))
 
-    def _batch_error(self, message: str, requests: Any) -> bytearray:
+    def _batch_error(self, message: str, requests: Any, async_mark: int = -1) -> bytearray:
+        """RESULT for a failed batch. ``async_mark``: the async count when the batch
+        started. If anything went out on async since (a sender's SEND above all), the
+        failure travels as one error response per request in an OK result, because only
+        that form carries ``async_seq``: the backend then handles those SENDs before it
+        fails the requests that are still open (a batch-error RESULT has no async_seq)."""
+        finished = []  # requests whose sender already sent FINAL: nothing more for them
         for r in requests:
-            if r._sender is not None:
-                r._sender._close()
+            sender = r._sender
+            finished.append(sender is not None and sender._closed)
+            if sender is not None:
+                sender._close()
         text = f"Failed to process the request(s) for model '{self.instance}', message: {message}"
+        sent_meanwhile = async_mark >= 0 and self.state.async_.sent != async_mark
         self.state.log.here(ERROR, text)
-        return codec.encode_result_error(ErrorCode.INTERNAL, text)
+        if not sent_meanwhile or not requests:
+            return codec.encode_result_error(ErrorCode.INTERNAL, text)
+        error = ResponseDesc((), "", (ErrorCode.INTERNAL, text))
+        items = [
+            (_NONE, TRITONSERVER_REQUEST_RELEASE_ALL, None)
+            if done
+            else (_RESPONSE, TRITONSERVER_REQUEST_RELEASE_ALL, error)
+            for done in finished
+        ]
+        return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))

@@ -634,3 +634,34 @@ def test_python_based_backend_imports_model_from_the_backend_dir(
         (item,) = fb.execute([{"X": np.zeros(1)}])["items"]
         assert item["outputs"]["O"][0].decode() == f"model|{version_dir}"
         fb.finalize()
+
+
+def test_failure_after_sends_keeps_the_order_with_those_sends(repo: Path) -> None:
+    """A batch error RESULT has no async_seq; when the model already sent something on
+    async, the failure comes as error responses in an OK result that carries it."""
+    src = textwrap.dedent(
+        """
+        import numpy as np
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                requests[0].get_response_sender().send(
+                    pb_utils.InferenceResponse([pb_utils.Tensor("O", np.ones(1))]),
+                    flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                )
+                return [pb_utils.InferenceResponse([]), pb_utils.InferenceResponse([])]
+        """
+    )
+    mf = write_model(repo, "sendfail", src)
+    with started(mf) as fb:
+        res = fb.execute([{"X": np.zeros(1)}] * 2, request_kwargs=[{"token": 1}, {"token": 2}])
+        first, second = res["items"]
+        assert first == {"none": True, "release_flags": 1}
+        code, message = second["error"]
+        assert message == (
+            "Failed to process the request(s) for model 'm_0_0', message: Unable to send "
+            "response. Non-decoupled model cannot send more than one response."
+        )
+        assert [s[0] for s in fb.sends] == [1]  # seen before the RESULT was handled
+        fb.finalize()
