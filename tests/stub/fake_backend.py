@@ -342,6 +342,17 @@ class FakeBackend:
         self.close()
 
 
+def started(model_file: Path, instance: str = "m_0_0", **init_kwargs: Any) -> FakeBackend:
+    """A stub past HELLO and a successful INIT of ``model_file``."""
+    fb = FakeBackend(instance)
+    fb.hello()
+    reply = fb.init(model_file, **init_kwargs)
+    if not reply["ok"]:
+        fb.close()
+        raise AssertionError(reply["error"])
+    return fb
+
+
 def wait_until(pred: Any, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

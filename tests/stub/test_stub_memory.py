@@ -9,10 +9,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_backend import FakeBackend, wait_until, write_model  # noqa: E402
+from fake_backend import started, wait_until, write_model  # noqa: E402
 
 from pybackend.ipc import codec  # noqa: E402
 from pybackend.ipc.protocol import MAX_INLINE_BODY, Location, MessageKind, Owner  # noqa: E402
@@ -34,19 +33,6 @@ ECHO = textwrap.dedent(
             return out
     """
 )
-
-
-@pytest.fixture()
-def repo(tmp_path: Path) -> Path:
-    return tmp_path / "models"
-
-
-def started(model_file: Path, **kw) -> FakeBackend:
-    fb = FakeBackend()
-    fb.hello()
-    reply = fb.init(model_file, **kw)
-    assert reply["ok"], reply["error"]
-    return fb
 
 
 def test_indirect_execute_and_result(repo: Path) -> None:
