@@ -47,8 +47,8 @@ def _get(results: Results, key: str, backend: str, metric: str) -> float | None:
 def workload_table(results: Results) -> str:
     lines = [
         "| workload | backend | req/s | p50 µs | p99 µs | backend µs/req "
-        "| stub CPU | server CPU | client CPU |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| stub CPU | server CPU | client CPU | stub RSS MiB |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for key, entry in results["workloads"].items():
         for backend in BACKENDS:
@@ -57,13 +57,14 @@ def workload_table(results: Results) -> str:
                 continue
             if "na" in row:
                 lines.append(
-                    f"| {entry['title']} | {backend} | n/a ({row['na']}) |  |  |  |  |  |  |"
+                    f"| {entry['title']} | {backend} | n/a ({row['na']}) |  |  |  |  |  |  |  |"
                 )
                 continue
             rate = _num(_rate(row, key)) + (" resp/s" if key == "decoupled" else "")
             cells = [entry["title"], backend, rate, _us(row["p50_us"]), _us(row["p99_us"])]
             cells += [_us(row["backend_us"])]
             cells += [_pct(row[k]) for k in ("stub_cpu_pct", "server_cpu_pct", "client_cpu_pct")]
+            cells += [_num(row["stub_rss"] / MIB, 1) if row.get("stub_rss") else "–"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -195,7 +196,7 @@ def render(results: Results) -> str:
         f"Command: `{meta['command']}`",
         f"Revision: {meta.get('revision', 'unknown')}",
         f"Settings: {meta['settings']}",
-        f"Date: {meta['date']}; load average {meta['load_average_at_start']:.1f} at start, "
+        f"Date: {meta['date']}; load average {meta.get('load_average_at_start', 0):.1f} at start, "
         f"{meta.get('load_average_at_end', 0):.1f} at end (2 CPUs: above ~0.5 means other work)",
         "",
         "### Throughput, latency, backend time, CPU",
