@@ -1,7 +1,9 @@
 """Triton's BYTES tensor encoding: per element a u32 little-endian length, then the bytes.
 
-Both directions are vectorised with numpy where the format allows it; the decoder still
-walks the length prefixes (each one gives the next offset) but copies nothing twice.
+Both directions are vectorised with numpy. The decoder must follow the length prefixes
+(each one gives the next offset), so it decodes runs of equal-length elements (the common
+case: fixed-width tokens, ids, hashes) as one numpy matrix each, and falls back to a plain
+loop only where lengths keep changing (UV-11).
 """
 
 from __future__ import annotations
@@ -66,32 +68,6 @@ def serialize_byte_tensor(input_tensor: np.ndarray) -> Union[bytes, Tuple[()], N
     return serialize_to_bytes(input_tensor)
 
 
-def split_bytes(buf: Any, count: Optional[int] = None) -> List[bytes]:
-    """Parse serialized BYTES data into a list of ``bytes``; ``count`` (when known) must
-    match the number of elements found."""
-    mv = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
-    end = len(mv)
-    pos = 0
-    out: List[bytes] = []
-    append = out.append
-    unpack = _U32.unpack_from
-    while pos < end:
-        if pos + 4 > end:
-            raise BytesTensorError("Invalid bytes tensor data: incomplete length field")
-        (n,) = unpack(mv, pos)
-        pos += 4
-        nxt = pos + n
-        if nxt > end:
-            raise BytesTensorError("Invalid bytes tensor data: string extends beyond buffer")
-        append(bytes(mv[pos:nxt]))
-        pos = nxt
-    if count is not None and len(out) != count:
-        raise BytesTensorError(
-            f"Invalid bytes tensor data: expected {count} elements, found {len(out)}"
-        )
-    return out
-
-
 def to_object_array(items: List[bytes]) -> np.ndarray:
     arr = np.empty(len(items), dtype=np.object_)
     if items:
@@ -99,6 +75,122 @@ def to_object_array(items: List[bytes]) -> np.ndarray:
     return arr
 
 
+def split_bytes(buf: Any, count: Optional[int] = None) -> List[bytes]:
+    """Parse serialized BYTES data into a list of ``bytes``; ``count`` (when known) must
+    match the number of elements found."""
+    return decode_object_array(buf, count).tolist()
+
+
+# Runs of equal-length elements are decoded with numpy: a run of k elements of length L is
+# a (k, 4 + L) byte matrix whose first 4 columns all hold L; its other columns, viewed as
+# one ``V<L>`` item per row, become ``bytes`` objects in a single ``astype(object)``
+# (``V``, not ``S``: ``S`` would strip trailing NULs).
+# Where lengths keep changing, a probe costs more than it saves: the plain loop then takes
+# ever longer stretches (doubling after each probe that found no run).
+_PROBE_FIRST = 64  # elements checked by the first vectorised probe at a position
+_MIN_RUN = 8  # shorter runs go through the loop
+_SCALAR_FIRST = 32
+_SCALAR_MAX = 1 << 16
+
+
+def _scalar(data: bytes, pos: int, limit: int, out: List[bytes]) -> int:
+    """Decode up to ``limit`` elements one by one into ``out``; returns the new position.
+    (``data`` is ``bytes``: slicing it gives the element directly.)"""
+    unpack = _U32.unpack_from
+    append = out.append
+    end = len(data)
+    while pos < end and limit > 0:
+        if pos + 4 > end:
+            raise BytesTensorError("Invalid bytes tensor data: incomplete length field")
+        (n,) = unpack(data, pos)
+        pos += 4
+        nxt = pos + n
+        if nxt > end:
+            raise BytesTensorError("Invalid bytes tensor data: string extends beyond buffer")
+        append(data[pos:nxt])
+        pos = nxt
+        limit -= 1
+    return pos
+
+
+_RECORD_DTYPES: dict = {}
+
+
+def _record_dtype(n: int) -> np.dtype:
+    dt = _RECORD_DTYPES.get(n)
+    if dt is None:
+        fields = [("n", "<u4"), ("s", f"V{n}")] if n else [("n", "<u4")]
+        dt = np.dtype(fields)
+        if len(_RECORD_DTYPES) < 1024:
+            _RECORD_DTYPES[n] = dt
+    return dt
+
+
+def decode_object_array(buf: Any, count: Optional[int] = None) -> np.ndarray:
+    """Serialized BYTES data as a 1-D ``np.object_`` array of ``bytes`` (each element a
+    copy, so the result does not pin ``buf``); ``count``, when known, must match."""
+    mv = memoryview(buf)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    a = np.frombuffer(mv, np.uint8)
+    end = a.size
+    pieces: List[Any] = []  # numpy object arrays (runs) and lists (loop stretches)
+    loose: List[bytes] = []
+    pos = 0
+    probe = _PROBE_FIRST
+    stretch = _SCALAR_FIRST
+    unpack = _U32.unpack_from
+    data: Optional[bytes] = buf if type(buf) is bytes else None
+    while pos < end:
+        if pos + 4 > end:
+            raise BytesTensorError("Invalid bytes tensor data: incomplete length field")
+        (n,) = unpack(mv, pos)
+        stride = 4 + n
+        k = min((end - pos) // stride, probe)
+        run = 0
+        if k >= _MIN_RUN:
+            # One record per element: the u32 length, then the bytes (no copy, strided).
+            records = a[pos : pos + k * stride].view(_record_dtype(n))
+            bad = np.flatnonzero(records["n"] != n)
+            run = int(bad[0]) if bad.size else k
+        if run >= _MIN_RUN:
+            if loose:
+                pieces.append(loose)
+                loose = []
+            if n == 0:
+                piece = np.empty(run, dtype=np.object_)
+                piece.fill(b"")
+            else:
+                piece = records["s"][:run].astype(np.object_)
+            pieces.append(piece)
+            pos += run * stride
+            if run == k:
+                probe *= 2
+                stretch = _SCALAR_FIRST
+                continue
+            probe = _PROBE_FIRST
+        if data is None:
+            data = mv.tobytes()  # one memcpy; then elements are plain bytes slices
+        pos = _scalar(data, pos, stretch, loose)
+        if run < _MIN_RUN:
+            stretch = min(stretch * 2, _SCALAR_MAX)
+    if loose:
+        pieces.append(loose)
+    total = sum(len(p) for p in pieces)
+    if count is not None and total != count:
+        raise BytesTensorError(
+            f"Invalid bytes tensor data: expected {count} elements, found {total}"
+        )
+    if len(pieces) == 1 and isinstance(pieces[0], np.ndarray):
+        return pieces[0]
+    out = np.empty(total, dtype=np.object_)
+    i = 0
+    for p in pieces:
+        out[i : i + len(p)] = p
+        i += len(p)
+    return out
+
+
 def deserialize_bytes_tensor(encoded_tensor: Any) -> np.ndarray:
     """pb_utils.deserialize_bytes_tensor: a 1-D ``np.object_`` array of ``bytes``."""
-    return to_object_array(split_bytes(encoded_tensor))
+    return decode_object_array(encoded_tensor)

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import dtypes
-from .bytes_codec import serialize_to_bytes, split_bytes, to_object_array
+from .bytes_codec import decode_object_array, serialize_to_bytes
 from .errors import TritonModelException
 
 KDL_CPU = 1
@@ -222,8 +222,7 @@ class Tensor:
         count = 1
         for d in self._shape:
             count *= d
-        items = split_bytes(self._raw, count)
-        arr = to_object_array(items).reshape(self._shape)
+        arr = decode_object_array(self._raw, count).reshape(self._shape)
         self._array = arr
         return arr
 

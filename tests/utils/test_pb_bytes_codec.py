@@ -63,3 +63,30 @@ def test_malformed_data() -> None:
         pb_utils.deserialize_bytes_tensor(b"\x05\x00\x00\x00abc")
     with pytest.raises(ValueError, match="expected 3 elements, found 1"):
         split_bytes(reference_serialize([b"x"]), 3)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["uniform", "uniform_nul", "empty_runs", "runs_then_noise", "noise_then_runs"],
+)
+def test_equal_length_runs_decode_exactly(pattern: str) -> None:
+    """The decoder takes runs of equal-length elements as one numpy block (UV-11): every
+    run boundary, trailing NULs and empty strings must still come back exactly."""
+    rng = np.random.default_rng(7)
+    if pattern == "uniform":
+        items = [f"s{i:06d}-abcdefgh".encode() for i in range(5000)]
+    elif pattern == "uniform_nul":
+        items = [b"\x00" * 3 + bytes([i % 256]) + b"\x00" * 4 for i in range(700)]
+    elif pattern == "empty_runs":
+        items = [b""] * 300 + [b"x"] * 9 + [b""] * 64 + [b"yz"] * 7
+    elif pattern == "runs_then_noise":
+        items = [b"abcd"] * 1000 + [rng.bytes(int(n)) for n in rng.integers(0, 9, 500)]
+    else:
+        items = [rng.bytes(int(n)) for n in rng.integers(0, 9, 500)] + [b"\x00q"] * 2000
+    data = reference_serialize(items)
+    out = pb_utils.deserialize_bytes_tensor(data)
+    assert out.dtype == np.object_ and out.shape == (len(items),)
+    assert out.tolist() == items
+    assert all(type(x) is bytes for x in out)
+    tensor = pb_utils.Tensor("T", np.array(items, dtype=object)).as_numpy()
+    assert tensor.tolist() == items
