@@ -1,9 +1,11 @@
 """Explicit model control: version policies, a model that fails to load then loads once
-fixed, bytecode in the model repository, user is_ready() (spec 2.1, 2.4, 10)."""
+fixed, bytecode in the model repository, user is_ready() on this server (spec 2.1, 2.4, 10)."""
 
 from __future__ import annotations
 
 import json
+import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -36,10 +38,17 @@ def server(feature_repository):
     ],
     ids=["default", "latest2", "specific13", "all"],
 )
-def test_version_policy(server, policy, ready):
+def test_version_policy(server, feature_repository, policy, ready):
     config = dict(VERSIONS_CONFIG, version_policy=policy) if policy else VERSIONS_CONFIG
+    state = feature_repository.model_dir("versions") / "state"
+    shutil.rmtree(state, ignore_errors=True)
     load(server, "versions", config)
     try:
+        # Only the versions the policy selects were initialized, each in its own process.
+        inits = {v: read_state(state, v, "init") for v in (1, 2, 3)}
+        assert [v for v in (1, 2, 3) if inits[v] is not None] == ready
+        assert [inits[v]["module"] for v in ready] == [f"{v}.model" for v in ready]
+        assert len({inits[v]["pid"] for v in ready}) == len(ready)
         assert [v for v in (1, 2, 3) if is_ready(server, "versions", str(v))] == ready
         for version in ready:
             result = infer(server, "http", "versions", ONE, model_version=str(version))
@@ -52,6 +61,15 @@ def test_version_policy(server, policy, ready):
         assert latest["version"] == str(max(ready))
     finally:
         unload(server, "versions")
+    # Every loaded version was finalized in the process that initialized it.
+    finals = {v: read_state(state, v, "finalize") for v in ready}
+    assert {v: f and f["pid"] for v, f in finals.items()} == {v: inits[v]["pid"] for v in ready}
+
+
+def read_state(state: pathlib.Path, version: int, what: str) -> dict | None:
+    """The record the versions model wrote for ``version`` (None when it wrote none)."""
+    path = state / f"versions_0.v{version}.{what}.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 FIXED_MODEL = """\
@@ -128,31 +146,22 @@ def test_original_writes_bytecode(server, feature_repository):
     ).is_dir()
 
 
-@pytest.mark.deviation(
-    "user is_ready() (spec 2.4, upstream 2026-03) postdates the 24.10 original in the wheel"
-)
-def test_user_is_ready(server, feature_repository):
-    flag = feature_repository.model_dir("user_ready") / "ready_flag"
-    flag.unlink(missing_ok=True)
+def test_is_ready_is_not_consulted_by_this_server(server, feature_repository):
+    """Spec 2.4 (upstream 2026-03): the core asks TRITONBACKEND_ModelInstanceReady, which
+    calls the model's is_ready(). The tritonserver 2.51 of the wheel predates that: it never
+    looks the entry point up, so with EITHER backend a model whose is_ready() says False
+    stays ready and is_ready() is never called (docs/compatibility.md)."""
+    model_dir = feature_repository.model_dir("user_ready")
+    flag, calls = model_dir / "ready_flag", model_dir / "is_ready_calls"
+    calls.unlink(missing_ok=True)
+    flag.write_text("no")
     load(server, "user_ready")
     try:
         assert is_ready(server, "user_ready")
-        flag.write_text("no")
-        assert not is_ready(server, "user_ready")
-        flag.write_text("yes")
-        assert is_ready(server, "user_ready")
+        result = infer(server, "http", "user_ready", ONE)
+        assert result.outputs["OUT"].tolist() == [1]
+        assert not calls.exists(), f"is_ready() was called: {calls.read_text()!r}"
     finally:
         unload(server, "user_ready")
         flag.unlink(missing_ok=True)
-
-
-@pytest.mark.deviation("pins that the 24.10 original ignores is_ready()", backend="original")
-def test_original_ignores_is_ready(server, feature_repository):
-    flag = feature_repository.model_dir("user_ready") / "ready_flag"
-    load(server, "user_ready")
-    try:
-        flag.write_text("no")
-        assert is_ready(server, "user_ready")
-    finally:
-        unload(server, "user_ready")
-        flag.unlink(missing_ok=True)
+        calls.unlink(missing_ok=True)

@@ -7,7 +7,9 @@ import triton_python_backend_utils as pb_utils
 
 
 def write(path, record):
-    tmp = path + ".tmp"
+    # Versions of one model load concurrently and share the instance name: a private tmp
+    # name keeps their writes apart, os.replace makes each file appear whole.
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(record, f)
     os.replace(tmp, path)
@@ -25,7 +27,11 @@ class TritonPythonModel:
             "pid": os.getpid(),
             "module": __name__,
         }
-        write(os.path.join(self.state, args["model_instance_name"] + ".init.json"), record)
+        write(os.path.join(self.state, self.stem() + ".init.json"), record)
+
+    def stem(self):
+        """State files are per instance AND version: every version has instance 'versions_0'."""
+        return f"{self.args['model_instance_name']}.v{self.args['model_version']}"
 
     def execute(self, requests):
         who = {
@@ -38,5 +44,4 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse([pb_utils.Tensor("WHO", encoded)]) for _ in requests]
 
     def finalize(self):
-        name = self.args["model_instance_name"]
-        write(os.path.join(self.state, name + ".finalize.json"), {"pid": os.getpid()})
+        write(os.path.join(self.state, self.stem() + ".finalize.json"), {"pid": os.getpid()})
