@@ -7,10 +7,11 @@ are placed by :class:`~pybackend.stub.outputs.Placer`.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import traceback
-from typing import Any, List, Optional
+from collections.abc import Coroutine
+from types import CoroutineType, GeneratorType
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import numpy as np
 
@@ -30,7 +31,11 @@ from .outputs import Placer
 from .state import StubState
 from .tracebacks import format_exception
 
+if TYPE_CHECKING:
+    import asyncio
+
 _EMPTY = np.empty(0, np.uint8)
+_COROUTINE_TYPES = (CoroutineType, GeneratorType, Coroutine)  # what asyncio.iscoroutine takes
 _NONE = ResultKind.NONE
 _RESPONSE = ResultKind.RESPONSE
 
@@ -67,6 +72,9 @@ class Dispatcher:
         """The instance's event loop (created on first use, run by a daemon thread)."""
         with self._loop_lock:
             if self.loop is None:
+                # Imported on first use: asyncio costs ~15 ms of every stub's start.
+                import asyncio
+
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()
 
@@ -81,10 +89,16 @@ class Dispatcher:
             return self.loop
 
     def run_coroutine(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.event_loop()).result()
+        loop = self.event_loop()
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     def _background(self, coro: Any) -> None:
-        fut = asyncio.run_coroutine_threadsafe(coro, self.event_loop())
+        loop = self.event_loop()
+        import asyncio
+
+        fut = asyncio.run_coroutine_threadsafe(coro, loop)
         fut.add_done_callback(self._background_done)
 
     def _background_done(self, fut: Any) -> None:
@@ -189,7 +203,7 @@ class Dispatcher:
         mark = self.state.async_.sent
         try:
             ret = execute(requests)
-            if asyncio.iscoroutine(ret):
+            if type(ret) is not list and isinstance(ret, _COROUTINE_TYPES):
                 if self.decoupled:
                     self._background(ret)
                     ret = None

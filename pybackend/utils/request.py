@@ -3,7 +3,6 @@ model builds itself."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, List, Optional, Sequence, Set, Union
 
 from . import transport as _transport
@@ -235,6 +234,8 @@ class InferenceRequest:
         return _transport._current.bls_exec(self, decoupled)
 
     def async_exec(self, decoupled: bool = False) -> Any:
+        import asyncio  # here, not at import time: asyncio costs ~15 ms of stub start
+
         loop = asyncio.get_running_loop()
         return loop.run_in_executor(None, self.exec, decoupled)
 
