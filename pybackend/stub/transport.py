@@ -4,7 +4,7 @@ cancellation queries travel on the async channel."""
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..ipc import codec
 from ..ipc.protocol import MessageKind
@@ -45,6 +45,12 @@ class StubTransport(Transport):
         except BaseException:
             placer.abort()
             raise
+
+    def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
+        arena = self.state.arena
+        if arena is None:  # not initialised yet (auto_complete_config): process memory
+            return super().empty_array(shape, dtype)
+        return arena.empty_array(shape, dtype)
 
     def is_cancelled(self, request: "InferenceRequest") -> bool:
         try:

@@ -9,6 +9,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import dtypes
+from . import transport as _transport
 from .bytes_codec import decode_object_array, serialize_to_bytes
 from .errors import TritonModelException
 
@@ -92,6 +93,35 @@ class Tensor:
         self._array: Optional[np.ndarray] = array
 
     # -------------------------------------------------------------- construction
+
+    @classmethod
+    def empty(cls, name: str, shape: Any, dtype: Any) -> "Tensor":
+        """pybackend extension (UV-12): a tensor over uninitialised memory that already
+        lives in the shared memory the backend reads outputs from. Fill
+        ``tensor.as_numpy()`` in place (``out=`` of numpy functions, slice assignment)
+        and return the tensor in an ``InferenceResponse``: the stub copies nothing, the
+        backend copies it once into Triton's output buffer. Outside a model instance it
+        is ordinary process memory. BYTES tensors cannot be allocated this way."""
+        if not isinstance(name, str):
+            raise TypeError(f"Tensor name must be a str, got {type(name).__name__}")
+        if not name:
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        dt = np.dtype(dtype)
+        if dt.kind in "OSU":
+            raise TritonModelException(
+                f"Tensor.empty('{name}') cannot allocate a BYTES tensor ({dt}): its size is "
+                "known only once serialized. Build it with pb_utils.Tensor(name, array)."
+            )
+        if dtypes.code_of_array(np.empty(0, dt)) is None:
+            raise TritonModelException("NumPy dtype is not supported.")
+        if dt.byteorder == ">":
+            dt = dt.newbyteorder("<")
+        dims = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+        if any(d < 0 for d in dims):
+            raise TritonModelException(
+                f"Tensor.empty('{name}'): shape {list(dims)} has a negative dimension"
+            )
+        return cls(name, _transport._current.empty_array(dims, dt))
 
     @classmethod
     def _from_buffer(

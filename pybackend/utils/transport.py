@@ -70,6 +70,13 @@ class Transport:
     def metric_family(self, name: str, description: str, kind: int) -> Any:
         raise unsupported("Custom metrics (MetricFamily)")
 
+    def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
+        """An uninitialised array for ``Tensor.empty``: shared memory inside a stub (an
+        output there travels without a copy), plain process memory elsewhere."""
+        import numpy as np
+
+        return np.empty(shape, dtype)
+
 
 class InProcessTransport(Transport):
     """Default transport: stderr logging and an in-memory record of sent responses."""

@@ -214,3 +214,27 @@ def test_read_only_arrays_export_a_copy_through_dlpack() -> None:
     ro = np.frombuffer(b"\x01\x02\x03\x04", np.uint8)
     t = pb_utils.Tensor("ro", ro)
     np.testing.assert_array_equal(np.from_dlpack(t), [1, 2, 3, 4])
+
+
+def test_tensor_empty_outside_a_stub_is_process_memory() -> None:
+    """Tensor.empty (UV-12): outside a model instance a plain writable array."""
+    t = pb_utils.Tensor.empty("OUT", (2, 3), np.float32)
+    assert t.name() == "OUT" and t.as_numpy().shape == (2, 3)
+    assert t.as_numpy().dtype == np.float32 and t.as_numpy().flags.writeable
+    assert pb_utils.Tensor.empty("N", 4, ">i4").as_numpy().dtype == np.dtype("<i4")
+    assert pb_utils.Tensor.empty("Z", [0], np.uint8).as_numpy().shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", [object, np.bytes_, np.str_])
+def test_tensor_empty_refuses_bytes(dtype: object) -> None:
+    with pytest.raises(pb_utils.TritonModelException, match="cannot allocate a BYTES tensor"):
+        pb_utils.Tensor.empty("OUT", (2,), dtype)
+
+
+def test_tensor_empty_refuses_bad_arguments() -> None:
+    with pytest.raises(pb_utils.TritonModelException, match="empty string"):
+        pb_utils.Tensor.empty("", (2,), np.float32)
+    with pytest.raises(pb_utils.TritonModelException, match="negative dimension"):
+        pb_utils.Tensor.empty("OUT", (2, -1), np.float32)
+    with pytest.raises(pb_utils.TritonModelException, match="not supported"):
+        pb_utils.Tensor.empty("OUT", (2,), np.complex64)
