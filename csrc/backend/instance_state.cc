@@ -136,12 +136,23 @@ void InstanceState::FailDetached(const void* owner, const std::string& message) 
 
 void InstanceState::OnStubGone(StubSession& s) {
   FailDetached(&s, UnhealthyMessage(s));
+  bool current = false;
+  bool restart = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || !restart_enabled_ || session_.get() != &s) return;
-    restart_wanted_ = true;
+    current = !stopping_ && session_.get() == &s;
+    restart = current && restart_enabled_;
+    if (restart) restart_wanted_ = true;
   }
   cv_.notify_all();
+  // An idle stub that dies fails no request: the log is the only place that says how it
+  // ended. (A stub that dies while starting is reported by whoever started it.)
+  if (current) {
+    PB_LOG_ERROR("model '" + model->name + "', instance '" + name + "': " + s.DeathDetail() +
+                 (restart ? ""
+                          : "\nbackend config stub-restart is off: unload and load the model "
+                            "to start a new stub."));
+  }
 }
 
 void InstanceState::RestartLoop() {

@@ -360,8 +360,9 @@ std::string StubSession::DeathDetail() {
 
 std::string StubSession::UnhealthyMessage(const std::string& next) {
   return "Stub process '" + opts_.instance_name + "' is not healthy. " + DeathDetail() + "\n" +
-         (next.empty() ? "Fix the cause above, then reload the model (or restart the server) to "
-                         "start a new stub."
+         (next.empty() ? "Fix the cause above, then unload and load the model (a load alone is "
+                         "ignored while the model is loaded and unchanged) or restart the server "
+                         "to start a new stub."
                        : next);
 }
 

@@ -3,6 +3,7 @@ async channels on fds 3 and 4 (docs/protocol.md, "Start")."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -27,6 +28,10 @@ def _close_inherited_fds(keep_up_to: int) -> None:
 def main(argv: list) -> None:
     # Triton handles Ctrl-C for the whole process group; the backend stops us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A crash in native code (SIGSEGV, SIGBUS, SIGFPE, SIGABRT) prints the Python stack of
+    # the crashing thread to stderr, whose last lines the backend puts into the error of
+    # every request the stub held. Only that thread: the tail it keeps is 20 lines.
+    faulthandler.enable(file=sys.stderr, all_threads=False)
     sync_fd = int(os.environ.get("PYBACKEND_SYNC_FD", "3"))
     async_fd = int(os.environ.get("PYBACKEND_ASYNC_FD", "4"))
     _close_inherited_fds(max(sync_fd, async_fd, 4))

@@ -59,7 +59,12 @@ def leaks_since(
     """What appeared since the snapshot and is still there after a bounded grace period."""
     deadline = time.monotonic() + grace
     while True:
-        procs = {p: c for p, c in server_processes().items() if p not in before_procs}
+        # Children of a server that was already running (a stub it restarted) are its own
+        # business; the session-wide check still sees them if they outlive it.
+        owned = set().union(*(descendants(p) for p in before_procs if alive(p)))
+        procs = {
+            p: c for p, c in server_processes().items() if p not in before_procs and p not in owned
+        }
         shm = {n for n in shm_files() - before_shm if not ORIGINAL_SHM_LEAK.match(n)}
         if not (procs or shm) or time.monotonic() > deadline:
             break

@@ -1,0 +1,1 @@
+../../chaos/1/model.py

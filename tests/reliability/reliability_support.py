@@ -1,0 +1,109 @@
+"""Helpers for the reliability tests: find a server's stubs, drive the chaos models, watch
+the log, read what a process has mapped."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from pybackend.server import TritonServer
+from pybackend.server.processes import alive, descendants
+
+MODELS = Path(__file__).resolve().parent / "models"
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T], timeout: float = 30.0, every: float = 0.05) -> T:
+    """Poll probe() until it returns something truthy; fail with `what` after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def stubs(server: TritonServer, model: str | None = None) -> dict[str, int]:
+    """Live stub processes of the server: instance name -> pid (optionally of one model)."""
+    found = {}
+    for pid in descendants(server.pid):
+        m = re.search(r"pybackend\.stub --instance (\S+)", cmdline(pid))
+        if not m or not alive(pid):
+            continue
+        if model is None or re.fullmatch(re.escape(model) + r"_\d+(_\d+)*", m.group(1)):
+            found[m.group(1)] = pid
+    return found
+
+
+def infer(client: Any, model: str, cmd: str, **kwargs: Any) -> int:
+    """Send CMD to a chaos-style model over HTTP; returns the PID output."""
+    import tritonclient.http as httpclient
+
+    inp = httpclient.InferInput("CMD", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([cmd.encode()], dtype=np.object_))
+    result = client.infer(model, [inp], **kwargs)
+    return int(result.as_numpy("PID")[0])
+
+
+class LogWatch:
+    """Waits for lines that appear in the server log after the watch was made."""
+
+    def __init__(self, server: TritonServer) -> None:
+        self.server = server
+        self.start = len(server.log_text())
+
+    def text(self) -> str:
+        return self.server.log_text()[self.start :]
+
+    def wait(self, needle: str, timeout: float = 30.0) -> str:
+        return wait_for(
+            f"{needle!r} in the server log", lambda: needle in self.text() and self.text(), timeout
+        )
+
+
+def memfd_mappings(pid: int) -> dict[str, int]:
+    """memfd-backed mappings of pid: '<name> @ <start>' -> size in bytes."""
+    found = {}
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        if "/memfd:" not in line:
+            continue
+        span, rest = line.split(None, 1)
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        name = rest.split("/memfd:", 1)[1].replace(" (deleted)", "")
+        found[f"{name} @ {lo:x}"] = hi - lo
+    return found
+
+
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def start(models: list[str], backend_config: tuple[Any, ...] = (), **kwargs: Any) -> Any:
+    return TritonServer(
+        MODELS,
+        model_control_mode="explicit",
+        load_models=models,
+        backend_config=backend_config,
+        **kwargs,
+    )
