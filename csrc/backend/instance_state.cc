@@ -47,6 +47,9 @@ std::shared_ptr<StubSession> InstanceState::StartSession() {
     session->Finalize();
     std::string tail = session->StderrTail();
     if (!tail.empty()) error += "\nLast lines of the stub's stderr:\n" + tail;
+    error += "\nThis happened in phase initialize of model '" + model->name + "' version " +
+             std::to_string(model->version) + ", instance '" + name + "' (" + model->ModelFile() +
+             "). Fix the error above, then load the model again.";
     Throw(TRITONSERVER_ERROR_INTERNAL, error);
   }
   if (const json::Value* v = reply.Find("has_is_ready"); v != nullptr && v->is_bool()) {

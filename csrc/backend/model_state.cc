@@ -155,6 +155,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   const BackendConfig& c = backend->config;
   SessionOptions o;
   o.model_name = name;
+  o.model_version = version;
   o.instance_name = instance_name;
   o.python = python;
   o.package_parent = backend->package_parent;
@@ -174,6 +175,9 @@ void ModelState::AutoComplete() {
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
     std::string error = reply.GetString("error", "auto-complete failed without a message");
     session.Finalize();
+    error += "\nThis happened in phase auto_complete of model '" + name + "' version " +
+             std::to_string(version) + " (" + ModelFile() +
+             "). Fix the error above, then load the model again.";
     Throw(TRITONSERVER_ERROR_INTERNAL, error);
   }
   std::string new_config = reply.GetString("model_config");

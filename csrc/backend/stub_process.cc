@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "backend/error.h"
@@ -201,6 +203,15 @@ bool StubProcess::Poll() {
 }
 
 bool StubProcess::exited() { return Poll(); }
+
+bool StubProcess::Stopped() {
+  if (Poll()) return false;
+  std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // "<pid> (<comm>) <state> ...": comm may hold spaces and ')', so look after the last ')'.
+  size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T';
+}
 
 std::string StubProcess::ExitDescription() {
   std::lock_guard<std::mutex> lock(mu_);

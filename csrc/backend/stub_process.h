@@ -41,6 +41,9 @@ class StubProcess {
   // Reaps the process if it has exited (non-blocking). True once it has exited.
   bool Poll();
   bool exited();
+  // True while the process is stopped by a signal (state 'T' in /proc/<pid>/stat); a
+  // debugger's tracing stop ('t') does not count.
+  bool Stopped();
   // "exited with code 1" / "was killed by signal 9 (SIGKILL)" / "is still running".
   std::string ExitDescription();
   // Waits (bounded) for the process to exit and reaps it. True if it exited.

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "backend/error.h"
 #include "backend/logging.h"
@@ -66,7 +67,11 @@ json::Value StubSession::Start(const json::Value& init_args) {
                  opts_.python + " -m pybackend.stub --instance " + opts_.instance_name);
 
   const std::string what =
-      "Failed to start the Python stub for model '" + opts_.model_name + "'" + StubRole() + ": ";
+      "Failed to start the Python stub for model '" + opts_.model_name + "' version " +
+      std::to_string(opts_.model_version) +
+      (opts_.instance_name == opts_.model_name ? std::string()
+                                               : ", instance '" + opts_.instance_name + "'") +
+      " (phase " + init_args.GetString("phase", "initialize") + "): ";
   auto fail = [&](Wait w, const std::string& step, const std::string& error) {
     if (w == Wait::kTimeout) {
       MarkDead("it did not answer " + step + " in time");
@@ -202,6 +207,9 @@ bool StubSession::FlushFrees(ipc::Channel& channel, std::string* error) {
 
 StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, bool bounded) {
   StubProcess* proc = process_.get();
+  // A stopped stub (SIGSTOP, SIGTSTP) is alive but will never answer: give up on it after
+  // stub-timeout-seconds even where the wait itself has no bound (execute-timeout-seconds 0).
+  std::optional<Clock::time_point> stopped_since;
   while (true) {
     int slice = 1000;
     if (proc->pidfd() < 0) slice = 100;  // no pidfd: poll the process now and then
@@ -215,6 +223,17 @@ StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, 
     int n = poll(fds, proc->pidfd() >= 0 ? 2 : 1, slice);
     if (n < 0 && errno != EINTR) return Wait::kError;
     if (fds[0].revents) return Wait::kOk;
+    if (n == 0 && proc->Stopped()) {
+      auto now = Clock::now();
+      if (!stopped_since) stopped_since = now;
+      if (now - *stopped_since >= opts_.timeout) {
+        MarkDead("it was stopped (SIGSTOP or SIGTSTP) for longer than stub-timeout-seconds=" +
+                 Seconds(opts_.timeout));
+        return Wait::kDead;
+      }
+    } else if (n == 0) {
+      stopped_since.reset();
+    }
     bool gone = (proc->pidfd() >= 0 && fds[1].revents) || (proc->pidfd() < 0 && proc->Poll());
     if (gone || !alive()) {
       // Anything it sent before exiting is already queued on our socket.

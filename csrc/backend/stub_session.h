@@ -36,6 +36,7 @@ class AsyncHandler {
 
 struct SessionOptions {
   std::string model_name;
+  uint64_t model_version = 0;
   std::string instance_name;  // also the stub's name ("<model>" for auto-complete)
   std::string python;
   std::string package_parent;   // prepended to the stub's PYTHONPATH ("" = none)

@@ -107,3 +107,38 @@ def start(models: list[str], backend_config: tuple[Any, ...] = (), **kwargs: Any
         backend_config=backend_config,
         **kwargs,
     )
+
+
+def stream(
+    server: Any, cmd: str, timeout: float = 10.0, model: str = "chaos_decoupled"
+) -> tuple[list[Any], float]:
+    """Run one decoupled request over gRPC; returns the results/errors and when the last came."""
+    import queue
+
+    import tritonclient.grpc as grpcclient
+
+    q: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        client.start_stream(callback=lambda result, error: q.put((result, error, time.monotonic())))
+        inp = grpcclient.InferInput("CMD", [1], "BYTES")
+        inp.set_data_from_numpy(np.array([cmd.encode()], dtype=np.object_))
+        client.async_stream_infer(model, [inp], enable_empty_final_response=True)
+        got = []
+        while True:
+            result, error, at = q.get(timeout=timeout)
+            got.append(error if error is not None else result)
+            if error is not None:
+                return got, at
+            final = result.get_response().parameters.get("triton_final_response")
+            if final is not None and final.bool_param:
+                return got, at
+    finally:
+        client.stop_stream()
+        client.close()
+
+
+def ok_stream(server: Any) -> list[Any] | None:
+    """The decoupled chaos model's answer to "ok", or None if it failed."""
+    got, _ = stream(server, "ok")
+    return None if any(isinstance(g, Exception) for g in got) else got

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_support import LogWatch, infer, start, stubs, wait_for
+from reliability_support import LogWatch, infer, ok_stream, start, stream, stubs, wait_for
 from tritonclient.utils import InferenceServerException
 
 #: The requirement's bound for a crashed stub's in-flight requests to get their error.
@@ -164,41 +164,13 @@ def test_idle_stub_killed_is_replaced(server: Any, http: Any, sig: signal.Signal
     assert set(stubs(server, "chaos").values()) == set(after.values())
 
 
-def _stream(server: Any, cmd: str, timeout: float = 10.0) -> tuple[list[Any], float]:
-    """Run one decoupled request over gRPC; returns the results/errors and when the last came."""
-    import queue
-
-    import numpy as np
-    import tritonclient.grpc as grpcclient
-
-    q: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(server.grpc_url)
-    try:
-        client.start_stream(callback=lambda result, error: q.put((result, error, time.monotonic())))
-        inp = grpcclient.InferInput("CMD", [1], "BYTES")
-        inp.set_data_from_numpy(np.array([cmd.encode()], dtype=np.object_))
-        client.async_stream_infer("chaos_decoupled", [inp], enable_empty_final_response=True)
-        got = []
-        while True:
-            result, error, at = q.get(timeout=timeout)
-            got.append(error if error is not None else result)
-            if error is not None:
-                return got, at
-            final = result.get_response().parameters.get("triton_final_response")
-            if final is not None and final.bool_param:
-                return got, at
-    finally:
-        client.stop_stream()
-        client.close()
-
-
 @pytest.mark.parametrize("cmd", ["send:2;exit:5", "send:1;kill:9", "thread:kill:9"])
 def test_decoupled_stub_dies_with_an_open_request(server: Any, http: Any, cmd: str) -> None:
     before = stubs(server, "chaos_decoupled")
     (pid,) = before.values()
     watch = LogWatch(server)
     t0 = time.monotonic()
-    got, _ = _stream(server, cmd)
+    got, _ = stream(server, cmd)
     elapsed = time.monotonic() - t0
     *responses, error = got
     sent = 1 if cmd.startswith("thread:") else int(cmd[5])
@@ -214,13 +186,8 @@ def test_decoupled_stub_dies_with_an_open_request(server: Any, http: Any, cmd: s
     assert elapsed < ERROR_WITHIN_S + 0.2, f"the error took {elapsed:.2f} s"
     _wait_restarted(server, "chaos_decoupled", 1, before)
     watch.wait("instance 'chaos_decoupled_0_0': a new stub is serving")
-    got = wait_for("the decoupled model to serve", lambda: _ok_stream(server), timeout=20)
+    got = wait_for("the decoupled model to serve", lambda: ok_stream(server), timeout=20)
     assert int(got[0].as_numpy("PID")[0]) in stubs(server, "chaos_decoupled").values()
-
-
-def _ok_stream(server: Any) -> list[Any] | None:
-    got, _ = _stream(server, "ok")
-    return None if any(isinstance(g, Exception) for g in got) else got
 
 
 def test_backoff_grows_and_is_capped(server: Any, http: Any) -> None:
@@ -229,13 +196,13 @@ def test_backoff_grows_and_is_capped(server: Any, http: Any) -> None:
     before = stubs(server, "chaos_decoupled")
     watch = LogWatch(server)
     for n in range(2):
-        _stream(server, "exit:7")
+        stream(server, "exit:7")
         before = _wait_restarted(server, "chaos_decoupled", 1, before)
         wait_for(
             "the restart",
             lambda: watch.text().count("chaos_decoupled_0_0': a new stub is serving") > n,  # noqa: B023
         )
-        wait_for("the decoupled model to serve", lambda: _ok_stream(server), timeout=20)
+        wait_for("the decoupled model to serve", lambda: ok_stream(server), timeout=20)
     waits = re.findall(
         r"chaos_decoupled_0_0': the stub is gone; starting a new one in (\d+) ms", watch.text()
     )
@@ -257,7 +224,7 @@ def test_restart_disabled_leaves_the_instance_down_until_reload() -> None:
         # Every request is told at once, and told what to do.
         for _ in range(3):
             t0 = time.monotonic()
-            got, _ = _stream(server, "ok")
+            got, _ = stream(server, "ok")
             assert time.monotonic() - t0 < ERROR_WITHIN_S
             (error,) = got
             message = str(error)
@@ -270,4 +237,4 @@ def test_restart_disabled_leaves_the_instance_down_until_reload() -> None:
         client.load_model("chaos_decoupled")
         client.close()
         assert len(stubs(server, "chaos_decoupled")) == 1
-        assert _ok_stream(server)
+        assert ok_stream(server)

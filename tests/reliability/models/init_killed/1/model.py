@@ -1,0 +1,1 @@
+../../init_raises/1/model.py
