@@ -137,7 +137,9 @@ void Monitor::DrainAsync() {
       return;
     }
     try {
-      if (!s_->HandleCommon(msg)) {
+      if (CustomMetrics::IsMetricKind(msg.kind)) {
+        s_->metrics().Handle(*s_, msg);
+      } else if (!s_->HandleCommon(msg)) {
         AsyncHandler* h = s_->handler();
         switch (static_cast<ipc::MessageKind>(msg.kind)) {
           case ipc::MessageKind::SEND:

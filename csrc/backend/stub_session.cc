@@ -32,7 +32,8 @@ StubSession::StubSession(SessionOptions opts, AsyncHandler* handler)
                       ? opts_.model_name + ": "
                       : opts_.model_name + "/" + opts_.instance_name + ": "),
       arena_(opts_.shm_prefix + opts_.instance_name, opts_.shm_default_byte_size,
-             opts_.shm_growth_byte_size) {}
+             opts_.shm_growth_byte_size),
+      metrics_(opts_.instance_name) {}
 
 StubSession::~StubSession() {
   if (process_ != nullptr && !process_->Poll()) {
@@ -41,6 +42,7 @@ StubSession::~StubSession() {
   }
   if (monitor_ != nullptr) monitor_->Stop();
   monitor_.reset();
+  metrics_.Clear();  // a model's custom metrics leave the endpoint with its stub
   sync_.reset();
   async_.reset();
   process_.reset();

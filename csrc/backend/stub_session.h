@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "backend/custom_metrics.h"
 #include "backend/json.h"
 #include "backend/stub_process.h"
 #include "ipc/arena.h"
@@ -100,6 +101,8 @@ class StubSession {
   ipc::PendingFrees& frees() { return frees_; }
   StubProcess* process() { return process_.get(); }
   AsyncHandler* handler() { return handler_; }
+  // The families and metrics this stub created (deleted when the session ends).
+  CustomMetrics& metrics() { return metrics_; }
   const std::string& log_prefix() const { return log_prefix_; }
 
   // Called by the monitor.
@@ -120,6 +123,7 @@ class StubSession {
   ipc::Arena arena_;
   ipc::PeerSegments peers_;
   ipc::PendingFrees frees_;
+  CustomMetrics metrics_;
   std::unique_ptr<StubProcess> process_;
   std::unique_ptr<ipc::Channel> sync_;
   std::unique_ptr<ipc::Channel> async_;

@@ -150,6 +150,20 @@ const char* KindName(uint16_t kind) {
       return "REPLY";
     case MessageKind::IS_CANCELLED:
       return "IS_CANCELLED";
+    case MessageKind::METRIC_FAMILY_NEW:
+      return "METRIC_FAMILY_NEW";
+    case MessageKind::METRIC_FAMILY_DELETE:
+      return "METRIC_FAMILY_DELETE";
+    case MessageKind::METRIC_NEW:
+      return "METRIC_NEW";
+    case MessageKind::METRIC_VALUE:
+      return "METRIC_VALUE";
+    case MessageKind::METRIC_INCREMENT:
+      return "METRIC_INCREMENT";
+    case MessageKind::METRIC_SET:
+      return "METRIC_SET";
+    case MessageKind::METRIC_OBSERVE:
+      return "METRIC_OBSERVE";
   }
   return "UNKNOWN";
 }

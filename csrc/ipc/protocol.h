@@ -31,6 +31,14 @@ enum class MessageKind : uint16_t {
   SEND = 33,
   REPLY = 34,
   IS_CANCELLED = 35,
+  // Custom metrics (60-79); all but METRIC_FAMILY_DELETE get a REPLY.
+  METRIC_FAMILY_NEW = 60,
+  METRIC_FAMILY_DELETE = 61,
+  METRIC_NEW = 62,
+  METRIC_VALUE = 63,
+  METRIC_INCREMENT = 64,
+  METRIC_SET = 65,
+  METRIC_OBSERVE = 66,
 };
 
 // Who allocated a block; also the TensorDesc location of arena-backed tensors.

@@ -20,6 +20,10 @@ struct TRITONSERVER_Error;
 struct TRITONSERVER_Message;
 struct TRITONSERVER_Server;
 struct TRITONSERVER_InferenceTrace;
+struct TRITONSERVER_Parameter;
+struct TRITONSERVER_MetricFamily;
+struct TRITONSERVER_Metric;
+struct TRITONSERVER_MetricArgs;
 
 typedef enum TRITONSERVER_datatype_enum {
   TRITONSERVER_TYPE_INVALID = 0,
@@ -92,6 +96,12 @@ typedef enum tritonserver_responsecompleteflag_enum {
   TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 } TRITONSERVER_ResponseCompleteFlag;
 
+typedef enum TRITONSERVER_metrickind_enum {
+  TRITONSERVER_METRIC_KIND_COUNTER = 0,
+  TRITONSERVER_METRIC_KIND_GAUGE = 1,
+  TRITONSERVER_METRIC_KIND_HISTOGRAM = 2
+} TRITONSERVER_MetricKind;
+
 // Errors. A null TRITONSERVER_Error* means success.
 TRITONSERVER_Error* TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code, const char* msg);
 void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
@@ -110,6 +120,35 @@ TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message* me
 bool TRITONSERVER_LogIsEnabled(TRITONSERVER_LogLevel level);
 TRITONSERVER_Error* TRITONSERVER_LogMessage(TRITONSERVER_LogLevel level, const char* filename,
                                             const int line, const char* msg);
+
+// Parameters (custom metric labels are STRING parameters: name = label, value = its text).
+TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(const char* name,
+                                                  const TRITONSERVER_ParameterType type,
+                                                  const void* value);
+void TRITONSERVER_ParameterDelete(TRITONSERVER_Parameter* parameter);
+
+// Custom metrics. A family is a named metric of one kind; its metrics are the label sets.
+TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily** family,
+                                                 const TRITONSERVER_MetricKind kind,
+                                                 const char* name, const char* description);
+TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(TRITONSERVER_MetricFamily* family);
+TRITONSERVER_Error* TRITONSERVER_GetMetricFamilyKind(TRITONSERVER_MetricFamily* family,
+                                                     TRITONSERVER_MetricKind* kind);
+TRITONSERVER_Error* TRITONSERVER_MetricArgsNew(TRITONSERVER_MetricArgs** args);
+TRITONSERVER_Error* TRITONSERVER_MetricArgsSetHistogram(TRITONSERVER_MetricArgs* args,
+                                                        const double* buckets,
+                                                        const uint64_t buckets_count);
+TRITONSERVER_Error* TRITONSERVER_MetricArgsDelete(TRITONSERVER_MetricArgs* args);
+TRITONSERVER_Error* TRITONSERVER_MetricNewWithArgs(TRITONSERVER_Metric** metric,
+                                                   TRITONSERVER_MetricFamily* family,
+                                                   const TRITONSERVER_Parameter** labels,
+                                                   const uint64_t label_count,
+                                                   const TRITONSERVER_MetricArgs* args);
+TRITONSERVER_Error* TRITONSERVER_MetricDelete(TRITONSERVER_Metric* metric);
+TRITONSERVER_Error* TRITONSERVER_MetricValue(TRITONSERVER_Metric* metric, double* value);
+TRITONSERVER_Error* TRITONSERVER_MetricIncrement(TRITONSERVER_Metric* metric, double value);
+TRITONSERVER_Error* TRITONSERVER_MetricSet(TRITONSERVER_Metric* metric, double value);
+TRITONSERVER_Error* TRITONSERVER_MetricObserve(TRITONSERVER_Metric* metric, double value);
 
 // Enum helpers.
 uint32_t TRITONSERVER_DataTypeByteSize(TRITONSERVER_DataType datatype);

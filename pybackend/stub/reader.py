@@ -62,6 +62,8 @@ class Reader(threading.Thread):
                         os.read(st.wake_r, 4096)
                     except BlockingIOError:
                         pass
+            if st.oneway:
+                st.flush_oneway(nonblocking=True)  # what does not fit is retried below
             now = time.monotonic()
             if flush_at is not None and now >= flush_at:
                 flush_at = None
@@ -75,6 +77,8 @@ class Reader(threading.Thread):
                 if st.backend_frees:
                     st.free_armed = True
                     flush_at = now + FLUSH_S
+            if st.oneway and flush_at is None:
+                flush_at = now + FLUSH_S  # the socket was full: retry soon
             if st.arena is not None:
                 st.arena.release_idle(now)
 

@@ -58,6 +58,9 @@ class StubState:
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
         self.free_armed = False
+        # One-way messages queued from garbage-collector callbacks (metric deletes): those may
+        # run on any thread, even inside a send on this one, so they never send themselves.
+        self.oneway: Deque[Tuple[int, bytes]] = collections.deque()
         self._block_refs: Dict[int, _BlockRef] = {}
         self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)
@@ -156,6 +159,32 @@ class StubState:
                 return False
             except OSError:
                 return True  # the backend is gone: nothing to return the blocks to
+        return True
+
+    # ------------------------------------------------------------------ one-way messages
+
+    def queue_oneway(self, kind: int, body: bytes) -> None:
+        """Queue a message for the reader thread to send (safe from ``__del__``)."""
+        self.oneway.append((kind, body))
+        self.wake_reader()
+
+    def flush_oneway(self, nonblocking: bool = False) -> bool:
+        """Send the queued one-way messages in order. False when the socket was full
+        (``nonblocking``): the rest stays queued."""
+        q = self.oneway
+        while q:
+            try:
+                kind, body = q.popleft()
+            except IndexError:
+                break
+            try:
+                self.async_.send(kind, body, nonblocking=nonblocking)
+            except BlockingIOError:
+                q.appendleft((kind, body))
+                return False
+            except OSError:
+                q.clear()  # the backend is gone, and with it what they would delete
+                return True
         return True
 
     # ------------------------------------------------------------------ shared handling

@@ -1,5 +1,5 @@
-"""The pb_utils transport inside the stub: logs, response-sender sends and
-cancellation queries travel on the async channel."""
+"""The pb_utils transport inside the stub: logs, response-sender sends, cancellation
+queries and custom metrics travel on the async channel."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..ipc import codec
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
+from .metrics import MetricsClient
 from .outputs import Placer
 from .state import RpcError, StubState
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _TOKEN = struct.Struct("<Q")
 
 
-class StubTransport(Transport):
+class StubTransport(MetricsClient, Transport):
     def __init__(self, state: StubState, model_dir: str = "") -> None:
         self.state = state
         self.model_dir = model_dir

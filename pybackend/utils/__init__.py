@@ -22,7 +22,7 @@ from .helpers import (
 )
 from .logger import Logger
 from .memory import TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_GPU, MemoryType, PreferredMemory
-from .metrics import MetricFamily, MetricKind
+from .metrics import Metric, MetricFamily, MetricKind
 from .model_config import ModelConfig
 from .model_control import is_model_ready, load_model, unload_model
 from .request import (
@@ -68,6 +68,7 @@ __all__ = [
     "Logger",
     "PreferredMemory",
     "MemoryType",
+    "Metric",
     "MetricFamily",
     "MetricKind",
     "load_model",

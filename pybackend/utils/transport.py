@@ -67,7 +67,22 @@ class Transport:
     def model_control(self, op: str, **kwargs: Any) -> Any:
         raise unsupported(f"Model control ({op})")
 
-    def metric_family(self, name: str, description: str, kind: int) -> Any:
+    # Custom metrics (pb_utils.MetricFamily/Metric): errors are TritonModelException with
+    # the bare reason; the caller adds the operation's prefix. A family delete never raises (it
+    # runs from __del__, on any thread); a metric lives as long as its family.
+    def metric_family_new(self, name: str, description: str, kind: int) -> int:
+        raise unsupported("Custom metrics (MetricFamily)")
+
+    def metric_family_delete(self, family_id: int) -> None:
+        pass
+
+    def metric_new(
+        self, family_id: int, labels: Dict[str, str], buckets: Optional[List[float]]
+    ) -> int:
+        raise unsupported("Custom metrics (MetricFamily)")
+
+    def metric_op(self, op: str, metric_id: int, value: float) -> float:
+        """``op`` is "value", "increment", "set" or "observe"; returns the value for "value"."""
         raise unsupported("Custom metrics (MetricFamily)")
 
     def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:

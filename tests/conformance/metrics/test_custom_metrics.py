@@ -4,18 +4,15 @@ server's metrics endpoint, and the spec's errors (spec 3.2 MetricFamily)."""
 from __future__ import annotations
 
 import json
-import re
-import urllib.request
 
 import numpy as np
 import pytest
 
 from conformance_support.clients import bytes_input, infer, text_output
 from conformance_support.control import load, unload
+from conformance_support.metrics_endpoint import family_lines, key, samples, scrape
 
 VALUES = [0.25, 1.0, 3.0]
-SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 MODEL_LABELS = {"model": "custom_metrics", "version": "1"}
 
 
@@ -31,26 +28,6 @@ def applied(server):
     """Feed VALUES once; returns what the model's Metric.value() calls reported."""
     inputs = {"MODE": bytes_input("apply"), "VALUES": np.array(VALUES, np.float64)}
     return json.loads(text_output(infer(server, "http", "custom_metrics", inputs), "RESULT"))
-
-
-def scrape(server) -> str:
-    with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
-        return reply.read().decode()
-
-
-def samples(text: str, name: str) -> dict[tuple, float]:
-    """{(metric name, sorted label items): value} for the lines of one family."""
-    found = {}
-    for line in text.splitlines():
-        match = SAMPLE.match(line)
-        if match and match["name"].startswith(name):
-            labels = tuple(sorted(LABEL.findall(match["labels"] or "")))
-            found[(match["name"], labels)] = float(match["value"])
-    return found
-
-
-def key(name: str, **labels: str) -> tuple:
-    return (name, tuple(sorted(labels.items())))
 
 
 def test_metric_values_seen_by_the_model(applied):
@@ -171,18 +148,15 @@ def test_unsupported_operation_raises_instead_of_aborting(server, case, prefix):
     assert server.is_alive()
 
 
-def _unload_gauge_lines(server) -> list[str]:
-    return [line for line in scrape(server).splitlines() if "pbconf_unload_gauge" in line]
-
-
 def _load_use_unload(server) -> list[str]:
     load(server, "metrics_unload")
     try:
         infer(server, "http", "metrics_unload", {"IN": np.array([2.5])})
-        assert 'pbconf_unload_gauge{model="metrics_unload"} 2.5' in _unload_gauge_lines(server)
+        lines = family_lines(server, "pbconf_unload_gauge")
+        assert 'pbconf_unload_gauge{model="metrics_unload"} 2.5' in lines
     finally:
         unload(server, "metrics_unload")
-    return _unload_gauge_lines(server)
+    return family_lines(server, "pbconf_unload_gauge")
 
 
 @pytest.mark.deviation("the original leaves an unloaded model's metric families on the endpoint")
