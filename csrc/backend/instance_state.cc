@@ -2,6 +2,7 @@
 
 #include "backend/error.h"
 #include "backend/logging.h"
+#include "backend/model_control.h"
 #include "backend/response_writer.h"
 #include "ipc/codec.h"
 
@@ -27,6 +28,10 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   Check(TRITONBACKEND_ModelInstanceDeviceId(instance, &st->device_id),
         "TRITONBACKEND_ModelInstanceDeviceId");
   st->restart_enabled_ = model->backend->config.stub_restart;
+  TRITONSERVER_Server* server = nullptr;
+  Check(TRITONBACKEND_ModelServer(model->model, &server), "TRITONBACKEND_ModelServer");
+  st->bls_ = std::make_unique<BlsService>(server, model->name, st->name,
+                                          model->backend->config.inline_threshold);
 
   st->session_ = st->StartSession();
   st->started_at_ = std::chrono::steady_clock::now();
@@ -137,7 +142,21 @@ void InstanceState::FailDetached(const void* owner, const std::string& message) 
   }
 }
 
+bool InstanceState::OnOther(StubSession& s, const ipc::Message& msg) {
+  switch (static_cast<ipc::MessageKind>(msg.kind)) {
+    case ipc::MessageKind::BLS_EXEC:
+      bls_->OnExec(s, msg);
+      return true;
+    case ipc::MessageKind::BLS_CANCEL:
+      bls_->OnCancel(s, msg);
+      return true;
+    default:
+      return HandleModelControl(s, bls_->server(), msg);
+  }
+}
+
 void InstanceState::OnStubGone(StubSession& s) {
+  bls_->OnStubGone(s);
   FailDetached(&s, UnhealthyMessage(s));
   bool current = false;
   bool restart = false;

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "backend/bls_service.h"
 #include "backend/model_state.h"
 #include "backend/request_registry.h"
 #include "backend/stub_session.h"
@@ -49,6 +50,8 @@ class InstanceState : public AsyncHandler {
   void OnSend(StubSession& s, const ipc::Message& msg) override;
   void OnIsCancelled(StubSession& s, const ipc::Message& msg) override;
   void OnStubGone(StubSession& s) override;
+  // BLS (bls_service.h) and model control (model_control.h) requests.
+  bool OnOther(StubSession& s, const ipc::Message& msg) override;
 
  private:
   InstanceState() = default;
@@ -61,6 +64,7 @@ class InstanceState : public AsyncHandler {
   void FailDetached(const void* owner, const std::string& message);
 
   RequestRegistry registry_;
+  std::unique_ptr<BlsService> bls_;
   std::mutex mu_;  // guards session_ and the restart fields
   std::condition_variable cv_;
   std::shared_ptr<StubSession> session_;

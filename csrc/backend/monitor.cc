@@ -153,6 +153,7 @@ void Monitor::DrainAsync() {
             if (h != nullptr) h->OnIsCancelled(*s_, msg);
             break;
           default:
+            if (h != nullptr && h->OnOther(*s_, msg)) break;
             PB_LOG_WARN(s_->log_prefix() + "unexpected " + ipc::KindName(msg.kind) +
                         " message on the async channel ignored");
         }

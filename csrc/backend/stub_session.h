@@ -30,6 +30,12 @@ class AsyncHandler {
   // `session` is the one whose stub sent the message (an instance may have restarted since).
   virtual void OnSend(StubSession& session, const ipc::Message& msg) = 0;
   virtual void OnIsCancelled(StubSession& session, const ipc::Message& msg) = 0;
+  // Any other async message kind (BLS, model control, ...): true when it was handled.
+  virtual bool OnOther(StubSession& session, const ipc::Message& msg) {
+    (void)session;
+    (void)msg;
+    return false;
+  }
   // Called once from the monitor thread after the stub is gone and the async channel has
   // been drained: fail whatever still waits on it.
   virtual void OnStubGone(StubSession& session) = 0;
@@ -49,7 +55,9 @@ struct SessionOptions {
   int spin_us = 0;                           // busy-poll before blocking on a reply
 };
 
-class StubSession {
+// Shared ownership: BLS calls keep the session of the stub that made them alive until Triton
+// has finished with them (shared_from_this needs a session made with make_shared).
+class StubSession : public std::enable_shared_from_this<StubSession> {
  public:
   enum class Wait { kOk, kTimeout, kDead, kError };
 

@@ -150,6 +150,12 @@ const char* KindName(uint16_t kind) {
       return "REPLY";
     case MessageKind::IS_CANCELLED:
       return "IS_CANCELLED";
+    case MessageKind::BLS_EXEC:
+      return "BLS_EXEC";
+    case MessageKind::BLS_RESPONSE:
+      return "BLS_RESPONSE";
+    case MessageKind::BLS_CANCEL:
+      return "BLS_CANCEL";
     case MessageKind::METRIC_FAMILY_NEW:
       return "METRIC_FAMILY_NEW";
     case MessageKind::METRIC_FAMILY_DELETE:
@@ -164,6 +170,12 @@ const char* KindName(uint16_t kind) {
       return "METRIC_SET";
     case MessageKind::METRIC_OBSERVE:
       return "METRIC_OBSERVE";
+    case MessageKind::MODEL_LOAD:
+      return "MODEL_LOAD";
+    case MessageKind::MODEL_UNLOAD:
+      return "MODEL_UNLOAD";
+    case MessageKind::MODEL_READY:
+      return "MODEL_READY";
   }
   return "UNKNOWN";
 }

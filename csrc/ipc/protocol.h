@@ -31,6 +31,9 @@ enum class MessageKind : uint16_t {
   SEND = 33,
   REPLY = 34,
   IS_CANCELLED = 35,
+  BLS_EXEC = 40,
+  BLS_RESPONSE = 41,
+  BLS_CANCEL = 42,
   // Custom metrics (60-79); all but METRIC_FAMILY_DELETE get a REPLY.
   METRIC_FAMILY_NEW = 60,
   METRIC_FAMILY_DELETE = 61,
@@ -39,6 +42,9 @@ enum class MessageKind : uint16_t {
   METRIC_INCREMENT = 64,
   METRIC_SET = 65,
   METRIC_OBSERVE = 66,
+  MODEL_LOAD = 80,
+  MODEL_UNLOAD = 81,
+  MODEL_READY = 82,
 };
 
 // Who allocated a block; also the TensorDesc location of arena-backed tensors.

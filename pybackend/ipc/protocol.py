@@ -37,6 +37,9 @@ class MessageKind(enum.IntEnum):
     SEND = 33
     REPLY = 34
     IS_CANCELLED = 35
+    BLS_EXEC = 40
+    BLS_RESPONSE = 41
+    BLS_CANCEL = 42
     # Custom metrics (60-79); all but METRIC_FAMILY_DELETE get a REPLY.
     METRIC_FAMILY_NEW = 60
     METRIC_FAMILY_DELETE = 61
@@ -45,6 +48,9 @@ class MessageKind(enum.IntEnum):
     METRIC_INCREMENT = 64
     METRIC_SET = 65
     METRIC_OBSERVE = 66
+    MODEL_LOAD = 80
+    MODEL_UNLOAD = 81
+    MODEL_READY = 82
 
 
 class Owner(enum.IntEnum):

@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import weakref
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 from ..ipc import codec
 from ..ipc.arena import Arena, PeerSegments
@@ -67,6 +67,10 @@ class StubState:
         self._rpcs: Dict[int, _Pending] = {}
         self._rpc_lock = threading.Lock()
         self.dead = False
+        # Handlers of further async message kinds (BLS responses), run on the reader thread.
+        self.handlers: Dict[int, Callable[[Message], None]] = {}
+        # Called once the backend is gone, to fail whatever waits on it.
+        self.dead_hooks: List[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ arena
 
@@ -219,7 +223,10 @@ class StubState:
             elif kind == MessageKind.REPLY:
                 self._resolve(msg.id, msg.body)
             else:
-                return False
+                handler = self.handlers.get(kind)
+                if handler is None:
+                    return False
+                handler(msg)
         except codec.ProtocolError as e:
             self.log.here(
                 WARNING, f"pybackend stub '{self.instance}': ignoring bad message {kind}: {e}"
@@ -268,6 +275,8 @@ class StubState:
         for p in pendings:
             p.result = (False, 4, "the backend closed the channel", b"")
             p.event.set()
+        for hook in self.dead_hooks:
+            hook()
 
     def close(self) -> None:
         for ch in (self.sync, self.async_):

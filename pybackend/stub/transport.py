@@ -10,7 +10,9 @@ from ..ipc import codec
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
+from .bls import BlsClient
 from .metrics import MetricsClient
+from .model_control import model_control
 from .outputs import Placer
 from .state import RpcError, StubState
 
@@ -25,6 +27,7 @@ class StubTransport(MetricsClient, Transport):
     def __init__(self, state: StubState, model_dir: str = "") -> None:
         self.state = state
         self.model_dir = model_dir
+        self.bls = BlsClient(state)
 
     def log(self, level: int, filename: str, line: int, message: str) -> None:
         self.state.log.log(level, filename, line, message)
@@ -65,3 +68,12 @@ class StubTransport(MetricsClient, Transport):
                 "Failed to check whether the request is cancelled: empty reply"
             )
         return bool(payload[0])
+
+    def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        return self.bls.exec(request, decoupled)
+
+    def bls_async_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        return self.bls.async_exec(request, decoupled)
+
+    def model_control(self, op: str, **kwargs: Any) -> Any:
+        return model_control(self.state, self.state.instance, op, **kwargs)

@@ -231,13 +231,16 @@ class InferenceRequest:
     # ------------------------------------------------------------------ BLS
 
     def exec(self, decoupled: bool = False) -> Any:
-        return _transport._current.bls_exec(self, decoupled)
+        """Run this request on ``model_name`` and wait: an ``InferenceResponse`` (errors
+        come back in it, not raised), or a ``ResponseIterator`` when ``decoupled``."""
+        return _transport._current.bls_exec(self, bool(decoupled))
 
     def async_exec(self, decoupled: bool = False) -> Any:
+        """Awaitable form of :meth:`exec`; needs a running asyncio loop."""
         import asyncio  # here, not at import time: asyncio costs ~15 ms of stub start
 
-        loop = asyncio.get_running_loop()
-        return loop.run_in_executor(None, self.exec, decoupled)
+        asyncio.get_running_loop()  # RuntimeError without one, as the original
+        return _transport._current.bls_async_exec(self, bool(decoupled))
 
     def __repr__(self) -> str:
         return (

@@ -64,6 +64,14 @@ class Transport:
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         raise unsupported("BLS (InferenceRequest.exec/async_exec)")
 
+    def bls_async_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        """An awaitable of ``bls_exec``'s result; called with the running loop current.
+        This default runs ``bls_exec`` in the loop's executor."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(None, self.bls_exec, request, decoupled)
+
     def model_control(self, op: str, **kwargs: Any) -> Any:
         raise unsupported(f"Model control ({op})")
 

@@ -105,7 +105,8 @@ def test_bls_constructor_validation() -> None:
         pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[""])
 
 
-def test_bls_exec_is_not_supported_yet() -> None:
+def test_bls_exec_outside_a_stub_is_unsupported() -> None:
+    """Without a stub (plain import) there is no server to send BLS requests to."""
     r = pb_utils.InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
     with pytest.raises(pb_utils.TritonModelException, match="not supported"):
         r.exec()

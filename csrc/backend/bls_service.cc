@@ -1,0 +1,500 @@
+#include "backend/bls_service.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "backend/error.h"
+#include "backend/json.h"
+#include "backend/logging.h"
+#include "ipc/codec.h"
+
+namespace pybackend {
+
+// One BLS request from the moment Triton owns it until both its release callback and its
+// final response have run (whichever comes last frees it).
+struct BlsCall {
+  std::shared_ptr<StubSession> session;
+  std::shared_ptr<BlsTable> table;
+  uint64_t id = 0;
+  std::string callee;
+  uint64_t inline_threshold = 0;
+  std::vector<uint8_t> body;  // the BLS_EXEC body: inline inputs point into it
+  std::vector<std::shared_ptr<ipc::Mapping>> maps;    // stub segments our inputs lie in
+  std::vector<std::pair<uint32_t, uint64_t>> blocks;  // stub blocks to FREE on release
+  std::mutex mu;
+  // Kept (and deleted) until the final response too, even after Triton released it: a
+  // decoupled callee releases its request early, and cancelling must still reach its
+  // response factory through it.
+  TRITONSERVER_InferenceRequest* request = nullptr;
+  bool released = false;
+  std::atomic<int> refs{2};  // release callback + final response
+
+  void Unref() {
+    if (refs.fetch_sub(1) == 1) {
+      table->Remove(this);
+      if (request != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(request));
+      delete this;
+    }
+  }
+  // Hands the stub's input blocks back at once (they are no longer read), so a caller
+  // making call after call reuses the same memory instead of growing its arena.
+  void ReturnInputs() {
+    if (!blocks.empty()) {
+      ipc::Writer w;
+      w.U8(static_cast<uint8_t>(ipc::Owner::STUB));
+      w.U32(static_cast<uint32_t>(blocks.size()));
+      for (auto& [seg, off] : blocks) {
+        w.U32(seg);
+        w.U64(off);
+      }
+      std::string error;
+      if (!session->alive() ||
+          !session->async().Send(ipc::MessageKind::FREE, 0, w.data(), w.size(),
+                                 static_cast<int>(session->options().timeout.count()), &error)) {
+        for (auto& [seg, off] : blocks) session->frees().Add(seg, off);
+      }
+    }
+    blocks.clear();
+    maps.clear();
+    body.clear();
+    body.shrink_to_fit();
+  }
+};
+
+namespace {
+
+// Where one output buffer came from: our arena (handed to the stub once a response names
+// it) or the heap (small outputs, copied into the message).
+struct OutBuf {
+  std::shared_ptr<StubSession> session;
+  bool arena = false;
+  bool handed = false;  // the stub owns the arena block now and FREEs it itself
+  uint32_t seg = 0;
+  uint64_t offset = 0;
+  void* heap = nullptr;
+};
+
+TRITONSERVER_Error* AllocOutput(TRITONSERVER_ResponseAllocator*, const char* tensor_name,
+                                size_t byte_size, TRITONSERVER_MemoryType, int64_t, void* userp,
+                                void** buffer, void** buffer_userp,
+                                TRITONSERVER_MemoryType* actual_memory_type,
+                                int64_t* actual_memory_type_id) {
+  auto* call = static_cast<BlsCall*>(userp);
+  // Only CPU memory here: GPU (or pinned) preferences are served from the shared arena,
+  // which the stub can map (docs/compatibility.md).
+  *actual_memory_type = TRITONSERVER_MEMORY_CPU;
+  *actual_memory_type_id = 0;
+  auto* out = new OutBuf();
+  if (byte_size <= call->inline_threshold) {
+    out->heap = std::malloc(byte_size > 0 ? byte_size : 1);
+    if (out->heap == nullptr) {
+      delete out;
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, "out of memory");
+    }
+    *buffer = out->heap;
+  } else {
+    try {
+      ipc::Arena::Block b = call->session->arena().Allocate(byte_size);
+      out->session = call->session;
+      out->arena = true;
+      out->seg = b.seg;
+      out->offset = b.offset;
+      *buffer = b.ptr;
+    } catch (const std::exception& e) {
+      delete out;
+      std::string msg = std::string("BLS output '") + tensor_name + "' of model '" + call->callee +
+                        "' (" + std::to_string(byte_size) +
+                        " bytes) does not fit in shared memory: " + e.what();
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, msg.c_str());
+    }
+  }
+  *buffer_userp = out;
+  return nullptr;
+}
+
+TRITONSERVER_Error* ReleaseOutput(TRITONSERVER_ResponseAllocator*, void*, void* buffer_userp,
+                                  size_t, TRITONSERVER_MemoryType, int64_t) {
+  auto* out = static_cast<OutBuf*>(buffer_userp);
+  if (out == nullptr) return nullptr;
+  if (out->heap != nullptr) std::free(out->heap);
+  if (out->arena && !out->handed) out->session->arena().Free(out->seg, out->offset);
+  delete out;
+  return nullptr;
+}
+
+TRITONSERVER_ResponseAllocator* Allocator() {
+  // One allocator for the process: it only forwards to the call named by userp.
+  static TRITONSERVER_ResponseAllocator* allocator = [] {
+    TRITONSERVER_ResponseAllocator* a = nullptr;
+    Check(TRITONSERVER_ResponseAllocatorNew(&a, AllocOutput, ReleaseOutput, nullptr),
+          "TRITONSERVER_ResponseAllocatorNew");
+    return a;
+  }();
+  return allocator;
+}
+
+std::string ParametersJson(TRITONSERVER_InferenceResponse* resp) {
+  uint32_t count = 0;
+  if (TakeMessage(TRITONSERVER_InferenceResponseParameterCount(resp, &count)) != "" || count == 0) {
+    return "";
+  }
+  json::Value obj = json::Value::Object();
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    TRITONSERVER_ParameterType type;
+    const void* value = nullptr;
+    if (!TakeMessage(TRITONSERVER_InferenceResponseParameter(resp, i, &name, &type, &value))
+             .empty() ||
+        value == nullptr) {
+      continue;
+    }
+    switch (type) {
+      case TRITONSERVER_PARAMETER_STRING:
+        obj.Set(name, json::Value(static_cast<const char*>(value)));
+        break;
+      case TRITONSERVER_PARAMETER_INT:
+        obj.Set(name, json::Value(*static_cast<const int64_t*>(value)));
+        break;
+      case TRITONSERVER_PARAMETER_BOOL:
+        obj.Set(name, json::Value(*static_cast<const bool*>(value)));
+        break;
+      case TRITONSERVER_PARAMETER_DOUBLE:
+        obj.Set(name, json::Value(*static_cast<const double*>(value)));
+        break;
+      default:
+        break;  // bytes parameters have no pb_utils form
+    }
+  }
+  return obj.Dump();
+}
+
+// Appends the ResponseBody of `resp`; returns the arena buffers it names (handed to the
+// stub once the message is out).
+std::vector<OutBuf*> WriteResponse(ipc::Writer& w, TRITONSERVER_InferenceResponse* resp) {
+  std::vector<OutBuf*> named;
+  TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseError(resp);  // owned by resp
+  if (err != nullptr) {
+    w.U8(1);
+    w.U32(TRITONSERVER_ErrorCode(err));
+    w.Str(TRITONSERVER_ErrorMessage(err));
+    w.Str("");
+    w.U32(0);
+    return named;
+  }
+  uint32_t count = 0;
+  std::string count_err = TakeMessage(TRITONSERVER_InferenceResponseOutputCount(resp, &count));
+  if (!count_err.empty()) {
+    w.U8(1);
+    w.U32(TRITONSERVER_ERROR_INTERNAL);
+    w.Str("cannot read the BLS response: " + count_err);
+    w.Str("");
+    w.U32(0);
+    return named;
+  }
+  w.U8(0);
+  w.Str(ParametersJson(resp));
+  size_t count_at = w.size();
+  w.U32(0);
+  uint32_t written = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    TRITONSERVER_DataType dtype;
+    const int64_t* shape = nullptr;
+    uint64_t ndim = 0;
+    const void* base = nullptr;
+    size_t size = 0;
+    TRITONSERVER_MemoryType mem;
+    int64_t mem_id;
+    void* userp = nullptr;
+    std::string e = TakeMessage(TRITONSERVER_InferenceResponseOutput(
+        resp, i, &name, &dtype, &shape, &ndim, &base, &size, &mem, &mem_id, &userp));
+    if (!e.empty()) {
+      PB_LOG_ERROR("BLS: cannot read output " + std::to_string(i) + ": " + e);
+      continue;
+    }
+    auto* out = static_cast<OutBuf*>(userp);
+    if (out != nullptr && out->arena) {
+      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA,
+                           shape, static_cast<uint32_t>(ndim), size);
+      w.U32(out->seg);
+      w.U64(out->offset);
+      named.push_back(out);
+    } else {
+      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::INLINE, shape,
+                           static_cast<uint32_t>(ndim), size);
+      if (size > 0 && base != nullptr && mem != TRITONSERVER_MEMORY_GPU) {
+        std::memcpy(w.Extend(size), base, size);
+      } else if (size > 0) {
+        std::memset(w.Extend(size), 0, size);  // not reachable with our allocator
+      }
+    }
+    ++written;
+  }
+  w.PatchU32(count_at, written);
+  return named;
+}
+
+void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
+  auto* call = static_cast<BlsCall*>(userp);
+  StubSession& s = *call->session;
+  ipc::Writer w;
+  w.U32(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+  std::vector<OutBuf*> named;
+  if (resp != nullptr) {
+    w.U8(1);
+    named = WriteResponse(w, resp);
+  } else {
+    w.U8(0);
+  }
+  std::string error;
+  bool sent =
+      s.alive() && s.async().Send(ipc::MessageKind::BLS_RESPONSE, call->id, w.data(), w.size(),
+                                  static_cast<int>(s.options().timeout.count()), &error);
+  if (sent) {
+    for (OutBuf* out : named) out->handed = true;
+  } else if (s.alive()) {
+    PB_LOG_ERROR(s.log_prefix() + "cannot deliver a BLS response: " + error);
+  }
+  if (resp != nullptr) {
+    std::string e = TakeMessage(TRITONSERVER_InferenceResponseDelete(resp));
+    if (!e.empty()) PB_LOG_ERROR(s.log_prefix() + "deleting a BLS response: " + e);
+  }
+  if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) call->Unref();
+}
+
+void RequestRelease(TRITONSERVER_InferenceRequest*, const uint32_t, void* userp) {
+  auto* call = static_cast<BlsCall*>(userp);
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    call->released = true;
+    call->ReturnInputs();
+  }
+  call->Unref();
+}
+
+void SetParameters(TRITONSERVER_InferenceRequest* req, std::string_view text) {
+  if (text.empty()) return;
+  json::Value params = json::Value::Parse(text);
+  if (params.is_null()) return;
+  if (!params.is_object()) Throw(TRITONSERVER_ERROR_INVALID_ARG, "parameters must be an object");
+  for (const auto& [key, v] : params.members()) {
+    const char* k = key.c_str();
+    switch (v.type()) {
+      case json::Value::Type::kString:
+        Check(TRITONSERVER_InferenceRequestSetStringParameter(req, k, v.AsString().c_str()),
+              nullptr);
+        break;
+      case json::Value::Type::kBool:
+        Check(TRITONSERVER_InferenceRequestSetBoolParameter(req, k, v.AsBool()), nullptr);
+        break;
+      case json::Value::Type::kInt:
+        Check(TRITONSERVER_InferenceRequestSetIntParameter(req, k, v.AsInt()), nullptr);
+        break;
+      default:
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "Expect parameters values to have type bool/int/str, found a value of parameter '" +
+                  key + "' that is none of them");
+    }
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------ BlsTable
+
+void BlsTable::Add(BlsCall* call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_[{call->session.get(), call->id}] = call;
+}
+
+void BlsTable::Remove(BlsCall* call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = calls_.find({call->session.get(), call->id});
+  if (it != calls_.end() && it->second == call) calls_.erase(it);
+}
+
+bool BlsTable::Cancel(const StubSession* session, uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = calls_.find({session, id});
+  if (it == calls_.end()) return false;
+  BlsCall* call = it->second;
+  std::lock_guard<std::mutex> call_lock(call->mu);
+  if (call->request != nullptr && call->refs.load() > 0) {
+    std::string e = TakeMessage(TRITONSERVER_InferenceRequestCancel(call->request));
+    if (!e.empty()) PB_LOG_WARN("cancelling a BLS request: " + e);
+  }
+  return true;
+}
+
+void BlsTable::CancelAll(const StubSession* session) {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, call] : calls_) {
+      if (key.first == session) ids.push_back(key.second);
+    }
+  }
+  for (uint64_t id : ids) Cancel(session, id);
+}
+
+size_t BlsTable::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return calls_.size();
+}
+
+// ---------------------------------------------------------------------------- BlsService
+
+BlsService::BlsService(TRITONSERVER_Server* server, std::string model_name,
+                       std::string instance_name, uint64_t inline_threshold)
+    : server_(server),
+      model_name_(std::move(model_name)),
+      instance_name_(std::move(instance_name)),
+      inline_threshold_(inline_threshold),
+      table_(std::make_shared<BlsTable>()) {}
+
+void SendBlsError(StubSession& session, uint64_t id, TRITONSERVER_Error_Code code,
+                  const std::string& message) {
+  ipc::Writer w;
+  w.U32(TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+  w.U8(1);
+  ipc::ResponseBody body;
+  body.has_error = true;
+  body.error_code = code;
+  body.error_message = message;
+  ipc::WriteResponseBody(w, body);
+  std::string error;
+  if (!session.async().Send(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(),
+                            static_cast<int>(session.options().timeout.count()), &error)) {
+    PB_LOG_ERROR(session.log_prefix() + "cannot deliver a BLS error: " + error);
+  }
+}
+
+void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
+  auto* call = new BlsCall();
+  call->session = session.shared_from_this();
+  call->table = table_;
+  call->id = msg.id;
+  call->inline_threshold = inline_threshold_;
+  call->body = msg.body;
+  TRITONSERVER_InferenceRequest* req = nullptr;
+  std::string callee = "<unknown>";
+  try {
+    ipc::Reader r(call->body.data(), call->body.size());
+    callee = r.Str();
+    call->callee = callee;
+    int64_t version = r.I64();
+    bool decoupled = r.U8() != 0;
+    std::string request_id = r.Str();
+    uint8_t corr_kind = r.U8();
+    uint64_t corr = 0;
+    std::string corr_str;
+    if (corr_kind == 0) {
+      corr = r.U64();
+    } else {
+      corr_str = r.Str();
+    }
+    uint32_t flags = r.U32();
+    uint64_t timeout_us = r.U64();
+    r.U8();   // preferred memory type: outputs always go to shared (CPU) memory here
+    r.I64();  // preferred device id
+    std::string_view params = r.StrView();
+
+    bool ready = false;
+    Check(TRITONSERVER_ServerModelIsReady(server_, callee.c_str(), version, &ready), nullptr);
+    if (!ready) {
+      Throw(TRITONSERVER_ERROR_UNAVAILABLE,
+            "Failed for execute the inference request. Model '" + callee + "' is not ready.");
+    }
+    uint32_t txn = 0;
+    Check(TRITONSERVER_ServerModelTransactionProperties(server_, callee.c_str(), version, &txn,
+                                                        nullptr),
+          nullptr);
+    if ((txn & TRITONSERVER_TXN_DECOUPLED) != 0 && !decoupled) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG,
+            "Model " + callee +
+                " is using the decoupled. The current BLS request call doesn't support models "
+                "using the decoupled transaction policy. Please use 'decoupled=True' argument to "
+                "the 'exec' or 'async_exec' calls for decoupled models.'");
+    }
+
+    Check(TRITONSERVER_InferenceRequestNew(&req, server_, callee.c_str(), version), nullptr);
+    Check(TRITONSERVER_InferenceRequestSetId(req, request_id.c_str()), nullptr);
+    if (corr_kind == 0) {
+      Check(TRITONSERVER_InferenceRequestSetCorrelationId(req, corr), nullptr);
+    } else {
+      Check(TRITONSERVER_InferenceRequestSetCorrelationIdString(req, corr_str.c_str()), nullptr);
+    }
+    Check(TRITONSERVER_InferenceRequestSetFlags(req, flags), nullptr);
+    if (timeout_us > 0) {
+      Check(TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(req, timeout_us), nullptr);
+    }
+    SetParameters(req, params);
+    uint32_t n_requested = r.U32();
+    for (uint32_t i = 0; i < n_requested; ++i) {
+      std::string name = r.Str();
+      Check(TRITONSERVER_InferenceRequestAddRequestedOutput(req, name.c_str()), nullptr);
+    }
+    uint32_t n_inputs = r.U32();
+    for (uint32_t i = 0; i < n_inputs; ++i) {
+      ipc::TensorDesc t = ipc::ReadTensorDesc(r);
+      const uint8_t* data = nullptr;
+      if (t.location == ipc::Location::INLINE) {
+        data = t.inline_data;
+      } else if (t.location == ipc::Location::STUB_ARENA) {
+        std::string error;
+        auto map = session.peers().Get(t.seg, t.offset, t.byte_size, &error);
+        if (!map) Throw(TRITONSERVER_ERROR_INTERNAL, "input '" + t.name + "': " + error);
+        data = map->base + t.offset;
+        call->maps.push_back(std::move(map));
+        call->blocks.emplace_back(t.seg, t.offset);
+      } else {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "input '" + t.name + "' has a location BLS inputs cannot use");
+      }
+      Check(TRITONSERVER_InferenceRequestAddInput(req, t.name.c_str(),
+                                                  static_cast<TRITONSERVER_DataType>(t.dtype),
+                                                  t.dims.data(), t.dims.size()),
+            nullptr);
+      if (t.byte_size > 0) {
+        Check(TRITONSERVER_InferenceRequestAppendInputData(req, t.name.c_str(), data, t.byte_size,
+                                                           TRITONSERVER_MEMORY_CPU, 0),
+              nullptr);
+      }
+    }
+    if (r.remaining() != 0) Throw(TRITONSERVER_ERROR_INTERNAL, "trailing bytes in BLS_EXEC");
+    Check(TRITONSERVER_InferenceRequestSetReleaseCallback(req, RequestRelease, call), nullptr);
+    Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, Allocator(), call, ResponseComplete,
+                                                           call),
+          nullptr);
+    call->request = req;
+    table_->Add(call);
+    TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server_, req, nullptr);
+    if (err != nullptr) {
+      table_->Remove(call);
+      call->request = nullptr;  // deleted below with req
+      Check(err, nullptr);
+    }
+  } catch (const std::exception& e) {
+    // Like the original, a request that could not be started fails with INTERNAL (the
+    // callee's own errors keep their codes).
+    TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_INTERNAL;
+    if (dynamic_cast<const ipc::DecodeError*>(&e) != nullptr) {
+      PB_LOG_ERROR(session.log_prefix() + "malformed BLS_EXEC: " + e.what());
+    }
+    if (req != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(req));
+    call->ReturnInputs();
+    SendBlsError(session, msg.id, code,
+                 "Model " + callee + " - Error when running inference: " + e.what());
+    delete call;
+  }
+}
+
+void BlsService::OnCancel(StubSession& session, const ipc::Message& msg) {
+  table_->Cancel(&session, msg.id);
+}
+
+void BlsService::OnStubGone(StubSession& session) { table_->CancelAll(&session); }
+
+}  // namespace pybackend

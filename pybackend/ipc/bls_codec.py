@@ -1,0 +1,176 @@
+"""Bodies of the BLS and model-control messages (docs/protocol.md, "BLS" and "Model
+control"): BLS_EXEC, BLS_RESPONSE, MODEL_LOAD, MODEL_UNLOAD, MODEL_READY."""
+
+from __future__ import annotations
+
+import struct
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from .codec import (
+    I64,
+    U8,
+    U32,
+    U64,
+    Buffer,
+    Reader,
+    ResponseDesc,
+    TensorDesc,
+    put_blob,
+    put_response,
+    put_str,
+    put_tensor,
+    read_response,
+)
+
+FLAGS_TIMEOUT = struct.Struct("<IQ")  # u32 flags, u64 timeout_us
+PREFERRED = struct.Struct("<Bq")  # u8 memory type (0 GPU, 1 CPU, 2 default), i64 device id
+RESPONSE_HEAD = struct.Struct("<IB")  # u32 response flags, u8 has_response
+
+
+class BlsExecDesc:
+    """One BLS request as it travels to the backend."""
+
+    __slots__ = (
+        "model_name",
+        "model_version",
+        "decoupled",
+        "request_id",
+        "correlation_id",
+        "flags",
+        "timeout_us",
+        "preferred_memory",
+        "preferred_device",
+        "parameters",
+        "requested_outputs",
+        "inputs",
+    )
+
+    def __init__(
+        self,
+        model_name: str,
+        model_version: int = -1,
+        decoupled: bool = False,
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        flags: int = 0,
+        timeout_us: int = 0,
+        preferred_memory: int = 2,
+        preferred_device: int = 0,
+        parameters: str = "",
+        requested_outputs: Sequence[str] = (),
+        inputs: Sequence[TensorDesc] = (),
+    ) -> None:
+        self.model_name = model_name
+        self.model_version = model_version
+        self.decoupled = decoupled
+        self.request_id = request_id
+        self.correlation_id = correlation_id
+        self.flags = flags
+        self.timeout_us = timeout_us
+        self.preferred_memory = preferred_memory
+        self.preferred_device = preferred_device
+        self.parameters = parameters
+        self.requested_outputs = list(requested_outputs)
+        self.inputs = list(inputs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BlsExecDesc):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+
+def encode_bls_exec(d: BlsExecDesc) -> bytearray:
+    out = bytearray()
+    put_str(out, d.model_name)
+    out += I64.pack(d.model_version)
+    out += U8.pack(1 if d.decoupled else 0)
+    put_str(out, d.request_id)
+    if isinstance(d.correlation_id, str):
+        out += b"\x01"
+        put_str(out, d.correlation_id)
+    else:
+        out += b"\x00"
+        out += U64.pack(d.correlation_id)
+    out += FLAGS_TIMEOUT.pack(d.flags, d.timeout_us)
+    out += PREFERRED.pack(d.preferred_memory, d.preferred_device)
+    put_str(out, d.parameters)
+    out += U32.pack(len(d.requested_outputs))
+    for name in d.requested_outputs:
+        put_str(out, name)
+    out += U32.pack(len(d.inputs))
+    for t in d.inputs:
+        put_tensor(out, t)
+    return out
+
+
+def decode_bls_exec(body: Buffer) -> BlsExecDesc:
+    from .codec import read_tensor
+
+    r = Reader(body)
+    name = r.str()
+    (version,) = r.unpack(I64)
+    decoupled = bool(r.u8())
+    request_id = r.str()
+    corr: Union[int, str] = r.u64() if r.u8() == 0 else r.str()
+    flags, timeout = r.unpack(FLAGS_TIMEOUT)
+    mem, dev = r.unpack(PREFERRED)
+    params = r.str()
+    requested = [r.str() for _ in range(r.u32())]
+    inputs = [read_tensor(r) for _ in range(r.u32())]
+    r.done()
+    return BlsExecDesc(
+        name,
+        version,
+        decoupled,
+        request_id,
+        corr,
+        flags,
+        timeout,
+        mem,
+        dev,
+        params,
+        requested,
+        inputs,
+    )
+
+
+def encode_bls_response(flags: int, resp: Optional[ResponseDesc]) -> bytearray:
+    out = bytearray(RESPONSE_HEAD.pack(flags, 0 if resp is None else 1))
+    if resp is not None:
+        put_response(out, resp)
+    return out
+
+
+def decode_bls_response(body: Buffer) -> Tuple[int, Optional[ResponseDesc]]:
+    """(response flags, ResponseDesc or None). INLINE tensor data are views of ``body``."""
+    r = Reader(body)
+    flags, has = r.unpack(RESPONSE_HEAD)
+    resp = read_response(r) if has else None
+    r.done()
+    return flags, resp
+
+
+def encode_model_load(name: str, config: str, files: Optional[Dict[str, bytes]]) -> bytearray:
+    out = bytearray()
+    put_str(out, name)
+    put_str(out, config)
+    items: List[Tuple[str, bytes]] = list((files or {}).items())
+    out += U32.pack(len(items))
+    for path, content in items:
+        put_str(out, path)
+        put_blob(out, content)
+    return out
+
+
+def encode_model_unload(name: str, unload_dependents: bool) -> bytearray:
+    out = bytearray()
+    put_str(out, name)
+    out += U8.pack(1 if unload_dependents else 0)
+    return out
+
+
+def encode_model_ready(name: str, version: int) -> bytearray:
+    out = bytearray()
+    put_str(out, name)
+    out += I64.pack(version)
+    return out

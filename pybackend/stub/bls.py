@@ -1,0 +1,284 @@
+"""BLS in the stub: ``InferenceRequest.exec``/``async_exec`` (spec 4.6).
+
+A call sends BLS_EXEC on the async channel with a fresh call id and waits for its
+BLS_RESPONSEs, which the reader thread turns into ``InferenceResponse`` objects (outputs
+are zero-copy views of the backend's arena, returned with FREE when garbage-collected).
+The waiting caller blocks only itself: the reader keeps serving every other message, so
+any number of calls may be in flight from threads and coroutines at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import threading
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..ipc.bls_codec import BlsExecDesc, decode_bls_response, encode_bls_exec
+from ..ipc.channel import Message
+from ..ipc.codec import ProtocolError, ResponseDesc, TensorDesc
+from ..ipc.protocol import Location, MessageKind
+from ..utils.errors import ErrorCode, TritonError, TritonModelException
+from ..utils.request import InferenceRequest
+from ..utils.response import InferenceResponse
+from ..utils.tensor import Tensor
+from .logging import WARNING
+from .outputs import Placer
+from .state import StubState
+
+FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
+_EMPTY = np.empty(0, np.uint8)
+
+
+class _Call:
+    """One BLS request in flight: the responses received so far, in order."""
+
+    __slots__ = ("client", "cid", "cond", "items", "final", "waiter")
+
+    def __init__(self, client: "BlsClient", waiter: Optional[Callable[[], None]]) -> None:
+        self.client = client
+        self.cid = 0
+        self.cond = threading.Condition(threading.Lock())
+        self.items: Deque[Tuple[Optional[InferenceResponse], bool]] = collections.deque()
+        self.final = False
+        self.waiter = waiter
+
+    def push(self, resp: Optional[InferenceResponse], final: bool) -> None:
+        with self.cond:
+            if self.final:
+                return
+            self.items.append((resp, final))
+            self.final = final
+            self.cond.notify_all()
+        waiter = self.waiter
+        if waiter is not None:
+            waiter()
+
+    def take(self) -> Tuple[Optional[InferenceResponse], bool]:
+        """The next (response, is_final), waiting for it."""
+        with self.cond:
+            while not self.items:
+                self.cond.wait()
+            return self.items.popleft()
+
+    def ready(self) -> bool:
+        with self.cond:
+            return bool(self.items)
+
+
+def _first_response(call: _Call) -> InferenceResponse:
+    """What a non-decoupled call returns: the callee's response (a FINAL flag that comes
+    alone after it is not waited for; one with no response at all yields an empty one)."""
+    resp, _final = call.take()
+    return resp if resp is not None else InferenceResponse()
+
+
+class ResponseIterator:
+    """The responses of a decoupled BLS call, as they stream in. Iteration ends after the
+    response flagged final (which may carry no outputs); iterating again replays them."""
+
+    def __init__(self, call: _Call) -> None:
+        self._call = call
+        self._cache: List[InferenceResponse] = []
+        self._pos = 0
+        self._done = False
+
+    def __iter__(self) -> "ResponseIterator":
+        if self._done:
+            self._pos = 0
+        return self
+
+    def __next__(self) -> InferenceResponse:
+        if self._pos < len(self._cache):
+            self._pos += 1
+            return self._cache[self._pos - 1]
+        if self._done:
+            raise StopIteration
+        resp, final = self._call.take()
+        if resp is None:
+            resp = InferenceResponse()
+        if final:
+            self._done = True
+        self._cache.append(resp)
+        self._pos += 1
+        return resp
+
+    def cancel(self) -> None:
+        """Ask the server to cancel the call (no-op once it finished)."""
+        if not self._done and not self._call.final:
+            self._call.client.cancel(self._call.cid)
+
+
+class BlsClient:
+    def __init__(self, state: StubState) -> None:
+        self.state = state
+        self._ids = itertools.count(1)
+        self._calls: Dict[int, _Call] = {}
+        self._lock = threading.Lock()
+        state.handlers[MessageKind.BLS_RESPONSE] = self._on_response
+        state.dead_hooks.append(self._fail_all)
+
+    # ------------------------------------------------------------------ API
+
+    def exec(self, request: InferenceRequest, decoupled: bool) -> Any:
+        call = self._start(request, decoupled, None)
+        if decoupled:
+            return ResponseIterator(call)
+        return _first_response(call)
+
+    def async_exec(self, request: InferenceRequest, decoupled: bool) -> "asyncio.Future[Any]":
+        loop = asyncio.get_running_loop()
+        fut: "asyncio.Future[Any]" = loop.create_future()
+        holder: List[_Call] = []
+
+        def settle() -> None:
+            if fut.done() or not holder:
+                return
+            call = holder[0]
+            if decoupled:
+                fut.set_result(ResponseIterator(call))
+            elif call.ready():
+                fut.set_result(_first_response(call))
+
+        def wake() -> None:
+            if not fut.done():
+                loop.call_soon_threadsafe(settle)
+
+        call = self._start(request, decoupled, None if decoupled else wake)
+        holder.append(call)
+        settle()  # a decoupled call resolves at once; a quick answer may already be here
+        return fut
+
+    def cancel(self, cid: int) -> None:
+        try:
+            self.state.async_.send(MessageKind.BLS_CANCEL, b"", cid)
+        except OSError:
+            pass  # the backend is gone: the call fails anyway
+
+    # ------------------------------------------------------------------ sending
+
+    def _start(
+        self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
+    ) -> _Call:
+        st = self.state
+        placer = Placer(st, for_send=True)
+        try:
+            inputs = [placer.tensor(t) for t in request._inputs]
+        except BaseException:
+            placer.abort()
+            raise
+        pm = request._preferred_memory
+        desc = BlsExecDesc(
+            request._model_name,
+            request._model_version,
+            decoupled,
+            request._request_id,
+            request._correlation_id,
+            request._flags,
+            request._timeout,
+            int(pm.preferred_memory_type) if pm is not None else 2,
+            pm.preferred_device_id if pm is not None else 0,
+            request._parameters if request._parameters != "{}" else "",
+            list(request._requested),
+            inputs,
+        )
+        call = _Call(self, waiter)
+        cid = call.cid = next(self._ids)
+        with self._lock:
+            self._calls[cid] = call
+        try:
+            st.async_.send(MessageKind.BLS_EXEC, encode_bls_exec(desc), cid)
+        except OSError as e:
+            placer.abort()
+            with self._lock:
+                self._calls.pop(cid, None)
+            call.push(_error_response(f"the backend is gone ({e})"), True)
+        except BaseException:
+            placer.abort()
+            with self._lock:
+                self._calls.pop(cid, None)
+            raise
+        return call
+
+    # ------------------------------------------------------------------ receiving (reader)
+
+    def _on_response(self, msg: Message) -> None:
+        owned = bytearray(msg.body)  # inline outputs view it; the channel reuses its buffer
+        try:
+            flags, desc = decode_bls_response(owned)
+        except ProtocolError as e:
+            self.state.log.here(WARNING, f"pybackend stub: bad BLS_RESPONSE: {e}")
+            return
+        final = bool(flags & FINAL)
+        with self._lock:
+            call = self._calls.pop(msg.id, None) if final else self._calls.get(msg.id)
+        resp = None if desc is None else self._response(desc)
+        if call is not None:
+            call.push(resp, final)
+
+    def _response(self, desc: ResponseDesc) -> InferenceResponse:
+        if desc.error is not None:
+            code, message = desc.error
+            if not 0 <= code <= ErrorCode.CANCELLED:
+                code = ErrorCode.INTERNAL
+            return InferenceResponse(error=TritonError(message, code))
+        tensors = []
+        done = 0
+        try:
+            for td in desc.outputs:
+                tensors.append(self._tensor(td))
+                done += 1
+        except Exception as e:  # noqa: BLE001 - a bad output fails this response only
+            st = self.state
+            for td in desc.outputs[done + 1 :]:
+                if td.location == Location.BACKEND_ARENA and st.peer.contains(
+                    td.seg, td.offset, td.byte_size
+                ):
+                    st.free_backend_block(td.seg, td.offset)
+            return _error_response(f"cannot read the BLS response: {e}")
+        resp = InferenceResponse(tensors)
+        resp._parameters = desc.parameters
+        return resp
+
+    def _tensor(self, td: TensorDesc) -> Tensor:
+        n = td.byte_size
+        if td.location == Location.INLINE:
+            buf = np.frombuffer(td.data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
+            return Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+        if td.location != Location.BACKEND_ARENA:
+            raise ProtocolError(f"output '{td.name}' has location {td.location}")
+        st = self.state
+        mm = st.peer.get(td.seg, td.offset, n)
+        if mm is None:
+            raise ProtocolError(f"output '{td.name}' names an unknown backend segment {td.seg}")
+        buf = np.frombuffer(mm, np.uint8, n, td.offset) if n else _EMPTY
+        try:
+            t = Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+        except BaseException:
+            st.free_backend_block(td.seg, td.offset)
+            raise
+        if n:
+            # Every view of the tensor keeps buf.base alive; when it dies the block goes home.
+            st.track_backend_block(buf.base, td.seg, td.offset)
+        else:
+            st.free_backend_block(td.seg, td.offset)
+        return t
+
+    def _fail_all(self) -> None:
+        with self._lock:
+            calls, self._calls = list(self._calls.values()), {}
+        for call in calls:
+            call.push(_error_response("the backend closed the channel"), True)
+
+
+def _error_response(text: str) -> InferenceResponse:
+    return InferenceResponse(error=TritonError(f"BLS request failed: {text}", ErrorCode.INTERNAL))
+
+
+def require_client(client: Optional[BlsClient]) -> BlsClient:
+    if client is None:
+        raise TritonModelException("BLS requests are not available before the stub is ready.")
+    return client

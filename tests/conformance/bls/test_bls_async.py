@@ -1,0 +1,30 @@
+"""BLS with async_exec() from `async def execute` (spec 2.2, 3.2): fan-out with
+asyncio.gather, a decoupled stream, and errors as responses."""
+
+from __future__ import annotations
+
+import pytest
+from bls_support import CALLEES, CALLERS, NOT_READY, run
+
+
+@pytest.fixture(scope="module")
+def server(feature_repository):
+    start = feature_repository.start(model_control_mode="explicit", load_models=CALLEES + CALLERS)
+    with start as srv:
+        yield srv
+
+
+def test_gather_of_async_exec(server):
+    values = [float(v) for v in range(8)]
+    result = run(server, "gather", values, model="bls_async_caller")
+    assert result["outputs"] == [[2.0 * v, 2.0 * i] for i, v in enumerate(values)]
+
+
+def test_async_exec_of_a_decoupled_model(server):
+    result = run(server, "stream", [2], model="bls_async_caller")
+    assert result["seen"] == [[[0]], [[1]], []]
+
+
+def test_async_exec_error_is_a_response(server):
+    result = run(server, "error", model="bls_async_caller")
+    assert result == {"has_error": True, "error": NOT_READY}
