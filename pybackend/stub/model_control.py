@@ -4,6 +4,7 @@ ServerUnloadModel(AndDependents) and ServerModelIsReady (spec 3.2, "Model contro
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional
 
 from ..ipc.bls_codec import encode_model_load, encode_model_ready, encode_model_unload
@@ -17,7 +18,7 @@ LOAD_TIMEOUT_S = 3600.0
 
 def _fail(instance: str, what: str, error: str) -> TritonModelException:
     return TritonModelException(
-        f"Failed to process the request for model '{instance}', message: {what}: {error}"
+        f"{what}: Failed to process the request for model '{instance}', message: {error}"
     )
 
 
@@ -39,7 +40,7 @@ def model_control(state: StubState, instance: str, op: str, **kw: Any) -> Any:
     if op == "is_model_ready":
         name = kw["model_name"]
         _check_name(name)
-        version = _version(name, kw.get("model_version", ""))
+        version = _version(instance, kw.get("model_version", ""))
         try:
             payload = state.rpc(MessageKind.MODEL_READY, encode_model_ready(name, version))
         except RpcError as e:
@@ -73,14 +74,20 @@ def _check_name(name: Any) -> None:
         raise TypeError(f"model_name must be a str, got {type(name).__name__}")
 
 
-def _version(name: str, version: Any) -> int:
-    """ "" means the latest version (-1); otherwise a non-negative integer."""
+def _version(instance: str, version: Any) -> int:
+    """ "" means the latest version (-1); otherwise an integer >= 0, read like C++ stol
+    (leading digits count, the rest is ignored), with the original's error texts."""
     if version == "" or version is None:
         return -1
     text = str(version)
-    if not text.isdigit():
-        raise TritonModelException(
-            f"failed to get model version from specified version string '{text}' "
-            f"(model '{name}'): use an integer >= 0, or \"\" for the latest version"
+    match = re.match(r"\s*[+-]?\d+", text)
+    details = "" if match else " (details: stol)"
+    value = int(match.group()) if match else -1
+    if value < 0:
+        raise _fail(
+            instance,
+            "Failed to check model readiness",
+            f"failed to get model version from specified version string '{text}'{details}, "
+            "version should be an integral value > 0",
         )
-    return int(text)
+    return value
