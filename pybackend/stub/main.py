@@ -119,6 +119,7 @@ class Stub:
         try:
             init = codec.decode_json(body)
             phase = init.get("phase", "initialize")
+            self.transport.phase = phase
             self._configure(init)
             if self.reader is None:
                 self.reader = Reader(self.state)

@@ -28,6 +28,7 @@ class StubTransport(MetricsClient, Transport):
         self.state = state
         self.model_dir = model_dir
         self.bls = BlsClient(state)
+        self.phase = "initialize"  # set by the stub from INIT
 
     def log(self, level: int, filename: str, line: int, message: str) -> None:
         self.state.log.log(level, filename, line, message)
@@ -69,11 +70,22 @@ class StubTransport(MetricsClient, Transport):
             )
         return bool(payload[0])
 
+    def _refuse_in_auto_complete(self, what: str) -> None:
+        # The auto-complete stub belongs to no model instance: nobody would answer.
+        if self.phase == "auto_complete":
+            raise TritonModelException(
+                f"{what} is not available in auto_complete_config: the model has no instance "
+                "yet. Call it from initialize or execute instead."
+            )
+
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        self._refuse_in_auto_complete("BLS (InferenceRequest.exec)")
         return self.bls.exec(request, decoupled)
 
     def bls_async_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        self._refuse_in_auto_complete("BLS (InferenceRequest.async_exec)")
         return self.bls.async_exec(request, decoupled)
 
     def model_control(self, op: str, **kwargs: Any) -> Any:
+        self._refuse_in_auto_complete(f"pb_utils.{op}")
         return model_control(self.state, self.state.instance, op, **kwargs)
