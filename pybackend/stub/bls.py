@@ -9,11 +9,10 @@ any number of calls may be in flight from threads and coroutines at once.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import itertools
 import threading
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -28,6 +27,9 @@ from ..utils.tensor import Tensor
 from .logging import WARNING
 from .outputs import Placer
 from .state import StubState
+
+if TYPE_CHECKING:  # pragma: no cover
+    import asyncio
 
 FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
 _EMPTY = np.empty(0, np.uint8)
@@ -130,6 +132,8 @@ class BlsClient:
         return _first_response(call)
 
     def async_exec(self, request: InferenceRequest, decoupled: bool) -> "asyncio.Future[Any]":
+        import asyncio  # here, not at import time: asyncio costs ~15 ms of stub start
+
         loop = asyncio.get_running_loop()
         fut: "asyncio.Future[Any]" = loop.create_future()
         holder: List[_Call] = []
