@@ -43,18 +43,32 @@ def test_pipeline(client: InferClient, text: str, weights: list, label: str, sco
     np.testing.assert_array_equal(out["SCORES"], np.array(scores, np.float32))
 
 
-def test_pipeline_concurrent_clients(client: InferClient) -> None:
-    def one(i: int) -> bytes:
-        text = ("x" * i + " " * (2 * i)).encode()
-        out = client.infer(
-            "bls_pipeline",
-            {"TEXT": np.array([text], np.object_), "WEIGHTS": np.zeros(4, np.float32)},
-            ["LABEL"],
-        )
-        return out["LABEL"][0]
-
+def _concurrent(
+    client: InferClient, model: str, requests: list[dict[str, np.ndarray]], output: str
+) -> list[np.ndarray]:
+    """Send every request at once; ``output`` of each, in order."""
+    if client.protocol == "http":
+        # tritonclient.http is gevent based: use its own async API rather than threads.
+        pending = [
+            client.client.async_infer(
+                model, client.inputs(arrays), outputs=client.outputs([output])
+            )
+            for arrays in requests
+        ]
+        return [p.get_result(timeout=60).as_numpy(output) for p in pending]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        labels = list(pool.map(one, range(1, 9)))
+        return list(pool.map(lambda a: client.infer(model, a, [output])[output], requests))
+
+
+def test_pipeline_concurrent_clients(client: InferClient) -> None:
+    requests = [
+        {
+            "TEXT": np.array([("x" * i + " " * (2 * i)).encode()], np.object_),
+            "WEIGHTS": np.zeros(4, np.float32),
+        }
+        for i in range(1, 9)
+    ]
+    labels = [label[0] for label in _concurrent(client, "bls_pipeline", requests, "LABEL")]
     assert labels == [b"spaces"] * 8
 
 
@@ -67,12 +81,9 @@ def test_async_fanout(client: InferClient) -> None:
 
 
 def test_async_fanout_concurrent_clients(client: InferClient) -> None:
-    def one(i: int) -> np.ndarray:
-        in0 = np.full(4, i, np.float32)
-        in1 = np.ones(4, np.float32)
-        return client.infer("bls_async_fanout", {"INPUT0": in0, "INPUT1": in1}, ["SUMS"])["SUMS"]
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(one, range(8)))
+    requests = [
+        {"INPUT0": np.full(4, i, np.float32), "INPUT1": np.ones(4, np.float32)} for i in range(8)
+    ]
+    results = _concurrent(client, "bls_async_fanout", requests, "SUMS")
     for i, sums in enumerate(results):
         np.testing.assert_array_equal(sums[:, 0], [i + 1, i + 2, i + 3])
