@@ -84,6 +84,10 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
               "shm-growth-byte-size can't be smaller than or equal to zero.");
       }
       c->shm_growth_byte_size = static_cast<uint64_t>(n);
+    } else if (key == "shm-max-byte-size") {
+      int64_t n = ParseInt(key, value);
+      if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, "shm-max-byte-size can't be negative.");
+      c->shm_max_byte_size = static_cast<uint64_t>(n);
     } else if (key == "stub-timeout-seconds") {
       int64_t n = ParseInt(key, value);
       if (n <= 0) {
@@ -140,6 +144,12 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
     } else if (key == "backend-directory") {
       c->backend_directory = value;
     }
+  }
+  if (c->shm_max_byte_size != 0 && c->shm_max_byte_size < c->shm_default_byte_size) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "shm-max-byte-size (" + std::to_string(c->shm_max_byte_size) +
+              ") must be 0 (no limit) or at least shm-default-byte-size (" +
+              std::to_string(c->shm_default_byte_size) + ")");
   }
 }
 

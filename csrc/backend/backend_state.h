@@ -13,6 +13,7 @@ namespace pybackend {
 struct BackendConfig {
   uint64_t shm_default_byte_size = 1 << 20;
   uint64_t shm_growth_byte_size = 1 << 20;
+  uint64_t shm_max_byte_size = 0;  // ours: bound on each arena (0 = none)
   int64_t stub_timeout_seconds = 30;
   int64_t shm_message_queue_size = 1000;  // accepted for compatibility, unused
   int64_t thread_pool_size = 32;

@@ -147,6 +147,7 @@ json::Value ModelState::InitArgs(const std::string& phase, const std::string& in
   a.Set("inline_threshold", static_cast<int64_t>(c.inline_threshold));
   a.Set("shm_default_byte_size", static_cast<int64_t>(c.shm_default_byte_size));
   a.Set("shm_growth_byte_size", static_cast<int64_t>(c.shm_growth_byte_size));
+  a.Set("shm_max_byte_size", static_cast<int64_t>(c.shm_max_byte_size));
   a.Set("log_verbose", LogEnabled(TRITONSERVER_LOG_VERBOSE) ? 1 : 0);
   return a;
 }
@@ -163,6 +164,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   o.shm_prefix = c.shm_region_prefix;
   o.shm_default_byte_size = c.shm_default_byte_size;
   o.shm_growth_byte_size = c.shm_growth_byte_size;
+  o.shm_max_byte_size = c.shm_max_byte_size;
   o.timeout = std::chrono::milliseconds(c.stub_timeout_seconds * 1000);
   o.spin_us = static_cast<int>(c.execute_spin_us);
   return o;

@@ -33,7 +33,9 @@ StubSession::StubSession(SessionOptions opts, AsyncHandler* handler)
                       : opts_.model_name + "/" + opts_.instance_name + ": "),
       arena_(opts_.shm_prefix + opts_.instance_name, opts_.shm_default_byte_size,
              opts_.shm_growth_byte_size),
-      metrics_(opts_.instance_name) {}
+      metrics_(opts_.instance_name) {
+  arena_.set_max_size(opts_.shm_max_byte_size, "the backend config shm-max-byte-size");
+}
 
 StubSession::~StubSession() {
   if (process_ != nullptr && !process_->Poll()) {

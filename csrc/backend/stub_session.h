@@ -51,6 +51,7 @@ struct SessionOptions {
   std::string shm_prefix;
   uint64_t shm_default_byte_size = 1 << 20;
   uint64_t shm_growth_byte_size = 1 << 20;
+  uint64_t shm_max_byte_size = 0;
   std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
   int spin_us = 0;                           // busy-poll before blocking on a reply
 };

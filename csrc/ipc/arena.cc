@@ -53,7 +53,8 @@ int CreateSegmentFd(const std::string& name, uint64_t size) {
     close(fd);
     throw ArenaError("could not reserve " + std::to_string(size) +
                      " bytes of shared memory for tensors: " + std::strerror(err) +
-                     " (the machine or container is out of memory)");
+                     " (the machine or container is out of memory: give it more, or bound "
+                     "each instance's shared memory)");
   }
   return fd;
 }
@@ -77,10 +78,46 @@ Arena::~Arena() {
   }
 }
 
+void Arena::set_max_size(uint64_t max_size, std::string knob) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_size_ = max_size;
+  knob_ = std::move(knob);
+}
+
 Arena::Segment* Arena::NewSegmentLocked(uint64_t need) {
   uint64_t size = next_id_ == 0 ? default_size_ : growth_size_;
   size = std::max(size, RoundUp(need, PageSize()));
-  int fd = CreateSegmentFd(name_, size);
+  uint64_t reserved = 0, used = 0;
+  for (auto& [id, seg] : segments_) {
+    reserved += seg->size;
+    used += seg->used_bytes;
+  }
+  auto state = [&] {
+    return std::to_string(reserved) + " bytes already reserved in " +
+           std::to_string(segments_.size()) + " segment(s), " + std::to_string(used) + " in use";
+  };
+  if (max_size_ > 0 && reserved + size > max_size_) {
+    // Growth beyond the bound: a smaller segment still does if it holds this block.
+    uint64_t room = max_size_ > reserved ? (max_size_ - reserved) / PageSize() * PageSize() : 0;
+    if (room < RoundUp(need, PageSize())) {
+      throw ArenaError("a block of " + std::to_string(need) +
+                       " bytes does not fit under the shared-memory limit of " +
+                       std::to_string(max_size_) + " bytes (" + state() + "); raise " + knob_ +
+                       " or send smaller tensors");
+    }
+    size = room;
+  }
+  int fd;
+  try {
+    fd = CreateSegmentFd(name_, size);
+  } catch (const ArenaError& e) {
+    std::string bound;
+    if (!knob_.empty()) {
+      bound = max_size_ > 0 ? "; " + knob_ + " bounds it to " + std::to_string(max_size_)
+                            : "; " + knob_ + " can bound it";
+    }
+    throw ArenaError(std::string(e.what()) + "; this arena has " + state() + bound);
+  }
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     int err = errno;

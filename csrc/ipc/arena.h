@@ -65,7 +65,12 @@ class Arena {
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
 
-  // Throws ArenaError when no segment can be created.
+  // Bounds the bytes all segments together may reserve (0: no bound, the default). `knob`
+  // names the setting in the error raised when an allocation would go beyond it.
+  void set_max_size(uint64_t max_size, std::string knob);
+
+  // Throws ArenaError when no segment can be created; the message says how many bytes
+  // were needed, how many are reserved and in use, and which setting bounds them.
   Block Allocate(uint64_t size);
   // Returns the block containing (seg, offset) to the free list; false if there is none.
   bool Free(uint32_t seg, uint64_t offset);
@@ -102,6 +107,8 @@ class Arena {
   std::string name_;
   uint64_t default_size_;
   uint64_t growth_size_;
+  uint64_t max_size_ = 0;
+  std::string knob_;
   std::chrono::milliseconds idle_release_;
   uint32_t next_id_ = 0;
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;

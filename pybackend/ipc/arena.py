@@ -114,10 +114,16 @@ class Arena:
         growth_size: int = 1 << 20,
         announce: Optional[Callable[[int, int, int], None]] = None,
         drop: Optional[Callable[[int], Optional[bool]]] = None,
+        max_size: int = 0,
+        knob: str = "",
     ) -> None:
         self.owner = owner
         self.default_size = max(_align(default_size, PAGE), PAGE)
         self.growth_size = max(_align(growth_size, PAGE), PAGE)
+        #: Bound on the bytes all segments together reserve (0: none); ``knob`` names the
+        #: setting in the error an allocation beyond it raises.
+        self.max_size = max_size
+        self.knob = knob
         self.announce = announce
         self.drop = drop
         self.lock = threading.Lock()
@@ -133,7 +139,33 @@ class Arena:
         holding the lock the reader thread needs to process FREEs."""
         size = self.default_size if self._next_id == 0 else self.growth_size
         size = max(size, _align(need, PAGE))
-        fd = create_segment_fd(size)
+        segs = tuple(self.segments.values())
+        reserved = sum(s.size for s in segs)
+        state = (
+            f"{reserved} bytes already reserved in {len(segs)} segment(s), "
+            f"{sum(s.used for s in segs)} in use"
+        )
+        if self.max_size and reserved + size > self.max_size:
+            # Growth beyond the bound: a smaller segment still does if it holds the block.
+            room = max(0, self.max_size - reserved) // PAGE * PAGE
+            if room < _align(need, PAGE):
+                raise ArenaError(
+                    f"a block of {need} bytes does not fit under the shared-memory limit of "
+                    f"{self.max_size} bytes ({state}); raise {self.knob or 'the limit'} or "
+                    "return smaller tensors"
+                )
+            size = room
+        try:
+            fd = create_segment_fd(size)
+        except ArenaError as e:
+            bound = ""
+            if self.knob:
+                bound = (
+                    f"; {self.knob} bounds it to {self.max_size}"
+                    if self.max_size
+                    else f"; {self.knob} can bound it"
+                )
+            raise ArenaError(f"{e}; this arena has {state}{bound}") from None
         try:
             mm = mmap.mmap(fd, size)
             seg = Segment(self._next_id, size, mm)
@@ -150,7 +182,7 @@ class Arena:
         dropped = []
         with self.lock:
             for seg in list(self.segments.values()):
-                if seg.id == 0 or seg.used or now - seg.empty_since < IDLE_RELEASE_S:
+                if self._floor(seg) or seg.used or now - seg.empty_since < IDLE_RELEASE_S:
                     continue
                 del self.segments[seg.id]
                 dropped.append(seg)
@@ -168,7 +200,12 @@ class Arena:
         return released
 
     def has_idle_candidates(self) -> bool:
-        return any(s.id != 0 and not s.used for s in tuple(self.segments.values()))
+        return any(not self._floor(s) and not s.used for s in tuple(self.segments.values()))
+
+    def _floor(self, seg: Segment) -> bool:
+        """The first segment stays as the arena's floor, unless a large first block made it
+        bigger than that floor (then it goes like any other, so a burst leaves nothing)."""
+        return seg.id == 0 and seg.size <= self.default_size
 
     def close(self) -> None:
         with self.lock:

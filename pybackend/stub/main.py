@@ -168,6 +168,7 @@ class Stub:
             st.make_arena(
                 _int(init.get("shm_default_byte_size", 1 << 20)) or (1 << 20),
                 _int(init.get("shm_growth_byte_size", 1 << 20)) or (1 << 20),
+                _int(init.get("shm_max_byte_size", 0)),
             )
         model_file = init.get("model_file", "")
         self.transport.model_dir = init.get("version_dir") or os.path.dirname(model_file)

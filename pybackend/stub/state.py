@@ -74,8 +74,16 @@ class StubState:
 
     # ------------------------------------------------------------------ arena
 
-    def make_arena(self, default_size: int, growth_size: int) -> Arena:
-        self.arena = Arena(Owner.STUB, default_size, growth_size, self._announce, self._drop)
+    def make_arena(self, default_size: int, growth_size: int, max_size: int = 0) -> Arena:
+        self.arena = Arena(
+            Owner.STUB,
+            default_size,
+            growth_size,
+            self._announce,
+            self._drop,
+            max_size=max(0, max_size),
+            knob="the backend config shm-max-byte-size",
+        )
         return self.arena
 
     def _announce(self, seg: int, size: int, fd: int) -> None:

@@ -16,6 +16,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Opt-in runs: minutes long or gigabytes large, never part of a plain `pytest`.
+    if "soak" not in (config.option.markexpr or ""):
+        opt_in = pytest.mark.skip(reason="opt-in: select with -m soak")
+        for item in items:
+            if item.get_closest_marker("soak") is not None:
+                item.add_marker(opt_in)
     # Crash and restart behaviour is ours: the original has no restart and no timeouts.
     if (os.environ.get("PYBACKEND_TEST_BACKEND", "ours").strip() or "ours") != "ours":
         skip = pytest.mark.skip(reason="reliability bars are pybackend's own (no restart upstream)")

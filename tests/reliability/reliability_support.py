@@ -142,3 +142,19 @@ def ok_stream(server: Any) -> list[Any] | None:
     """The decoupled chaos model's answer to "ok", or None if it failed."""
     got, _ = stream(server, "ok")
     return None if any(isinstance(g, Exception) for g in got) else got
+
+
+def big_infer(
+    client: Any, data: np.ndarray, grow: int | None = None, model: str = "big_identity"
+) -> tuple[np.ndarray, int]:
+    """Send IN (uint8) to a big_identity model over HTTP (binary); returns (OUT, PID)."""
+    import tritonclient.http as httpclient
+
+    inputs = [httpclient.InferInput("IN", list(data.shape), "UINT8")]
+    inputs[0].set_data_from_numpy(data, binary_data=True)
+    if grow is not None:
+        inputs.append(httpclient.InferInput("GROW", [1], "INT64"))
+        inputs[1].set_data_from_numpy(np.array([grow], dtype=np.int64), binary_data=True)
+    outputs = [httpclient.InferRequestedOutput(n, binary_data=True) for n in ("OUT", "PID")]
+    result = client.infer(model, inputs, outputs=outputs)
+    return result.as_numpy("OUT"), int(result.as_numpy("PID")[0])
