@@ -5,7 +5,7 @@ cancel the call (spec 3.2 ResponseIterator, 4.6)."""
 from __future__ import annotations
 
 import pytest
-from bls_support import CALLEES, CALLERS, NOT_READY, run
+from bls_support import CALLEES, CALLERS, NOT_READY, run, stream
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +45,13 @@ def test_cancel_stops_the_stream(server):
     assert seen[-1] is None
     assert len(seen) < 10
     assert seen[-2] < 0
+
+
+def test_bls_from_a_thread_after_execute_returned(server):
+    # A decoupled caller makes its BLS calls from a background thread and streams the results.
+    assert stream(server, "bls_decoupled_caller", [2.0, 5.0]) == [
+        {"OUTPUT1": [4.0, 10.0]},
+        {"streamed": [[0]]},
+        {"streamed": [[1]]},
+        {"streamed": []},
+    ]

@@ -1,4 +1,5 @@
 import json
+import os
 import threading
 import time
 
@@ -213,6 +214,17 @@ class TritonPythonModel:
             time.sleep(2.5)  # empty segments are unmapped after a second of idleness
             sizes.append(shared_mapped_bytes())
         return {"sizes": sizes}
+
+    def mode_crashing_callee(self, x, request):
+        return report(
+            identity_request(x, model_name="bls_crash", requested_output_names=["OUTPUT0"]).exec()
+        )
+
+    def mode_die_during_stream(self, x, request):
+        # The caller's own stub dies while a streaming call is in flight.
+        it = stream_request(100, delay_ms=20).exec(decoupled=True)
+        next(it)
+        os._exit(4)
 
     def mode_model_version(self, x, request):
         good = report(
