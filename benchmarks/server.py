@@ -67,6 +67,10 @@ class BenchServer:
             f"--strict-readiness={str(self.strict).lower()}",
             "--exit-on-error=false",
         ]
+        if self.kind == "ours":
+            # Experiments with our backend's options, e.g. "execute-spin-us=50,inline-threshold=0".
+            extra = os.environ.get("PYBACKEND_BENCH_OURS_CONFIG", "")
+            cmd += [f"--backend-config=python,{kv}" for kv in extra.split(",") if kv]
         env = self._env()
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(

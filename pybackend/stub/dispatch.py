@@ -134,7 +134,7 @@ class Dispatcher:
                 # tensor keeps alive: when it dies the block goes back to the backend.
                 # (Tracked only once the tensor exists: a failure before is freed by the
                 # caller.)
-                st.track_backend_block(buf.base, td.seg, td.offset)
+                st.track_backend_block(buf.base, td.seg, td.offset, n)
                 return t
             else:
                 t = Tensor._from_buffer(td.name, td.dtype, td.dims, _EMPTY)

@@ -65,6 +65,8 @@ class Reader(threading.Thread):
             if st.oneway:
                 st.flush_oneway(nonblocking=True)  # what does not fit is retried below
             now = time.monotonic()
+            if st.free_urgent:
+                flush_at = now  # big blocks queued: the backend wants them back now
             if flush_at is not None and now >= flush_at:
                 flush_at = None
                 if not st.flush_frees(nonblocking=True):

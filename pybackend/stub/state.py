@@ -18,6 +18,7 @@ from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MAX_INLINE_BODY, MessageKin
 from .logging import WARNING, StubLog
 
 FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
+URGENT_FREE_BYTES = 1 << 20  # queued backend blocks that are returned without batching
 RPC_TIMEOUT_S = 30.0
 
 
@@ -39,9 +40,10 @@ class _BlockRef(weakref.ref):
     """Weak reference to the owner of a backend block's views; it carries the block so
     the callback can return it (several times cheaper than weakref.finalize)."""
 
-    __slots__ = ("seg", "off")
+    __slots__ = ("seg", "off", "nbytes")
     seg: int
     off: int
+    nbytes: int
 
 
 class StubState:
@@ -61,6 +63,12 @@ class StubState:
         # One-way messages queued from garbage-collector callbacks (metric deletes): those may
         # run on any thread, even inside a send on this one, so they never send themselves.
         self.oneway: Deque[Tuple[int, bytes]] = collections.deque()
+        # Bytes of backend blocks queued since the last flush. Small blocks are batched
+        # (one FREE per FLUSH_S); past URGENT_FREE_BYTES the reader flushes at once, so
+        # the backend reuses a big block (hot in cache, no arena growth) for the next
+        # request instead of carving a fresh one for each request of the next 50 ms.
+        self.free_pending_bytes = 0
+        self.free_urgent = False
         self._block_refs: Dict[int, _BlockRef] = {}
         self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)
@@ -121,22 +129,28 @@ class StubState:
 
     # ------------------------------------------------------------------ frees
 
-    def track_backend_block(self, owner: object, seg: int, off: int) -> None:
+    def track_backend_block(self, owner: object, seg: int, off: int, nbytes: int = 0) -> None:
         """Return block (seg, off) to the backend once ``owner`` (the object every view
         of the block keeps alive) is garbage-collected."""
         r = _BlockRef(owner, self._on_block_dead)
         r.seg = seg
         r.off = off
+        r.nbytes = nbytes
         self._block_refs[id(r)] = r
 
     def _block_dead(self, r: _BlockRef) -> None:
         self._block_refs.pop(id(r), None)
-        self.free_backend_block(r.seg, r.off)
+        self.free_backend_block(r.seg, r.off, r.nbytes)
 
-    def free_backend_block(self, seg: int, off: int) -> None:
+    def free_backend_block(self, seg: int, off: int, nbytes: int = 0) -> None:
         """Queue a backend block for FREE; may run in any thread (it is a GC callback)."""
         self.backend_frees.append((seg, off))
-        if not self.free_armed:
+        pending = self.free_pending_bytes + nbytes
+        self.free_pending_bytes = pending
+        if pending >= URGENT_FREE_BYTES and not self.free_urgent:
+            self.free_urgent = True
+            self.wake_reader()
+        elif not self.free_armed:
             self.free_armed = True
             self.wake_reader()
 
@@ -151,6 +165,8 @@ class StubState:
         """Send every queued backend block back with FREE. Returns False when the socket
         was full (``nonblocking``): the rest stays queued for the next attempt."""
         q = self.backend_frees
+        self.free_urgent = False
+        self.free_pending_bytes = 0
         while q:
             blocks: List[Tuple[int, int]] = []
             try:
