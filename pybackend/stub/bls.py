@@ -171,6 +171,18 @@ class BlsClient:
         placer = Placer(st, for_send=True)
         try:
             inputs = [placer.tensor(t) for t in request._inputs]
+        except MemoryError as e:
+            # Shared memory exhausted: a failure of this request, returned like the others.
+            placer.abort()
+            call = _Call(self, waiter)
+            call.push(
+                _error_response(
+                    f"the inputs of the request to model '{request._model_name}' do not fit "
+                    f"in shared memory: {e}"
+                ),
+                True,
+            )
+            return call
         except BaseException:
             placer.abort()
             raise

@@ -55,3 +55,11 @@ def test_bls_from_a_thread_after_execute_returned(server):
         {"streamed": [[1]]},
         {"streamed": []},
     ]
+
+
+@pytest.mark.deviation("the original blocks until the stream ends when an iterator is dropped")
+def test_dropping_an_unfinished_iterator_does_not_block(server):
+    result = run(server, "drop_unfinished_iterator")
+    assert result["first"] == {"OUT": [0]}
+    assert result["dropped_in_s"] < 0.5  # blocking would take the 4 x 200 ms still to go
+    assert result["pending"] == 0

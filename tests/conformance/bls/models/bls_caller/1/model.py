@@ -226,6 +226,27 @@ class TritonPythonModel:
         next(it)
         os._exit(4)
 
+    def mode_drop_unfinished_iterator(self, x, request):
+        # Dropping a ResponseIterator before the stream ends must not block; the responses
+        # still coming are discarded and the call is forgotten once the final one arrives.
+        it = stream_request(5, delay_ms=200).exec(decoupled=True)
+        first = outputs_of(next(it))
+        started = time.monotonic()
+        del it
+        dropped_in = time.monotonic() - started
+        pending = None
+        try:  # ours only: the stub's table of calls in flight empties
+            from pybackend.utils import transport
+
+            calls = transport.get_transport().bls._calls
+            deadline = time.monotonic() + 10
+            while calls and time.monotonic() < deadline:
+                time.sleep(0.05)
+            pending = len(calls)
+        except (ImportError, AttributeError):
+            pass
+        return {"first": first, "dropped_in_s": dropped_in, "pending": pending}
+
     def mode_model_version(self, x, request):
         good = report(
             identity_request(x, model_version=1, requested_output_names=["OUTPUT0"]).exec()
