@@ -1,6 +1,7 @@
 #include "backend/bls_service.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -11,6 +12,11 @@
 #include "ipc/codec.h"
 
 namespace pybackend {
+namespace {
+std::mutex g_calls_mu;
+std::condition_variable g_calls_cv;
+size_t g_calls = 0;  // BlsCall objects alive
+}  // namespace
 
 // One BLS request from the moment Triton owns it until both its release callback and its
 // final response have run (whichever comes last frees it).
@@ -30,6 +36,16 @@ struct BlsCall {
   TRITONSERVER_InferenceRequest* request = nullptr;
   bool released = false;
   std::atomic<int> refs{2};  // release callback + final response
+
+  BlsCall() {
+    std::lock_guard<std::mutex> lock(g_calls_mu);
+    ++g_calls;
+  }
+  ~BlsCall() {
+    std::lock_guard<std::mutex> lock(g_calls_mu);
+    --g_calls;
+    g_calls_cv.notify_all();
+  }
 
   void Unref() {
     if (refs.fetch_sub(1) == 1) {
@@ -489,6 +505,11 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
                  "Model " + callee + " - Error when running inference: " + e.what());
     delete call;
   }
+}
+
+bool WaitBlsIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(g_calls_mu);
+  return g_calls_cv.wait_for(lock, timeout, [] { return g_calls == 0; });
 }
 
 void BlsService::OnCancel(StubSession& session, const ipc::Message& msg) {

@@ -7,6 +7,7 @@
 // with TRITONSERVER_ServerInferAsync and Triton's threads run the callbacks.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -63,6 +64,10 @@ class BlsService {
   uint64_t inline_threshold_;
   std::shared_ptr<BlsTable> table_;
 };
+
+// Waits (bounded) until Triton has finished with every BLS request of this library: their
+// callbacks are our code. False on timeout.
+bool WaitBlsIdle(std::chrono::milliseconds timeout);
 
 // Sends a BLS_RESPONSE that carries only an error, flagged FINAL.
 void SendBlsError(StubSession& session, uint64_t id, TRITONSERVER_Error_Code code,

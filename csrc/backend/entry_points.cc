@@ -1,12 +1,15 @@
 // The TRITONBACKEND_* functions tritonserver looks up in this library. Each one converts
 // C++ exceptions into a TRITONSERVER_Error at this boundary and nowhere else.
+#include <chrono>
 #include <memory>
 
 #include "backend/backend_state.h"
+#include "backend/bls_service.h"
 #include "backend/error.h"
 #include "backend/executor.h"
 #include "backend/instance_state.h"
 #include "backend/logging.h"
+#include "backend/model_control.h"
 #include "backend/model_state.h"
 #include "backend/response_writer.h"
 #include "triton/tritonbackend.h"
@@ -54,6 +57,11 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
 
 TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
   try {
+    // BLS callbacks and model-control threads run our code: let them finish first.
+    if (!pybackend::WaitBlsIdle(std::chrono::seconds(10)) ||
+        !pybackend::WaitModelControlIdle(std::chrono::seconds(10))) {
+      PB_LOG_WARN("BLS requests or model-control calls are still running as the backend unloads");
+    }
     delete GetState<BackendState>(backend, TRITONBACKEND_BackendState);
     return nullptr;
   } catch (...) {

@@ -1,6 +1,8 @@
 #include "backend/model_control.h"
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -12,6 +14,10 @@
 
 namespace pybackend {
 namespace {
+
+std::mutex g_mu;
+std::condition_variable g_cv;
+int g_running = 0;  // load/unload threads still running
 
 void Reply(StubSession& s, uint64_t id, TRITONSERVER_Error* err, const ipc::Writer* payload) {
   ipc::Writer w;
@@ -87,6 +93,10 @@ bool HandleModelControl(StubSession& session, TRITONSERVER_Server* server,
   if (kind != ipc::MessageKind::MODEL_LOAD && kind != ipc::MessageKind::MODEL_UNLOAD) return false;
   // Loading may take as long as the model's initialize: off the monitor thread. The thread
   // keeps the session (and so the channel it answers on) alive.
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    ++g_running;
+  }
   std::thread([s = session.shared_from_this(), server, kind, id = msg.id, body = msg.body] {
     TRITONSERVER_Error* err = nullptr;
     try {
@@ -95,8 +105,16 @@ bool HandleModelControl(StubSession& session, TRITONSERVER_Server* server,
       err = NewError(TRITONSERVER_ERROR_INTERNAL, e.what());
     }
     Reply(*s, id, err, nullptr);
+    std::lock_guard<std::mutex> lock(g_mu);
+    --g_running;
+    g_cv.notify_all();
   }).detach();
   return true;
+}
+
+bool WaitModelControlIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(g_mu);
+  return g_cv.wait_for(lock, timeout, [] { return g_running == 0; });
 }
 
 }  // namespace pybackend

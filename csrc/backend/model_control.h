@@ -4,6 +4,8 @@
 // thread that reads the stub's async channel.
 #pragma once
 
+#include <chrono>
+
 #include "backend/stub_session.h"
 #include "ipc/channel.h"
 #include "triton/tritonserver_infer.h"
@@ -12,5 +14,9 @@ namespace pybackend {
 
 // True when `msg` is a model-control RPC (it is answered, now or later, with a REPLY).
 bool HandleModelControl(StubSession& session, TRITONSERVER_Server* server, const ipc::Message& msg);
+
+// Waits (bounded) until no load/unload thread is running: the library must not be unloaded
+// under one. False on timeout.
+bool WaitModelControlIdle(std::chrono::milliseconds timeout);
 
 }  // namespace pybackend
