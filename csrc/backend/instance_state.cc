@@ -319,4 +319,58 @@ void InstanceState::OnIsCancelled(StubSession& s, const ipc::Message& msg) {
   }
 }
 
+void InstanceState::OnSenderDropped(StubSession& s, const ipc::Message& msg) {
+  ipc::Reader r(msg.body.data(), msg.body.size());
+  uint64_t token = r.U64();
+  std::shared_ptr<RequestState> st = registry_.Find(token);
+  if (st == nullptr) return;  // finished or rescheduled meanwhile
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (st->closed) return;
+  const std::string where = "model '" + model->name + "', instance '" + name + "': ";
+  std::string err;
+  if (!model->decoupled && st->sent_response) {
+    // Its one response went out; only the FINAL flag is missing.
+    PB_LOG_WARN(where +
+                "a response sender was dropped after its response without "
+                "TRITONSERVER_RESPONSE_COMPLETE_FINAL; sending the final flag for it");
+    if (st->factory != nullptr) {
+      err = TakeMessage(TRITONBACKEND_ResponseFactorySendFlags(
+          st->factory, TRITONSERVER_RESPONSE_COMPLETE_FINAL));
+    } else if (!st->released) {
+      TRITONBACKEND_ResponseFactory* f = nullptr;
+      err = TakeMessage(TRITONBACKEND_ResponseFactoryNew(&f, st->request));
+      if (err.empty()) {
+        err = TakeMessage(
+            TRITONBACKEND_ResponseFactorySendFlags(f, TRITONSERVER_RESPONSE_COMPLETE_FINAL));
+        TakeMessage(TRITONBACKEND_ResponseFactoryDelete(f));
+      }
+    }
+  } else {
+    std::string message =
+        "The response sender of a request to model '" + model->name + "' (instance '" + name +
+        "') was garbage-collected before it sent TRITONSERVER_RESPONSE_COMPLETE_FINAL, so the "
+        "request ends here with this error. Keep a reference to the sender (or the request) "
+        "until sender.send(..., flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL) was called.";
+    PB_LOG_WARN(where + "a response sender was dropped without the final response");
+    TRITONBACKEND_Response* resp = nullptr;
+    if (st->factory != nullptr) {
+      err = TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st->factory));
+    } else if (!st->released) {
+      err = TakeMessage(TRITONBACKEND_ResponseNew(&resp, st->request));
+    } else {
+      err = "the request was already released";
+    }
+    if (err.empty()) {
+      SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, message,
+                        TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+      st->failed = true;
+    }
+  }
+  if (!err.empty()) PB_LOG_ERROR(where + "cannot end a request whose sender was dropped: " + err);
+  st->closed = true;
+  st->DeleteFactory();
+  if (st->released) registry_.Remove(token);
+  (void)s;
+}
+
 }  // namespace pybackend

@@ -49,6 +49,7 @@ class InstanceState : public AsyncHandler {
   // AsyncHandler (monitor threads).
   void OnSend(StubSession& s, const ipc::Message& msg) override;
   void OnIsCancelled(StubSession& s, const ipc::Message& msg) override;
+  void OnSenderDropped(StubSession& s, const ipc::Message& msg) override;
   void OnStubGone(StubSession& s) override;
   // BLS (bls_service.h) and model control (model_control.h) requests.
   bool OnOther(StubSession& s, const ipc::Message& msg) override;

@@ -152,6 +152,9 @@ void Monitor::DrainAsync() {
           case ipc::MessageKind::IS_CANCELLED:
             if (h != nullptr) h->OnIsCancelled(*s_, msg);
             break;
+          case ipc::MessageKind::SENDER_DROPPED:
+            if (h != nullptr) h->OnSenderDropped(*s_, msg);
+            break;
           default:
             if (h != nullptr && h->OnOther(*s_, msg)) break;
             PB_LOG_WARN(s_->log_prefix() + "unexpected " + ipc::KindName(msg.kind) +

@@ -36,6 +36,8 @@ class AsyncHandler {
     (void)msg;
     return false;
   }
+  // The stub garbage-collected an open request's sender (and request) without FINAL.
+  virtual void OnSenderDropped(StubSession& session, const ipc::Message& msg) = 0;
   // Called once from the monitor thread after the stub is gone and the async channel has
   // been drained: fail whatever still waits on it.
   virtual void OnStubGone(StubSession& session) = 0;

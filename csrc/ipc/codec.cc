@@ -176,6 +176,8 @@ const char* KindName(uint16_t kind) {
       return "MODEL_UNLOAD";
     case MessageKind::MODEL_READY:
       return "MODEL_READY";
+    case MessageKind::SENDER_DROPPED:
+      return "SENDER_DROPPED";
   }
   return "UNKNOWN";
 }

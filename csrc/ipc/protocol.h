@@ -31,6 +31,7 @@ enum class MessageKind : uint16_t {
   SEND = 33,
   REPLY = 34,
   IS_CANCELLED = 35,
+  SENDER_DROPPED = 36,
   BLS_EXEC = 40,
   BLS_RESPONSE = 41,
   BLS_CANCEL = 42,

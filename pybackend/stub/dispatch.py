@@ -63,6 +63,7 @@ class Dispatcher:
         self.model_name = model_name
         self.model_version = model_version
         self.keepalive: Optional[List[Any]] = None
+        self._open: List[InferenceRequest] = []  # the batch's requests left to their senders
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
 
@@ -201,6 +202,7 @@ class Dispatcher:
             )
         placer = Placer(self.state, for_send=False)
         mark = self.state.async_.sent
+        self._open = []
         try:
             ret = execute(requests)
             if type(ret) is not list and isinstance(ret, _COROUTINE_TYPES):
@@ -217,6 +219,11 @@ class Dispatcher:
             placer.abort()
             return self._batch_error(format_exception(e), requests, mark)
         self.keepalive = placer.keepalive
+        if self._open:
+            watch = self.state.watch_open
+            for r in self._open:
+                watch(r)
+            self._open = []
         # u32 on the wire: the backend compares it modulo 2**32.
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 
@@ -227,6 +234,9 @@ class Dispatcher:
                     f"Python model '{self.instance}' is using the decoupled mode and the execute "
                     "function must return None."
                 )
+            self._open = [
+                r for r in requests if r._release_flags != TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+            ]
             return [(_NONE, r._release_flags, None) for r in requests]
         if ret is None:
             return [self._none_item(r, "execute returned None") for r in requests]
@@ -265,17 +275,21 @@ class Dispatcher:
         return items
 
     def _none_item(self, req: InferenceRequest, what: str) -> tuple:
-        """No response for ``req`` in the return value. Fine when its sender answered (or
-        the request is rescheduled); otherwise the original leaves the client waiting
-        forever (spec §10 QUIRK): we answer with an error instead."""
+        """No response for ``req`` in the return value. Fine when the request is
+        rescheduled, or when the model took its response sender: the sender answers, also
+        after execute returned (from a thread, say), and if it is dropped without FINAL the
+        stub reports it (SENDER_DROPPED) and the client gets an error. A request whose
+        sender was never taken can never be answered: the original leaves its client
+        waiting forever (spec §10 QUIRK); we answer with an error instead."""
         sender = req._sender
         flags = req._release_flags
-        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE or (
-            sender is not None and not sender._untouched()
-        ):
+        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
             return (_NONE, flags, None)
-        if sender is None:
-            sender = req.get_response_sender()
+        if sender is not None:
+            if not sender._closed:
+                self._open.append(req)
+            return (_NONE, flags, None)
+        sender = req.get_response_sender()
         sender._close()
         text = (
             f"Failed to process the request(s) for model '{self.instance}', message: {what} "

@@ -1,6 +1,6 @@
 """The async-channel reader thread: FREEs of our blocks, the backend's segments, RPC
-replies; it also returns backend blocks (batched, within FLUSH_S) and releases our idle
-segments."""
+replies; it also returns backend blocks (batched, within FLUSH_S), releases our idle
+segments and sends queued one-way messages (SENDER_DROPPED, metric deletes)."""
 
 from __future__ import annotations
 

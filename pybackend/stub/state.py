@@ -46,6 +46,13 @@ class _BlockRef(weakref.ref):
     nbytes: int
 
 
+class _WatchRef(weakref.ref):
+    """Weak reference to a Python object of an open request (the request or its sender)."""
+
+    __slots__ = ("token",)
+    token: int
+
+
 class StubState:
     def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
         self.instance = instance
@@ -79,6 +86,12 @@ class StubState:
         self.handlers: Dict[int, Callable[[Message], None]] = {}
         # Called once the backend is gone, to fail whatever waits on it.
         self.dead_hooks: List[Callable[[], None]] = []
+        # Open requests (no FINAL yet) -> how many of their Python objects are alive.
+        # Reentrant: a watched object may die in a GC pass that runs inside the lock.
+        self._open: Dict[int, int] = {}
+        self._open_lock = threading.RLock()
+        self._watch_refs: Dict[int, _WatchRef] = {}
+        self._on_watched_dead = self._watched_dead
 
     # ------------------------------------------------------------------ arena
 
@@ -214,6 +227,54 @@ class StubState:
                 q.clear()  # the backend is gone, and with it what they would delete
                 return True
         return True
+
+    # ------------------------------------------------------------------ open requests
+
+    def watch_open(self, request: object) -> None:
+        """``request`` got no response in its RESULT and is not rescheduled: its sender
+        must still send FINAL. Once the request and its sender are both garbage-collected
+        without that, the backend is told (SENDER_DROPPED) so the client is not left
+        waiting forever."""
+        token = request._token  # type: ignore[attr-defined]
+        with self._open_lock:
+            self._open[token] = 0
+            self._watch(request, token)
+            sender = request._sender  # type: ignore[attr-defined]
+            if sender is not None:
+                self._watch(sender, token)
+        if sender is not None and sender._closed:
+            self.request_finished(token)  # FINAL went out from another thread meanwhile
+
+    def watch_sender(self, request: object, sender: object) -> None:
+        """A watched request made its sender (a thread may now hold only the sender)."""
+        token = request._token  # type: ignore[attr-defined]
+        with self._open_lock:
+            if token in self._open:
+                self._watch(sender, token)
+
+    def _watch(self, obj: object, token: int) -> None:
+        r = _WatchRef(obj, self._on_watched_dead)
+        r.token = token
+        self._watch_refs[id(r)] = r
+        self._open[token] += 1
+
+    def request_finished(self, token: int) -> None:
+        """FINAL went out for ``token``."""
+        if self._open:
+            with self._open_lock:
+                self._open.pop(token, None)
+
+    def _watched_dead(self, r: _WatchRef) -> None:
+        with self._open_lock:
+            self._watch_refs.pop(id(r), None)
+            n = self._open.get(r.token)
+            if n is None:
+                return
+            if n > 1:
+                self._open[r.token] = n - 1
+                return
+            del self._open[r.token]
+        self.queue_oneway(MessageKind.SENDER_DROPPED, codec.U64.pack(r.token))
 
     # ------------------------------------------------------------------ shared handling
 

@@ -42,6 +42,8 @@ class StubTransport(MetricsClient, Transport):
             if response is not None:
                 desc = placer.response(response, request._requested)
             self.state.async_.send(MessageKind.SEND, codec.encode_send(request._token, flags, desc))
+            if flags:
+                self.state.request_finished(request._token)
         except OSError as e:
             placer.abort()
             raise TritonModelException(
@@ -56,6 +58,9 @@ class StubTransport(MetricsClient, Transport):
         if arena is None:  # not initialised yet (auto_complete_config): process memory
             return super().empty_array(shape, dtype)
         return arena.empty_array(shape, dtype)
+
+    def sender_created(self, request: "InferenceRequest", sender: object) -> None:
+        self.state.watch_sender(request, sender)
 
     def is_cancelled(self, request: "InferenceRequest") -> bool:
         try:

@@ -209,6 +209,8 @@ class InferenceRequest:
         sender = self._sender
         if sender is None:
             sender = self._sender = InferenceResponseSender(self, self._decoupled)
+            if self._token:
+                _transport._current.sender_created(self, sender)
         return sender
 
     def is_cancelled(self) -> bool:

@@ -27,12 +27,32 @@ NEED_RESPONSE = "Inference Response object must be provided when the response fl
 
 class InferenceResponseSender:
     """Validates locally, then hands the response to the transport (which does not
-    block on the server)."""
+    block on the server).
 
-    __slots__ = ("_request", "_decoupled", "_sent_response", "_closed", "_lock", "__weakref__")
+    The sender copies what it needs from its request instead of referencing it: the
+    request caches its sender, and a reference back would make every request/sender pair
+    a reference cycle that only the cyclic GC frees. Without the cycle both die the moment
+    the model lets go of them, which is when the stub tells the backend that a request
+    was left without its final response (UV-10). The transport gets the sender where it
+    expects a request: both carry ``_token`` and ``_requested``."""
+
+    __slots__ = (
+        "_token",
+        "_requested",
+        "_request_id",
+        "_decoupled",
+        "_sent_response",
+        "_closed",
+        "_cancelled",
+        "_lock",
+        "__weakref__",
+    )
 
     def __init__(self, request: "InferenceRequest", decoupled: bool) -> None:
-        self._request = request
+        self._token = request._token
+        self._requested = request._requested
+        self._request_id = request._request_id
+        self._cancelled = request._cancelled
         self._decoupled = decoupled
         self._sent_response = False
         self._closed = False
@@ -50,7 +70,7 @@ class InferenceResponseSender:
             )
         with self._lock:
             self._check(response is not None, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-            _transport._current.send_response(self._request, response, flags)
+            _transport._current.send_response(self, response, flags)  # type: ignore[arg-type]
 
     def _check(self, has_response: bool, final: bool) -> None:
         """Apply the sender rules and update the state (caller holds the lock)."""
@@ -82,8 +102,10 @@ class InferenceResponseSender:
         return not self._sent_response and not self._closed
 
     def is_cancelled(self) -> bool:
-        return self._request.is_cancelled()
+        if not self._cancelled:
+            self._cancelled = bool(_transport._current.is_cancelled(self))  # type: ignore[arg-type]
+        return self._cancelled
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        return f"InferenceResponseSender({self._request.request_id()!r}, {state})"
+        return f"InferenceResponseSender({self._request_id!r}, {state})"

@@ -61,6 +61,9 @@ class Transport:
     def is_cancelled(self, request: "InferenceRequest") -> bool:
         return False
 
+    def sender_created(self, request: "InferenceRequest", sender: Any) -> None:
+        """``request`` (one received from the server) just made its response sender."""
+
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         raise unsupported("BLS (InferenceRequest.exec/async_exec)")
 

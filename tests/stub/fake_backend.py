@@ -93,6 +93,7 @@ class FakeBackend:
         self.frees_received: List[Tuple[int, int]] = []
         self.processed = 0
         self.cancelled_tokens: set = set()
+        self.dropped: List[int] = []  # SENDER_DROPPED tokens
         self.cond = threading.Condition()
         self.async_closed = False
         self.pending_stub_frees: List[Tuple[int, int]] = []
@@ -146,6 +147,9 @@ class FakeBackend:
             elif kind == MessageKind.SEND:
                 token, flags, resp = codec.decode_send(msg.body)
                 self.sends.append((token, flags, None if resp is None else self._materialize(resp)))
+            elif kind == MessageKind.SENDER_DROPPED:
+                (token,) = codec.U64.unpack_from(msg.body, 0)
+                self.dropped.append(token)
             elif kind == MessageKind.IS_CANCELLED:
                 (token,) = codec.U64.unpack_from(msg.body, 0)
                 payload = b"\x01" if token in self.cancelled_tokens else b"\x00"
