@@ -30,6 +30,11 @@ def test_request_fields_reach_the_callee(server):
     assert info == {"request_id": "bls-42", "correlation_id": 7, "flags": 0}
 
 
+def test_string_correlation_id_reaches_the_callee(server):
+    info = json.loads(run(server, "string_correlation_id")["outputs"]["REQUEST_INFO"][0])
+    assert info["correlation_id"] == "session-9"
+
+
 def test_only_requested_outputs_come_back(server):
     assert run(server, "requested_subset")["outputs"] == {"OUTPUT1": [6.0, 2.0]}
 

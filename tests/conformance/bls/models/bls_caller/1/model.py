@@ -82,8 +82,12 @@ class TritonPythonModel:
             flags=0,
             timeout=5_000_000,
             parameters={"text": "hello", "number": 3, "flag": True},
+            preferred_memory=pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_CPU, 0),
         )
         return report(req.exec())
+
+    def mode_string_correlation_id(self, x, request):
+        return report(identity_request(x, correlation_id="session-9").exec())
 
     def mode_requested_subset(self, x, request):
         return report(identity_request(x, requested_output_names=["OUTPUT1"]).exec())
