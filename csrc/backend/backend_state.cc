@@ -141,6 +141,15 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
               "stub-restart-max-backoff-seconds can't be smaller than or equal to zero.");
       }
       c->stub_restart_max_backoff_ms = n * 1000;
+    } else if (key == "thread-budget") {
+      if (value == "true" || value == "1" || value == "yes" || value == "on") {
+        c->thread_budget = true;
+      } else if (value == "false" || value == "0" || value == "no" || value == "off") {
+        c->thread_budget = false;
+      } else {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG,
+              "backend config 'thread-budget' must be true or false, got '" + value + "'");
+      }
     } else if (key == "backend-directory") {
       c->backend_directory = value;
     }

@@ -24,6 +24,7 @@ struct BackendConfig {
   int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
   bool stub_restart = true;             // ours: replace a dead stub with a new one
   int64_t stub_restart_max_backoff_ms = 30000;  // ours: the longest pause between restarts
+  bool thread_budget = true;  // ours: OMP_NUM_THREADS etc. per instance when unset (UV-13)
   std::string backend_directory;
 };
 

@@ -4,6 +4,7 @@
 
 #include "backend/error.h"
 #include "backend/logging.h"
+#include "backend/thread_budget.h"
 #include "ipc/protocol.h"
 
 namespace pybackend {
@@ -93,6 +94,15 @@ void ModelState::ReadConfig() {
 
 void ModelState::ReadParameters() {
   std::string value;
+  std::string budget;
+  GetParameter(config, "THREAD_BUDGET", &budget);
+  thread_budget = ThreadBudget(name, config, budget, backend->config.thread_budget);
+  if (thread_budget > 0) {
+    PB_LOG_VERBOSE("model '" + name + "': thread budget " + std::to_string(thread_budget) +
+                   " per instance (" + std::to_string(VisibleCores()) + " cores, " +
+                   std::to_string(CountInstances(config)) +
+                   " instances); set where unset: OMP_NUM_THREADS, MKL_NUM_THREADS, ...");
+  }
   force_cpu_only_inputs = true;
   if (GetParameter(config, "FORCE_CPU_ONLY_INPUT_TENSORS", &value)) {
     if (value == "yes") {
@@ -167,6 +177,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   o.shm_max_byte_size = c.shm_max_byte_size;
   o.timeout = std::chrono::milliseconds(c.stub_timeout_seconds * 1000);
   o.spin_us = static_cast<int>(c.execute_spin_us);
+  o.env = ThreadBudgetEnv(thread_budget);
   return o;
 }
 

@@ -30,6 +30,8 @@ class ModelState {
   std::string model_filename = "model.py";
   bool force_cpu_only_inputs = true;
   std::string python;  // interpreter for this model's stubs
+  // Threads per instance for OMP_NUM_THREADS etc. (0: off).
+  int thread_budget = 0;
 
   std::string VersionDir() const { return repository + "/" + std::to_string(version); }
   std::string ModelFile() const { return VersionDir() + "/" + model_filename; }

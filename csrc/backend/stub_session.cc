@@ -60,6 +60,7 @@ json::Value StubSession::Start(const json::Value& init_args) {
             {"PYTHONUNBUFFERED", "1"},
             {"PYTHONDONTWRITEBYTECODE", "1"}};
   so.pythonpath_prepend = opts_.package_parent;
+  so.env.insert(so.env.end(), opts_.env.begin(), opts_.env.end());
 
   ipc::UniqueFd sync_fd, async_fd;
   process_ = StubProcess::Spawn(so, &sync_fd, &async_fd);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/custom_metrics.h"
 #include "backend/json.h"
@@ -56,6 +58,8 @@ struct SessionOptions {
   uint64_t shm_max_byte_size = 0;
   std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
   int spin_us = 0;                           // busy-poll before blocking on a reply
+  // Added to the stub's environment (the thread budget).
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // Shared ownership: BLS calls keep the session of the stub that made them alive until Triton
