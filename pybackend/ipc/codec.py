@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .protocol import Location, ResultKind, ResultStatus
 
@@ -256,7 +256,12 @@ class ResponseDesc:
         )
 
 
-def put_response(out: bytearray, resp: ResponseDesc) -> None:
+def put_response(out: bytearray, resp: Union[ResponseDesc, bytes, bytearray]) -> None:
+    """``resp`` may also be an already encoded ResponseBody (the stub's Placer writes
+    those directly): it is spliced in as it is."""
+    if type(resp) is not ResponseDesc:
+        out += resp  # type: ignore[operator]
+        return
     if resp.error is not None:
         out += b"\x01"
         out += ERROR_HEAD.pack(resp.error[0])
@@ -378,7 +383,9 @@ def _fast_str(mv: memoryview, pos: int, end: int) -> Tuple[str, int]:
     return str(mv[pos:e], "utf-8", "surrogateescape"), e
 
 
-def _fast_tensor(mv: memoryview, pos: int, end: int) -> Tuple[TensorDesc, int]:
+def _fast_tensor(
+    mv: memoryview, pos: int, end: int, make: Callable[..., Any] = TensorDesc
+) -> Tuple[Any, int]:
     name, pos = _fast_str(mv, pos, end)
     dtype, loc, ndim = TENSOR_HEAD.unpack_from(mv, pos)
     pos += 6
@@ -391,15 +398,24 @@ def _fast_tensor(mv: memoryview, pos: int, end: int) -> Tuple[TensorDesc, int]:
         e = pos + byte_size
         if e > end:
             raise _truncated(pos, end)
-        return TensorDesc(name, dtype, loc, dims, byte_size, data=mv[pos:e]), e
+        return make(name, dtype, loc, dims, byte_size, 0, 0, mv[pos:e]), e
     if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
         seg, off = BLOCK_REF.unpack_from(mv, pos)
-        return TensorDesc(name, dtype, loc, dims, byte_size, seg, off), pos + 12
+        return make(name, dtype, loc, dims, byte_size, seg, off, None), pos + 12
     raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v1")
 
 
-def decode_execute(body: Buffer) -> List[RequestDesc]:
-    """The hot-path decoder: flat offset arithmetic, no per-field method calls."""
+def decode_execute(
+    body: Buffer,
+    tensor: Callable[..., Any] = TensorDesc,
+    request: Callable[..., Any] = RequestDesc,
+) -> List[Any]:
+    """The hot-path decoder: flat offset arithmetic, no per-field method calls.
+
+    ``tensor(name, dtype, location, dims, byte_size, seg, offset, data)`` and
+    ``request(token, request_id, correlation_id, flags, timeout_us, parameters,
+    requested_outputs, inputs)`` build the results (by default ``TensorDesc`` and
+    ``RequestDesc``); the stub passes factories that build its request objects at once."""
     mv = body if isinstance(body, memoryview) else memoryview(body)
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
@@ -440,10 +456,10 @@ def decode_execute(body: Buffer) -> List[RequestDesc]:
             pos += 4
             inputs = []
             for _ in range(k):
-                t, pos = _fast_tensor(mv, pos, end)
+                t, pos = _fast_tensor(mv, pos, end, tensor)
                 inputs.append(t)
             requests.append(
-                RequestDesc(token, request_id, corr, flags, timeout, params, requested, inputs)
+                request(token, request_id, corr, flags, timeout, params, requested, inputs)
             )
     except (struct.error, IndexError):
         raise ProtocolError(f"EXECUTE body of {end} bytes is truncated") from None

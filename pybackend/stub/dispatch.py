@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 import numpy as np
 
 from ..ipc import codec
-from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc, TensorDesc
+from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc
 from ..ipc.protocol import Location, ResultKind
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import (
@@ -64,6 +64,7 @@ class Dispatcher:
         self.model_version = model_version
         self.keepalive: Optional[List[Any]] = None
         self._open: List[InferenceRequest] = []  # the batch's requests left to their senders
+        self._made = 0  # input tensors built by the current decode
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
 
@@ -120,71 +121,88 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ inputs
 
-    def _tensor(self, td: TensorDesc) -> Tensor:
-        loc = td.location
-        n = td.byte_size
-        if loc == Location.INLINE:
-            buf = np.frombuffer(td.data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
-        elif loc == Location.BACKEND_ARENA:
+    def _tensor(
+        self,
+        name: str,
+        dtype: int,
+        loc: int,
+        dims: tuple,
+        n: int,
+        seg: int,
+        offset: int,
+        data: Optional[memoryview],
+    ) -> Tensor:
+        """Tensor factory for :func:`codec.decode_execute` (arguments as on the wire)."""
+        if loc == 0:  # Location.INLINE
+            buf = np.frombuffer(data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
+            t = Tensor._from_buffer(name, dtype, dims, buf)
+        elif loc == 1:  # Location.BACKEND_ARENA
             st = self.state
-            mm = st.peer.get(td.seg, td.offset, n)
+            mm = st.peer.get(seg, offset, n)
             if n and mm is not None:
-                buf = np.frombuffer(mm, np.uint8, n, td.offset)
-                t = Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+                buf = np.frombuffer(mm, np.uint8, n, offset)
+                t = Tensor._from_buffer(name, dtype, dims, buf)
                 # buf.base is a memoryview private to this block that every view of the
                 # tensor keeps alive: when it dies the block goes back to the backend.
                 # (Tracked only once the tensor exists: a failure before is freed by the
                 # caller.)
-                st.track_backend_block(buf.base, td.seg, td.offset, n)
-                return t
+                st.track_backend_block(buf.base, seg, offset, n)
             else:
-                t = Tensor._from_buffer(td.name, td.dtype, td.dims, _EMPTY)
-                st.free_backend_block(td.seg, td.offset)
-                return t
+                t = Tensor._from_buffer(name, dtype, dims, _EMPTY)
+                st.free_backend_block(seg, offset)
         else:
-            raise ProtocolError(f"input '{td.name}' has location {loc}, which inputs cannot use")
-        return Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+            raise ProtocolError(f"input '{name}' has location {loc}, which inputs cannot use")
+        self._made += 1
+        return t
+
+    def _request(
+        self,
+        token: int,
+        request_id: str,
+        correlation_id: Any,
+        flags: int,
+        timeout_us: int,
+        parameters: str,
+        requested: List[str],
+        inputs: List[Tensor],
+    ) -> InferenceRequest:
+        """Request factory for :func:`codec.decode_execute`."""
+        return InferenceRequest._incoming(
+            token,
+            request_id,
+            correlation_id,
+            inputs,
+            requested,
+            flags,
+            timeout_us,
+            parameters,
+            self.decoupled,
+            self.model_name,
+            self.model_version,
+        )
 
     def _requests(self, body: bytearray) -> List[InferenceRequest]:
-        descs = codec.decode_execute(body)
-        make = InferenceRequest._incoming
-        tensor = self._tensor
-        decoupled = self.decoupled
-        requests = []
-        done = 0  # inputs turned into tensors: from then on, GC returns their blocks
+        # Decoded straight into InferenceRequest/Tensor objects: no intermediate
+        # descriptors on the hot path.
+        self._made = 0  # inputs turned into tensors: from then on, GC returns their blocks
         try:
-            for d in descs:
-                inputs = []
-                for td in d.inputs:
-                    inputs.append(tensor(td))
-                    done += 1
-                requests.append(
-                    make(
-                        d.token,
-                        d.request_id,
-                        d.correlation_id,
-                        inputs,
-                        d.requested_outputs,
-                        d.flags,
-                        d.timeout_us,
-                        d.parameters,
-                        decoupled,
-                        self.model_name,
-                        self.model_version,
-                    )
-                )
+            return codec.decode_execute(body, self._tensor, self._request)
         except BaseException:
             # The batch fails: the blocks of inputs not yet wrapped go home right away.
-            # (A reference that does not resolve names no block: nothing to return.)
+            # (A reference that does not resolve names no block: nothing to return. A
+            # body that does not decode names none we can trust.)
+            try:
+                descs = codec.decode_execute(body)
+            except ProtocolError:
+                descs = []
             st = self.state
-            rest = [td for d in descs for td in d.inputs][done:]
+            rest = [td for d in descs for td in d.inputs][self._made :]
             for td in rest:
                 if td.location == Location.BACKEND_ARENA and st.peer.contains(
                     td.seg, td.offset, td.byte_size
                 ):
                     st.free_backend_block(td.seg, td.offset)
             raise
-        return requests
 
     # ------------------------------------------------------------------ execute
 

@@ -1,21 +1,62 @@
 """Where each output tensor travels: referenced where it already lies in shared memory,
-inline when small, otherwise copied once into our arena."""
+inline when small, otherwise copied once into our arena.
+
+:meth:`Placer.response` writes the encoded ResponseBody (docs/protocol.md) directly, so
+the hot path builds no intermediate ``ResponseDesc``/``TensorDesc`` objects; the codec
+splices the bytes into RESULT or SEND as they are.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Collection, List, Optional, Tuple
+import struct
+from typing import Any, Collection, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..ipc.codec import ResponseDesc, TensorDesc
+from ..ipc.codec import BLOCK_REF, ERROR_HEAD, U32, put_str
 from ..ipc.protocol import MAX_INLINE_BODY, Location
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .state import StubState
 
+_INLINE = int(Location.INLINE)
+_STUB_ARENA = int(Location.STUB_ARENA)
+_BACKEND_ARENA = int(Location.BACKEND_ARENA)
+_OK_HEAD = b"\x00"
+_EMPTY_PARAMS = b"\x00" + U32.pack(0)  # no error, parameters ""
+
+# u8 dtype, u8 location, u32 ndim, i64 dims[ndim], u64 byte_size: one Struct per rank.
+_HEADS: Dict[int, struct.Struct] = {}
+# Encoded tensor names (u32 length + UTF-8): outputs keep their names from call to call.
+_NAMES: Dict[str, bytes] = {}
+
+
+def _head(ndim: int) -> struct.Struct:
+    s = _HEADS.get(ndim)
+    if s is None:
+        s = _HEADS[ndim] = struct.Struct(f"<BBI{ndim}qQ")
+    return s
+
+
+def _name(name: str) -> bytes:
+    b = _NAMES.get(name)
+    if b is None:
+        raw = name.encode("utf-8", "surrogateescape")
+        b = U32.pack(len(raw)) + raw
+        if len(_NAMES) < 4096:
+            _NAMES[name] = b
+    return b
+
+
+def _bytes_view(data: Any) -> memoryview:
+    mv = memoryview(data)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
 
 class Placer:
-    """Builds ResponseDescs for one outgoing message. ``keepalive`` collects the arrays
+    """Encodes the responses of one outgoing message. ``keepalive`` collects the arrays
     a RESULT references in the backend's arena; they must outlive the backend's read."""
 
     __slots__ = ("state", "for_send", "budget", "keepalive", "blocks")
@@ -35,48 +76,66 @@ class Placer:
             arena.decref(seg, off)  # type: ignore[union-attr]
         self.keepalive = []
 
-    def response(
-        self, resp: InferenceResponse, requested: Optional[Collection[str]]
-    ) -> ResponseDesc:
+    def response(self, resp: InferenceResponse, requested: Optional[Collection[str]]) -> bytearray:
+        """The encoded ResponseBody of ``resp`` (only the ``requested`` outputs, when
+        given), with every output tensor placed."""
         err = resp._error
+        params = resp._parameters
         if err is not None:
-            return ResponseDesc((), resp._parameters, (int(err.code()), err.message()))
+            out = bytearray(b"\x01")
+            out += ERROR_HEAD.pack(int(err.code()))
+            put_str(out, err.message())
+            put_str(out, params)
+            out += U32.pack(0)
+            return out
         outputs = resp._outputs
         if requested:
             outputs = [t for t in outputs if t._name in requested]
-        return ResponseDesc([self.tensor(t) for t in outputs], resp._parameters)
+        if params:
+            out = bytearray(_OK_HEAD)
+            put_str(out, params)
+        else:
+            out = bytearray(_EMPTY_PARAMS)
+        out += U32.pack(len(outputs))
+        for t in outputs:
+            self._tensor(out, t)
+        return out
 
-    def tensor(self, t: Tensor) -> TensorDesc:
+    def _tensor(self, out: bytearray, t: Tensor) -> None:
         data: Any = t._raw if t._raw is not None else t._array
-        n = data.nbytes if isinstance(data, np.ndarray) else len(data)
-        if n == 0:
-            return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, 0, data=b"")
+        is_array = isinstance(data, np.ndarray)
+        n = data.nbytes if is_array else len(data)
+        shape = t._shape
+        out += _name(t._name)
+        head = _head(len(shape))
         # Small tensors travel inline: a copy of a few KiB is cheaper than any lookup.
-        if n <= self.state.inline_threshold and n <= self.budget:
+        if n == 0 or (n <= self.state.inline_threshold and n <= self.budget):
             self.budget -= n
-            mv = memoryview(data)
-            if mv.format != "B" or mv.ndim != 1:
-                mv = mv.cast("B")
-            return TensorDesc(t._name, t._dtype, Location.INLINE, t._shape, n, data=mv)
+            out += head.pack(t._dtype, _INLINE, len(shape), *shape, n)
+            if n:
+                out += _bytes_view(data)
+            return
         st = self.state
         arena = st.arena
         assert arena is not None
-        if isinstance(data, np.ndarray):
+        if is_array:
             addr = data.__array_interface__["data"][0]
             hit = arena.locate(addr, n)
             if hit is not None:
                 arena.incref(*hit)
                 self.blocks.append(hit)
-                return TensorDesc(t._name, t._dtype, Location.STUB_ARENA, t._shape, n, *hit)
+                out += head.pack(t._dtype, _STUB_ARENA, len(shape), *shape, n)
+                out += BLOCK_REF.pack(*hit)
+                return
             if not self.for_send:
                 hit = st.peer.locate(addr, n)
                 if hit is not None:
                     self.keepalive.append(data)
-                    return TensorDesc(t._name, t._dtype, Location.BACKEND_ARENA, t._shape, n, *hit)
-        mv = memoryview(data)
-        if mv.format != "B" or mv.ndim != 1:
-            mv = mv.cast("B")
+                    out += head.pack(t._dtype, _BACKEND_ARENA, len(shape), *shape, n)
+                    out += BLOCK_REF.pack(*hit)
+                    return
         seg, off = arena.alloc(n)
         self.blocks.append((seg, off))
-        arena.write(seg, off, mv)
-        return TensorDesc(t._name, t._dtype, Location.STUB_ARENA, t._shape, n, seg, off)
+        arena.write(seg, off, _bytes_view(data))
+        out += head.pack(t._dtype, _STUB_ARENA, len(shape), *shape, n)
+        out += BLOCK_REF.pack(seg, off)
