@@ -13,7 +13,7 @@ from typing import Any, Collection, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..ipc.codec import BLOCK_REF, ERROR_HEAD, U32, put_str
+from ..ipc.codec import BLOCK_REF, ERROR_HEAD, U32, TensorDesc, put_str
 from ..ipc.protocol import MAX_INLINE_BODY, Location
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
@@ -101,20 +101,36 @@ class Placer:
             self._tensor(out, t)
         return out
 
+    def tensor(self, t: Tensor) -> TensorDesc:
+        """``t`` placed, as a descriptor (for bodies encoded by the codec, e.g. BLS)."""
+        loc, n, where = self._place(t)
+        if loc == _INLINE:
+            return TensorDesc(t._name, t._dtype, loc, t._shape, n, data=where)
+        return TensorDesc(t._name, t._dtype, loc, t._shape, n, *where)
+
     def _tensor(self, out: bytearray, t: Tensor) -> None:
+        """``t`` placed and encoded onto ``out``."""
+        loc, n, where = self._place(t)
+        shape = t._shape
+        out += _name(t._name)
+        out += _head(len(shape)).pack(t._dtype, loc, len(shape), *shape, n)
+        if loc == _INLINE:
+            if n:
+                out += where
+        else:
+            out += BLOCK_REF.pack(*where)
+
+    def _place(self, t: Tensor) -> Tuple[int, int, Any]:
+        """(location, byte size, inline bytes or (seg, offset)) for ``t``."""
         data: Any = t._raw if t._raw is not None else t._array
         is_array = isinstance(data, np.ndarray)
         n = data.nbytes if is_array else len(data)
-        shape = t._shape
-        out += _name(t._name)
-        head = _head(len(shape))
         # Small tensors travel inline: a copy of a few KiB is cheaper than any lookup.
-        if n == 0 or (n <= self.state.inline_threshold and n <= self.budget):
+        if n == 0:
+            return _INLINE, 0, b""
+        if n <= self.state.inline_threshold and n <= self.budget:
             self.budget -= n
-            out += head.pack(t._dtype, _INLINE, len(shape), *shape, n)
-            if n:
-                out += _bytes_view(data)
-            return
+            return _INLINE, n, _bytes_view(data)
         st = self.state
         arena = st.arena
         assert arena is not None
@@ -124,18 +140,13 @@ class Placer:
             if hit is not None:
                 arena.incref(*hit)
                 self.blocks.append(hit)
-                out += head.pack(t._dtype, _STUB_ARENA, len(shape), *shape, n)
-                out += BLOCK_REF.pack(*hit)
-                return
+                return _STUB_ARENA, n, hit
             if not self.for_send:
                 hit = st.peer.locate(addr, n)
                 if hit is not None:
                     self.keepalive.append(data)
-                    out += head.pack(t._dtype, _BACKEND_ARENA, len(shape), *shape, n)
-                    out += BLOCK_REF.pack(*hit)
-                    return
+                    return _BACKEND_ARENA, n, hit
         seg, off = arena.alloc(n)
         self.blocks.append((seg, off))
         arena.write(seg, off, _bytes_view(data))
-        out += head.pack(t._dtype, _STUB_ARENA, len(shape), *shape, n)
-        out += BLOCK_REF.pack(seg, off)
+        return _STUB_ARENA, n, (seg, off)
