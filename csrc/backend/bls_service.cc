@@ -363,12 +363,34 @@ size_t BlsTable::size() {
 // ---------------------------------------------------------------------------- BlsService
 
 BlsService::BlsService(TRITONSERVER_Server* server, std::string model_name,
-                       std::string instance_name, uint64_t inline_threshold)
+                       std::string instance_name, uint64_t inline_threshold,
+                       RequestRegistry* registry)
     : server_(server),
       model_name_(std::move(model_name)),
       instance_name_(std::move(instance_name)),
       inline_threshold_(inline_threshold),
+      registry_(registry),
       table_(std::make_shared<BlsTable>()) {}
+
+TRITONSERVER_InferenceTrace* BlsService::ChildTrace(uint64_t token) {
+  if (token == 0 || registry_ == nullptr) return nullptr;
+  std::shared_ptr<RequestState> st = registry_->Find(token);
+  if (st == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (st->released || st->request == nullptr) return nullptr;
+  TRITONSERVER_InferenceTrace* trace = nullptr;
+  if (!TakeMessage(TRITONBACKEND_RequestTrace(st->request, &trace)).empty() || trace == nullptr) {
+    return nullptr;  // tracing is off for this request
+  }
+  TRITONSERVER_InferenceTrace* child = nullptr;
+  std::string err = TakeMessage(TRITONSERVER_InferenceTraceSpawnChildTrace(trace, &child));
+  if (!err.empty()) {
+    PB_LOG_WARN("model '" + model_name_ + "', instance '" + instance_name_ +
+                "': BLS request not traced: " + err);
+    return nullptr;
+  }
+  return child;
+}
 
 void SendBlsError(StubSession& session, uint64_t id, TRITONSERVER_Error_Code code,
                   const std::string& message) {
@@ -479,6 +501,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
               nullptr);
       }
     }
+    uint64_t parent_token = r.U64();
     if (r.remaining() != 0) Throw(TRITONSERVER_ERROR_INTERNAL, "trailing bytes in BLS_EXEC");
     Check(TRITONSERVER_InferenceRequestSetReleaseCallback(req, RequestRelease, call), nullptr);
     Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, Allocator(), call, ResponseComplete,
@@ -486,8 +509,10 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
           nullptr);
     call->request = req;
     table_->Add(call);
-    TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server_, req, nullptr);
+    TRITONSERVER_InferenceTrace* trace = ChildTrace(parent_token);
+    TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server_, req, trace);
     if (err != nullptr) {
+      if (trace != nullptr) TakeMessage(TRITONSERVER_InferenceTraceDelete(trace));
       table_->Remove(call);
       call->request = nullptr;  // deleted below with req
       Check(err, nullptr);

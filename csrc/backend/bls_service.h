@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "backend/request_registry.h"
 #include "backend/stub_session.h"
 #include "ipc/channel.h"
 #include "triton/tritonserver_infer.h"
@@ -44,8 +45,9 @@ class BlsService {
  public:
   // `model_name`/`instance_name`: the caller, for messages. `inline_threshold`: outputs up to
   // this size travel inside BLS_RESPONSE instead of the arena.
+  // `registry`: the instance's requests, to find the parent of a traced BLS request.
   BlsService(TRITONSERVER_Server* server, std::string model_name, std::string instance_name,
-             uint64_t inline_threshold);
+             uint64_t inline_threshold, RequestRegistry* registry);
 
   // BLS_EXEC from `session`'s stub (monitor thread). Always answers: an error response with
   // the FINAL flag when the request could not be started.
@@ -58,10 +60,15 @@ class BlsService {
   TRITONSERVER_Server* server() const { return server_; }
 
  private:
+  // A child of the trace of the incoming request `token` (nullptr when it has none, or is
+  // gone); owned by the caller until handed to ServerInferAsync.
+  TRITONSERVER_InferenceTrace* ChildTrace(uint64_t token);
+
   TRITONSERVER_Server* server_;
   std::string model_name_;
   std::string instance_name_;
   uint64_t inline_threshold_;
+  RequestRegistry* registry_;
   std::shared_ptr<BlsTable> table_;
 };
 

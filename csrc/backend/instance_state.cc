@@ -31,7 +31,7 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   TRITONSERVER_Server* server = nullptr;
   Check(TRITONBACKEND_ModelServer(model->model, &server), "TRITONBACKEND_ModelServer");
   st->bls_ = std::make_unique<BlsService>(server, model->name, st->name,
-                                          model->backend->config.inline_threshold);
+                                          model->backend->config.inline_threshold, &st->registry_);
 
   st->session_ = st->StartSession();
   st->started_at_ = std::chrono::steady_clock::now();

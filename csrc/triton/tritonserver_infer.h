@@ -18,6 +18,7 @@ struct TRITONSERVER_InferenceResponse;
 struct TRITONSERVER_ResponseAllocator;
 struct TRITONSERVER_Parameter;
 struct TRITONBACKEND_Model;
+struct TRITONBACKEND_Request;
 
 typedef enum tritonserver_txn_property_flag_enum {
   TRITONSERVER_TXN_ONE_TO_ONE = 1,
@@ -43,6 +44,13 @@ typedef void (*TRITONSERVER_InferenceResponseCompleteFn_t)(TRITONSERVER_Inferenc
 // model control need it).
 TRITONSERVER_Error* TRITONBACKEND_ModelServer(TRITONBACKEND_Model* model,
                                               TRITONSERVER_Server** server);
+
+// Traces: a BLS request is traced as a child of its parent request's trace.
+TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* request,
+                                               TRITONSERVER_InferenceTrace** trace);
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceSpawnChildTrace(
+    TRITONSERVER_InferenceTrace* trace, TRITONSERVER_InferenceTrace** child_trace);
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceDelete(TRITONSERVER_InferenceTrace* trace);
 
 // Response allocators.
 TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorNew(

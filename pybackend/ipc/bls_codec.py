@@ -20,6 +20,7 @@ from .codec import (
     put_str,
     put_tensor,
     read_response,
+    read_tensor,
 )
 
 FLAGS_TIMEOUT = struct.Struct("<IQ")  # u32 flags, u64 timeout_us
@@ -43,6 +44,7 @@ class BlsExecDesc:
         "parameters",
         "requested_outputs",
         "inputs",
+        "parent_token",
     )
 
     def __init__(
@@ -59,6 +61,7 @@ class BlsExecDesc:
         parameters: str = "",
         requested_outputs: Sequence[str] = (),
         inputs: Sequence[TensorDesc] = (),
+        parent_token: int = 0,
     ) -> None:
         self.model_name = model_name
         self.model_version = model_version
@@ -72,6 +75,7 @@ class BlsExecDesc:
         self.parameters = parameters
         self.requested_outputs = list(requested_outputs)
         self.inputs = list(inputs)
+        self.parent_token = parent_token
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BlsExecDesc):
@@ -100,12 +104,11 @@ def encode_bls_exec(d: BlsExecDesc) -> bytearray:
     out += U32.pack(len(d.inputs))
     for t in d.inputs:
         put_tensor(out, t)
+    out += U64.pack(d.parent_token)
     return out
 
 
 def decode_bls_exec(body: Buffer) -> BlsExecDesc:
-    from .codec import read_tensor
-
     r = Reader(body)
     name = r.str()
     (version,) = r.unpack(I64)
@@ -117,6 +120,7 @@ def decode_bls_exec(body: Buffer) -> BlsExecDesc:
     params = r.str()
     requested = [r.str() for _ in range(r.u32())]
     inputs = [read_tensor(r) for _ in range(r.u32())]
+    parent = r.u64()
     r.done()
     return BlsExecDesc(
         name,
@@ -131,6 +135,7 @@ def decode_bls_exec(body: Buffer) -> BlsExecDesc:
         params,
         requested,
         inputs,
+        parent,
     )
 
 

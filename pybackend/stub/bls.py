@@ -200,6 +200,7 @@ class BlsClient:
             request._parameters if request._parameters != "{}" else "",
             list(request._requested),
             inputs,
+            request._trace._token if request._trace is not None else 0,
         )
         call = _Call(self, waiter)
         cid = call.cid = next(self._ids)

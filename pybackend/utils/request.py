@@ -21,10 +21,11 @@ _MISSING: Any = object()
 class InferenceTrace:
     """Trace handle of a request; pass ``request.trace()`` to a BLS request to chain it."""
 
-    __slots__ = ("_context",)
+    __slots__ = ("_context", "_token")
 
-    def __init__(self, context: Optional[str] = None) -> None:
+    def __init__(self, context: Optional[str] = None, token: int = 0) -> None:
         self._context = context
+        self._token = token  # the incoming request it belongs to (0: none)
 
     def get_context(self) -> Optional[str]:
         return self._context
@@ -199,7 +200,7 @@ class InferenceRequest:
 
     def trace(self) -> InferenceTrace:
         if self._trace is None:
-            self._trace = InferenceTrace()
+            self._trace = InferenceTrace(None, self._token)
         return self._trace
 
     def requested_output_names(self) -> Set[str]:

@@ -26,6 +26,7 @@ def test_bls_exec_round_trip() -> None:
             TensorDesc("IN0", 11, Location.INLINE, (2,), 8, data=b"\x00" * 8),
             TensorDesc("IN1", 11, Location.STUB_ARENA, (4, 4), 64, 1, 128),
         ],
+        77,
     )
     assert bls_codec.decode_bls_exec(bls_codec.encode_bls_exec(desc)) == desc
 

@@ -86,6 +86,11 @@ class TritonPythonModel:
         )
         return report(req.exec())
 
+    def mode_traced(self, x, request):
+        # trace=request.trace(): the BLS request is traced as a child of this request.
+        req = identity_request(x, requested_output_names=["OUTPUT0"], trace=request.trace())
+        return report(req.exec())
+
     def mode_string_correlation_id(self, x, request):
         return report(identity_request(x, correlation_id="session-9").exec())
 
