@@ -49,7 +49,8 @@ class Batch {
   void Decode(const ipc::Message& result);
   void Respond();
   void ReleaseStubKeepalive();
-  void FailAll(const std::string& message);
+  // `code`: the client's mistake (INVALID_ARG: a malformed input) or ours (INTERNAL, ...).
+  void FailAll(const std::string& message, TRITONSERVER_Error_Code code);
   void Finish();
 
   InstanceState& inst_;
@@ -149,7 +150,8 @@ void Batch::Respond() {
       st.failed = true;
       continue;
     }
-    if (!SendResponse(resp, *it.body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) {
+    if (!SendResponse(resp, *it.body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                      &inst_.model->outputs)) {
       st.failed = true;
     }
     st.sent_response = true;
@@ -182,7 +184,7 @@ void Batch::ReleaseStubKeepalive() {
   }
 }
 
-void Batch::FailAll(const std::string& message) {
+void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
   for (auto& it : items_) {
     RequestState& st = *it.st;
     std::lock_guard<std::mutex> lock(st.mu);
@@ -194,8 +196,7 @@ void Batch::FailAll(const std::string& message) {
                           ? TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory))
                           : TakeMessage(TRITONBACKEND_ResponseNew(&resp, st.request));
     if (err.empty()) {
-      SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, message,
-                        TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+      SendErrorResponse(resp, code, message, TRITONSERVER_RESPONSE_COMPLETE_FINAL);
     } else {
       PB_LOG_ERROR(s_.log_prefix() + "cannot create an error response: " + err);
     }
@@ -260,6 +261,7 @@ void Batch::Finish() {
 
 void Batch::Run() {
   std::string failure;
+  TRITONSERVER_Error_Code failure_code = TRITONSERVER_ERROR_INTERNAL;
   try {
     total_batch_size_ = TotalBatchSize();
     int64_t max_bs = inst_.model->max_batch_size;
@@ -313,10 +315,11 @@ void Batch::Run() {
     ReleaseStubKeepalive();
   } catch (const BackendError& e) {
     failure = e.message();
+    failure_code = e.code();
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  if (!failure.empty()) FailAll(failure);
+  if (!failure.empty()) FailAll(failure, failure_code);
   Finish();
 }
 

@@ -8,6 +8,7 @@
 
 #include "backend/backend_state.h"
 #include "backend/json.h"
+#include "backend/output_specs.h"
 #include "backend/stub_session.h"
 #include "triton/tritonbackend.h"
 
@@ -32,6 +33,7 @@ class ModelState {
   std::string python;  // interpreter for this model's stubs
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
   int thread_budget = 0;
+  OutputSpecs outputs;  // what the config declares, to check what stubs return
 
   std::string VersionDir() const { return repository + "/" + std::to_string(version); }
   std::string ModelFile() const { return VersionDir() + "/" + model_filename; }

@@ -104,6 +104,16 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
     default:
       Throw(TRITONSERVER_ERROR_UNSUPPORTED, "output '" + t.name + "' has an unsupported location");
   }
+  if (static_cast<TRITONSERVER_DataType>(t.dtype) == TRITONSERVER_TYPE_BYTES) {
+    // Clients and Triton's frontends parse these length prefixes: never pass on a bad one.
+    uint64_t count = 1;
+    for (int64_t d : t.dims) count *= static_cast<uint64_t>(d < 0 ? 0 : d);
+    std::string bad = CheckBytesPayload(src, t.byte_size, count);
+    if (!bad.empty()) {
+      Throw(TRITONSERVER_ERROR_INTERNAL, "BYTES output '" + t.name + "' of model instance '" +
+                                             instance + "' is malformed: " + bad);
+    }
+  }
   TRITONBACKEND_Output* output = nullptr;
   Check(TRITONBACKEND_ResponseOutput(response, &output, t.name.c_str(),
                                      static_cast<TRITONSERVER_DataType>(t.dtype), t.dims.data(),
@@ -137,7 +147,8 @@ void SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code
 }
 
 bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& body,
-                  const RequestState& st, StubSession& session, uint32_t send_flags) {
+                  const RequestState& st, StubSession& session, uint32_t send_flags,
+                  const OutputSpecs* specs) {
   if (body.has_error) {
     auto code = static_cast<TRITONSERVER_Error_Code>(body.error_code);
     if (body.error_code > TRITONSERVER_ERROR_CANCELLED) code = TRITONSERVER_ERROR_INTERNAL;
@@ -147,6 +158,10 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
   try {
     SetParameters(response, body.parameters);
     for (const ipc::TensorDesc& t : body.outputs) {
+      if (specs != nullptr) {
+        std::string wrong = specs->Check(t, session.options().instance_name);
+        if (!wrong.empty()) Throw(TRITONSERVER_ERROR_INVALID_ARG, wrong);
+      }
       if (!st.requested_outputs.empty() && st.requested_outputs.count(t.name) == 0) continue;
       AddOutput(response, t, session);
     }

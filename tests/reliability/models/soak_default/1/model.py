@@ -1,0 +1,13 @@
+"""OUT = 2 * IN (a fresh array: it travels through the stub's arena when large)."""
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy() * 2)]
+            )
+            for r in requests
+        ]
