@@ -20,17 +20,20 @@ from pybackend.ipc.protocol import Location, MessageKind, Owner
 from pybackend.stub import outputs
 from pybackend.utils import transport
 
-_original_tensor = outputs.Placer.tensor
+_original_tensor = outputs.Placer._tensor
 _forge = {}  # output name -> function(desc) -> forged desc, used once
 
 
-def _forging_tensor(self, t):
-    desc = _original_tensor(self, t)
+def _forging_tensor(self, out, t):
+    """Placer._tensor (places ``t`` and encodes it onto ``out``), forging once on demand."""
     forge = _forge.pop(t._name, None)
-    return forge(desc) if forge is not None else desc
+    if forge is None:
+        return _original_tensor(self, out, t)
+    codec.put_tensor(out, forge(self.tensor(t)))
+    return None
 
 
-outputs.Placer.tensor = _forging_tensor
+outputs.Placer._tensor = _forging_tensor
 
 
 def _desc(desc, **changes):
