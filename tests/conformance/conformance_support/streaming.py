@@ -65,10 +65,13 @@ class Stream:
             event.outputs[out.name] = result.as_numpy(out.name)
         self.events.put(event)
 
-    def send(self, model: str, inputs: Mapping[str, np.ndarray], request_id: str = "") -> None:
+    def send(
+        self, model: str, inputs: Mapping[str, np.ndarray], request_id: str = "", **kwargs: Any
+    ) -> None:
+        """``kwargs`` go to ``async_stream_infer`` (sequence_id, sequence_start, ...)."""
         infer_inputs = [make_input("grpc", name, array) for name, array in inputs.items()]
         self.client.async_stream_infer(
-            model, infer_inputs, request_id=request_id, enable_empty_final_response=True
+            model, infer_inputs, request_id=request_id, enable_empty_final_response=True, **kwargs
         )
 
     def next(self, timeout: float = 30.0) -> Event:
