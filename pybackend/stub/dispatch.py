@@ -8,7 +8,6 @@ are placed by :class:`~pybackend.stub.outputs.Placer`.
 from __future__ import annotations
 
 import threading
-import traceback
 from collections.abc import Coroutine
 from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, List, Optional
@@ -26,6 +25,7 @@ from ..utils.request import (
 )
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
+from .async_execute import AsyncExecutor
 from .logging import ERROR
 from .outputs import Placer
 from .state import StubState
@@ -54,6 +54,7 @@ class Dispatcher:
         decoupled: bool,
         model_name: str = "",
         model_version: int = -1,
+        async_limit: int = 1,
     ) -> None:
         self.state = state
         self.model = model
@@ -65,6 +66,7 @@ class Dispatcher:
         self.keepalive: Optional[List[Any]] = None
         self._open: List[InferenceRequest] = []  # the batch's requests left to their senders
         self._made = 0  # input tensors built by the current decode
+        self.async_exec = AsyncExecutor(self, async_limit)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
 
@@ -95,24 +97,6 @@ class Dispatcher:
         import asyncio
 
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
-    def _background(self, coro: Any) -> None:
-        loop = self.event_loop()
-        import asyncio
-
-        fut = asyncio.run_coroutine_threadsafe(coro, loop)
-        fut.add_done_callback(self._background_done)
-
-    def _background_done(self, fut: Any) -> None:
-        if fut.cancelled():
-            return
-        exc = fut.exception()
-        if exc is not None:
-            text = "".join(traceback.TracebackException.from_exception(exc).format())
-            self.state.log.here(
-                ERROR,
-                f"Failed to process the request(s) for model '{self.instance}', message: {text}",
-            )
 
     def stop_loop(self) -> None:
         loop = self.loop
@@ -224,9 +208,12 @@ class Dispatcher:
         try:
             ret = execute(requests)
             if type(ret) is not list and isinstance(ret, _COROUTINE_TYPES):
-                if self.decoupled:
-                    self._background(ret)
+                if self.decoupled or self.async_exec.background_default_mode:
+                    # In the background: RESULT leaves every request open for its sender.
+                    self.async_exec.start(ret, requests)
                     ret = None
+                    if not self.decoupled:
+                        return self._background_result(requests)
                 else:
                     ret = self.run_coroutine(ret)
             items = self._items(requests, ret, placer)
@@ -243,6 +230,16 @@ class Dispatcher:
                 watch(r)
             self._open = []
         # u32 on the wire: the backend compares it modulo 2**32.
+        return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
+
+    def _background_result(self, requests: List[InferenceRequest]) -> bytearray:
+        """RESULT for a default-mode batch whose coroutine runs in the background: every
+        request stays open; the coroutine answers through the senders."""
+        self.keepalive = None
+        watch = self.state.watch_open
+        for r in requests:
+            watch(r)
+        items = [(_NONE, TRITONSERVER_REQUEST_RELEASE_ALL, None)] * len(requests)
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 
     def _items(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> list:

@@ -18,6 +18,7 @@ from ..ipc.channel import ChannelClosed
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
 from ..utils import transport as utils_transport
 from . import loader
+from .async_execute import ConfigError, concurrency_limit
 from .dispatch import Dispatcher
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
@@ -128,14 +129,16 @@ class Stub:
             if phase == "auto_complete":
                 reply["model_config"] = loader.auto_complete(module, init)
             else:
+                decoupled = bool(init.get("decoupled", False))
                 dispatcher = Dispatcher(
                     self.state,
                     None,
                     self.instance,
                     init.get("model_file", ""),
-                    bool(init.get("decoupled", False)),
+                    decoupled,
                     init.get("model_name", ""),
                     _int(init.get("model_version", -1)),
+                    concurrency_limit(init.get("model_config", ""), decoupled),
                 )
                 self.model = loader.instantiate(module, init, dispatcher.run_coroutine)
                 dispatcher.model = self.model
@@ -148,7 +151,7 @@ class Stub:
                 gc.collect()
                 gc.freeze()
             reply["ok"] = True
-        except loader.LoadError as e:
+        except (loader.LoadError, ConfigError) as e:
             reply["error"] = str(e)
         except Exception as e:  # noqa: BLE001 - model import/initialize may raise anything
             reply["error"] = format_exception(e)

@@ -1,0 +1,183 @@
+"""``async def execute`` run in the background, up to a configured number of batches at once
+(UV-32).
+
+The original runs a decoupled model's coroutine on the stub's event loop and returns at
+once (any number in flight), and runs a default-mode coroutine to completion before the
+next batch (one at a time). Both stay the defaults. The model config parameter
+``PYBACKEND_ASYNC_EXECUTE_CONCURRENCY`` (an integer >= 1) sets how many batches of one
+instance may be inside ``execute`` at once, in either mode:
+
+* decoupled: the limit bounds the background coroutines (0 or unset: unbounded);
+* default mode with a limit above 1: the coroutine runs in the background as well, the
+  batch's RESULT leaves its requests open, and the coroutine's return value is delivered
+  through the requests' response senders (one FINAL response each) with the same
+  validation and error texts as the return path. A response sent afterwards through a
+  request's sender is legal in default mode (spec 4.3), so Triton's one-response contract
+  holds.
+
+When the limit is reached the stub's main thread waits for a slot before it answers the
+EXECUTE, so further batches queue in Triton's scheduler (backpressure), not in the stub.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+from typing import TYPE_CHECKING, Any, List, Optional
+
+from ..utils.errors import TritonError
+from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
+from ..utils.response import InferenceResponse
+from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from .logging import ERROR
+from .tracebacks import format_exception
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dispatch import Dispatcher
+
+PARAMETER = "PYBACKEND_ASYNC_EXECUTE_CONCURRENCY"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def concurrency_limit(model_config: str, decoupled: bool) -> int:
+    """The configured limit; 0 means unbounded (decoupled default), 1 (default mode's
+    default) means one batch at a time, run to completion inside EXECUTE."""
+    default = 0 if decoupled else 1
+    try:
+        params = json.loads(model_config or "{}").get("parameters") or {}
+    except ValueError:
+        return default
+    entry = params.get(PARAMETER)
+    if entry is None:
+        return default
+    text = entry.get("string_value", "") if isinstance(entry, dict) else str(entry)
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise ConfigError(
+            f"model config parameter {PARAMETER} must be an integer >= 1 (how many batches "
+            f"one instance runs in `async def execute` at once), found {text!r}"
+        )
+    return value
+
+
+class AsyncExecutor:
+    """Runs execute coroutines in the background under a semaphore of ``limit`` slots."""
+
+    def __init__(self, dispatcher: "Dispatcher", limit: int) -> None:
+        self.d = dispatcher
+        self.limit = limit
+        self._slots: Optional[threading.Semaphore] = threading.Semaphore(limit) if limit else None
+
+    @property
+    def background_default_mode(self) -> bool:
+        return self.limit > 1
+
+    def start(self, coro: Any, requests: List[InferenceRequest]) -> None:
+        """Schedule ``coro`` (execute's coroutine for ``requests``); waits for a slot."""
+        if self._slots is not None:
+            self._slots.acquire()
+        import asyncio
+
+        try:
+            fut = asyncio.run_coroutine_threadsafe(self._run(coro, requests), self.d.event_loop())
+        except BaseException:
+            self._release()
+            raise
+        fut.add_done_callback(self._done)
+
+    def _release(self) -> None:
+        if self._slots is not None:
+            self._slots.release()
+
+    def _done(self, fut: Any) -> None:
+        self._release()
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:  # a bug of ours: _run handles the model's exceptions
+            text = "".join(traceback.TracebackException.from_exception(exc).format())
+            self.d.state.log.here(ERROR, f"pybackend stub: async execute failed: {text}")
+
+    async def _run(self, coro: Any, requests: List[InferenceRequest]) -> None:
+        try:
+            ret = await coro
+            if self.d.decoupled:
+                if ret is not None:
+                    self._fail(
+                        requests,
+                        f"Python model '{self.d.instance}' is using the decoupled mode and the "
+                        "execute function must return None.",
+                    )
+            else:
+                self._deliver(requests, ret)
+        except Exception as e:  # noqa: BLE001 - model code may raise anything
+            self._fail(requests, format_exception(e))
+
+    # ------------------------------------------------------------------ default mode
+
+    def _deliver(self, requests: List[InferenceRequest], ret: Any) -> None:
+        """The return path's rules (spec 4.2), answered through the senders."""
+        if ret is None:
+            ret = [None] * len(requests)
+        elif not isinstance(ret, list):
+            return self._fail(
+                requests, f"Expected a list in the execute return, found type '{type(ret)}'."
+            )
+        elif len(ret) != len(requests):
+            return self._fail(
+                requests,
+                "Number of InferenceResponse objects do not match the number of "
+                f"InferenceRequest objects. InferenceRequest(s) size is:{len(requests)}, and "
+                f"InferenceResponse(s) size is:{len(ret)}\n",
+            )
+        for resp in ret:
+            if resp is not None and not isinstance(resp, InferenceResponse):
+                return self._fail(
+                    requests,
+                    "Expected an 'InferenceResponse' object in the execute function return "
+                    f"list, found type '{type(resp)}'.",
+                )
+        for req, resp in zip(requests, ret):
+            taken = req._sender is not None
+            if req._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                self._fail(
+                    [req],
+                    f"request rescheduling needs {PARAMETER} = 1 (the batch was already "
+                    "released when the coroutine asked for it)",
+                )
+            elif resp is not None:
+                self._send(req.get_response_sender(), resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            elif not taken:
+                # As on the return path: nobody could ever answer this request.
+                self._fail(
+                    [req],
+                    "execute returned None for this request and its response sender sent "
+                    "nothing, so the request would never complete. Return an "
+                    "InferenceResponse for it or send one with request.get_response_sender().",
+                )
+            # else: left to the sender the model took; a dropped one is reported.
+
+    def _send(self, sender: Any, resp: Optional[InferenceResponse], flags: int) -> None:
+        try:
+            sender.send(resp, flags=flags)
+        except Exception as e:  # noqa: BLE001 - e.g. the model already answered
+            self.d.state.log.here(
+                ERROR,
+                f"Failed to process the request(s) for model '{self.d.instance}', message: {e}",
+            )
+
+    def _fail(self, requests: List[InferenceRequest], message: str) -> None:
+        text = f"Failed to process the request(s) for model '{self.d.instance}', message: {message}"
+        self.d.state.log.here(ERROR, text)
+        error = InferenceResponse(error=TritonError(text))
+        for req in requests:
+            sender = req.get_response_sender()
+            if not sender._closed:
+                self._send(sender, error, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
