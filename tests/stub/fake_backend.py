@@ -93,6 +93,8 @@ class FakeBackend:
         self.frees_received: List[Tuple[int, int]] = []
         self.processed = 0
         self.cancelled_tokens: set = set()
+        # Handlers of further async kinds (BLS, model control): kind -> fn(msg).
+        self.handlers: Dict[int, Any] = {}
         self.dropped: List[int] = []  # SENDER_DROPPED tokens
         self.cond = threading.Condition()
         self.async_closed = False
@@ -150,6 +152,8 @@ class FakeBackend:
             elif kind == MessageKind.SENDER_DROPPED:
                 (token,) = codec.U64.unpack_from(msg.body, 0)
                 self.dropped.append(token)
+            elif kind in self.handlers:
+                self.handlers[kind](msg)
             elif kind == MessageKind.IS_CANCELLED:
                 (token,) = codec.U64.unpack_from(msg.body, 0)
                 payload = b"\x01" if token in self.cancelled_tokens else b"\x00"
