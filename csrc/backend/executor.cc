@@ -20,6 +20,9 @@ uint64_t NowNs() {
                                    .count());
 }
 
+// References of a RESULT that the stub is told to drop right after the responses are sent.
+constexpr uint64_t kEagerReleaseBytes = 1 << 20;
+
 struct Item {
   std::shared_ptr<RequestState> st;
   ipc::ResultKind kind = ipc::ResultKind::NONE;
@@ -164,12 +167,16 @@ void Batch::ReleaseStubKeepalive() {
   // The stub keeps what a RESULT references alive until its next sync message. When that is
   // shared memory (large tensors), tell it now that we are done, instead of pinning the
   // memory until the next batch: our pending FREEs, or an empty FREE, on sync.
-  bool referenced = false;
+  // Only for big references: a FREE wakes the stub's main thread, which costs more than a
+  // small block pinned until the next EXECUTE (that releases it anyway).
+  uint64_t referenced = 0;
   for (const auto& it : items_) {
     if (!it.body) continue;
-    for (const auto& t : it.body->outputs) referenced |= t.location != ipc::Location::INLINE;
+    for (const auto& t : it.body->outputs) {
+      if (t.location != ipc::Location::INLINE) referenced += t.byte_size;
+    }
   }
-  if (!referenced || !s_.alive()) return;
+  if (referenced < kEagerReleaseBytes || !s_.alive()) return;
   std::vector<uint8_t> body = s_.frees().TakeBody(ipc::Owner::STUB);
   if (body.empty()) {
     ipc::Writer w;
