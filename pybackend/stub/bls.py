@@ -147,7 +147,10 @@ class BlsClient:
 
         def wake() -> None:
             if not fut.done():
-                loop.call_soon_threadsafe(settle)
+                try:
+                    loop.call_soon_threadsafe(settle)
+                except RuntimeError:
+                    pass  # the loop is closed: nobody awaits this call any more
 
         call = self._start(request, decoupled, None if decoupled else wake)
         holder.append(call)
@@ -221,6 +224,13 @@ class BlsClient:
     # ------------------------------------------------------------------ receiving (reader)
 
     def _on_response(self, msg: Message) -> None:
+        # Runs on the reader thread, which must survive whatever happens here.
+        try:
+            self._deliver(msg)
+        except Exception as e:  # noqa: BLE001 - logged; the reader keeps serving
+            self.state.log.here(WARNING, f"pybackend stub: BLS response {msg.id} dropped: {e}")
+
+    def _deliver(self, msg: Message) -> None:
         owned = bytearray(msg.body)  # inline outputs view it; the channel reuses its buffer
         try:
             flags, desc = decode_bls_response(owned)
