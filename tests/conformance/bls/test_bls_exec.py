@@ -119,3 +119,13 @@ def test_callee_response_parameters(server):
     result = run(server, "response_parameters")
     assert result["outputs"] == {"OUTPUT0": [3.0, 1.0]}
     assert result["parameters"] == {"callee": "bls_params", "count": 2, "ok": True}
+
+
+@pytest.mark.deviation("without a GPU, preferred GPU memory is served from CPU shared memory")
+def test_preferred_gpu_memory_without_a_gpu_still_answers(server):
+    assert run(server, "prefer_gpu") == {"is_cpu": True, "OUTPUT0": [3.0, 1.0]}
+
+
+@pytest.mark.deviation("the original fails the call without a usable GPU", backend="original")
+def test_original_fails_preferred_gpu_memory_without_a_gpu(server):
+    assert "all allocation types failed" in run(server, "prefer_gpu")["error"]

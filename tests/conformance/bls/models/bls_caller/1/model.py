@@ -91,6 +91,14 @@ class TritonPythonModel:
         req = identity_request(x, requested_output_names=["OUTPUT0"], trace=request.trace())
         return report(req.exec())
 
+    def mode_prefer_gpu(self, x, request):
+        memory = pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_GPU, 0)
+        r = identity_request(x, requested_output_names=["OUTPUT0"], preferred_memory=memory).exec()
+        if r.has_error():
+            return report(r)
+        t = pb_utils.get_output_tensor_by_name(r, "OUTPUT0")
+        return {"is_cpu": t.is_cpu(), "OUTPUT0": t.as_numpy().tolist()}
+
     def mode_string_correlation_id(self, x, request):
         return report(identity_request(x, correlation_id="session-9").exec())
 
