@@ -238,3 +238,31 @@ def test_restart_disabled_leaves_the_instance_down_until_reload() -> None:
         client.close()
         assert len(stubs(server, "chaos_decoupled")) == 1
         assert ok_stream(server)
+
+
+def test_restart_that_dies_in_initialize_is_retried(tmp_path: Path) -> None:
+    """A new stub that dies in initialize (here: while a flag file exists) is retried with a
+    growing backoff, logged each time, and serves once initialize works again."""
+    flag = tmp_path / "fail_init"
+    with start(
+        ["chaos_decoupled"],
+        backend_config=[("stub-restart-max-backoff-seconds", "2")],
+        env={"CHAOS_FAIL_INIT_WHILE": str(flag)},
+    ) as server:
+        (pid,) = stubs(server, "chaos_decoupled").values()
+        watch = LogWatch(server)
+        flag.touch()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(
+            "two failed restarts",
+            lambda: watch.text().count("restarting the stub failed") >= 2,
+            timeout=20,
+        )
+        log = watch.text()
+        assert "(phase initialize)" in log and "exited with code 9" in log
+        assert "initialize dies" in log  # the new stub's stderr tail
+        got, _ = stream(server, "ok")
+        assert "is not healthy" in str(got[0])  # down meanwhile, and it says so at once
+        flag.unlink()
+        watch.wait("instance 'chaos_decoupled_0_0': a new stub is serving", timeout=20)
+        assert wait_for("the model to serve", lambda: ok_stream(server), timeout=20)

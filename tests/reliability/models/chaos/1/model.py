@@ -10,6 +10,7 @@ CMD (one string) says what to do:
 In decoupled mode, "send:K;CMD" first sends K responses, and "thread:CMD" returns from
 execute at once and does CMD from a thread after sending one response.
 Before anything fatal it prints a line to stderr that the backend must report.
+initialize exits with code 9 while the file named by $CHAOS_FAIL_INIT_WHILE exists.
 """
 
 import ctypes
@@ -53,6 +54,11 @@ def _act(cmd):
 
 class TritonPythonModel:
     def initialize(self, args):
+        # While the file named by this variable exists, initialize dies (restart tests).
+        flag = os.environ.get("CHAOS_FAIL_INIT_WHILE", "")
+        if flag and os.path.exists(flag):
+            print(f"chaos {os.getpid()}: initialize dies", file=sys.stderr, flush=True)
+            os._exit(9)
         self.decoupled = pb_utils.using_decoupled_model_transaction_policy(
             __import__("json").loads(args["model_config"])
         )
