@@ -17,8 +17,9 @@ constexpr int kPollMs = 50;
 // With nothing to flush or release an idle instance only needs a rare wake-up.
 constexpr int kIdlePollMs = 1000;
 constexpr auto kPeriodic = std::chrono::milliseconds(50);
-// After the stub died, keep reading its pipes this long for the last words on stderr.
-constexpr auto kPipeGrace = std::chrono::milliseconds(2000);
+// After the stub died, keep reading its pipes this long for the last words on stderr (a
+// child of the stub may hold them open; requests still open wait for this, within 1 s).
+constexpr auto kPipeGrace = std::chrono::milliseconds(500);
 constexpr size_t kMaxLine = 64 * 1024;
 
 }  // namespace

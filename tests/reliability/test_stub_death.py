@@ -266,3 +266,24 @@ def test_restart_that_dies_in_initialize_is_retried(tmp_path: Path) -> None:
         flag.unlink()
         watch.wait("instance 'chaos_decoupled_0_0': a new stub is serving", timeout=20)
         assert wait_for("the model to serve", lambda: ok_stream(server), timeout=20)
+
+
+@pytest.mark.parametrize("cmd", ["orphan:kill:9", "thread:orphan:exit:3"])
+def test_error_is_prompt_while_a_child_holds_the_stubs_stderr(server: Any, cmd: str) -> None:
+    """A child process of the stub keeps its stderr pipe open after the stub died: the
+    backend does not wait for that pipe's end beyond the 1 s bar."""
+    model = "chaos_decoupled"
+    before = stubs(server, model)
+    watch = LogWatch(server)
+    t0 = time.monotonic()
+    got, at = stream(server, cmd)
+    try:
+        assert at - t0 < ERROR_WITHIN_S + (0.2 if cmd.startswith("thread:") else 0)
+        assert "is not healthy" in str(got[-1])
+        assert "about to" in str(got[-1])
+    finally:
+        child = re.search(r"chaos \d+: child (\d+)", watch.wait(": child "))
+        assert child
+        os.kill(int(child.group(1)), signal.SIGKILL)
+    _wait_restarted(server, model, 1, before)
+    watch.wait(f"instance '{model}_0_0': a new stub is serving")

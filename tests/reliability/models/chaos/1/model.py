@@ -7,6 +7,7 @@ CMD (one string) says what to do:
   segv             dereference NULL (a real segmentation fault)
   block:PATH       create PATH (so the test knows execute is running), then sleep 60 s
   hang             wait forever
+  orphan:CMD       start a child that keeps the stub's stdout/stderr open, then CMD
 In decoupled mode, "send:K;CMD" first sends K responses, and "thread:CMD" returns from
 execute at once and does CMD from a thread after sending one response.
 Before anything fatal it prints a line to stderr that the backend must report.
@@ -16,6 +17,7 @@ initialize exits with code 9 while the file named by $CHAOS_FAIL_INIT_WHILE exis
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -40,6 +42,11 @@ def _act(cmd):
         time.sleep(60)
         return
     print(f"chaos {os.getpid()}: about to {cmd}", file=sys.stderr, flush=True)
+    if cmd.startswith("orphan:"):
+        # A child that inherits stdout/stderr keeps the stub's pipes open after it dies.
+        child = subprocess.Popen(["sleep", "30"])
+        print(f"chaos {os.getpid()}: child {child.pid}", file=sys.stderr, flush=True)
+        _act(cmd[len("orphan:") :])
     if cmd.startswith("exit:"):
         os._exit(int(cmd[len("exit:") :]))
     if cmd.startswith("kill:"):
