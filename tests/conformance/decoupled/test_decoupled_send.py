@@ -99,6 +99,30 @@ def test_async_tasks_of_many_requests_interleave(server):
         assert values([e for e in events if e.request_id == rid]) == list(range(6))
 
 
+@pytest.mark.deviation(
+    "original: a decoupled coroutine that raises only logs the error; its requests never end"
+)
+def test_async_execute_raising_ends_the_open_requests(server):
+    events = stream_once(server, "async_stream", inputs("raise"), timeout=10)
+    assert values(events) == [0]
+    assert events[-1].error.startswith(
+        "Failed to process the request(s) for model 'async_stream_0_0', message: "
+        "ValueError: boom in async execute"
+    ), events[-1].error
+
+
+@pytest.mark.deviation(
+    "pins the original's hang that ours fixes: nothing after the sent response",
+    backend="original",
+)
+def test_original_leaves_a_raising_coroutine_hanging(server):
+    with Stream(server) as stream:
+        stream.send("async_stream", inputs("raise"), request_id="r")
+        assert stream.next(10).value() == 0
+        assert stream.quiet(1.5) == []
+        stream.close(cancel=True)
+
+
 def test_send_after_final_raises(server):
     events = stream_once(server, "stream", inputs("send_after_final"))
     assert values(events) == [0] and events[-1].final

@@ -20,6 +20,10 @@ class TritonPythonModel:
             mode = pb_utils.get_input_tensor_by_name(request, "MODE").as_numpy()[0].decode()
             count = int(pb_utils.get_input_tensor_by_name(request, "COUNT").as_numpy()[0])
             sender = request.get_response_sender()
+            if mode == "raise":
+                sender.send(out(0))
+                await asyncio.sleep(0.005)
+                raise ValueError("boom in async execute")
             if mode == "task":
                 task = asyncio.get_running_loop().create_task(self.stream(sender, count))
                 self.tasks.add(task)
