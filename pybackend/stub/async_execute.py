@@ -17,6 +17,11 @@ instance may be inside ``execute`` at once, in either mode:
 
 When the limit is reached the stub's main thread waits for a slot before it answers the
 EXECUTE, so further batches queue in Triton's scheduler (backpressure), not in the stub.
+
+``PYBACKEND_ASYNC_EXECUTE_CANCEL: "true"`` (UV-31) polls ``is_cancelled()`` of a running
+coroutine's requests every 20 ms; once every request of the batch is cancelled (the client
+cancelled or went away) the coroutine is cancelled, so ``asyncio.CancelledError`` is raised
+at its current ``await``, and each request not yet finished ends with a CANCELLED error.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ..utils.errors import TritonError
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
@@ -37,24 +42,50 @@ if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import Dispatcher
 
 PARAMETER = "PYBACKEND_ASYNC_EXECUTE_CONCURRENCY"
+CANCEL_PARAMETER = "PYBACKEND_ASYNC_EXECUTE_CANCEL"
+CANCEL_POLL_S = 0.02
+CANCELLED_TEXT = (
+    f"The client cancelled the request; its `async def execute` was cancelled ({CANCEL_PARAMETER})."
+)
 
 
 class ConfigError(ValueError):
     pass
 
 
+def _parameter(model_config: str, key: str) -> Optional[str]:
+    try:
+        params = json.loads(model_config or "{}").get("parameters") or {}
+    except ValueError:
+        return None
+    entry = params.get(key)
+    if entry is None:
+        return None
+    return entry.get("string_value", "") if isinstance(entry, dict) else str(entry)
+
+
+def cancel_on_client_cancel(model_config: str) -> bool:
+    """PYBACKEND_ASYNC_EXECUTE_CANCEL: cancel a coroutine whose requests were all cancelled."""
+    text = _parameter(model_config, CANCEL_PARAMETER)
+    if text is None:
+        return False
+    value = text.strip().lower()
+    if value in ("true", "yes", "on", "1"):
+        return True
+    if value in ("false", "no", "off", "0", ""):
+        return False
+    raise ConfigError(
+        f"model config parameter {CANCEL_PARAMETER} must be true or false, found {text!r}"
+    )
+
+
 def concurrency_limit(model_config: str, decoupled: bool) -> int:
     """The configured limit; 0 means unbounded (decoupled default), 1 (default mode's
     default) means one batch at a time, run to completion inside EXECUTE."""
     default = 0 if decoupled else 1
-    try:
-        params = json.loads(model_config or "{}").get("parameters") or {}
-    except ValueError:
+    text = _parameter(model_config, PARAMETER)
+    if text is None:
         return default
-    entry = params.get(PARAMETER)
-    if entry is None:
-        return default
-    text = entry.get("string_value", "") if isinstance(entry, dict) else str(entry)
     try:
         value = int(text)
     except ValueError:
@@ -70,9 +101,10 @@ def concurrency_limit(model_config: str, decoupled: bool) -> int:
 class AsyncExecutor:
     """Runs execute coroutines in the background under a semaphore of ``limit`` slots."""
 
-    def __init__(self, dispatcher: "Dispatcher", limit: int) -> None:
+    def __init__(self, dispatcher: "Dispatcher", limit: int, cancel: bool = False) -> None:
         self.d = dispatcher
         self.limit = limit
+        self.cancel = cancel
         self._slots: Optional[threading.Semaphore] = threading.Semaphore(limit) if limit else None
 
     @property
@@ -105,9 +137,54 @@ class AsyncExecutor:
             text = "".join(traceback.TracebackException.from_exception(exc).format())
             self.d.state.log.here(ERROR, f"pybackend stub: async execute failed: {text}")
 
+    async def guarded(self, coro: Any, requests: List[InferenceRequest]) -> Tuple[bool, Any]:
+        """``(False, result of coro)``; ``(True, None)`` when cancellation is on and the
+        coroutine was cancelled because every request of its batch was cancelled."""
+        if not self.cancel:
+            return False, await coro
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro)
+        watcher = loop.create_task(self._watch(task, requests))
+        try:
+            return False, await task
+        except asyncio.CancelledError:
+            if watcher.done() and not watcher.cancelled() and watcher.result():
+                return True, None
+            raise
+        finally:
+            watcher.cancel()
+
+    async def _watch(self, task: Any, requests: List[InferenceRequest]) -> bool:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+
+        def all_cancelled() -> bool:
+            return all(r.is_cancelled() for r in requests)
+
+        while not task.done():
+            await asyncio.sleep(CANCEL_POLL_S)
+            # is_cancelled() is a blocking round trip to the backend: not on the loop.
+            if await loop.run_in_executor(None, all_cancelled) and not task.done():
+                task.cancel()
+                return True
+        return False
+
+    def cancelled_responses(self, requests: List[InferenceRequest]) -> List[InferenceResponse]:
+        error = TritonError(CANCELLED_TEXT, TritonError.CANCELLED)
+        return [InferenceResponse(error=error) for _ in requests]
+
     async def _run(self, coro: Any, requests: List[InferenceRequest]) -> None:
         try:
-            ret = await coro
+            cancelled, ret = await self.guarded(coro, requests)
+            if cancelled:
+                for req, resp in zip(requests, self.cancelled_responses(requests)):
+                    sender = req.get_response_sender()
+                    if not sender._closed:
+                        self._send(sender, resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                return
             if self.d.decoupled:
                 if ret is not None:
                     self._fail(

@@ -55,6 +55,7 @@ class Dispatcher:
         model_name: str = "",
         model_version: int = -1,
         async_limit: int = 1,
+        async_cancel: bool = False,
     ) -> None:
         self.state = state
         self.model = model
@@ -66,7 +67,7 @@ class Dispatcher:
         self.keepalive: Optional[List[Any]] = None
         self._open: List[InferenceRequest] = []  # the batch's requests left to their senders
         self._made = 0  # input tensors built by the current decode
-        self.async_exec = AsyncExecutor(self, async_limit)
+        self.async_exec = AsyncExecutor(self, async_limit, async_cancel)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
 
@@ -215,7 +216,9 @@ class Dispatcher:
                     if not self.decoupled:
                         return self._background_result(requests)
                 else:
-                    ret = self.run_coroutine(ret)
+                    cancelled, ret = self.run_coroutine(self.async_exec.guarded(ret, requests))
+                    if cancelled:
+                        ret = self.async_exec.cancelled_responses(requests)
             items = self._items(requests, ret, placer)
         except BatchError as e:
             placer.abort()

@@ -18,7 +18,7 @@ from ..ipc.channel import ChannelClosed
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
 from ..utils import transport as utils_transport
 from . import loader
-from .async_execute import ConfigError, concurrency_limit
+from .async_execute import ConfigError, cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
@@ -139,6 +139,7 @@ class Stub:
                     init.get("model_name", ""),
                     _int(init.get("model_version", -1)),
                     concurrency_limit(init.get("model_config", ""), decoupled),
+                    cancel_on_client_cancel(init.get("model_config", "")),
                 )
                 self.model = loader.instantiate(module, init, dispatcher.run_coroutine)
                 dispatcher.model = self.model
