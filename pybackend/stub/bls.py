@@ -106,6 +106,39 @@ class ResponseIterator:
         self._pos += 1
         return resp
 
+    # pybackend extension: `async for` waits for each response without blocking the event
+    # loop, so other coroutines of the instance keep running while a stream trickles in.
+    def __aiter__(self) -> "ResponseIterator":
+        return self.__iter__()
+
+    async def __anext__(self) -> InferenceResponse:
+        if self._pos >= len(self._cache) and not self._done and not self._call.ready():
+            import asyncio
+
+            loop = asyncio.get_running_loop()
+            arrived = loop.create_future()
+
+            def settle() -> None:
+                if not arrived.done():
+                    arrived.set_result(None)
+
+            def wake() -> None:
+                try:
+                    loop.call_soon_threadsafe(settle)
+                except RuntimeError:
+                    pass  # the loop is closed: nobody awaits this any more
+
+            self._call.waiter = wake
+            try:
+                if not self._call.ready():  # a response may have come before the waiter
+                    await arrived
+            finally:
+                self._call.waiter = None
+        try:
+            return self.__next__()  # does not block now
+        except StopIteration:
+            raise StopAsyncIteration from None
+
     def cancel(self) -> None:
         """Ask the server to cancel the call (no-op once it finished)."""
         if not self._done and not self._call.final:

@@ -28,3 +28,9 @@ def test_async_exec_of_a_decoupled_model(server):
 def test_async_exec_error_is_a_response(server):
     result = run(server, "error", model="bls_async_caller")
     assert result == {"has_error": True, "error": NOT_READY}
+
+
+@pytest.mark.deviation("`async for` over a ResponseIterator is a pybackend extension")
+def test_async_for_over_a_stream_keeps_the_loop_running(server):
+    result = run(server, "async_for", [3], model="bls_async_caller")
+    assert result == {"seen": [[[0]], [[1]], [[2]], []], "ticked": True}

@@ -49,6 +49,31 @@ class TritonPythonModel:
             seen.append([t.as_numpy().tolist() for t in r.output_tensors()])
         return {"seen": seen}
 
+    async def mode_async_for(self, x):
+        # pybackend extension: `async for` over a decoupled stream, while another coroutine
+        # keeps running on the same loop.
+        ticks = []
+
+        async def ticker():
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0.005)
+
+        task = asyncio.ensure_future(ticker())
+        req = pb_utils.InferenceRequest(
+            model_name="bls_stream",
+            inputs=[
+                pb_utils.Tensor("COUNT", np.array([int(x[0])], np.int32)),
+                pb_utils.Tensor("DELAY_MS", np.array([50], np.int32)),
+            ],
+            requested_output_names=["OUT"],
+        )
+        seen = []
+        async for r in await req.async_exec(decoupled=True):
+            seen.append([t.as_numpy().tolist() for t in r.output_tensors()])
+        task.cancel()
+        return {"seen": seen, "ticked": len(ticks) > 5}
+
     async def mode_error(self, x):
         req = pb_utils.InferenceRequest(
             model_name="no_such_model",
