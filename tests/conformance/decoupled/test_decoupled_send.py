@@ -89,14 +89,15 @@ def test_async_execute_sends_from_the_coroutine_and_from_tasks(server, mode):
 def test_async_tasks_of_many_requests_interleave(server):
     with Stream(server) as stream:
         for i in range(4):
-            stream.send("async_stream", inputs("task", 6), request_id=f"a{i}")
+            # 20 responses 5 ms apart: each task runs ~100 ms, long enough to overlap.
+            stream.send("async_stream", inputs("task", 20), request_id=f"a{i}")
         events = stream.until_final(4, timeout=30)
     assert all(e.error is None for e in events)
     order = [e.request_id for e in events if not e.final]
     # Background tasks of the four requests run at once: their responses interleave.
     assert order != sorted(order)
     for rid in {f"a{i}" for i in range(4)}:
-        assert values([e for e in events if e.request_id == rid]) == list(range(6))
+        assert values([e for e in events if e.request_id == rid]) == list(range(20))
 
 
 @pytest.mark.deviation(
