@@ -176,7 +176,13 @@ void Batch::ReleaseStubKeepalive() {
       if (t.location != ipc::Location::INLINE) referenced += t.byte_size;
     }
   }
-  if (referenced < kEagerReleaseBytes || !s_.alive()) return;
+  if (!s_.alive()) return;
+  if (referenced < kEagerReleaseBytes) {
+    // Pinned until the next EXECUTE, or until the monitor sees the instance idle.
+    s_.SetKeepalivePending(referenced > 0);
+    return;
+  }
+  s_.SetKeepalivePending(false);
   std::vector<uint8_t> body = s_.frees().TakeBody(ipc::Owner::STUB);
   if (body.empty()) {
     ipc::Writer w;
@@ -267,6 +273,8 @@ void Batch::Finish() {
 }
 
 void Batch::Run() {
+  // No FREE of the monitor's may come between our EXECUTE and RESULT (see batch_mutex).
+  std::lock_guard<std::mutex> batch_lock(s_.batch_mutex());
   std::string failure;
   TRITONSERVER_Error_Code failure_code = TRITONSERVER_ERROR_INTERNAL;
   try {

@@ -390,6 +390,19 @@ std::string StubSession::UnhealthyMessage(const std::string& next) {
                        : next);
 }
 
+void StubSession::SetKeepalivePending(bool pending) {
+  if (pending) {
+    keepalive_since_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  keepalive_pending_.store(pending, std::memory_order_relaxed);
+}
+
+bool StubSession::KeepalivePendingFor(std::chrono::milliseconds idle) {
+  if (!keepalive_pending()) return false;
+  auto since = Clock::time_point(Clock::duration(keepalive_since_ns_.load()));
+  return Clock::now() - since >= idle;
+}
+
 void StubSession::CountAsyncProcessed() {
   {
     std::lock_guard<std::mutex> lock(state_mu_);

@@ -120,6 +120,17 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   CustomMetrics& metrics() { return metrics_; }
   const std::string& log_prefix() const { return log_prefix_; }
 
+  // Held by the executor for a whole batch (EXECUTE ... RESULT read and answered), so the
+  // monitor's idle-time FREE on sync can never land between an EXECUTE and its RESULT.
+  std::mutex& batch_mutex() { return batch_mu_; }
+  // The last RESULT referenced our blocks, which the stub keeps alive until its next sync
+  // message: the monitor sends that message once the instance has been idle for a moment,
+  // so a small pinned block cannot keep a growth segment from being released.
+  void SetKeepalivePending(bool pending);
+  bool KeepalivePendingFor(std::chrono::milliseconds idle);
+  void ClearKeepalivePending() { keepalive_pending_.store(false, std::memory_order_relaxed); }
+  bool keepalive_pending() const { return keepalive_pending_.load(std::memory_order_relaxed); }
+
   // Called by the monitor.
   void CountAsyncProcessed();
   void SetAsyncClosed();
@@ -145,6 +156,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   std::unique_ptr<Monitor> monitor_;
 
   std::atomic<bool> dead_{false};
+  std::mutex batch_mu_;
+  std::atomic<bool> keepalive_pending_{false};
+  std::atomic<int64_t> keepalive_since_ns_{0};
   std::mutex state_mu_;
   std::condition_variable state_cv_;
   std::string dead_reason_;  // "" when the exit status says it all

@@ -101,3 +101,32 @@ def test_arenas_shrink_back_after_a_burst(http: Any) -> None:
         assert total <= baseline * 1.1, (total, baseline)
         print(f"memfd bytes mapped (server + stub): peak {peak}, {total} after {shrunk_in:.1f} s")
         client.close()
+
+
+def test_a_small_pinned_block_does_not_keep_a_big_segment(http: Any) -> None:
+    """The stub keeps a RESULT's references to our memory alive until its next message. A
+    small one is not released at once (that would cost a wake-up per request), but once the
+    instance is idle the backend tells the stub, so the segment holding it can go."""
+    import tritonclient.http as httpclient
+
+    with start(["view_identity"]) as server:
+        client = http(server)
+
+        def send(n: int) -> None:
+            inp = httpclient.InferInput("IN", [n], "UINT8")
+            inp.set_data_from_numpy(np.full(n, 3, np.uint8), binary_data=True)
+            out = client.infer("view_identity", [inp]).as_numpy("OUT")
+            assert out.nbytes == n and out[-1] == 3
+
+        def backend_arena() -> int:
+            return sum(
+                size
+                for name, size in memfd_mappings(server.pid).items()
+                if "shm_region_view_identity_0_0" in name
+            )
+
+        send(8 * MiB)  # the first segment is made 8 MiB large, so it is no floor
+        send(64 * 1024)  # lands in it, and the response pins it
+        assert backend_arena() >= 8 * MiB
+        wait_for("the 8 MiB segment to go", lambda: backend_arena() < 8 * MiB, timeout=10)
+        client.close()

@@ -108,14 +108,14 @@ def _soak(server: Any, model: str, requests: int, bound_kib: int) -> None:
         t0 = time.monotonic()
         load(requests)
         took = time.monotonic() - t0
-        shm1 = (
-            wait_for(
-                "shared memory back at its baseline",
-                lambda: _shm_total(server, pids) <= shm0 and (_shm_total(server, pids) + 1),
-                10,
-            )
-            - 1
-        )
+        try:
+            wait_for("memfd back at baseline", lambda: _shm_total(server, pids) <= shm0, 10)
+        except AssertionError:
+            detail = {p: sorted(memfd_mappings(p).items()) for p in [server.pid, *pids]}
+            raise AssertionError(
+                f"memfd bytes {shm0} -> {_shm_total(server, pids)}: {detail}"
+            ) from None
+        shm1 = _shm_total(server, pids)
         rss1 = {p: rss_kib(p, "RssAnon") for p in pids}
         server1 = rss_kib(server.pid, "RssAnon")
     finally:
