@@ -90,3 +90,17 @@ def test_equal_length_runs_decode_exactly(pattern: str) -> None:
     assert all(type(x) is bytes for x in out)
     tensor = pb_utils.Tensor("T", np.array(items, dtype=object)).as_numpy()
     assert tensor.tolist() == items
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 500])
+@pytest.mark.parametrize("form", ["uniform_nul", "mixed"])
+def test_serialize_small_uniform_and_mixed_paths(count: int, form: str) -> None:
+    """serialize takes a join for few elements, one matrix for equal lengths and the
+    vectorised path otherwise: each must give the reference bytes."""
+    if form == "uniform_nul":
+        items = [bytes([i % 256, 0, 0]) for i in range(count)]  # trailing NULs kept
+    else:
+        items = [b"x" * (i % 5) for i in range(count)]
+    arr = np.empty(count, dtype=object)
+    arr[:] = items
+    assert pb_utils.serialize_byte_tensor(arr) == reference_serialize(items)
