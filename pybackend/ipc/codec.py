@@ -259,8 +259,8 @@ class ResponseDesc:
 def put_response(out: bytearray, resp: Union[ResponseDesc, bytes, bytearray]) -> None:
     """``resp`` may also be an already encoded ResponseBody (the stub's Placer writes
     those directly): it is spliced in as it is."""
-    if type(resp) is not ResponseDesc:
-        out += resp  # type: ignore[operator]
+    if not isinstance(resp, ResponseDesc):
+        out += resp
         return
     if resp.error is not None:
         out += b"\x01"
@@ -590,7 +590,9 @@ def decode_log(body: Buffer) -> Tuple[int, int, str, str]:
     return level, line, f, m
 
 
-def encode_send(token: int, send_flags: int, resp: Optional[ResponseDesc]) -> bytearray:
+def encode_send(
+    token: int, send_flags: int, resp: Union[ResponseDesc, bytes, bytearray, None]
+) -> bytearray:
     out = bytearray(SEND_HEAD.pack(token, send_flags, 0 if resp is None else 1))
     if resp is not None:
         put_response(out, resp)
