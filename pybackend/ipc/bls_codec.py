@@ -7,6 +7,7 @@ import struct
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .codec import (
+    FLAGS_TIMEOUT,
     I64,
     U8,
     U32,
@@ -16,14 +17,14 @@ from .codec import (
     ResponseDesc,
     TensorDesc,
     put_blob,
+    put_correlation_id,
+    put_outputs_and_inputs,
     put_response,
     put_str,
-    put_tensor,
     read_response,
     read_tensor,
 )
 
-FLAGS_TIMEOUT = struct.Struct("<IQ")  # u32 flags, u64 timeout_us
 PREFERRED = struct.Struct("<Bq")  # u8 memory type (0 GPU, 1 CPU, 2 default), i64 device id
 RESPONSE_HEAD = struct.Struct("<IB")  # u32 response flags, u8 has_response
 
@@ -89,21 +90,11 @@ def encode_bls_exec(d: BlsExecDesc) -> bytearray:
     out += I64.pack(d.model_version)
     out += U8.pack(1 if d.decoupled else 0)
     put_str(out, d.request_id)
-    if isinstance(d.correlation_id, str):
-        out += b"\x01"
-        put_str(out, d.correlation_id)
-    else:
-        out += b"\x00"
-        out += U64.pack(d.correlation_id)
+    put_correlation_id(out, d.correlation_id)
     out += FLAGS_TIMEOUT.pack(d.flags, d.timeout_us)
     out += PREFERRED.pack(d.preferred_memory, d.preferred_device)
     put_str(out, d.parameters)
-    out += U32.pack(len(d.requested_outputs))
-    for name in d.requested_outputs:
-        put_str(out, name)
-    out += U32.pack(len(d.inputs))
-    for t in d.inputs:
-        put_tensor(out, t)
+    put_outputs_and_inputs(out, d.requested_outputs, d.inputs)
     out += U64.pack(d.parent_token)
     return out
 

@@ -23,7 +23,7 @@ BLOCK_REF = struct.Struct("<IQ")  # u32 seg, u64 offset
 INDIRECT = struct.Struct("<IQQ")  # u32 seg, u64 offset, u64 length
 TENSOR_HEAD = struct.Struct("<BBI")  # u8 dtype, u8 location, u32 ndim
 REQUEST_HEAD = struct.Struct("<Q")
-FLAGS_TIMEOUT = struct.Struct("<IQ")
+FLAGS_TIMEOUT = struct.Struct("<IQ")  # u32 flags, u64 timeout_us
 HELLO_HEAD = struct.Struct("<II")
 LOG_HEAD = struct.Struct("<BI")
 SEND_HEAD = struct.Struct("<QIB")
@@ -337,21 +337,33 @@ def encode_execute(requests: Sequence[RequestDesc]) -> bytearray:
     for q in requests:
         out += REQUEST_HEAD.pack(q.token)
         put_str(out, q.request_id)
-        if isinstance(q.correlation_id, str):
-            out += b"\x01"
-            put_str(out, q.correlation_id)
-        else:
-            out += b"\x00"
-            out += U64.pack(q.correlation_id)
+        put_correlation_id(out, q.correlation_id)
         out += FLAGS_TIMEOUT.pack(q.flags, q.timeout_us)
         put_str(out, q.parameters)
-        out += U32.pack(len(q.requested_outputs))
-        for name in q.requested_outputs:
-            put_str(out, name)
-        out += U32.pack(len(q.inputs))
-        for t in q.inputs:
-            put_tensor(out, t)
+        put_outputs_and_inputs(out, q.requested_outputs, q.inputs)
     return out
+
+
+def put_correlation_id(out: bytearray, cid: Union[int, str]) -> None:
+    """u8 kind (0 integer, 1 string), then a u64 or a str: EXECUTE and BLS_EXEC alike."""
+    if isinstance(cid, str):
+        out += b"\x01"
+        put_str(out, cid)
+    else:
+        out += b"\x00"
+        out += U64.pack(cid)
+
+
+def put_outputs_and_inputs(
+    out: bytearray, requested_outputs: Sequence[str], inputs: Sequence[TensorDesc]
+) -> None:
+    """The requested output names, then the input tensors: EXECUTE and BLS_EXEC alike."""
+    out += U32.pack(len(requested_outputs))
+    for name in requested_outputs:
+        put_str(out, name)
+    out += U32.pack(len(inputs))
+    for t in inputs:
+        put_tensor(out, t)
 
 
 _STR_LEN = U32.unpack_from
