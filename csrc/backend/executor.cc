@@ -145,9 +145,7 @@ void Batch::Respond() {
       continue;
     }
     TRITONBACKEND_Response* resp = nullptr;
-    std::string err = st.factory != nullptr
-                          ? TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory))
-                          : TakeMessage(TRITONBACKEND_ResponseNew(&resp, st.request));
+    std::string err = st.NewResponse(&resp);
     if (!err.empty()) {
       PB_LOG_ERROR(s_.log_prefix() + "cannot create a response: " + err);
       st.failed = true;
@@ -205,9 +203,7 @@ void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
     st.failed = true;
     if (st.closed) continue;
     TRITONBACKEND_Response* resp = nullptr;
-    std::string err = st.factory != nullptr
-                          ? TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory))
-                          : TakeMessage(TRITONBACKEND_ResponseNew(&resp, st.request));
+    std::string err = st.NewResponse(&resp);
     if (err.empty()) {
       SendErrorResponse(resp, code, message, TRITONSERVER_RESPONSE_COMPLETE_FINAL);
     } else {

@@ -251,14 +251,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
     PB_LOG_ERROR(where + "response sent after the request's final response dropped");
   } else if (has_response) {
     TRITONBACKEND_Response* resp = nullptr;
-    std::string err;
-    if (st->factory != nullptr) {
-      err = TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st->factory));
-    } else if (!st->released) {
-      err = TakeMessage(TRITONBACKEND_ResponseNew(&resp, st->request));
-    } else {
-      err = "the request was already released";
-    }
+    std::string err = st->NewResponse(&resp);
     if (err.empty()) {
       if (!SendResponse(resp, body, *st, s, send_flags, &model->outputs)) st->failed = true;
       st->sent_response = true;
@@ -353,13 +346,7 @@ void InstanceState::OnSenderDropped(StubSession& s, const ipc::Message& msg) {
         "until sender.send(..., flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL) was called.";
     PB_LOG_WARN(where + "a response sender was dropped without the final response");
     TRITONBACKEND_Response* resp = nullptr;
-    if (st->factory != nullptr) {
-      err = TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st->factory));
-    } else if (!st->released) {
-      err = TakeMessage(TRITONBACKEND_ResponseNew(&resp, st->request));
-    } else {
-      err = "the request was already released";
-    }
+    err = st->NewResponse(&resp);
     if (err.empty()) {
       SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, message,
                         TRITONSERVER_RESPONSE_COMPLETE_FINAL);

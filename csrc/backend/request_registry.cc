@@ -12,6 +12,12 @@ namespace {
 std::atomic<uint64_t> g_next_token{1};
 }  // namespace
 
+std::string RequestState::NewResponse(TRITONBACKEND_Response** resp) {
+  if (factory != nullptr) return TakeMessage(TRITONBACKEND_ResponseNewFromFactory(resp, factory));
+  if (released) return "the request was already released";
+  return TakeMessage(TRITONBACKEND_ResponseNew(resp, request));
+}
+
 void RequestState::DeleteFactory() {
   if (factory == nullptr) return;
   std::string err = TakeMessage(TRITONBACKEND_ResponseFactoryDelete(factory));

@@ -31,6 +31,9 @@ struct RequestState {
 
   // Deletes the factory if any (caller holds mu).
   void DeleteFactory();
+  // A new response, from the factory when there is one (decoupled, or a sender taken),
+  // else from the request while it is not released. Returns "" or the error text.
+  std::string NewResponse(TRITONBACKEND_Response** resp);
 };
 
 class RequestRegistry {
