@@ -126,7 +126,7 @@ void ModelState::ReadParameters() {
   python = backend->DefaultPython();
   if (GetParameter(config, "EXECUTION_ENV_PATH", &value) && !value.empty()) {
     ReplaceAll(&value, "$$TRITON_MODEL_DIRECTORY", repository);
-    struct stat st {};
+    struct stat st{};
     if (stat(value.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       Throw(TRITONSERVER_ERROR_UNSUPPORTED,
             "model '" + name + "': EXECUTION_ENV_PATH '" + value +
