@@ -317,6 +317,12 @@ class FakeBackend:
         assert msg.kind == MessageKind.FINALIZE_REPLY, msg
         reply = codec.decode_json(msg.body)
         self.proc.wait(timeout)
+        # Like the real backend's monitor: handle everything the stub sent on async before
+        # it exited (finalize's LOG lines, the last FREEs) before calling the stub finalized.
+        # FINALIZE_REPLY travels on sync and carries no async_seq, so it can overtake them.
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.async_closed, timeout):
+                raise TimeoutError(f"async channel still open {timeout:g} s after the stub exited")
         return reply
 
     def close(self) -> None:
@@ -330,6 +336,11 @@ class FakeBackend:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        # The stub sends its last FREEs on async after FINALIZE_REPLY (on the way out): the
+        # reader may still be handling them. It must be done before the arena goes, or a
+        # FREE lands in an emptied arena ("FREE for unknown segment") and the exception of
+        # the reader thread is reported in whichever test runs next.
+        self.reader.join(10)
         for ch in (self.sync, self.async_):
             ch.close()
         self.arena.close()
