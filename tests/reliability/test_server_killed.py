@@ -43,7 +43,12 @@ def test_stubs_go_with_a_killed_server(tmp_path: Path) -> None:
         thread = threading.Thread(target=busy, daemon=True)
         thread.start()
         wait_for("execute to start", marker.exists)
-        os.kill(found["chaos_decoupled_0_0"], signal.SIGSTOP)  # a stopped stub
+        stopped = found["chaos_decoupled_0_0"]
+        os.kill(stopped, signal.SIGSTOP)  # a stopped stub
+        # SIGSTOP takes effect when the stub is next scheduled: kill the server only once it
+        # has, or the kernel's orphaned-group check (at the server's exit) finds nothing
+        # stopped and the stub stops afterwards, with no SIGCONT ever coming.
+        wait_for("the stub to stop", lambda: _state(stopped) == "T")
         os.kill(server.pid, signal.SIGKILL)
         t0 = time.monotonic()
         wait_for(
@@ -55,3 +60,9 @@ def test_stubs_go_with_a_killed_server(tmp_path: Path) -> None:
     assert not server.killed_stragglers, "the launcher had to kill stubs"
     assert not {n for n in shm_files() - before_shm if not ORIGINAL_SHM_LEAK.match(n)}
     print(f"all {len(found)} stubs gone {gone_in:.1f} s after kill -9 of the server")
+
+
+def _state(pid: int) -> str:
+    """The process state letter from /proc/<pid>/stat (after the parenthesised name)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0]
