@@ -157,9 +157,12 @@ class FakeBackend:
             elif kind == MessageKind.IS_CANCELLED:
                 (token,) = codec.U64.unpack_from(msg.body, 0)
                 payload = b"\x01" if token in self.cancelled_tokens else b"\x00"
-                self.async_.send(
-                    MessageKind.REPLY, codec.encode_reply(True, payload=payload), msg.id
-                )
+                try:
+                    self.async_.send(
+                        MessageKind.REPLY, codec.encode_reply(True, payload=payload), msg.id
+                    )
+                except (ChannelClosed, OSError):
+                    pass  # the stub (or close()) shut the channel: the next recv ends the loop
             with self.cond:
                 self.processed += 1
                 self.cond.notify_all()
