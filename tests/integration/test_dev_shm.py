@@ -8,37 +8,14 @@ probe itself works.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import tritonclient.http as httpclient
 
 from integration_support import EXAMPLES_REPOSITORY
 from integration_support.clients import InferClient
-from integration_support.leaks import ORIGINAL_SHM_LEAK, shm_files
+from integration_support.leaks import ORIGINAL_SHM_LEAK, dev_shm_in_use, shm_files
 from pybackend.server import TritonServer
 from pybackend.server.processes import descendants
-
-
-def _dev_shm_in_use(pids: set[int]) -> set[str]:
-    """Paths under /dev/shm that any of pids has mapped or open (deleted ones included)."""
-    used = set()
-    for pid in pids:
-        try:
-            maps = Path(f"/proc/{pid}/maps").read_text()
-            fds = list(Path(f"/proc/{pid}/fd").iterdir())
-        except OSError:
-            continue  # exited meanwhile
-        used |= {line.split(None, 5)[-1] for line in maps.splitlines() if "/dev/shm/" in line}
-        for fd in fds:
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("/dev/shm/"):
-                used.add(target)
-    return used
 
 
 def _exercise(server: TritonServer) -> None:
@@ -62,7 +39,7 @@ def test_nothing_in_dev_shm_while_serving(backend_kind: str) -> None:
     before = shm_files()
     with TritonServer(EXAMPLES_REPOSITORY, backend=backend_kind) as server:
         _exercise(server)
-        in_use = _dev_shm_in_use(descendants(server.pid) | {server.pid})
+        in_use = dev_shm_in_use(descendants(server.pid) | {server.pid})
         # Files of the original backend may come from other servers on this machine.
         appeared = {n for n in shm_files() - before if not ORIGINAL_SHM_LEAK.match(n)}
     if backend_kind == "original":

@@ -53,6 +53,26 @@ def shm_files() -> set[str]:
         return set()
 
 
+def dev_shm_in_use(pids: set[int]) -> set[str]:
+    """Paths under /dev/shm that any of pids has mapped or open (deleted ones included)."""
+    used = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue  # exited meanwhile
+        used |= {line.split(None, 5)[-1] for line in maps.splitlines() if "/dev/shm/" in line}
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("/dev/shm/"):
+                used.add(target)
+    return used
+
+
 def leaks_since(
     before_procs: Mapping[int, str], before_shm: set[str], grace: float = 10.0
 ) -> list[str]:

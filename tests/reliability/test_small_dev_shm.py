@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from reliability_support import MODELS, stubs
 
-from integration_support.leaks import ORIGINAL_SHM_LEAK, shm_files
+from integration_support.leaks import ORIGINAL_SHM_LEAK, dev_shm_in_use, shm_files
 from pybackend.server import TritonServer
 
 MiB = 1 << 20
@@ -60,24 +60,6 @@ def _repository(root: Path) -> Path:
     return root
 
 
-def _dev_shm_paths(pid: int) -> set[str]:
-    used = set()
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-        fds = list(Path(f"/proc/{pid}/fd").iterdir())
-    except OSError:
-        return used
-    used |= {ln.split(None, 5)[-1] for ln in maps.splitlines() if "/dev/shm/" in ln}
-    for fd in fds:
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("/dev/shm/"):
-            used.add(target)
-    return used
-
-
 def _serve_all(tmp_path: Path, http: Any, tensor_bytes: int) -> None:
     if not _namespaces_work():
         pytest.skip("no private mount namespace here (unshare -m needs CAP_SYS_ADMIN)")
@@ -105,8 +87,7 @@ def _serve_all(tmp_path: Path, http: Any, tensor_bytes: int) -> None:
         assert not list(ns_shm.iterdir())
         st = os.statvfs(ns_shm)
         assert st.f_bfree == st.f_blocks
-        for pid in {server.pid} | set(stubs(server).values()):
-            assert not _dev_shm_paths(pid), pid
+        assert not dev_shm_in_use({server.pid} | set(stubs(server).values()))
         client.close()
     assert not {n for n in shm_files() - before if not ORIGINAL_SHM_LEAK.match(n)}
 
