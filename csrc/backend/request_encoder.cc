@@ -4,6 +4,7 @@
 
 #include "backend/error.h"
 #include "backend/json.h"
+#include "backend/parallel_copy.h"
 
 namespace pybackend {
 namespace {
@@ -94,7 +95,7 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
                                                 "' buffers hold more than its byte size " +
                                                 std::to_string(byte_size));
     }
-    if (size > 0) std::memcpy(dst + copied, buf, size);
+    if (size > 0) CopyBytes(dst + copied, buf, size);
     copied += size;
   }
   if (copied != byte_size) {

@@ -5,6 +5,7 @@
 #include "backend/error.h"
 #include "backend/json.h"
 #include "backend/logging.h"
+#include "backend/parallel_copy.h"
 
 namespace pybackend {
 namespace {
@@ -133,7 +134,7 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
   if (dst == nullptr) {
     Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': Triton gave no buffer");
   }
-  std::memcpy(dst, src, t.byte_size);
+  CopyBytes(dst, src, t.byte_size);
 }
 
 }  // namespace

@@ -1,0 +1,128 @@
+#include "backend/parallel_copy.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pybackend {
+namespace {
+
+// Chunks are at least this big: smaller pieces cost more in hand-offs than they save.
+constexpr size_t kMinChunk = 1u << 20;
+
+// One copy, cut into chunks that whoever is free (caller or helper) claims in order.
+struct Job {
+  char* dst;
+  const char* src;
+  size_t n;
+  size_t chunk;
+  size_t chunks;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+
+  // Copies chunks until none is left unclaimed.
+  void Work() {
+    size_t finished = 0;
+    for (size_t i = next.fetch_add(1); i < chunks; i = next.fetch_add(1)) {
+      size_t off = i * chunk;
+      std::memcpy(dst + off, src + off, std::min(chunk, n - off));
+      ++finished;
+    }
+    if (finished == 0) return;
+    if (done.fetch_add(finished) + finished == chunks) {
+      std::lock_guard<std::mutex> lock(mu);  // pairs with the caller's wait
+      cv.notify_all();
+    }
+  }
+};
+
+class CopyPool {
+ public:
+  CopyPool() {
+    unsigned cores = std::thread::hardware_concurrency();
+    helpers_ = cores > 1 ? std::min(cores - 1, 3u) : 0u;
+  }
+  ~CopyPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  void Copy(char* dst, const char* src, size_t n) {
+    if (helpers_ == 0 || n < kParallelCopyMinBytes) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    auto job = std::make_shared<Job>();
+    job->dst = dst;
+    job->src = src;
+    job->n = n;
+    size_t ways = std::min<size_t>(helpers_ + 1, n / kMinChunk);
+    job->chunk = (n / ways + 4095) & ~static_cast<size_t>(4095);  // whole pages per thread
+    job->chunks = (n + job->chunk - 1) / job->chunk;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      StartThreadsLocked();
+      for (size_t i = 1; i < job->chunks; ++i) queue_.push_back(job);
+    }
+    cv_.notify_all();
+    job->Work();
+    std::unique_lock<std::mutex> lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == job->chunks; });
+  }
+
+ private:
+  // Helpers start on the first big copy: most models never make one.
+  void StartThreadsLocked() {
+    if (!threads_.empty()) return;
+    for (unsigned i = 0; i < helpers_; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and nothing left
+      std::shared_ptr<Job> job = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      job->Work();
+      lock.lock();
+    }
+  }
+
+  unsigned helpers_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<std::shared_ptr<Job>> queue_;  // one entry per helper a job asks for
+  std::vector<std::thread> threads_;
+};
+
+CopyPool& Pool() {
+  static CopyPool pool;  // joined when the library is unloaded or the server exits
+  return pool;
+}
+
+}  // namespace
+
+void CopyBytes(void* dst, const void* src, size_t n) {
+  if (n < kParallelCopyMinBytes) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  Pool().Copy(static_cast<char*>(dst), static_cast<const char*>(src), n);
+}
+
+}  // namespace pybackend
