@@ -1,5 +1,6 @@
 // Unit tests for the parts of the backend that do not need a Triton server: the codec, the
-// arena allocator, peer segments, the channel (SCM_RIGHTS, FLAG_INDIRECT) and the JSON value.
+// arena allocator, peer segments, the channel (SCM_RIGHTS, FLAG_INDIRECT), the JSON value and
+// the parallel copy.
 // Plain asserts with messages; run by ctest (cmake -DPYBACKEND_BUILD_TESTS=ON).
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "backend/json.h"
+#include "backend/parallel_copy.h"
 #include "ipc/arena.h"
 #include "ipc/channel.h"
 #include "ipc/codec.h"
@@ -217,12 +219,42 @@ static void TestJson() {
   EXPECT(o.Dump() == R"({"k":"line\nbreak\u0001","d":1.0})");
 }
 
+// Every size around the pool's threshold and chunking, from several threads at once (they share
+// the helper pool), must copy exactly, without touching a byte past the end.
+static void TestParallelCopy() {
+  const size_t sizes[] = {0,
+                          1,
+                          4095,
+                          kParallelCopyMinBytes - 1,
+                          kParallelCopyMinBytes,
+                          kParallelCopyMinBytes + 4097,
+                          (5u << 20) + 3,
+                          9u << 20};
+  auto run = [&](unsigned seed, int* bad) {
+    for (size_t n : sizes) {
+      std::vector<unsigned char> src(n), dst(n + 64, 0xAB);
+      for (size_t i = 0; i < n; ++i) src[i] = static_cast<unsigned char>((i * 31 + seed) >> 3);
+      CopyBytes(dst.data(), src.data(), n);
+      if (std::memcmp(dst.data(), src.data(), n) != 0) ++*bad;
+      for (size_t i = n; i < n + 64; ++i) {
+        if (dst[i] != 0xAB) ++*bad;
+      }
+    }
+  };
+  int bad[4] = {0, 0, 0, 0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) threads.emplace_back(run, t, &bad[t]);
+  for (auto& t : threads) t.join();
+  for (int b : bad) EXPECT(b == 0);
+}
+
 int main() {
   TestCodec();
   TestArena();
   TestPeerSegments();
   TestChannel();
   TestJson();
+  TestParallelCopy();
   if (g_failures == 0) std::printf("ipc_test: all passed\n");
   return g_failures == 0 ? 0 : 1;
 }

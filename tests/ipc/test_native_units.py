@@ -1,0 +1,32 @@
+"""The native unit tests (csrc/tests/ipc_test.cc: codec, arena, channel, JSON, parallel copy),
+built with CMake into a temporary directory and run, so they are part of every test run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_native_ipc_units(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    configure = [
+        "cmake", "-S", str(ROOT), "-B", str(build), "-DPYBACKEND_BUILD_TESTS=ON",
+        f"-DPYBACKEND_OUTPUT_DIR={tmp_path / 'lib'}", f"-DPython3_EXECUTABLE={sys.executable}",
+    ]  # fmt: skip
+    subprocess.run(configure, check=True, capture_output=True, text=True)
+    subprocess.run(
+        ["cmake", "--build", str(build), "--target", "ipc_test", "-j2"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    run = subprocess.run([str(build / "ipc_test")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "ipc_test: all passed" in run.stdout
