@@ -52,6 +52,10 @@ class Batch {
   void Decode(const ipc::Message& result);
   void Respond();
   void ReleaseStubKeepalive();
+  // True when `t` lies inside one of this batch's input blocks: those stay pinned (ours)
+  // until the batch ends, so the stub needs to keep nothing alive for them.
+  bool InInputBlock(const ipc::TensorDesc& t) const;
+  void UnpinInputs();
   // `code`: the client's mistake (INVALID_ARG: a malformed input) or ours (INTERNAL, ...).
   void FailAll(const std::string& message, TRITONSERVER_Error_Code code);
   void Finish();
@@ -171,7 +175,7 @@ void Batch::ReleaseStubKeepalive() {
   for (const auto& it : items_) {
     if (!it.body) continue;
     for (const auto& t : it.body->outputs) {
-      if (t.location != ipc::Location::INLINE) referenced += t.byte_size;
+      if (t.location != ipc::Location::INLINE && !InInputBlock(t)) referenced += t.byte_size;
     }
   }
   if (!s_.alive()) return;
@@ -193,6 +197,21 @@ void Batch::ReleaseStubKeepalive() {
                       static_cast<int>(s_.options().timeout.count()), &error)) {
     PB_LOG_WARN(s_.log_prefix() + error);
   }
+}
+
+bool Batch::InInputBlock(const ipc::TensorDesc& t) const {
+  if (t.location != ipc::Location::BACKEND_ARENA) return false;
+  for (const auto& b : ctx_.blocks) {
+    if (t.seg == b.seg && t.offset >= b.offset && t.byte_size <= b.size &&
+        t.offset - b.offset <= b.size - t.byte_size) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Batch::UnpinInputs() {
+  for (const auto& b : ctx_.blocks) s_.arena().Unpin(b.seg, b.offset);
 }
 
 void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
@@ -288,8 +307,13 @@ void Batch::Run() {
       Encode(w);
     } catch (...) {
       for (const auto& b : ctx_.blocks) s_.arena().Free(b.seg, b.offset);
+      ctx_.blocks.clear();
       throw;
     }
+    // The stub returns input blocks as soon as its arrays die, often before RESULT (an
+    // output that is a view of an input then costs no keepalive and no extra FREE round
+    // trip); the pins keep them ours until the outputs have been copied.
+    for (const auto& b : ctx_.blocks) s_.arena().Pin(b.seg, b.offset);
     uint64_t batch_id = inst_.next_batch_id++;
     std::string error;
     compute_start_ = NowNs();
@@ -331,6 +355,7 @@ void Batch::Run() {
     failure = e.what();
   }
   if (!failure.empty()) FailAll(failure, failure_code);
+  UnpinInputs();
   Finish();
 }
 

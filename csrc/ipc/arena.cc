@@ -157,11 +157,11 @@ Arena::Block Arena::Allocate(uint64_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t off = 0;
   for (auto& [id, seg] : segments_) {
-    if (TakeFrom(*seg, need, &off)) return Block{id, off, seg->map->base + off};
+    if (TakeFrom(*seg, need, &off)) return Block{id, off, seg->map->base + off, size};
   }
   Segment* seg = NewSegmentLocked(need);
   if (!TakeFrom(*seg, need, &off)) throw ArenaError("fresh segment too small (internal error)");
-  return Block{seg->id, off, seg->map->base + off};
+  return Block{seg->id, off, seg->map->base + off, size};
 }
 
 bool Arena::Free(uint32_t seg_id, uint64_t offset) {
@@ -174,6 +174,37 @@ bool Arena::Free(uint32_t seg_id, uint64_t offset) {
   if (it == s.used.begin()) return false;
   --it;
   if (offset >= it->first + it->second) return false;
+  if (auto pin = s.pinned.find(it->first); pin != s.pinned.end()) {
+    pin->second = true;  // Unpin completes it
+    return true;
+  }
+  ReleaseLocked(s, it);
+  return true;
+}
+
+void Arena::Pin(uint32_t seg_id, uint64_t offset) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto sit = segments_.find(seg_id);
+  if (sit == segments_.end()) return;
+  Segment& s = *sit->second;
+  if (s.used.count(offset) != 0) s.pinned.emplace(offset, false);
+}
+
+void Arena::Unpin(uint32_t seg_id, uint64_t offset) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto sit = segments_.find(seg_id);
+  if (sit == segments_.end()) return;
+  Segment& s = *sit->second;
+  auto pin = s.pinned.find(offset);
+  if (pin == s.pinned.end()) return;
+  bool freed = pin->second;
+  s.pinned.erase(pin);
+  if (!freed) return;
+  auto it = s.used.find(offset);
+  if (it != s.used.end()) ReleaseLocked(s, it);
+}
+
+void Arena::ReleaseLocked(Segment& s, std::map<uint64_t, uint64_t>::iterator it) {
   uint64_t off = it->first;
   uint64_t size = it->second;
   s.used.erase(it);
@@ -189,11 +220,10 @@ bool Arena::Free(uint32_t seg_id, uint64_t offset) {
     auto prev = std::prev(next);
     if (prev->first + prev->second == off) {
       prev->second += size;
-      return true;
+      return;
     }
   }
   s.free[off] = size;
-  return true;
 }
 
 uint8_t* Arena::Resolve(uint32_t seg_id, uint64_t offset, uint64_t length) {

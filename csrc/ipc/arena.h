@@ -57,6 +57,7 @@ class Arena {
     uint32_t seg;
     uint64_t offset;
     uint8_t* ptr;
+    uint64_t size;  // as asked for (the allocator may have rounded the block up)
   };
 
   Arena(std::string name, uint64_t default_size, uint64_t growth_size,
@@ -73,7 +74,13 @@ class Arena {
   // were needed, how many are reserved and in use, and which setting bounds them.
   Block Allocate(uint64_t size);
   // Returns the block containing (seg, offset) to the free list; false if there is none.
+  // A pinned block is only marked: it goes back when its pin is dropped.
   bool Free(uint32_t seg, uint64_t offset);
+  // Pins the block that starts at (seg, offset) (a block of ours still in use), so that a
+  // Free from the peer cannot hand it out again while we still read it. Unpin drops the
+  // pin and completes a Free that came meanwhile. Pins do not nest.
+  void Pin(uint32_t seg, uint64_t offset);
+  void Unpin(uint32_t seg, uint64_t offset);
   // Address of [offset, offset+length) in our segment `seg`, or nullptr when out of range.
   uint8_t* Resolve(uint32_t seg, uint64_t offset, uint64_t length);
 
@@ -97,10 +104,12 @@ class Arena {
     bool announced = false;
     std::map<uint64_t, uint64_t> free;  // offset -> size, sorted for coalescing
     std::map<uint64_t, uint64_t> used;  // offset -> size
+    std::map<uint64_t, bool> pinned;    // block offset -> freed while pinned
     uint64_t used_bytes = 0;
     std::chrono::steady_clock::time_point empty_since;
   };
   Segment* NewSegmentLocked(uint64_t need);
+  static void ReleaseLocked(Segment& s, std::map<uint64_t, uint64_t>::iterator used);
   static bool TakeFrom(Segment& s, uint64_t size, uint64_t* offset);
 
   std::mutex mu_;

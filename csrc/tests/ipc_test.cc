@@ -105,6 +105,21 @@ static void TestArena() {
   EXPECT(d.seg == 0 && d.offset == a.offset);
   EXPECT(arena.Free(0, c.offset) && arena.Free(0, d.offset));
   EXPECT(arena.used_bytes() == 0);
+  // A pinned block freed by the peer stays allocated until the pin goes; an unfreed one
+  // stays allocated after it.
+  auto p = arena.Allocate(100);
+  const uint64_t one = arena.used_bytes();  // a block's size, rounded up by the allocator
+  arena.Pin(p.seg, p.offset);
+  EXPECT(arena.Free(p.seg, p.offset + 1));
+  EXPECT(arena.used_bytes() == one);
+  auto q = arena.Allocate(100);
+  EXPECT(q.offset != p.offset);
+  arena.Unpin(p.seg, p.offset);
+  EXPECT(arena.used_bytes() == one);  // q
+  arena.Pin(q.seg, q.offset);
+  arena.Unpin(q.seg, q.offset);
+  EXPECT(arena.used_bytes() == one);
+  EXPECT(arena.Free(q.seg, q.offset) && arena.used_bytes() == 0);
   auto big = arena.Allocate(1 << 20);  // needs a new segment
   EXPECT(big.seg == 1);
   auto news = arena.TakeUnannounced();

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Coroutine
 from types import CoroutineType, GeneratorType
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -67,6 +67,9 @@ class Dispatcher:
         self.keepalive: Optional[List[Any]] = None
         self._open: List[InferenceRequest] = []  # the batch's requests left to their senders
         self._made = 0  # input tensors built by the current decode
+        # (seg, offset, size) of the current batch's input blocks: the backend keeps them
+        # until it has read RESULT, so outputs that are views of them need no keepalive.
+        self._input_blocks: List[Tuple[int, int, int]] = []
         self.async_exec = AsyncExecutor(self, async_limit, async_cancel)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
@@ -132,6 +135,7 @@ class Dispatcher:
                 # (Tracked only once the tensor exists: a failure before is freed by the
                 # caller.)
                 st.track_backend_block(buf.base, seg, offset, n)
+                self._input_blocks.append((seg, offset, n))
             else:
                 t = Tensor._from_buffer(name, dtype, dims, _EMPTY)
                 st.free_backend_block(seg, offset)
@@ -170,6 +174,7 @@ class Dispatcher:
         # Decoded straight into InferenceRequest/Tensor objects: no intermediate
         # descriptors on the hot path.
         self._made = 0  # inputs turned into tensors: from then on, GC returns their blocks
+        self._input_blocks = []
         try:
             return codec.decode_execute(body, self._tensor, self._request)
         except BaseException:
@@ -192,7 +197,18 @@ class Dispatcher:
     # ------------------------------------------------------------------ execute
 
     def execute(self, body: memoryview) -> bytearray:
-        """Handle one EXECUTE body; returns the RESULT body."""
+        """Handle one EXECUTE body; returns the RESULT body. FREEs of the input blocks that
+        died with the batch go out on sync first: the backend frees them once it has read
+        the outputs (it pins them until then), so one of its wake-ups serves both."""
+        result = self._execute(body)
+        st = self.state
+        if st.main_flushes:
+            st.main_flushes = False
+            if st.backend_frees:
+                st.flush_frees(channel=st.sync)
+        return result
+
+    def _execute(self, body: memoryview) -> bytearray:
         owned = bytearray(body)  # writable, and outlives the channel's receive buffer
         try:
             requests = self._requests(owned)
@@ -203,7 +219,7 @@ class Dispatcher:
             return self._batch_error(
                 f"Python model {self.model_file} does not implement `execute` method.", requests
             )
-        placer = Placer(self.state, for_send=False)
+        placer = Placer(self.state, for_send=False, pinned=self._input_blocks)
         mark = self.state.async_.sent
         self._open = []
         try:
@@ -232,6 +248,8 @@ class Dispatcher:
             for r in self._open:
                 watch(r)
             self._open = []
+        # The batch's objects die as this returns: execute() sends their FREEs.
+        self.state.main_flushes = True
         # u32 on the wire: the backend compares it modulo 2**32.
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 

@@ -9,7 +9,7 @@ splices the bytes into RESULT or SEND as they are.
 from __future__ import annotations
 
 import struct
-from typing import Any, Collection, Dict, List, Optional, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -59,11 +59,19 @@ class Placer:
     """Encodes the responses of one outgoing message. ``keepalive`` collects the arrays
     a RESULT references in the backend's arena; they must outlive the backend's read."""
 
-    __slots__ = ("state", "for_send", "budget", "keepalive", "blocks")
+    __slots__ = ("state", "for_send", "budget", "keepalive", "blocks", "pinned")
 
-    def __init__(self, state: StubState, for_send: bool) -> None:
+    def __init__(
+        self,
+        state: StubState,
+        for_send: bool,
+        pinned: Sequence[Tuple[int, int, int]] = (),
+    ) -> None:
         self.state = state
         self.for_send = for_send
+        # (seg, offset, size) of backend blocks the backend holds until it has read the
+        # message (the batch's inputs): references into them need no keepalive.
+        self.pinned = pinned
         self.budget = MAX_INLINE_BODY // 2
         self.keepalive: List[Any] = []
         self.blocks: List[Tuple[int, int]] = []  # our references, dropped by abort()
@@ -144,7 +152,12 @@ class Placer:
             if not self.for_send:
                 hit = st.peer.locate(addr, n)
                 if hit is not None:
-                    self.keepalive.append(data)
+                    seg, off = hit
+                    for pseg, poff, psize in self.pinned:
+                        if seg == pseg and poff <= off and off + n <= poff + psize:
+                            break
+                    else:
+                        self.keepalive.append(data)
                     return _BACKEND_ARENA, n, hit
         seg, off = arena.alloc(n)
         self.blocks.append((seg, off))

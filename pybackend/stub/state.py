@@ -76,6 +76,10 @@ class StubState:
         # request instead of carving a fresh one for each request of the next 50 ms.
         self.free_pending_bytes = 0
         self.free_urgent = False
+        # Set by the main thread between the end of an execute and its RESULT: it sends
+        # the queued FREEs itself just before RESULT (the inputs of the batch die as execute
+        # returns), so waking the reader for them would only cost a thread switch.
+        self.main_flushes = False
         self._block_refs: Dict[int, _BlockRef] = {}
         self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)
@@ -158,6 +162,8 @@ class StubState:
     def free_backend_block(self, seg: int, off: int, nbytes: int = 0) -> None:
         """Queue a backend block for FREE; may run in any thread (it is a GC callback)."""
         self.backend_frees.append((seg, off))
+        if self.main_flushes:
+            return
         pending = self.free_pending_bytes + nbytes
         self.free_pending_bytes = pending
         if pending >= URGENT_FREE_BYTES and not self.free_urgent:
@@ -174,10 +180,12 @@ class StubState:
         except OSError:
             pass  # the pipe is full: the reader is about to wake anyway
 
-    def flush_frees(self, nonblocking: bool = False) -> bool:
-        """Send every queued backend block back with FREE. Returns False when the socket
-        was full (``nonblocking``): the rest stays queued for the next attempt."""
+    def flush_frees(self, nonblocking: bool = False, channel: Optional[Channel] = None) -> bool:
+        """Send every queued backend block back with FREE (on ``channel``, by default the
+        async one). Returns False when the socket was full (``nonblocking``): the rest
+        stays queued for the next attempt."""
         q = self.backend_frees
+        out = self.async_ if channel is None else channel
         self.free_urgent = False
         self.free_pending_bytes = 0
         while q:
@@ -190,7 +198,7 @@ class StubState:
             if not blocks:
                 break
             try:
-                self.async_.send(
+                out.send(
                     MessageKind.FREE,
                     codec.encode_free(Owner.BACKEND, blocks),
                     nonblocking=nonblocking,

@@ -141,11 +141,7 @@ class FakeBackend:
                 owner, seg = codec.decode_segment_drop(msg.body)
                 self.peer.drop(seg)
             elif kind == MessageKind.FREE:
-                owner, blocks = codec.decode_free(msg.body)
-                assert owner == Owner.BACKEND
-                for seg, off in blocks:
-                    self.arena.decref(seg, off)
-                    self.frees_received.append((seg, off))
+                self._on_free(msg.body)
             elif kind == MessageKind.SEND:
                 token, flags, resp = codec.decode_send(msg.body)
                 self.sends.append((token, flags, None if resp is None else self._materialize(resp)))
@@ -207,6 +203,13 @@ class FakeBackend:
         if self.pending_stub_frees:
             blocks, self.pending_stub_frees = self.pending_stub_frees, []
             self.sync.send(MessageKind.FREE, codec.encode_free(Owner.STUB, blocks))
+
+    def _on_free(self, body: memoryview) -> None:
+        owner, blocks = codec.decode_free(body)
+        assert owner == Owner.BACKEND
+        for seg, off in blocks:
+            self.arena.decref(seg, off)
+            self.frees_received.append((seg, off))
 
     # ------------------------------------------------------------------ protocol steps
 
@@ -294,9 +297,29 @@ class FakeBackend:
                     **kw,
                 )
             )
+        # Like the real backend: the batch's input blocks stay pinned until the outputs are
+        # read, as the stub returns them (FREE on sync) before RESULT.
+        pins = [
+            (t.seg, t.offset)
+            for d in descs
+            for t in d.inputs
+            if t.location == Location.BACKEND_ARENA
+        ]
+        for seg, off in pins:
+            self.arena.incref(seg, off)
         self._flush_stub_frees()
         self.sync.send(MessageKind.EXECUTE, codec.encode_execute(descs), batch_id)
         msg = self.sync.recv()
+        while msg.kind == MessageKind.FREE:
+            self._on_free(msg.body)
+            msg = self.sync.recv()
+        try:
+            return self._finish_execute(msg, batch_id)
+        finally:
+            for seg, off in pins:
+                self.arena.decref(seg, off)
+
+    def _finish_execute(self, msg: Any, batch_id: int) -> Dict[str, Any]:
         assert msg.kind == MessageKind.RESULT, msg
         assert msg.id == batch_id
         result = codec.decode_result(msg.body)
