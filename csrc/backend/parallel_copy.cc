@@ -1,5 +1,7 @@
 #include "backend/parallel_copy.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -157,6 +159,19 @@ void CopyBytes(void* dst, const void* src, size_t n) {
     return;
   }
   Pool().Copy(static_cast<char*>(dst), static_cast<const char*>(src), n);
+}
+
+void CopyBytesToFresh(void* dst, const void* src, size_t n) {
+#if defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = 2u << 20;
+  if (n >= 2 * kHuge) {
+    uintptr_t lo = (reinterpret_cast<uintptr_t>(dst) + kHuge - 1) & ~(kHuge - 1);
+    uintptr_t hi = (reinterpret_cast<uintptr_t>(dst) + n) & ~(kHuge - 1);
+    // Only advice: where THP is off (or the range is already populated) nothing changes.
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  }
+#endif
+  CopyBytes(dst, src, n);
 }
 
 }  // namespace pybackend

@@ -19,4 +19,10 @@ constexpr size_t kParallelCopyMinBytes = 2u << 20;
 // makes a copy slower than doing it alone. Thread-safe.
 void CopyBytes(void* dst, const void* src, size_t n);
 
+// CopyBytes into memory that was just allocated and that the copy fills completely (Triton's
+// output buffers): the 2 MiB-aligned part of it is first marked for transparent huge pages
+// (where the kernel runs THP in "madvise" mode), so it faults in a few huge pages instead of
+// one 4 KiB page at a time (64 MiB: 26 ms -> 11 ms single-threaded on the benchmark machine).
+void CopyBytesToFresh(void* dst, const void* src, size_t n);
+
 }  // namespace pybackend

@@ -134,7 +134,7 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
   if (dst == nullptr) {
     Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': Triton gave no buffer");
   }
-  CopyBytes(dst, src, t.byte_size);
+  CopyBytesToFresh(dst, src, t.byte_size);
 }
 
 }  // namespace
