@@ -326,7 +326,7 @@ void Batch::Run() {
     int64_t limit_s = inst_.model->backend->config.execute_timeout_seconds;
     auto limit = std::chrono::milliseconds(limit_s > 0 ? limit_s * 1000 : -1);
     ipc::Message msg;
-    StubSession::Wait wr = s_.WaitSync(ipc::MessageKind::RESULT, limit, &msg, &error);
+    StubSession::Wait wr = s_.WaitSync(ipc::MessageKind::RESULT, limit, &msg, &error, true);
     compute_end_ = NowNs();
     if (wr == StubSession::Wait::kTimeout) {
       s_.MarkDead("execute took longer than execute-timeout-seconds=" + std::to_string(limit_s));

@@ -251,10 +251,14 @@ StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, 
 }
 
 StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout,
-                                        ipc::Message* out, std::string* error) {
+                                        ipc::Message* out, std::string* error, bool just_sent) {
   bool bounded = timeout.count() >= 0;
   auto deadline = Clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
   auto spin_until = Clock::now() + std::chrono::microseconds(opts_.spin_us);
+  if (just_sent && opts_.spin_us <= 0) {
+    Wait w = WaitReadable(sync_->fd(), deadline, bounded);
+    if (w != Wait::kOk) return w;
+  }
   while (true) {
     auto st = sync_->Recv(out, error);
     switch (st) {

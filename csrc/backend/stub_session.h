@@ -87,8 +87,10 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   bool FlushFrees(ipc::Channel& channel, std::string* error);
   // Waits for the next sync message of kind `want` (handling segment/free/log messages that
   // arrive on sync meanwhile). timeout < 0: no time bound (the stub's death still ends it).
+  // `just_sent`: the caller has just sent the request this answers, so nothing can be queued
+  // yet: sleep first instead of trying a read that fails (one syscall less per round trip).
   Wait WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout, ipc::Message* out,
-                std::string* error);
+                std::string* error, bool just_sent = false);
   // Waits until the monitor has processed `seq` async messages (wrap-around aware).
   bool WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds timeout);
 
