@@ -57,6 +57,46 @@ def test_inputs_are_zero_copy_writable_and_blocks_come_back(repo: Path) -> None:
         fb.finalize()
 
 
+def test_inputs_that_die_with_the_batch_come_back_before_result(repo: Path) -> None:
+    """An output that is a view of an input needs no keepalive: the backend pins the batch's
+    input blocks, so the stub returns them on sync just before RESULT. An input the model
+    keeps stays allocated until the model lets go of it."""
+    src = textwrap.dedent(
+        """
+        import triton_python_backend_utils as pb_utils
+
+        class TritonPythonModel:
+            def initialize(self, args):
+                self.kept = None
+
+            def execute(self, requests):
+                out = []
+                for r in requests:
+                    x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+                    keep = pb_utils.get_input_tensor_by_name(r, "KEEP").as_numpy()[0]
+                    self.kept = x if keep else None
+                    out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x[1:])]))
+                return out
+        """
+    )
+    mf = write_model(repo, "pins", src)
+    with started(mf) as fb:
+        x = np.arange(8192, dtype=np.float32)
+        res = fb.execute([{"X": x, "KEEP": np.zeros(1, np.int32)}], arena=True)
+        (item,) = res["items"]
+        assert item["where"] == {"Y": Location.BACKEND_ARENA}
+        np.testing.assert_array_equal(item["outputs"]["Y"], x[1:])
+        # Returned with RESULT itself: no further message, no waiting for async.
+        assert fb.arena.used_bytes == 0, fb.arena.used_bytes
+
+        res = fb.execute([{"X": x, "KEEP": np.ones(1, np.int32)}], arena=True)
+        np.testing.assert_array_equal(res["items"][0]["outputs"]["Y"], x[1:])
+        assert fb.arena.used_bytes > 0  # the model holds the input
+        fb.execute([{"X": x[:1], "KEEP": np.zeros(1, np.int32)}], arena=False)
+        assert wait_until(lambda: fb.arena.used_bytes == 0), fb.arena.used_bytes
+        fb.finalize()
+
+
 def test_bytes_and_all_dtypes_round_trip(repo: Path) -> None:
     src = textwrap.dedent(
         """
