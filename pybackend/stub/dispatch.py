@@ -200,8 +200,14 @@ class Dispatcher:
         """Handle one EXECUTE body; returns the RESULT body. FREEs of the input blocks that
         died with the batch go out on sync first: the backend frees them once it has read
         the outputs (it pins them until then), so one of its wake-ups serves both."""
-        result = self._execute(body)
         st = self.state
+        try:
+            result = self._execute(body)
+        except BaseException:
+            if st.main_flushes:  # frees queued without waking the reader: wake it now
+                st.main_flushes = False
+                st.wake_reader()
+            raise
         if st.main_flushes:
             st.main_flushes = False
             if st.backend_frees:
