@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "backend/cores.h"
 #include "backend/error.h"
 #include "backend/logging.h"
 #include "backend/thread_budget.h"

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cores.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -83,8 +85,9 @@ struct Job {
 class CopyPool {
  public:
   CopyPool() {
-    unsigned cores = std::thread::hardware_concurrency();
-    helpers_ = cores > 1 ? std::min(cores - 1, 3u) : 0u;
+    // Cores we may run on, not the host's: a container limited to one core gets no helpers.
+    int cores = VisibleCores();
+    helpers_ = cores > 1 ? static_cast<unsigned>(std::min(cores - 1, 3)) : 0u;
   }
   ~CopyPool() {
     {

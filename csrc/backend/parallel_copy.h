@@ -14,7 +14,7 @@ namespace pybackend {
 // Copies below this many bytes never use the pool (a hand-off costs more than it saves).
 constexpr size_t kParallelCopyMinBytes = 2u << 20;
 
-// memcpy(dst, src, n), done by the calling thread and up to (cores - 1, at most 3) helpers
+// memcpy(dst, src, n), done by the calling thread and up to (visible cores - 1, at most 3) helpers
 // when n >= kParallelCopyMinBytes. The caller takes chunks itself, so a busy pool never
 // makes a copy slower than doing it alone. Thread-safe.
 void CopyBytes(void* dst, const void* src, size_t n);

@@ -1,9 +1,8 @@
 #include "backend/thread_budget.h"
 
-#include <sched.h>
-
 #include <cstdlib>
 
+#include "backend/cores.h"
 #include "backend/error.h"
 
 namespace pybackend {
@@ -16,16 +15,6 @@ const std::vector<std::string>& ThreadBudgetVariables() {
       "BLIS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
   };
   return kVariables;
-}
-
-int VisibleCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  return 1;
 }
 
 int CountInstances(const json::Value& config) {

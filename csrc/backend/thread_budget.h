@@ -15,9 +15,6 @@ namespace pybackend {
 // The variables the budget sets, in the order they are set.
 const std::vector<std::string>& ThreadBudgetVariables();
 
-// Cores this process may run on (sched_getaffinity), at least 1.
-int VisibleCores();
-
 // Instances the model config asks for: the sum of its instance_group counts (times the number
 // of listed GPUs for a group that lists them), at least 1.
 int CountInstances(const json::Value& config);
