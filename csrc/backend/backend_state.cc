@@ -125,15 +125,17 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
       }
       c->execute_timeout_seconds = n;
-    } else if (key == "stub-restart") {
+    } else if (key == "stub-restart" || key == "ipc-lane") {
+      bool on;
       if (value == "true" || value == "1" || value == "yes" || value == "on") {
-        c->stub_restart = true;
+        on = true;
       } else if (value == "false" || value == "0" || value == "no" || value == "off") {
-        c->stub_restart = false;
+        on = false;
       } else {
         Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "backend config 'stub-restart' must be true or false, got '" + value + "'");
+              "backend config '" + key + "' must be true or false, got '" + value + "'");
       }
+      (key == "stub-restart" ? c->stub_restart : c->ipc_lane) = on;
     } else if (key == "stub-restart-max-backoff-seconds") {
       int64_t n = ParseInt(key, value);
       if (n <= 0) {

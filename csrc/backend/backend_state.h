@@ -23,6 +23,7 @@ struct BackendConfig {
   int64_t execute_spin_us = 0;          // ours: busy-poll before blocking on RESULT
   int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
   bool stub_restart = true;             // ours: replace a dead stub with a new one
+  bool ipc_lane = true;                 // ours: EXECUTE/RESULT through shared memory (ipc/lane.h)
   int64_t stub_restart_max_backoff_ms = 30000;  // ours: the longest pause between restarts
   bool thread_budget = true;  // ours: OMP_NUM_THREADS etc. per instance when unset (UV-13)
   std::string backend_directory;

@@ -318,8 +318,7 @@ void Batch::Run() {
     std::string error;
     compute_start_ = NowNs();
     if (!s_.FlushFrees(s_.sync(), &error) ||
-        !s_.sync().Send(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(),
-                        static_cast<int>(s_.options().timeout.count()), &error)) {
+        !s_.SendSync(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(), &error)) {
       s_.MarkDead(error);
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }

@@ -179,6 +179,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   o.shm_max_byte_size = c.shm_max_byte_size;
   o.timeout = std::chrono::milliseconds(c.stub_timeout_seconds * 1000);
   o.spin_us = static_cast<int>(c.execute_spin_us);
+  o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);
   return o;
 }

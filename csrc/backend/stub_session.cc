@@ -62,6 +62,14 @@ json::Value StubSession::Start(const json::Value& init_args) {
   so.pythonpath_prepend = opts_.package_parent;
   so.env.insert(so.env.end(), opts_.env.begin(), opts_.env.end());
 
+  if (opts_.lane && ipc::Lane::Supported()) {
+    // Made before the monitor starts: MarkDead (on the monitor thread) rings it.
+    try {
+      lane_ = std::make_unique<ipc::Lane>("pybackend-lane-" + opts_.instance_name);
+    } catch (const std::exception& e) {
+      PB_LOG_WARN(log_prefix_ + "no sync lane (" + e.what() + "); using the socket only");
+    }
+  }
   ipc::UniqueFd sync_fd, async_fd;
   process_ = StubProcess::Spawn(so, &sync_fd, &async_fd);
   sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
@@ -124,6 +132,16 @@ json::Value StubSession::Start(const json::Value& init_args) {
   }
   PB_LOG_VERBOSE(log_prefix_ + "stub pid " + std::to_string(pid) + " ready: Python " + py_version +
                  ", numpy " + np_version);
+
+  if (lane_ != nullptr) {
+    // From here on the stub sleeps on the lane's bell; both sides count socket messages.
+    if (!sync_->Send(ipc::MessageKind::LANE, 0, nullptr, 0, static_cast<int>(left().count()),
+                     &error, lane_->fd())) {
+      fail(Wait::kError, "INIT_REPLY", error);
+    }
+    sync_->AttachLane(lane_.get());
+    lane_active_ = true;
+  }
 
   ipc::Writer init;
   init.Str(init_args.Dump());  // a `json` field is a length-prefixed str
@@ -250,16 +268,89 @@ StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, 
   }
 }
 
+bool StubSession::SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
+                           std::string* error) {
+  int timeout_ms = static_cast<int>(opts_.timeout.count());
+  if (lane_active_) {
+    // New segments first, on the socket: the stub reads counted socket messages first.
+    if (!sync_->AnnounceSegments(timeout_ms, error)) return false;
+    if (lane_->Post(kind, id, body, len)) return true;
+  }
+  return sync_->Send(kind, id, body, len, timeout_ms, error);
+}
+
+StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_point deadline,
+                                                bool bounded, std::string* error) {
+  StubProcess* proc = process_.get();
+  std::optional<Clock::time_point> stopped_since;
+  while (true) {
+    uint32_t seen = lane_->UpBell();
+    bool gone = !alive();
+    if (lane_->SocketPending() || gone) {
+      auto st = sync_->Recv(out, error);
+      if (st == ipc::Channel::RecvStatus::kOk) {
+        lane_->SocketRead();
+        return Wait::kOk;
+      }
+      if (st == ipc::Channel::RecvStatus::kClosed) {
+        MarkDead("the stub closed its sync channel", false);
+        return Wait::kDead;
+      }
+      if (st == ipc::Channel::RecvStatus::kError) {
+        MarkDead("protocol error: " + *error);
+        return Wait::kError;
+      }
+      // Counted but not readable yet: the count is bumped after the send returns, so this
+      // only happens when it is gone.
+    }
+    if (lane_->Take(out)) return Wait::kOk;
+    if (gone) return Wait::kDead;  // the monitor saw it go, and rang the bell
+    auto slice = std::chrono::milliseconds(1000);
+    if (bounded) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return Wait::kTimeout;
+      slice = std::min(slice, left + std::chrono::milliseconds(1));
+    }
+    if (proc->pidfd() < 0) slice = std::min(slice, std::chrono::milliseconds(100));
+    auto before = Clock::now();
+    lane_->Wait(seen, slice);
+    // A stopped stub (SIGSTOP) is alive but will never answer (see WaitReadable).
+    if (lane_->UpBell() == seen && Clock::now() - before >= slice && proc->Stopped()) {
+      auto now = Clock::now();
+      if (!stopped_since) stopped_since = now;
+      if (now - *stopped_since >= opts_.timeout) {
+        MarkDead("it was stopped (SIGSTOP or SIGTSTP) for longer than stub-timeout-seconds=" +
+                 Seconds(opts_.timeout));
+        return Wait::kDead;
+      }
+    } else {
+      stopped_since.reset();
+    }
+    if (proc->pidfd() < 0 && proc->Poll()) MarkDead("the stub process ended", false);
+  }
+}
+
 StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout,
                                         ipc::Message* out, std::string* error, bool just_sent) {
   bool bounded = timeout.count() >= 0;
   auto deadline = Clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
   auto spin_until = Clock::now() + std::chrono::microseconds(opts_.spin_us);
-  if (just_sent && opts_.spin_us <= 0) {
+  if (just_sent && opts_.spin_us <= 0 && !lane_active_) {
     Wait w = WaitReadable(sync_->fd(), deadline, bounded);
     if (w != Wait::kOk) return w;
   }
   while (true) {
+    if (lane_active_) {
+      Wait w = NextSyncFromLane(out, deadline, bounded, error);
+      if (w != Wait::kOk) return w;
+      if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
+      if (HandleCommon(*out)) continue;
+      *error = std::string("unexpected ") + ipc::KindName(out->kind) +
+               " on the sync channel while waiting for " +
+               ipc::KindName(static_cast<uint16_t>(want));
+      MarkDead("protocol error: " + *error);
+      return Wait::kError;
+    }
     auto st = sync_->Recv(out, error);
     switch (st) {
       case ipc::Channel::RecvStatus::kOk:
@@ -358,6 +449,7 @@ void StubSession::MarkDead(const std::string& reason, bool telling) {
     }
   }
   state_cv_.notify_all();
+  if (lane_ != nullptr) lane_->WakeWaiter();  // a thread asleep on the lane checks alive()
   peers_.Abort();
   // A stub we gave up on (timeout, protocol error, closed channel) must not linger.
   if (kill_it && process_ != nullptr) process_->Kill();

@@ -19,6 +19,7 @@
 #include "backend/stub_process.h"
 #include "ipc/arena.h"
 #include "ipc/channel.h"
+#include "ipc/lane.h"
 
 namespace pybackend {
 
@@ -58,6 +59,7 @@ struct SessionOptions {
   uint64_t shm_max_byte_size = 0;
   std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
   int spin_us = 0;                           // busy-poll before blocking on a reply
+  bool lane = true;  // EXECUTE/RESULT through the shared-memory lane (where Lane::Supported)
   // Added to the stub's environment (the thread budget).
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -83,6 +85,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // Joins the monitor thread (idempotent); no AsyncHandler callback runs after it returns.
   void StopMonitor();
 
+  // Sends a message on sync: through the lane's slot when it fits, else on the socket.
+  bool SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
+                std::string* error);
   // Sends pending FREEs (the stub's blocks we are done with) on the sync channel.
   bool FlushFrees(ipc::Channel& channel, std::string* error);
   // Waits for the next sync message of kind `want` (handling segment/free/log messages that
@@ -144,6 +149,10 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   friend class Monitor;
   std::string StubRole() const;
   Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
+  // The next sync message with the lane on: a counted socket message first, else the slot,
+  // else asleep on the bell. Same results as reading the socket after WaitReadable.
+  Wait NextSyncFromLane(ipc::Message* out, std::chrono::steady_clock::time_point deadline,
+                        bool bounded, std::string* error);
 
   SessionOptions opts_;
   AsyncHandler* handler_;
@@ -153,6 +162,8 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   ipc::PendingFrees frees_;
   CustomMetrics metrics_;
   std::unique_ptr<StubProcess> process_;
+  std::unique_ptr<ipc::Lane> lane_;  // before sync_: the channel rings it until destroyed
+  bool lane_active_ = false;         // LANE sent: sync traffic is counted and rung from now on
   std::unique_ptr<ipc::Channel> sync_;
   std::unique_ptr<ipc::Channel> async_;
   std::unique_ptr<Monitor> monitor_;

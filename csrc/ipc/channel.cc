@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ipc/codec.h"
+#include "ipc/lane.h"
 
 namespace pybackend::ipc {
 
@@ -85,7 +86,11 @@ bool Channel::SendRaw(uint16_t kind, uint16_t flags, uint64_t id, const uint8_t*
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (true) {
     ssize_t n = sendmsg(fd_.get(), &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n >= 0) return true;
+    if (n >= 0) {
+      Lane* lane = lane_.load(std::memory_order_acquire);
+      if (lane != nullptr) lane->SocketSent();  // the peer sleeps on the lane's bell
+      return true;
+    }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       *error = "sending " + std::string(KindName(kind)) + " on the " + name_ +

@@ -3,6 +3,7 @@
 // goes into the sender's arena and the datagram only names the block).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -13,6 +14,8 @@
 #include "ipc/protocol.h"
 
 namespace pybackend::ipc {
+
+class Lane;
 
 // Owns a file descriptor.
 class UniqueFd {
@@ -84,6 +87,8 @@ class Channel {
   RecvStatus Recv(Message* msg, std::string* error);
 
   int fd() const { return fd_.get(); }
+  // From now on every message sent is counted on `lane` and rings its bell.
+  void AttachLane(Lane* lane) { lane_.store(lane, std::memory_order_release); }
   const std::string& name() const { return name_; }
   // Stops both directions so a peer blocked on us sees EOF; the fd stays open until
   // destruction so no other thread polls a reused number.
@@ -100,6 +105,7 @@ class Channel {
   PeerSegments* peer_;
   PendingFrees* frees_;
   std::mutex send_mu_;
+  std::atomic<Lane*> lane_{nullptr};
   std::vector<uint8_t> rbuf_;
 };
 

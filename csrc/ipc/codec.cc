@@ -178,6 +178,8 @@ const char* KindName(uint16_t kind) {
       return "MODEL_READY";
     case MessageKind::SENDER_DROPPED:
       return "SENDER_DROPPED";
+    case MessageKind::LANE:
+      return "LANE";
   }
   return "UNKNOWN";
 }

@@ -7,7 +7,7 @@
 
 namespace pybackend::ipc {
 
-constexpr uint32_t PROTOCOL_VERSION = 1;
+constexpr uint32_t PROTOCOL_VERSION = 2;
 constexpr uint32_t HEADER_SIZE = 16;
 constexpr uint32_t MAX_INLINE_BODY = 131072;
 constexpr uint32_t MAX_DATAGRAM = 262144;
@@ -46,6 +46,8 @@ enum class MessageKind : uint16_t {
   MODEL_LOAD = 80,
   MODEL_UNLOAD = 81,
   MODEL_READY = 82,
+  // backend -> stub on sync, with the fd of the sync lane's page (ipc/lane.h)
+  LANE = 90,
 };
 
 // Who allocated a block; also the TensorDesc location of arena-backed tensors.

@@ -15,6 +15,7 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 from .codec import Buffer, ProtocolError, decode_indirect, encode_indirect
+from .lane import Lane
 from .protocol import FLAG_INDIRECT, HEADER, HEADER_SIZE, MAX_DATAGRAM, MAX_INLINE_BODY
 
 MAX_FDS = 4
@@ -65,6 +66,8 @@ class Channel:
         self._view = memoryview(self._buf)
         self._lock = threading.Lock()
         self.sent = 0  # datagrams sent so far (RESULT.async_seq)
+        # The sync channel's shared-memory lane, once the backend sent LANE (lane.py).
+        self.lane: Optional[Lane] = None
 
     @classmethod
     def from_fd(cls, fd: int, **kwargs: object) -> "Channel":
@@ -110,7 +113,19 @@ class Channel:
             except (BrokenPipeError, ConnectionResetError) as e:
                 raise ChannelClosed(str(e)) from None
             self.sent += 1
+            if self.lane is not None:
+                self.lane.socket_sent()  # the backend sleeps on the lane's bell
             return self.sent
+
+    def send_fast(self, kind: int, body: Buffer, msg_id: int = 0) -> None:
+        """Through the lane's slot when there is one and the body fits (RESULT), else as
+        :meth:`send`."""
+        lane = self.lane
+        if lane is not None:
+            with self._lock:
+                if lane.post(kind, msg_id, body):
+                    return
+        self.send(kind, body, msg_id)
 
     # ------------------------------------------------------------------ receive
 
@@ -120,8 +135,14 @@ class Channel:
         ``spin_s`` > 0 polls without sleeping for that long first: a message that arrives
         meanwhile costs no wake-up of this thread (tens of µs on VMs), at the price of
         burning CPU while waiting."""
+        got: Optional[tuple]
         try:
-            if spin_s > 0.0:
+            if self.lane is not None:
+                from_lane = self._recv_lane(self.lane)
+                if isinstance(from_lane, Message):
+                    return from_lane
+                got = from_lane
+            elif spin_s > 0.0:
                 got = self._spin(spin_s)
                 if got is None:
                     got = self.sock.recvmsg_into([self._view], _ANC_SIZE)
@@ -160,6 +181,28 @@ class Channel:
             seg, off, length = decode_indirect(body)
             body = memoryview(self.indirect_in(seg, off, length))
         return Message(kind, flags, msg_id, body, fds)
+
+    def _recv_lane(self, lane: Lane) -> "tuple | Message":
+        """A counted socket message first, then the slot, else sleep on the bell. Every
+        second without a message the socket is read too: that is how EOF (the backend went
+        away) is seen."""
+        while True:
+            seen = lane.down_bell()
+            if lane.socket_pending():
+                lane.socket_read += 1
+                return self.sock.recvmsg_into([self._view], _ANC_SIZE)
+            slot = lane.take()
+            if slot is not None:
+                kind, msg_id, body = slot
+                return Message(kind, 0, msg_id, body, [])
+            lane.wait(seen, 1.0)
+            if lane.down_bell() == seen:
+                try:
+                    raw = self.sock.recvmsg_into([self._view], _ANC_SIZE, _MSG_DONTWAIT)
+                except BlockingIOError:
+                    continue
+                lane.socket_read += 1  # every socket message is counted, this one too
+                return raw
 
     def _spin(self, spin_s: float) -> Optional[tuple]:
         deadline = time.perf_counter() + spin_s

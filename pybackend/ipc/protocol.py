@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import struct
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 HEADER_SIZE = 16
 MAX_INLINE_BODY = 131072
 MAX_DATAGRAM = 262144
@@ -52,6 +52,8 @@ class MessageKind(enum.IntEnum):
     MODEL_LOAD = 80
     MODEL_UNLOAD = 81
     MODEL_READY = 82
+    # backend -> stub on sync, with the fd of the sync lane's page (ipc/lane.py)
+    LANE = 90
 
 
 class Owner(enum.IntEnum):

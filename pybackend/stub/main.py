@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ipc import codec
 from ..ipc.channel import ChannelClosed
+from ..ipc.lane import Lane
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
 from ..utils import transport as utils_transport
 from . import loader
@@ -80,7 +81,10 @@ class Stub:
                     )
                 else:
                     body = dispatcher.execute(msg.body)
-                sync.send(MessageKind.RESULT, body, msg.id)
+                sync.send_fast(MessageKind.RESULT, body, msg.id)
+            elif kind == MessageKind.LANE:
+                # From now on the backend sleeps on the lane and counts its socket messages.
+                sync.lane = Lane(msg.fds.pop())
             elif kind == MessageKind.INIT:
                 sync.send(MessageKind.INIT_REPLY, codec.encode_json(self._init(msg.body)), msg.id)
             elif kind == MessageKind.FINALIZE:

@@ -1,0 +1,54 @@
+"""The sync lane (csrc/ipc/lane.h, pybackend/ipc/lane.py) and the socket-only path it can
+be turned off for (backend config ipc-lane=false, and every non-x86-64 build) both carry
+EXECUTE/RESULT correctly through the real server: inline tensors, arena tensors, a tensor
+big enough to need a new segment (its SEGMENT_ADD must be read before the EXECUTE that
+names it), and a run of requests back to back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from pybackend.server import TritonServer
+
+CONFIG = """
+name: "echo"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X", data_type: TYPE_FP32, dims: [ -1 ] } ]
+output [ { name: "Y", data_type: TYPE_FP32, dims: [ -1 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+"""
+
+MODEL = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x * 2)]))
+        return out
+"""
+
+
+@pytest.mark.parametrize("lane", ["true", "false"])
+def test_execute_round_trips(tmp_path: Path, lane: str) -> None:
+    version = tmp_path / "echo" / "1"
+    version.mkdir(parents=True)
+    (tmp_path / "echo" / "config.pbtxt").write_text(CONFIG)
+    (version / "model.py").write_text(MODEL)
+    with TritonServer(tmp_path, backend="ours", backend_config=[f"ipc-lane={lane}"]) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        # inline, arena, and 12 MB: more than the first segment, so a new one is announced
+        sizes = [4, 4000, 3_000_000] + [16] * 50
+        for i, n in enumerate(sizes):
+            x = np.arange(n, dtype=np.float32) + i
+            inp = httpclient.InferInput("X", [n], "FP32")
+            inp.set_data_from_numpy(x)
+            result = client.infer("echo", [inp])
+            np.testing.assert_array_equal(result.as_numpy("Y"), x * 2)
