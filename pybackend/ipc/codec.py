@@ -206,7 +206,7 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
     elif loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         out += BLOCK_REF.pack(t.seg, t.offset)
     else:
-        raise ProtocolError(f"tensor '{t.name}': location {loc} is not supported in protocol v1")
+        raise ProtocolError(f"tensor '{t.name}': location {loc} is not supported in protocol v2")
 
 
 def read_tensor(r: Reader) -> TensorDesc:
@@ -219,7 +219,7 @@ def read_tensor(r: Reader) -> TensorDesc:
     if loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         seg, off = r.unpack(BLOCK_REF)
         return TensorDesc(name, dtype, loc, dims, byte_size, seg, off)
-    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v1")
+    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v2")
 
 
 # ---------------------------------------------------------------------------- responses
@@ -414,7 +414,7 @@ def _fast_tensor(
     if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
         seg, off = BLOCK_REF.unpack_from(mv, pos)
         return make(name, dtype, loc, dims, byte_size, seg, off, None), pos + 12
-    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v1")
+    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v2")
 
 
 def decode_execute(
