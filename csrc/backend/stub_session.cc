@@ -228,35 +228,55 @@ bool StubSession::FlushFrees(ipc::Channel& channel, std::string* error) {
                       error);
 }
 
-StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, bool bounded) {
-  StubProcess* proc = process_.get();
+std::optional<std::chrono::milliseconds> StubSession::NextSlice(Clock::time_point deadline,
+                                                                bool bounded) {
+  // Wake up now and then even without a bound: to notice a stopped stub, and to poll the
+  // process where there is no pidfd.
+  auto slice = std::chrono::milliseconds(process_->pidfd() < 0 ? 100 : 1000);
+  if (bounded) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    slice = std::min(slice, left + std::chrono::milliseconds(1));
+  }
+  return slice;
+}
+
+bool StubSession::StoppedTooLong(bool quiet_slice, std::optional<Clock::time_point>* since) {
   // A stopped stub (SIGSTOP, SIGTSTP) is alive but will never answer: give up on it after
   // stub-timeout-seconds even where the wait itself has no bound (execute-timeout-seconds 0).
+  if (!quiet_slice) return false;
+  if (!process_->Stopped()) {
+    since->reset();
+    return false;
+  }
+  auto now = Clock::now();
+  if (!*since) *since = now;
+  if (now - **since < opts_.timeout) return false;
+  MarkDead("it was stopped (SIGSTOP or SIGTSTP) for longer than stub-timeout-seconds=" +
+           Seconds(opts_.timeout));
+  return true;
+}
+
+StubSession::Wait StubSession::RecvFailed(ipc::Channel::RecvStatus st, const std::string& error) {
+  if (st == ipc::Channel::RecvStatus::kClosed) {
+    MarkDead("the stub closed its sync channel", false);
+    return Wait::kDead;
+  }
+  MarkDead("protocol error: " + error);
+  return Wait::kError;
+}
+
+StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, bool bounded) {
+  StubProcess* proc = process_.get();
   std::optional<Clock::time_point> stopped_since;
   while (true) {
-    int slice = 1000;
-    if (proc->pidfd() < 0) slice = 100;  // no pidfd: poll the process now and then
-    if (bounded) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return Wait::kTimeout;
-      slice = static_cast<int>(std::min<long long>(slice, left + 1));
-    }
+    std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
+    if (!slice) return Wait::kTimeout;
     pollfd fds[2] = {{fd, POLLIN, 0}, {proc->pidfd(), POLLIN, 0}};
-    int n = poll(fds, proc->pidfd() >= 0 ? 2 : 1, slice);
+    int n = poll(fds, proc->pidfd() >= 0 ? 2 : 1, static_cast<int>(slice->count()));
     if (n < 0 && errno != EINTR) return Wait::kError;
     if (fds[0].revents) return Wait::kOk;
-    if (n == 0 && proc->Stopped()) {
-      auto now = Clock::now();
-      if (!stopped_since) stopped_since = now;
-      if (now - *stopped_since >= opts_.timeout) {
-        MarkDead("it was stopped (SIGSTOP or SIGTSTP) for longer than stub-timeout-seconds=" +
-                 Seconds(opts_.timeout));
-        return Wait::kDead;
-      }
-    } else if (n == 0) {
-      stopped_since.reset();
-    }
+    if (StoppedTooLong(n == 0, &stopped_since)) return Wait::kDead;
     bool gone = (proc->pidfd() >= 0 && fds[1].revents) || (proc->pidfd() < 0 && proc->Poll());
     if (gone || !alive()) {
       // Anything it sent before exiting is already queued on our socket.
@@ -292,40 +312,18 @@ StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_p
         lane_->SocketRead();
         return Wait::kOk;
       }
-      if (st == ipc::Channel::RecvStatus::kClosed) {
-        MarkDead("the stub closed its sync channel", false);
-        return Wait::kDead;
-      }
-      if (st == ipc::Channel::RecvStatus::kError) {
-        MarkDead("protocol error: " + *error);
-        return Wait::kError;
-      }
+      if (st != ipc::Channel::RecvStatus::kWouldBlock) return RecvFailed(st, *error);
       // Counted but not readable yet: the count is bumped after the send returns, so this
       // only happens when it is gone.
     }
     if (lane_->Take(out)) return Wait::kOk;
     if (gone) return Wait::kDead;  // the monitor saw it go, and rang the bell
-    auto slice = std::chrono::milliseconds(1000);
-    if (bounded) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return Wait::kTimeout;
-      slice = std::min(slice, left + std::chrono::milliseconds(1));
-    }
-    if (proc->pidfd() < 0) slice = std::min(slice, std::chrono::milliseconds(100));
+    std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
+    if (!slice) return Wait::kTimeout;
     auto before = Clock::now();
-    lane_->Wait(seen, slice);
-    // A stopped stub (SIGSTOP) is alive but will never answer (see WaitReadable).
-    if (lane_->UpBell() == seen && Clock::now() - before >= slice && proc->Stopped()) {
-      auto now = Clock::now();
-      if (!stopped_since) stopped_since = now;
-      if (now - *stopped_since >= opts_.timeout) {
-        MarkDead("it was stopped (SIGSTOP or SIGTSTP) for longer than stub-timeout-seconds=" +
-                 Seconds(opts_.timeout));
-        return Wait::kDead;
-      }
-    } else {
-      stopped_since.reset();
-    }
+    lane_->Wait(seen, *slice);
+    bool quiet = lane_->UpBell() == seen && Clock::now() - before >= *slice;
+    if (StoppedTooLong(quiet, &stopped_since)) return Wait::kDead;
     if (proc->pidfd() < 0 && proc->Poll()) MarkDead("the stub process ended", false);
   }
 }
@@ -343,37 +341,23 @@ StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::mill
     if (lane_active_) {
       Wait w = NextSyncFromLane(out, deadline, bounded, error);
       if (w != Wait::kOk) return w;
-      if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
-      if (HandleCommon(*out)) continue;
-      *error = std::string("unexpected ") + ipc::KindName(out->kind) +
-               " on the sync channel while waiting for " +
-               ipc::KindName(static_cast<uint16_t>(want));
-      MarkDead("protocol error: " + *error);
-      return Wait::kError;
+    } else {
+      auto st = sync_->Recv(out, error);
+      if (st == ipc::Channel::RecvStatus::kWouldBlock) {
+        // A short busy-poll first saves the cost of waking a sleeping CPU for fast replies.
+        if (opts_.spin_us > 0 && Clock::now() < spin_until) continue;
+        Wait w = WaitReadable(sync_->fd(), deadline, bounded);
+        if (w != Wait::kOk) return w;
+        continue;
+      }
+      if (st != ipc::Channel::RecvStatus::kOk) return RecvFailed(st, *error);
     }
-    auto st = sync_->Recv(out, error);
-    switch (st) {
-      case ipc::Channel::RecvStatus::kOk:
-        if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
-        if (HandleCommon(*out)) continue;
-        *error = std::string("unexpected ") + ipc::KindName(out->kind) +
-                 " on the sync channel while waiting for " +
-                 ipc::KindName(static_cast<uint16_t>(want));
-        MarkDead("protocol error: " + *error);
-        return Wait::kError;
-      case ipc::Channel::RecvStatus::kClosed:
-        MarkDead("the stub closed its sync channel", false);
-        return Wait::kDead;
-      case ipc::Channel::RecvStatus::kError:
-        MarkDead("protocol error: " + *error);
-        return Wait::kError;
-      case ipc::Channel::RecvStatus::kWouldBlock:
-        break;
-    }
-    // A short busy-poll first saves the cost of waking a sleeping CPU for fast replies.
-    if (opts_.spin_us > 0 && Clock::now() < spin_until) continue;
-    Wait w = WaitReadable(sync_->fd(), deadline, bounded);
-    if (w != Wait::kOk) return w;
+    if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
+    if (HandleCommon(*out)) continue;
+    *error = std::string("unexpected ") + ipc::KindName(out->kind) +
+             " on the sync channel while waiting for " + ipc::KindName(static_cast<uint16_t>(want));
+    MarkDead("protocol error: " + *error);
+    return Wait::kError;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -149,6 +150,15 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   friend class Monitor;
   std::string StubRole() const;
   Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
+  // How long the next sleep of a wait may last; nullopt when `deadline` has passed.
+  std::optional<std::chrono::milliseconds> NextSlice(std::chrono::steady_clock::time_point deadline,
+                                                     bool bounded);
+  // After each sleep (`quiet_slice`: it ran its whole slice without news): true, with the
+  // stub marked dead, once it has been stopped (SIGSTOP) for stub-timeout-seconds.
+  bool StoppedTooLong(bool quiet_slice,
+                      std::optional<std::chrono::steady_clock::time_point>* since);
+  // kDead or kError for a sync receive that ended in kClosed or kError (marks the stub dead).
+  Wait RecvFailed(ipc::Channel::RecvStatus st, const std::string& error);
   // The next sync message with the lane on: a counted socket message first, else the slot,
   // else asleep on the bell. Same results as reading the socket after WaitReadable.
   Wait NextSyncFromLane(ipc::Message* out, std::chrono::steady_clock::time_point deadline,
