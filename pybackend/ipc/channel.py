@@ -26,6 +26,9 @@ _SOL_SOCKET = int(socket.SOL_SOCKET)
 _SCM_RIGHTS = int(socket.SCM_RIGHTS)
 _MSG_DONTWAIT = int(socket.MSG_DONTWAIT)
 _MSG_TRUNCATED = int(socket.MSG_TRUNC) | int(socket.MSG_CTRUNC)
+# Bodies up to this size are joined to their header and sent with send(); larger ones go
+# as two pieces with sendmsg() (no copy).
+_JOIN_MAX = 4096
 
 
 class Message:
@@ -102,14 +105,19 @@ class Channel:
             n = len(body)
             flags = FLAG_INDIRECT
         header = HEADER.pack(kind, flags, n, msg_id)
-        anc = [(_SOL_SOCKET, _SCM_RIGHTS, array.array("i", fds))] if fds else []
         with self._lock:
             try:
-                self.sock.sendmsg(
-                    [header, body] if n else [header],
-                    anc,
-                    _MSG_DONTWAIT if nonblocking else 0,
-                )
+                if fds or n > _JOIN_MAX:
+                    anc = [(_SOL_SOCKET, _SCM_RIGHTS, array.array("i", fds))] if fds else []
+                    self.sock.sendmsg(
+                        [header, body] if n else [header],
+                        anc,
+                        _MSG_DONTWAIT if nonblocking else 0,
+                    )
+                else:
+                    # One joined buffer: send() of a small datagram costs ~0.5 us less
+                    # than sendmsg() of two pieces (a SEND per streamed response).
+                    self.sock.send(header + body, _MSG_DONTWAIT if nonblocking else 0)
             except (BrokenPipeError, ConnectionResetError) as e:
                 raise ChannelClosed(str(e)) from None
             self.sent += 1

@@ -84,13 +84,17 @@ class Placer:
             arena.decref(seg, off)  # type: ignore[union-attr]
         self.keepalive = []
 
-    def response(self, resp: InferenceResponse, requested: Optional[Collection[str]]) -> bytearray:
+    def response(
+        self, resp: InferenceResponse, requested: Optional[Collection[str]], head: bytes = b""
+    ) -> bytearray:
         """The encoded ResponseBody of ``resp`` (only the ``requested`` outputs, when
-        given), with every output tensor placed."""
+        given), with every output tensor placed, after ``head`` (a SEND's own head: the
+        body is built in place instead of being copied into the message afterwards)."""
         err = resp._error
         params = resp._parameters
         if err is not None:
-            out = bytearray(b"\x01")
+            out = bytearray(head)
+            out += b"\x01"
             out += ERROR_HEAD.pack(int(err.code()))
             put_str(out, err.message())
             put_str(out, params)
@@ -99,11 +103,12 @@ class Placer:
         outputs = resp._outputs
         if requested:
             outputs = [t for t in outputs if t._name in requested]
+        out = bytearray(head)
         if params:
-            out = bytearray(_OK_HEAD)
+            out += _OK_HEAD
             put_str(out, params)
         else:
-            out = bytearray(_EMPTY_PARAMS)
+            out += _EMPTY_PARAMS
         out += U32.pack(len(outputs))
         for t in outputs:
             self._tensor(out, t)
@@ -113,7 +118,8 @@ class Placer:
         """``t`` placed, as a descriptor (for bodies encoded by the codec, e.g. BLS)."""
         loc, n, where = self._place(t)
         if loc == _INLINE:
-            return TensorDesc(t._name, t._dtype, loc, t._shape, n, data=where)
+            data = _bytes_view(where) if n else b""
+            return TensorDesc(t._name, t._dtype, loc, t._shape, n, data=data)
         return TensorDesc(t._name, t._dtype, loc, t._shape, n, *where)
 
     def _tensor(self, out: bytearray, t: Tensor) -> None:
@@ -124,12 +130,14 @@ class Placer:
         out += _head(len(shape)).pack(t._dtype, loc, len(shape), *shape, n)
         if loc == _INLINE:
             if n:
-                out += where
+                # memoryview: ``out += array`` would be numpy's broadcasting add.
+                out += memoryview(where)
         else:
             out += BLOCK_REF.pack(*where)
 
     def _place(self, t: Tensor) -> Tuple[int, int, Any]:
-        """(location, byte size, inline bytes or (seg, offset)) for ``t``."""
+        """(location, byte size, the data itself when inline (bytes or a C-contiguous
+        array) or (seg, offset)) for ``t``."""
         data: Any = t._raw if t._raw is not None else t._array
         is_array = isinstance(data, np.ndarray)
         n = data.nbytes if is_array else len(data)
@@ -138,7 +146,7 @@ class Placer:
             return _INLINE, 0, b""
         if n <= self.state.inline_threshold and n <= self.budget:
             self.budget -= n
-            return _INLINE, n, _bytes_view(data)
+            return _INLINE, n, data
         st = self.state
         arena = st.arena
         assert arena is not None

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..utils.response import InferenceResponse
 
 _TOKEN = struct.Struct("<Q")
+_SEND = int(MessageKind.SEND)
 
 
 class StubTransport(MetricsClient, Transport):
@@ -36,12 +37,17 @@ class StubTransport(MetricsClient, Transport):
     def send_response(
         self, request: "InferenceRequest", response: Optional["InferenceResponse"], flags: int
     ) -> None:
-        desc = None
         placer = Placer(self.state, for_send=True)
         try:
+            # The SEND body is built in one buffer (codec.encode_send's layout): a
+            # decoupled model sends one per response, so every copy shows.
+            body: bytes | bytearray
             if response is not None:
-                desc = placer.response(response, request._requested)
-            self.state.async_.send(MessageKind.SEND, codec.encode_send(request._token, flags, desc))
+                head = codec.SEND_HEAD.pack(request._token, flags, 1)
+                body = placer.response(response, request._requested, head)
+            else:
+                body = codec.SEND_HEAD.pack(request._token, flags, 0)
+            self.state.async_.send(_SEND, body)
             if flags:
                 self.state.request_finished(request._token)
         except OSError as e:
