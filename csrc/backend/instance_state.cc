@@ -4,6 +4,7 @@
 #include "backend/logging.h"
 #include "backend/model_control.h"
 #include "backend/response_writer.h"
+#include "backend/thread_name.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
@@ -35,7 +36,11 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
 
   st->session_ = st->StartSession();
   st->started_at_ = std::chrono::steady_clock::now();
-  if (st->restart_enabled_) st->restarter_ = std::thread([s = st.get()] { s->RestartLoop(); });
+  if (st->restart_enabled_)
+    st->restarter_ = std::thread([s = st.get()] {
+      NameThisThread("pb_restarter");
+      s->RestartLoop();
+    });
   PB_LOG_INFO("TRITONBACKEND_ModelInstanceInitialize: " + st->name + " (" + st->kind + " device " +
               std::to_string(st->device_id) + ")");
   return st;

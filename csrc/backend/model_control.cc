@@ -10,6 +10,7 @@
 
 #include "backend/error.h"
 #include "backend/logging.h"
+#include "backend/thread_name.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
@@ -98,6 +99,7 @@ bool HandleModelControl(StubSession& session, TRITONSERVER_Server* server,
     ++g_running;
   }
   std::thread([s = session.shared_from_this(), server, kind, id = msg.id, body = msg.body] {
+    NameThisThread("pb_model_ctl");
     TRITONSERVER_Error* err = nullptr;
     try {
       err = kind == ipc::MessageKind::MODEL_LOAD ? Load(server, body) : Unload(server, body);

@@ -8,6 +8,7 @@
 
 #include "backend/logging.h"
 #include "backend/stub_session.h"
+#include "backend/thread_name.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
@@ -31,7 +32,10 @@ Monitor::~Monitor() { Stop(); }
 
 void Monitor::Start() {
   last_periodic_ = std::chrono::steady_clock::now();
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("pb_monitor");
+    Run();
+  });
 }
 
 void Monitor::Stop() {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cores.h"
+#include "backend/thread_name.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -125,7 +126,11 @@ class CopyPool {
   // Helpers start on the first big copy: most models never make one.
   void StartThreadsLocked() {
     if (!threads_.empty()) return;
-    for (unsigned i = 0; i < helpers_; ++i) threads_.emplace_back([this] { Loop(); });
+    for (unsigned i = 0; i < helpers_; ++i)
+      threads_.emplace_back([this] {
+        NameThisThread("pb_copy");
+        Loop();
+      });
   }
 
   void Loop() {
