@@ -12,36 +12,13 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from integration_support.echo_model import write_echo_repository
 from pybackend.server import TritonServer
-
-CONFIG = """
-name: "echo"
-backend: "python"
-max_batch_size: 0
-input [ { name: "X", data_type: TYPE_FP32, dims: [ -1 ] } ]
-output [ { name: "Y", data_type: TYPE_FP32, dims: [ -1 ] } ]
-instance_group [ { kind: KIND_CPU, count: 1 } ]
-"""
-
-MODEL = """
-import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x * 2)]))
-        return out
-"""
 
 
 @pytest.mark.parametrize("lane", ["true", "false"])
 def test_execute_round_trips(tmp_path: Path, lane: str) -> None:
-    version = tmp_path / "echo" / "1"
-    version.mkdir(parents=True)
-    (tmp_path / "echo" / "config.pbtxt").write_text(CONFIG)
-    (version / "model.py").write_text(MODEL)
+    write_echo_repository(tmp_path)
     with TritonServer(tmp_path, backend="ours", backend_config=[f"ipc-lane={lane}"]) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         # inline, arena, and 12 MB: more than the first segment, so a new one is announced

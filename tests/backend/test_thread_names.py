@@ -12,29 +12,8 @@ from pathlib import Path
 import numpy as np
 import tritonclient.http as httpclient
 
+from integration_support.echo_model import write_echo_repository
 from pybackend.server import TritonServer
-
-CONFIG = """
-name: "echo"
-backend: "python"
-max_batch_size: 0
-input [ { name: "X", data_type: TYPE_FP32, dims: [ -1 ] } ]
-output [ { name: "Y", data_type: TYPE_FP32, dims: [ -1 ] } ]
-instance_group [ { kind: KIND_CPU, count: 2 } ]
-"""
-
-MODEL = """
-import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
 
 
 def _thread_names(pid: int) -> Counter[str]:
@@ -48,16 +27,13 @@ def _thread_names(pid: int) -> Counter[str]:
 
 
 def test_backend_threads_are_named(tmp_path: Path) -> None:
-    version = tmp_path / "echo" / "1"
-    version.mkdir(parents=True)
-    (tmp_path / "echo" / "config.pbtxt").write_text(CONFIG)
-    (version / "model.py").write_text(MODEL)
+    write_echo_repository(tmp_path, instances=2)
     with TritonServer(tmp_path, backend="ours") as server:
         client = httpclient.InferenceServerClient(server.http_url)
         x = np.arange(3_000_000, dtype=np.float32)  # 12 MB: copies split over the helpers
         inp = httpclient.InferInput("X", list(x.shape), "FP32")
         inp.set_data_from_numpy(x)
-        np.testing.assert_array_equal(client.infer("echo", [inp]).as_numpy("Y"), x)
+        np.testing.assert_array_equal(client.infer("echo", [inp]).as_numpy("Y"), x * 2)
         names = _thread_names(server.pid)
         assert names["pb_monitor"] == 2, names
         assert names["pb_restarter"] == 2, names
