@@ -5,9 +5,10 @@
 // VMs we measure on and ~23-29 us with the data in shared memory and a futex wake-up, with
 // a C or a Python peer (benchmarks/pingpong). EXECUTE and RESULT travel in the slots;
 // everything else (fds, big bodies, control messages) stays on the socket. Every send rings
-// the receiver's bell, and a socket send first bumps the direction's socket count, so the
-// receiver sleeps on the futex alone and only reads the socket when a message waits there
-// (it reads those first: a SEGMENT_ADD sent before an EXECUTE is handled before it).
+// the receiver's bell (a socket send right before a slot post may leave that to the post), and a
+// socket send first bumps the direction's socket count, so the receiver sleeps on the futex alone
+// and only reads the socket when a message waits there (it reads those first: a SEGMENT_ADD sent
+// before an EXECUTE is handled before it).
 //
 // Layout of each 64 KiB block ("down" = backend -> stub at 0, "up" = stub -> backend at
 // 64 KiB): u32 bell @0, u32 full @4, u32 kind @8, u32 socket count @12, u64 id @16,

@@ -91,10 +91,13 @@ class Channel:
         msg_id: int = 0,
         fds: Sequence[int] = (),
         nonblocking: bool = False,
+        ring: bool = True,
     ) -> int:
         """Send one message; returns the ``sent`` count including it. ``nonblocking``
         raises BlockingIOError instead of waiting for socket buffer space (for the thread
-        that also reads this socket: it must never wait on a peer that waits on it)."""
+        that also reads this socket: it must never wait on a peer that waits on it).
+        ``ring=False`` (sync lane only): count the message without waking the backend,
+        because a send that rings follows at once (:meth:`Lane.socket_sent`)."""
         n = body.nbytes if isinstance(body, memoryview) else len(body)
         flags = 0
         if n > MAX_INLINE_BODY:
@@ -122,7 +125,7 @@ class Channel:
                 raise ChannelClosed(str(e)) from None
             self.sent += 1
             if self.lane is not None:
-                self.lane.socket_sent()  # the backend sleeps on the lane's bell
+                self.lane.socket_sent(ring)  # the backend sleeps on the lane's bell
             return self.sent
 
     def send_fast(self, kind: int, body: Buffer, msg_id: int = 0) -> None:

@@ -5,7 +5,7 @@ A round trip between two CPUs costs ~40 µs through the socket and ~24-29 µs th
 shared page and a futex on the machines we measure on, with a Python peer like this one
 (benchmarks/pingpong). The backend sends EXECUTE in the "down" slot, we send RESULT in the
 "up" slot; everything else stays on the socket, counted, and every send rings the
-receiver's bell, so the receiver sleeps on the futex alone and reads the socket only when
+receiver's bell (a socket send right before a post may leave that to the post's ring), so the receiver sleeps on the futex alone and reads the socket only when
 the count says a message waits there (those first: they were sent before the slot's).
 
 x86-64 only (the backend never offers a lane elsewhere): plain stores, whose order x86
@@ -116,11 +116,14 @@ class Lane:
         self._ring()
         return True
 
-    def socket_sent(self) -> None:
-        """Count a message that went out on the socket, then ring."""
+    def socket_sent(self, ring: bool = True) -> None:
+        """Count a message that went out on the socket, then ring. ``ring=False`` when a
+        ringing send follows at once (RESULT after the FREE of the batch's inputs): that
+        ring covers both, and the backend wakes once instead of twice."""
         w = self._w
         w[_U_COUNT] = (w[_U_COUNT] + 1) & 0xFFFFFFFF
-        self._ring()
+        if ring:
+            self._ring()
 
     def _ring(self) -> None:
         w = self._w

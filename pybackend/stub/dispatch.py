@@ -211,7 +211,9 @@ class Dispatcher:
         if st.main_flushes:
             st.main_flushes = False
             if st.backend_frees:
-                st.flush_frees(channel=st.sync)
+                # RESULT follows at once and rings the lane's bell: the backend wakes once
+                # and reads both (a ring here cost a wake-up and a thread switch each).
+                st.flush_frees(channel=st.sync, ring=False)
         return result
 
     def _execute(self, body: memoryview) -> bytearray:

@@ -180,10 +180,12 @@ class StubState:
         except OSError:
             pass  # the pipe is full: the reader is about to wake anyway
 
-    def flush_frees(self, nonblocking: bool = False, channel: Optional[Channel] = None) -> bool:
+    def flush_frees(
+        self, nonblocking: bool = False, channel: Optional[Channel] = None, ring: bool = True
+    ) -> bool:
         """Send every queued backend block back with FREE (on ``channel``, by default the
         async one). Returns False when the socket was full (``nonblocking``): the rest
-        stays queued for the next attempt."""
+        stays queued for the next attempt. ``ring``: see :meth:`Channel.send`."""
         q = self.backend_frees
         out = self.async_ if channel is None else channel
         self.free_urgent = False
@@ -202,6 +204,7 @@ class StubState:
                     MessageKind.FREE,
                     codec.encode_free(Owner.BACKEND, blocks),
                     nonblocking=nonblocking,
+                    ring=ring,
                 )
             except BlockingIOError:
                 q.extendleft(reversed(blocks))

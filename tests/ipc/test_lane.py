@@ -1,0 +1,85 @@
+"""The stub's end of the sync lane (pybackend/ipc/lane.py) against the page as the backend
+sees it: what a post, a counted socket send and a quiet count (no ring) change in the "up"
+half, and what take() reads from the "down" half. The whole exchange with the real backend
+runs in tests/backend/test_ipc_lane.py."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import socket
+import struct
+from collections.abc import Iterator
+
+import pytest
+
+from pybackend.ipc import lane as lane_mod
+from pybackend.ipc.channel import Channel
+from pybackend.ipc.lane import BLOCK, HEAD, Lane
+
+pytestmark = pytest.mark.skipif(
+    os.uname().machine != "x86_64", reason="the lane exists on x86-64 only"
+)
+
+UP = BLOCK // 4  # u32 index of the up half
+BELL, FULL, KIND, COUNT, LEN = 0, 1, 2, 3, 6
+
+
+@pytest.fixture
+def page() -> Iterator[tuple[Lane, memoryview]]:
+    fd = os.memfd_create("test-lane")
+    os.ftruncate(fd, 2 * BLOCK)
+    backend_map = mmap.mmap(fd, 2 * BLOCK)
+    lane = Lane(os.dup(fd))
+    os.close(fd)
+    words = memoryview(backend_map).cast("I")
+    yield lane, words
+    words.release()
+    backend_map.close()
+
+
+def test_post_fills_the_up_slot_and_rings(page: tuple[Lane, memoryview]) -> None:
+    lane, w = page
+    assert lane.post(5, 42, b"result-body")
+    assert (w[UP + FULL], w[UP + KIND], w[UP + LEN], w[UP + BELL]) == (1, 5, 11, 1)
+    assert not lane.post(5, 43, b"x")  # the backend has not taken the first one
+
+
+def test_a_counted_socket_send_rings_unless_told_not_to(page: tuple[Lane, memoryview]) -> None:
+    lane, w = page
+    lane.socket_sent()
+    assert (w[UP + COUNT], w[UP + BELL]) == (1, 1)
+    lane.socket_sent(ring=False)  # a ringing send follows at once
+    assert (w[UP + COUNT], w[UP + BELL]) == (2, 1)
+    assert lane.post(5, 1, b"r")  # ...and this ring covers both
+    assert (w[UP + COUNT], w[UP + BELL]) == (2, 2)
+
+
+def test_channel_send_passes_ring_through(page: tuple[Lane, memoryview]) -> None:
+    lane, w = page
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        ch = Channel(a)
+        ch.lane = lane
+        ch.send(18, b"free-body", ring=False)
+        assert (w[UP + COUNT], w[UP + BELL]) == (1, 0)
+        ch.send(18, b"free-body")
+        assert (w[UP + COUNT], w[UP + BELL]) == (2, 1)
+        assert len(b.recv(1024)) == len(b.recv(1024)) == 16 + 9  # header + body, twice
+    finally:
+        a.close()
+        b.close()
+
+
+def test_take_reads_the_down_slot_once(page: tuple[Lane, memoryview]) -> None:
+    lane, w = page
+    assert lane.take() is None
+    body = b"execute-body"
+    raw = memoryview(w.obj)  # the backend writes the down half
+    raw[HEAD : HEAD + len(body)] = body
+    struct.pack_into("<Q", raw, 16, 7)
+    w[KIND], w[LEN], w[FULL] = 4, len(body), 1
+    kind, msg_id, got = lane.take()  # type: ignore[misc]
+    assert (kind, msg_id, bytes(got)) == (4, 7, body)
+    assert w[FULL] == 0 and lane.take() is None
+    assert lane_mod.SLOT == BLOCK - HEAD
