@@ -5,8 +5,9 @@ A round trip between two CPUs costs ~40 µs through the socket and ~24-29 µs th
 shared page and a futex on the machines we measure on, with a Python peer like this one
 (benchmarks/pingpong). The backend sends EXECUTE in the "down" slot, we send RESULT in the
 "up" slot; everything else stays on the socket, counted, and every send rings the
-receiver's bell (a socket send right before a post may leave that to the post's ring), so the receiver sleeps on the futex alone and reads the socket only when
-the count says a message waits there (those first: they were sent before the slot's).
+receiver's bell (a socket send right before a post may leave that to the post's ring), so
+the receiver sleeps on the futex alone and reads the socket only when the count says a
+message waits there (those first: they were sent before the slot's).
 
 x86-64 only (the backend never offers a lane elsewhere): plain stores, whose order x86
 keeps.
