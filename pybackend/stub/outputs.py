@@ -29,6 +29,9 @@ _EMPTY_PARAMS = b"\x00" + U32.pack(0)  # no error, parameters ""
 _HEADS: Dict[int, struct.Struct] = {}
 # Encoded tensor names (u32 length + UTF-8): outputs keep their names from call to call.
 _NAMES: Dict[str, bytes] = {}
+# Name and head of inline tensors by (name, dtype, shape, byte size): a streaming model sends
+# the same small output thousands of times, and the head is then one lookup.
+_INLINE_HEADS: Dict[Tuple[str, int, Tuple[int, ...], int], bytes] = {}
 
 
 def _head(ndim: int) -> struct.Struct:
@@ -126,13 +129,20 @@ class Placer:
         """``t`` placed and encoded onto ``out``."""
         loc, n, where = self._place(t)
         shape = t._shape
-        out += _name(t._name)
-        out += _head(len(shape)).pack(t._dtype, loc, len(shape), *shape, n)
         if loc == _INLINE:
+            key = (t._name, t._dtype, shape, n)
+            head = _INLINE_HEADS.get(key)
+            if head is None:
+                head = _name(t._name) + _head(len(shape)).pack(t._dtype, loc, len(shape), *shape, n)
+                if len(_INLINE_HEADS) < 4096:
+                    _INLINE_HEADS[key] = head
+            out += head
             if n:
                 # memoryview: ``out += array`` would be numpy's broadcasting add.
                 out += memoryview(where)
         else:
+            out += _name(t._name)
+            out += _head(len(shape)).pack(t._dtype, loc, len(shape), *shape, n)
             out += BLOCK_REF.pack(*where)
 
     def _place(self, t: Tensor) -> Tuple[int, int, Any]:
