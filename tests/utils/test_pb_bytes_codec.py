@@ -6,6 +6,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import triton_python_backend_utils as pb_utils
 from pybackend.utils.bytes_codec import split_bytes
@@ -104,3 +106,58 @@ def test_serialize_small_uniform_and_mixed_paths(count: int, form: str) -> None:
     arr = np.empty(count, dtype=object)
     arr[:] = items
     assert pb_utils.serialize_byte_tensor(arr) == reference_serialize(items)
+
+
+def reference_decode(data: bytes) -> list:
+    """The format's definition as a plain loop (None where the data is malformed)."""
+    items, pos = [], 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            return None
+        (n,) = struct.unpack_from("<I", data, pos)
+        if pos + 4 + n > len(data):
+            return None
+        items.append(data[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    return items
+
+
+@given(st.lists(st.binary(max_size=12), max_size=70), st.booleans())
+@settings(max_examples=400, deadline=None)
+def test_round_trip_of_any_small_tensor(items: list, same_width: bool) -> None:
+    """Small tensors take a shortcut in both directions (a join with one shared header
+    when every element is equally long, slices checked by re-serializing): whatever the
+    elements, both must agree with the format's definition."""
+    if same_width and items:
+        items = [(x + b"\x00" * 12)[:4] for x in items]  # equal length, NULs kept
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    data = pb_utils.serialize_byte_tensor(arr) if items else b""
+    assert data == reference_serialize(items)
+    assert split_bytes(data, len(items)) == items
+    assert pb_utils.deserialize_bytes_tensor(data).tolist() == items
+
+
+@given(st.binary(max_size=200))
+@settings(max_examples=400, deadline=None)
+def test_any_bytes_decode_like_the_definition(data: bytes) -> None:
+    """Arbitrary input, mostly malformed: the decoder returns exactly the definition's
+    elements or raises the struct error the original raised, never something else."""
+    expected = reference_decode(data)
+    if expected is None:
+        with pytest.raises(struct.error, match="Invalid bytes tensor data"):
+            pb_utils.deserialize_bytes_tensor(data)
+    else:
+        assert pb_utils.deserialize_bytes_tensor(data).tolist() == expected
+
+
+def test_small_path_checks_its_equal_width_guess() -> None:
+    """Element lengths whose total happens to divide evenly by the first element's stride
+    must not be cut as if all were equally long."""
+    items = [b"ab", b"abcdefgh"]  # first stride 6, total 6 + 12 = 18: three "elements"?
+    data = reference_serialize(items)
+    assert len(data) % 6 == 0
+    assert split_bytes(data, 2) == items
+    assert pb_utils.deserialize_bytes_tensor(data).tolist() == items
+    with pytest.raises(ValueError, match="expected 3 elements, found 2"):
+        split_bytes(data, 3)
