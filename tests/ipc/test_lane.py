@@ -9,6 +9,7 @@ import mmap
 import os
 import socket
 import struct
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -83,3 +84,21 @@ def test_take_reads_the_down_slot_once(page: tuple[Lane, memoryview]) -> None:
     assert (kind, msg_id, bytes(got)) == (4, 7, body)
     assert w[FULL] == 0 and lane.take() is None
     assert lane_mod.SLOT == BLOCK - HEAD
+
+
+@pytest.mark.parametrize("bell", [7, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF])
+def test_wait_sleeps_while_the_bell_is_unchanged(page: tuple[Lane, memoryview], bell: int) -> None:
+    """wait() passes the bell value as a C int: values past 2^31 must still compare equal
+    in the kernel (the wait times out), and a different value must return at once."""
+    lane, w = page
+    w[0] = bell  # the down bell
+    t0 = time.monotonic()
+    lane.wait(bell, 0.05)
+    slept = time.monotonic() - t0
+    assert slept >= 0.04
+    t0 = time.monotonic()
+    lane.wait((bell + 1) & 0xFFFFFFFF, 0.5)
+    assert time.monotonic() - t0 < 0.25
+    t0 = time.monotonic()
+    lane.wait(bell, 0.02)  # the timeout is re-read when it changes, not cached forever
+    assert 0.015 <= time.monotonic() - t0 < 0.4  # not the 0.5 s of the call before
