@@ -36,6 +36,8 @@ BACKEND_PACKAGE_DIR = Path("pybackend", "backends", "python")
 LIBRARY_NAME = "libtriton_python.so"
 EXTENSION_NAME = "pybackend.backends.python.libtriton_python"
 INTERPRETER_FILE = "python_executable"
+# The stub's optional ctypes helpers (csrc/stub_native), built by the same CMake run.
+NATIVE_HELPERS = Path("pybackend", "utils", "libpybackend_native.so")
 
 
 def _replace_file(src: Path, dst: Path) -> None:
@@ -83,6 +85,9 @@ class CMakeBuild(build_ext):
         built = self._run_cmake()
         dest = Path(self.get_ext_fullpath(ext.name))
         _replace_file(built, dest)
+        base = ROOT if self.inplace else Path(self.build_lib)
+        if (ROOT / NATIVE_HELPERS).exists():
+            _replace_file(ROOT / NATIVE_HELPERS, base / NATIVE_HELPERS)
         # The backend starts stubs with the interpreter this package was installed for.
         for folder in {built.parent, dest.parent}:
             _write_text(folder / INTERPRETER_FILE, sys.executable + "\n")

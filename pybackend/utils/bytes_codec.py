@@ -9,9 +9,11 @@ loop only where lengths keep changing (UV-11).
 from __future__ import annotations
 
 import struct
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, NoReturn, Optional, Tuple, Union
 
 import numpy as np
+
+from . import native
 
 _U32 = struct.Struct("<I")
 _SMALL = 64  # up to this many elements, serialize with a plain join
@@ -181,6 +183,56 @@ def _decode_small(data: bytes, count: Optional[int]) -> np.ndarray:
     return to_object_array(items)
 
 
+_PAD_SLACK = 4  # the padded matrix may be this many times the data (+64 KiB), else slices
+
+
+def _decode_native(lib: Any, mv: memoryview, count: Optional[int]) -> np.ndarray:
+    """Any mix of lengths (UV-11): C finds the elements (a sequential scan), copies them
+    into a zero-padded matrix, and numpy makes the bytes objects in one call."""
+    a = np.frombuffer(mv, np.uint8)
+    size = a.size
+    cap = size // 4 if count is None else count
+    starts = np.empty(cap, np.uint64)
+    lens = np.empty(cap, np.uint32)
+    addr = a.ctypes.data if size else None
+    n = lib.pb_bytes_index(addr, size, starts.ctypes.data, lens.ctypes.data, cap)
+    if n > cap:  # more elements than ``count``: scan them all for the message
+        _count_error(count, _decode_native(lib, mv, None).size)
+    if n == -1:
+        raise BytesTensorError("Invalid bytes tensor data: incomplete length field")
+    if n == -2:
+        raise BytesTensorError("Invalid bytes tensor data: string extends beyond buffer")
+    if count is not None and n != count:
+        _count_error(count, n)
+    starts, lens = starts[:n], lens[:n]
+    width = int(lens.max()) if n else 0
+    if width == 0:
+        out = np.empty(n, dtype=np.object_)
+        out.fill(b"")
+        return out
+    if int(lens.min()) == width:
+        # All equally long: the data already is a matrix of (length, bytes) records.
+        return a.view(_record_dtype(width))["s"].astype(np.object_)
+    if n * width > _PAD_SLACK * size + (1 << 16):
+        # One long element among many short ones: no padded matrix, slices of a copy.
+        data = mv.tobytes()
+        return to_object_array([data[s : s + k] for s, k in zip(starts.tolist(), lens.tolist())])
+    mat = np.empty((n, width), np.uint8)
+    lib.pb_bytes_pad(addr, starts.ctypes.data, lens.ctypes.data, n, width, mat.ctypes.data)
+    out = mat.view(f"S{width}").reshape(n).astype(np.object_)
+    # ``S`` items lose trailing NULs when they become bytes: put those elements back whole.
+    # (starts >= 4, so the index of an empty element's "last byte" stays in range.)
+    nul = np.flatnonzero((lens > 0) & (a[starts + lens - 1] == 0))
+    for i in nul.tolist():
+        s = int(starts[i])
+        out[i] = mv[s : s + int(lens[i])].tobytes()
+    return out
+
+
+def _count_error(count: Optional[int], found: int) -> NoReturn:
+    raise BytesTensorError(f"Invalid bytes tensor data: expected {count} elements, found {found}")
+
+
 def decode_object_array(buf: Any, count: Optional[int] = None) -> np.ndarray:
     """Serialized BYTES data as a 1-D ``np.object_`` array of ``bytes`` (each element a
     copy, so the result does not pin ``buf``); ``count``, when known, must match."""
@@ -189,6 +241,8 @@ def decode_object_array(buf: Any, count: Optional[int] = None) -> np.ndarray:
         mv = mv.cast("B")
     if mv.nbytes <= _SMALL_BYTES or (count is not None and count <= _SMALL_COUNT):
         return _decode_small(buf if type(buf) is bytes else mv.tobytes(), count)
+    if native.helpers is not None:
+        return _decode_native(native.helpers, mv, count)
     a = np.frombuffer(mv, np.uint8)
     end = a.size
     pieces: List[Any] = []  # numpy object arrays (runs) and lists (loop stretches)

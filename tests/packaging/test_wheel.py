@@ -45,6 +45,7 @@ def test_wheel_contents(wheel: Path) -> None:
     archive = zipfile.ZipFile(wheel)
     names = set(archive.namelist())
     assert "pybackend/backends/python/libtriton_python.so" in names
+    assert "pybackend/utils/libpybackend_native.so" in names  # the stub's BYTES decoder
     assert "triton_python_backend_utils.py" in names
     assert "pybackend/cli/main.py" in names and "pybackend/server/tritonserver.py" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

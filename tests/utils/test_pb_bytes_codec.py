@@ -10,7 +10,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import triton_python_backend_utils as pb_utils
+from pybackend.utils import native
 from pybackend.utils.bytes_codec import split_bytes
+
+
+@pytest.fixture(params=["native", "python"])
+def decoder_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Large tensors decode through the C helpers (libpybackend_native.so) when present
+    and through numpy runs otherwise: every large-tensor test runs on both."""
+    if request.param == "native":
+        if native.helpers is None:
+            pytest.fail(f"{native.LIBRARY} was not built (make build builds it)")
+    else:
+        monkeypatch.setattr(native, "helpers", None)
+    return request.param
 
 
 def reference_serialize(items: list) -> bytes:
@@ -46,7 +59,7 @@ def test_empty_and_other_dtypes() -> None:
     assert pb_utils.deserialize_bytes_tensor(b"").shape == (0,)
 
 
-def test_large_random_round_trip() -> None:
+def test_large_random_round_trip(decoder_path: str) -> None:
     rng = np.random.default_rng(0)
     items = [rng.bytes(int(n)) for n in rng.integers(0, 50, size=2000)]
     arr = np.empty(len(items), dtype=object)
@@ -71,7 +84,7 @@ def test_malformed_data() -> None:
     "pattern",
     ["uniform", "uniform_nul", "empty_runs", "runs_then_noise", "noise_then_runs"],
 )
-def test_equal_length_runs_decode_exactly(pattern: str) -> None:
+def test_equal_length_runs_decode_exactly(pattern: str, decoder_path: str) -> None:
     """The decoder takes runs of equal-length elements as one numpy block (UV-11): every
     run boundary, trailing NULs and empty strings must still come back exactly."""
     rng = np.random.default_rng(7)
@@ -161,3 +174,46 @@ def test_small_path_checks_its_equal_width_guess() -> None:
     assert pb_utils.deserialize_bytes_tensor(data).tolist() == items
     with pytest.raises(ValueError, match="expected 3 elements, found 2"):
         split_bytes(data, 3)
+
+
+@given(
+    st.lists(st.binary(max_size=40), min_size=33, max_size=400),
+    st.sampled_from(["as_is", "trailing_nuls", "one_long"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_large_tensors_of_any_lengths(items: list, shape: str) -> None:
+    if shape == "trailing_nuls":
+        items = [x + b"\x00" for x in items]
+    elif shape == "one_long":
+        items = [*items, b"z" * 100_000]  # no padded matrix for this one
+    data = reference_serialize(items)
+    saved = native.helpers
+    for helpers in (saved, None):  # hypothesis and function fixtures do not mix: by hand
+        native.helpers = helpers
+        try:
+            assert split_bytes(data, len(items)) == items
+            out = pb_utils.deserialize_bytes_tensor(bytearray(data))
+            assert out.tolist() == items and all(type(x) is bytes for x in out)
+        finally:
+            native.helpers = saved
+
+
+def test_large_tensor_errors_name_the_problem(decoder_path: str) -> None:
+    items = [b"abc", b"", b"de\x00"] * 100
+    data = reference_serialize(items)
+    with pytest.raises(ValueError, match="expected 299 elements, found 300"):
+        split_bytes(data, 299)
+    with pytest.raises(ValueError, match="expected 301 elements, found 300"):
+        split_bytes(data, 301)
+    with pytest.raises(struct.error, match="string extends beyond buffer"):
+        split_bytes(data + b"\x09\x00\x00\x00abc", 300)  # malformed after `count` elements
+    with pytest.raises(ValueError, match="incomplete length field"):
+        pb_utils.deserialize_bytes_tensor(data + b"\x01")
+    assert split_bytes(reference_serialize([b""] * 400), 400) == [b""] * 400
+
+
+def test_native_library_is_built_and_loaded() -> None:
+    """The build must ship the helpers (their absence only slows decoding down, so nothing
+    else would notice)."""
+    assert native.LIBRARY.is_file()
+    assert native.helpers is not None

@@ -1,0 +1,47 @@
+"""The stub's optional native helpers (csrc/stub_native), loaded with ctypes.
+
+A plain C library rather than a CPython extension: it does not depend on the interpreter's
+ABI or on numpy's C API, so the same file works in every environment a stub may run in
+(EXECUTION_ENV_PATH included). Everything that uses it has a pure-Python path for when it
+is missing (a source checkout without a build, ``PYBACKEND_SKIP_NATIVE=1``, another
+platform) or disabled with ``PYBACKEND_NATIVE=0``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Optional
+
+LIBRARY = Path(__file__).with_name("libpybackend_native.so")
+
+
+def _load() -> Optional[ctypes.CDLL]:
+    if os.environ.get("PYBACKEND_NATIVE", "1") == "0" or not LIBRARY.is_file():
+        return None
+    try:
+        lib = ctypes.CDLL(str(LIBRARY))
+    except OSError:
+        return None  # another platform's build, or a damaged file: the Python path works
+    lib.pb_bytes_index.restype = ctypes.c_int64
+    lib.pb_bytes_index.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+    ]
+    lib.pb_bytes_pad.restype = None
+    lib.pb_bytes_pad.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_uint64,
+        ctypes.c_void_p,
+    ]
+    return lib
+
+
+helpers: Optional[ctypes.CDLL] = _load()
