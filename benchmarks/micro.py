@@ -6,7 +6,7 @@ import importlib.util
 import timeit
 from types import ModuleType
 
-from benchmarks.payloads import strings
+from benchmarks.payloads import serialize_strings, strings
 from pybackend.server import locate
 
 
@@ -26,10 +26,15 @@ def _best(func: object, data: bytes, number: int) -> float:
 
 
 def decode_speedup(
-    count: int = 5000, width: int = 16, quick: bool = False
+    count: int = 5000, width: int = 16, quick: bool = False, mixed: bool = False
 ) -> tuple[float | None, str]:
-    """Python-loop decode time / our decode time for `count` strings, and a note."""
-    data = strings("INPUT0", count, width).data
+    """Python-loop decode time / our decode time for `count` strings, and a note.
+    ``mixed``: lengths 0 .. width*2-1 in turn instead of all ``width`` long (text)."""
+    if mixed:
+        items = [(f"s{i:06d}-".encode() * width)[: i % (2 * width)] for i in range(count)]
+        data = serialize_strings(items)
+    else:
+        data = strings("INPUT0", count, width).data
     try:
         reference = _original_utils().deserialize_bytes_tensor
     except (OSError, ImportError, AttributeError) as exc:
@@ -46,5 +51,7 @@ def decode_speedup(
     loop, fast = _best(reference, data, number), _best(decode, data, number)
     return (
         loop / fast,
-        f"Python loop {loop * 1e6:.0f} µs, ours {fast * 1e6:.0f} µs for {count} strings",
+        f"Python loop {loop * 1e6:.0f} µs, ours {fast * 1e6:.0f} µs for {count} "
+        f"{'strings of mixed lengths' if mixed else 'equally long strings'} "
+        f"({loop / fast:.1f}x)",
     )

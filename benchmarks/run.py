@@ -316,6 +316,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     speedup, note = micro.decode_speedup(quick=args.quick)
     results["decode_speedup"] = speedup
     results["notes"].append(f"UV-11 decode micro-benchmark: {note}")
+    _, note = micro.decode_speedup(quick=args.quick, mixed=True)
+    results["notes"].append(f"UV-11 decode micro-benchmark: {note}")
     results["meta"]["load_average_at_end"] = os.getloadavg()[0]
     results["targets"] = report.targets(results)
     return results
