@@ -47,22 +47,38 @@ def test_stubs_go_with_a_killed_server(tmp_path: Path) -> None:
         os.kill(stopped, signal.SIGSTOP)  # a stopped stub
         # SIGSTOP takes effect when the stub is next scheduled: kill the server only once it
         # has, or the kernel's orphaned-group check (at the server's exit) finds nothing
-        # stopped and the stub stops afterwards, with no SIGCONT ever coming.
-        wait_for("the stub to stop", lambda: _state(stopped) == "T")
+        # stopped and the stub stops afterwards, with no SIGCONT ever coming. The check looks
+        # for a completed group stop, which needs every thread (the reader too), not only
+        # the main thread that /proc/<pid>/stat shows.
+        wait_for("every thread of the stub to stop", lambda: _all_threads_stopped(stopped))
         os.kill(server.pid, signal.SIGKILL)
         t0 = time.monotonic()
-        wait_for(
-            "every stub to exit",
-            lambda: not any(alive(p) for p in found.values()),
-            timeout=BUSY_STUB_GRACE_S + 10,
-        )
+        try:
+            wait_for(
+                "every stub to exit",
+                lambda: not any(alive(p) for p in found.values()),
+                timeout=BUSY_STUB_GRACE_S + 10,
+            )
+        except AssertionError as e:
+            left = {n: _thread_states(p) for n, p in found.items() if alive(p)}
+            raise AssertionError(f"{e}; left (thread states): {left}") from None
         gone_in = time.monotonic() - t0
     assert not server.killed_stragglers, "the launcher had to kill stubs"
     assert not {n for n in shm_files() - before_shm if not ORIGINAL_SHM_LEAK.match(n)}
     print(f"all {len(found)} stubs gone {gone_in:.1f} s after kill -9 of the server")
 
 
-def _state(pid: int) -> str:
-    """The process state letter from /proc/<pid>/stat (after the parenthesised name)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0]
+def _thread_states(pid: int) -> str:
+    """The state letters of every thread of pid (from /proc/<pid>/task/*/stat)."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            pass  # the thread ended meanwhile
+    return "".join(sorted(states))
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    states = _thread_states(pid)
+    return bool(states) and set(states) == {"T"}
