@@ -47,7 +47,12 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
 }
 
 std::shared_ptr<StubSession> InstanceState::StartSession() {
-  auto session = std::make_shared<StubSession>(model->MakeSessionOptions(name), this);
+  std::shared_ptr<StubSession> session = model->TakeSpare(name);
+  if (session != nullptr) {
+    session->set_handler(this);
+  } else {
+    session = std::make_shared<StubSession>(model->MakeSessionOptions(name), this);
+  }
   json::Value reply = session->Start(model->InitArgs("initialize", name, kind, device_id));
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {

@@ -54,6 +54,7 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
 
   state->ReadConfig();
   state->ReadParameters();
+  state->SpawnSpare();
   bool auto_complete = false;
   Check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete),
         "TRITONBACKEND_ModelAutoCompleteConfig");
@@ -62,6 +63,62 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
     state->ReadConfig();  // decoupled, max_batch_size may have changed
   }
   return state;
+}
+
+ModelState::~ModelState() {
+  std::shared_ptr<StubSession> spare;
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    spare.swap(spare_);
+  }
+  if (spare != nullptr) spare->Discard();  // no instance came for it (failed load, count 0)
+}
+
+void ModelState::SpawnSpare() {
+  // Triton names instances "<group name>_<index>" and fills in the group names before the
+  // backend sees the config, so the first instance's name is known now.
+  const json::Value* groups = config.Find("instance_group");
+  if (groups == nullptr || !groups->is_array() || groups->items().empty()) return;
+  const json::Value& first = groups->items().front();
+  const json::Value* count = first.Find("count");
+  if (count != nullptr && count->is_number() && count->AsInt() < 1) return;
+  std::string group_name = first.GetString("name");
+  if (group_name.empty()) return;
+  auto spare = std::make_shared<StubSession>(MakeSessionOptions(group_name + "_0"), nullptr);
+  try {
+    spare->Spawn();
+  } catch (const std::exception& e) {
+    // The instance spawns its own stub and reports the same failure in its own phase.
+    PB_LOG_VERBOSE("model '" + name + "': no early stub: " + e.what());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  spare_ = std::move(spare);
+}
+
+std::shared_ptr<StubSession> ModelState::TakeSpare(const std::string& instance_name) {
+  std::shared_ptr<StubSession> spare;
+  bool ours = false;
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (spare_ == nullptr) return nullptr;
+    ++spare_asked_;
+    ours = spare_->options().instance_name == instance_name;
+    // Every instance has asked and none had the name we guessed: it is nobody's, and must
+    // not live until the model is unloaded.
+    if (!ours && spare_asked_ < CountInstances(config)) return nullptr;
+    spare.swap(spare_);
+  }
+  // Spawned with the options of this model at load time: if anything that shapes the stub
+  // process has changed since, start a fresh one.
+  SessionOptions now = MakeSessionOptions(instance_name);
+  const SessionOptions& then = spare->options();
+  if (!ours || now.python != then.python || now.env != then.env ||
+      now.package_parent != then.package_parent) {
+    spare->Discard();
+    return nullptr;
+  }
+  return spare;
 }
 
 void ModelState::ReadConfig() {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend/backend_state.h"
@@ -18,6 +19,7 @@ class ModelState {
  public:
   // Reads the config, runs auto-complete when Triton asks for it. Throws BackendError.
   static std::unique_ptr<ModelState> Create(TRITONBACKEND_Model* model);
+  ~ModelState();
 
   TRITONBACKEND_Model* model = nullptr;
   BackendState* backend = nullptr;
@@ -42,7 +44,19 @@ class ModelState {
                        const std::string& kind, int32_t device_id) const;
   SessionOptions MakeSessionOptions(const std::string& instance_name) const;
 
+  // The first instance's stub, spawned (not initialized) before auto-complete so that its
+  // interpreter starts in parallel with the auto-complete stub: at model load the two
+  // stub starts overlap instead of running one after the other. The instance named
+  // `instance_name` takes it; anyone else gets nullptr (and spawns its own).
+  std::shared_ptr<StubSession> TakeSpare(const std::string& instance_name);
+
  private:
+  void SpawnSpare();
+
+  std::mutex spare_mu_;
+  std::shared_ptr<StubSession> spare_;
+  int spare_asked_ = 0;  // instances that asked for it
+
   void ReadConfig();
   void ReadParameters();
   void AutoComplete();

@@ -50,7 +50,7 @@ StubSession::~StubSession() {
   process_.reset();
 }
 
-json::Value StubSession::Start(const json::Value& init_args) {
+void StubSession::Spawn() {
   SpawnOptions so;
   so.python = opts_.python;
   so.args = {"-m", "pybackend.stub", "--instance", opts_.instance_name};
@@ -78,6 +78,21 @@ json::Value StubSession::Start(const json::Value& init_args) {
   monitor_->Start();
   PB_LOG_VERBOSE(log_prefix_ + "started stub pid " + std::to_string(process_->pid()) + ": " +
                  opts_.python + " -m pybackend.stub --instance " + opts_.instance_name);
+}
+
+void StubSession::Discard() {
+  if (process_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    finalizing_ = true;  // its end is ours: no crash report
+  }
+  process_->Kill();
+  process_->WaitExit(std::chrono::milliseconds(5000));
+  StopMonitor();
+}
+
+json::Value StubSession::Start(const json::Value& init_args) {
+  if (process_ == nullptr) Spawn();
 
   const std::string what =
       "Failed to start the Python stub for model '" + opts_.model_name + "' version " +

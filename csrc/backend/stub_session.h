@@ -76,10 +76,20 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   StubSession(const StubSession&) = delete;
   StubSession& operator=(const StubSession&) = delete;
 
-  // Spawns the stub and runs HELLO -> INIT -> INIT_REPLY. Returns the InitReply (ok or not;
-  // the caller decides what a failed init means). Throws BackendError when the stub could
-  // not be started, died, timed out or broke the protocol.
+  // Starts the stub process and its monitor without initializing it, so the interpreter
+  // and its imports run while the backend does something else (a model starts its first
+  // instance's stub before auto-complete). Start() calls it when nobody did. Throws
+  // BackendError when the process cannot be started.
+  void Spawn();
+  bool spawned() const { return process_ != nullptr; }
+  // Spawns the stub if needed and runs HELLO -> INIT -> INIT_REPLY. Returns the InitReply
+  // (ok or not; the caller decides what a failed init means). Throws BackendError when the
+  // stub could not be started, died, timed out or broke the protocol.
   json::Value Start(const json::Value& init_args);
+  // Ends a stub that was spawned but never initialized, without the logs of a crash.
+  void Discard();
+  // Who gets the async messages; set before Start() on a session spawned without one.
+  void set_handler(AsyncHandler* handler) { handler_.store(handler, std::memory_order_release); }
   // FINALIZE -> FINALIZE_REPLY -> exit, each bounded; kills the stub on any trouble.
   // Returns the stub's finalize error text ("" when none). Never throws.
   std::string Finalize();
@@ -123,7 +133,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   ipc::PeerSegments& peers() { return peers_; }
   ipc::PendingFrees& frees() { return frees_; }
   StubProcess* process() { return process_.get(); }
-  AsyncHandler* handler() { return handler_; }
+  AsyncHandler* handler() { return handler_.load(std::memory_order_acquire); }
   // The families and metrics this stub created (deleted when the session ends).
   CustomMetrics& metrics() { return metrics_; }
   const std::string& log_prefix() const { return log_prefix_; }
@@ -165,7 +175,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
                         bool bounded, std::string* error);
 
   SessionOptions opts_;
-  AsyncHandler* handler_;
+  std::atomic<AsyncHandler*> handler_;  // set later for an early-spawned stub
   std::string log_prefix_;
   ipc::Arena arena_;
   ipc::PeerSegments peers_;
