@@ -218,8 +218,12 @@ def _decode_native(lib: Any, mv: memoryview, count: Optional[int]) -> np.ndarray
         data = mv.tobytes()
         return to_object_array([data[s : s + k] for s, k in zip(starts.tolist(), lens.tolist())])
     mat = np.empty((n, width), np.uint8)
-    lib.pb_bytes_pad(addr, starts.ctypes.data, lens.ctypes.data, n, width, mat.ctypes.data)
+    trailing_nul = lib.pb_bytes_pad(
+        addr, starts.ctypes.data, lens.ctypes.data, n, width, mat.ctypes.data
+    )
     out = mat.view(f"S{width}").reshape(n).astype(np.object_)
+    if not trailing_nul:
+        return out
     # ``S`` items lose trailing NULs when they become bytes: put those elements back whole.
     # (starts >= 4, so the index of an empty element's "last byte" stays in range.)
     nul = np.flatnonzero((lens > 0) & (a[starts + lens - 1] == 0))

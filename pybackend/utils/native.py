@@ -32,7 +32,7 @@ def _load() -> Optional[ctypes.CDLL]:
         ctypes.c_void_p,
         ctypes.c_uint64,
     ]
-    lib.pb_bytes_pad.restype = None
+    lib.pb_bytes_pad.restype = ctypes.c_uint64
     lib.pb_bytes_pad.argtypes = [
         ctypes.c_void_p,
         ctypes.c_void_p,

@@ -82,7 +82,14 @@ def test_malformed_data() -> None:
 
 @pytest.mark.parametrize(
     "pattern",
-    ["uniform", "uniform_nul", "empty_runs", "runs_then_noise", "noise_then_runs"],
+    [
+        "uniform",
+        "uniform_nul",
+        "empty_runs",
+        "runs_then_noise",
+        "noise_then_runs",
+        "mixed_trailing_nul",
+    ],
 )
 def test_equal_length_runs_decode_exactly(pattern: str, decoder_path: str) -> None:
     """The decoder takes runs of equal-length elements as one numpy block (UV-11): every
@@ -94,6 +101,8 @@ def test_equal_length_runs_decode_exactly(pattern: str, decoder_path: str) -> No
         items = [b"\x00" * 3 + bytes([i % 256]) + b"\x00" * 4 for i in range(700)]
     elif pattern == "empty_runs":
         items = [b""] * 300 + [b"x"] * 9 + [b""] * 64 + [b"yz"] * 7
+    elif pattern == "mixed_trailing_nul":  # the padded matrix strips these: put back
+        items = [b"ab\x00", b"c", b"\x00", b"de\x00\x00", b"", b"\x00f"] * 300
     elif pattern == "runs_then_noise":
         items = [b"abcd"] * 1000 + [rng.bytes(int(n)) for n in rng.integers(0, 9, 500)]
     else:
