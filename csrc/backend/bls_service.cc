@@ -26,6 +26,10 @@ struct BlsCall {
   uint64_t id = 0;
   std::string callee;
   uint64_t inline_threshold = 0;
+  // Answered on sync (BlsService::OnExec): one BLS_RESPONSE, so a response that comes
+  // without the FINAL flag waits here for the callback that carries it.
+  bool on_sync = false;
+  TRITONSERVER_InferenceResponse* pending = nullptr;
   std::vector<uint8_t> body;  // the BLS_EXEC body: inline inputs point into it
   std::vector<std::shared_ptr<ipc::Mapping>> maps;    // stub segments our inputs lie in
   std::vector<std::pair<uint32_t, uint64_t>> blocks;  // stub blocks to FREE on release
@@ -50,6 +54,7 @@ struct BlsCall {
   void Unref() {
     if (refs.fetch_sub(1) == 1) {
       table->Remove(this);
+      if (pending != nullptr) TakeMessage(TRITONSERVER_InferenceResponseDelete(pending));
       if (request != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(request));
       delete this;
     }
@@ -252,9 +257,33 @@ std::vector<OutBuf*> WriteResponse(ipc::Writer& w, TRITONSERVER_InferenceRespons
   return named;
 }
 
+bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::Writer& w,
+                     std::string* error) {
+  if (on_sync) return s.SendSync(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(), error);
+  return s.async().Send(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(),
+                        static_cast<int>(s.options().timeout.count()), error);
+}
+
 void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
   auto* call = static_cast<BlsCall*>(userp);
   StubSession& s = *call->session;
+  if (call->on_sync) {
+    // The stub takes the first response of a non-decoupled call; it goes out with FINAL.
+    if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) == 0) {
+      if (call->pending == nullptr) {
+        call->pending = resp;
+      } else if (resp != nullptr) {
+        TakeMessage(TRITONSERVER_InferenceResponseDelete(resp));
+      }
+      return;
+    }
+    if (resp == nullptr) {
+      resp = call->pending;
+    } else if (call->pending != nullptr) {
+      TakeMessage(TRITONSERVER_InferenceResponseDelete(call->pending));
+    }
+    call->pending = nullptr;
+  }
   ipc::Writer w;
   w.U32(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL);
   std::vector<OutBuf*> named;
@@ -265,9 +294,7 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
     w.U8(0);
   }
   std::string error;
-  bool sent =
-      s.alive() && s.async().Send(ipc::MessageKind::BLS_RESPONSE, call->id, w.data(), w.size(),
-                                  static_cast<int>(s.options().timeout.count()), &error);
+  bool sent = s.alive() && SendBlsResponse(s, call->on_sync, call->id, w, &error);
   if (sent) {
     for (OutBuf* out : named) out->handed = true;
   } else if (s.alive()) {
@@ -392,7 +419,7 @@ TRITONSERVER_InferenceTrace* BlsService::ChildTrace(uint64_t token) {
   return child;
 }
 
-void SendBlsError(StubSession& session, uint64_t id, TRITONSERVER_Error_Code code,
+void SendBlsError(StubSession& session, bool on_sync, uint64_t id, TRITONSERVER_Error_Code code,
                   const std::string& message) {
   ipc::Writer w;
   w.U32(TRITONSERVER_RESPONSE_COMPLETE_FINAL);
@@ -403,14 +430,14 @@ void SendBlsError(StubSession& session, uint64_t id, TRITONSERVER_Error_Code cod
   body.error_message = message;
   ipc::WriteResponseBody(w, body);
   std::string error;
-  if (!session.async().Send(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(),
-                            static_cast<int>(session.options().timeout.count()), &error)) {
+  if (!SendBlsResponse(session, on_sync, id, w, &error)) {
     PB_LOG_ERROR(session.log_prefix() + "cannot deliver a BLS error: " + error);
   }
 }
 
-void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
+void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_sync) {
   auto* call = new BlsCall();
+  call->on_sync = on_sync;
   call->session = session.shared_from_this();
   call->table = table_;
   call->id = msg.id;
@@ -424,6 +451,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
     call->callee = callee;
     int64_t version = r.I64();
     bool decoupled = r.U8() != 0;
+    if (decoupled && on_sync) Throw(TRITONSERVER_ERROR_INTERNAL, "a decoupled BLS call on sync");
     std::string request_id = r.Str();
     uint8_t corr_kind = r.U8();
     uint64_t corr = 0;
@@ -526,7 +554,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg) {
     }
     if (req != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(req));
     call->ReturnInputs();
-    SendBlsError(session, msg.id, code,
+    SendBlsError(session, on_sync, msg.id, code,
                  "Model " + callee + " - Error when running inference: " + e.what());
     delete call;
   }

@@ -49,9 +49,13 @@ class BlsService {
   BlsService(TRITONSERVER_Server* server, std::string model_name, std::string instance_name,
              uint64_t inline_threshold, RequestRegistry* registry);
 
-  // BLS_EXEC from `session`'s stub (monitor thread). Always answers: an error response with
-  // the FINAL flag when the request could not be started.
-  void OnExec(StubSession& session, const ipc::Message& msg);
+  // BLS_EXEC from `session`'s stub. Always answers: an error response with the FINAL flag
+  // when the request could not be started. From the async channel (monitor thread) the
+  // answers go on async; `on_sync`: the stub's execute thread sent it on sync while the
+  // instance thread waits for RESULT (it waits for the answer there), so the answer goes on
+  // sync as exactly one BLS_RESPONSE flagged FINAL: two messages could overtake each other
+  // between the lane's slot and the socket.
+  void OnExec(StubSession& session, const ipc::Message& msg, bool on_sync = false);
   // BLS_CANCEL (monitor thread).
   void OnCancel(StubSession& session, const ipc::Message& msg);
   // The stub of `session` is gone.
@@ -76,8 +80,8 @@ class BlsService {
 // callbacks are our code. False on timeout.
 bool WaitBlsIdle(std::chrono::milliseconds timeout);
 
-// Sends a BLS_RESPONSE that carries only an error, flagged FINAL.
-void SendBlsError(StubSession& session, uint64_t id, TRITONSERVER_Error_Code code,
+// Sends a BLS_RESPONSE that carries only an error, flagged FINAL (on sync: see OnExec).
+void SendBlsError(StubSession& session, bool on_sync, uint64_t id, TRITONSERVER_Error_Code code,
                   const std::string& message);
 
 }  // namespace pybackend

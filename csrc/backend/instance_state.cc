@@ -165,6 +165,12 @@ bool InstanceState::OnOther(StubSession& s, const ipc::Message& msg) {
   }
 }
 
+bool InstanceState::OnSyncCall(StubSession& s, const ipc::Message& msg) {
+  if (msg.kind != static_cast<uint16_t>(ipc::MessageKind::BLS_EXEC)) return false;
+  bls_->OnExec(s, msg, /*on_sync=*/true);
+  return true;
+}
+
 void InstanceState::OnStubGone(StubSession& s) {
   bls_->OnStubGone(s);
   FailDetached(&s, UnhealthyMessage(s));

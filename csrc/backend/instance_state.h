@@ -53,6 +53,7 @@ class InstanceState : public AsyncHandler {
   void OnStubGone(StubSession& s) override;
   // BLS (bls_service.h) and model control (model_control.h) requests.
   bool OnOther(StubSession& s, const ipc::Message& msg) override;
+  bool OnSyncCall(StubSession& s, const ipc::Message& msg) override;
 
  private:
   InstanceState() = default;

@@ -306,6 +306,7 @@ StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, 
 bool StubSession::SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
                            std::string* error) {
   int timeout_ms = static_cast<int>(opts_.timeout.count());
+  std::lock_guard<std::mutex> lock(sync_send_mu_);
   if (lane_active_) {
     // New segments first, on the socket: the stub reads counted socket messages first.
     if (!sync_->AnnounceSegments(timeout_ms, error)) return false;
@@ -369,6 +370,12 @@ StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::mill
     }
     if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
     if (HandleCommon(*out)) continue;
+    if (want == ipc::MessageKind::RESULT &&
+        out->kind == static_cast<uint16_t>(ipc::MessageKind::BLS_EXEC)) {
+      // A BLS call from the thread running execute: started here, answered on sync.
+      AsyncHandler* h = handler();
+      if (h != nullptr && h->OnSyncCall(*this, *out)) continue;
+    }
     *error = std::string("unexpected ") + ipc::KindName(out->kind) +
              " on the sync channel while waiting for " + ipc::KindName(static_cast<uint16_t>(want));
     MarkDead("protocol error: " + *error);

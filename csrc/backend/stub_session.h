@@ -40,6 +40,13 @@ class AsyncHandler {
     (void)msg;
     return false;
   }
+  // A request the stub's execute thread made on sync while the backend waits for RESULT
+  // (BLS_EXEC): called on the instance thread, answered on sync. True when handled.
+  virtual bool OnSyncCall(StubSession& session, const ipc::Message& msg) {
+    (void)session;
+    (void)msg;
+    return false;
+  }
   // The stub garbage-collected an open request's sender (and request) without FINAL.
   virtual void OnSenderDropped(StubSession& session, const ipc::Message& msg) = 0;
   // Called once from the monitor thread after the stub is gone and the async channel has
@@ -97,6 +104,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   void StopMonitor();
 
   // Sends a message on sync: through the lane's slot when it fits, else on the socket.
+  // Thread-safe: the answer to a BLS call made on sync comes from one of Triton's threads.
   bool SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
                 std::string* error);
   // Sends pending FREEs (the stub's blocks we are done with) on the sync channel.
@@ -190,6 +198,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
 
   std::atomic<bool> dead_{false};
   std::mutex batch_mu_;
+  std::mutex sync_send_mu_;  // SendSync: the instance thread and BLS callbacks
   std::atomic<bool> keepalive_pending_{false};
   std::atomic<int64_t> keepalive_since_ns_{0};
   std::mutex state_mu_;

@@ -5,6 +5,13 @@ BLS_RESPONSEs, which the reader thread turns into ``InferenceResponse`` objects 
 are zero-copy views of the backend's arena, returned with FREE when garbage-collected).
 The waiting caller blocks only itself: the reader keeps serving every other message, so
 any number of calls may be in flight from threads and coroutines at once.
+
+On sync: a blocking, non-decoupled ``exec()`` made by the main thread inside ``execute``
+(the common BLS model) goes on the sync channel instead. The backend's instance thread,
+which waits there for RESULT anyway, starts the request and the answer comes back on
+sync as one BLS_RESPONSE flagged FINAL, read by the caller itself: no hop through the
+backend's monitor thread, the reader thread and a queue between two Python threads
+(about a third of a BLS request's time; benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -157,6 +164,9 @@ class BlsClient:
     # ------------------------------------------------------------------ API
 
     def exec(self, request: InferenceRequest, decoupled: bool) -> Any:
+        st = self.state
+        if not decoupled and st.sync_calls and threading.get_ident() == st.main_ident:
+            return self._exec_on_sync(request)
         call = self._start(request, decoupled, None)
         if decoupled:
             return ResponseIterator(call)
@@ -202,21 +212,75 @@ class BlsClient:
         self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
     ) -> _Call:
         st = self.state
+        placed = self._place(request, decoupled)
+        if isinstance(placed, InferenceResponse):
+            call = _Call(self, waiter)
+            call.push(placed, True)
+            return call
+        placer, body = placed
+        call = _Call(self, waiter)
+        cid = call.cid = next(self._ids)
+        with self._lock:
+            self._calls[cid] = call
+        try:
+            st.async_.send(MessageKind.BLS_EXEC, body, cid)
+        except OSError as e:
+            placer.abort()
+            with self._lock:
+                self._calls.pop(cid, None)
+            call.push(_error_response(f"the backend is gone ({e})"), True)
+        except BaseException:
+            placer.abort()
+            with self._lock:
+                self._calls.pop(cid, None)
+            raise
+        return call
+
+    def _exec_on_sync(self, request: InferenceRequest) -> InferenceResponse:
+        """The call on sync (module docstring): sent, then this thread reads the sync channel
+        until the answer, handling the segment and FREE messages that may come before it."""
+        st = self.state
+        placed = self._place(request, False)
+        if isinstance(placed, InferenceResponse):
+            return placed
+        placer, body = placed
+        cid = next(self._ids)
+        try:
+            st.sync.send_fast(MessageKind.BLS_EXEC, body, cid)
+        except BaseException:
+            placer.abort()
+            raise
+        first: Optional[InferenceResponse] = None
+        while True:
+            msg = st.sync.recv()
+            if msg.kind == MessageKind.BLS_RESPONSE and msg.id == cid:
+                final, resp = self._decode(msg)
+                if first is None:
+                    first = resp
+                if final:
+                    return first if first is not None else InferenceResponse()
+            elif not st.handle_common(msg):
+                raise ProtocolError(
+                    f"message kind {msg.kind} (id {msg.id}) on the sync channel while waiting "
+                    f"for the answer to BLS call {cid}"
+                )
+
+    def _place(
+        self, request: InferenceRequest, decoupled: bool
+    ) -> "Tuple[Placer, bytearray] | InferenceResponse":
+        """The inputs placed and the BLS_EXEC body, or the error response of a request whose
+        inputs do not fit in shared memory."""
+        st = self.state
         placer = Placer(st, for_send=True)
         try:
             inputs = [placer.tensor(t) for t in request._inputs]
         except MemoryError as e:
             # Shared memory exhausted: a failure of this request, returned like the others.
             placer.abort()
-            call = _Call(self, waiter)
-            call.push(
-                _error_response(
-                    f"the inputs of the request to model '{request._model_name}' do not fit "
-                    f"in shared memory: {e}"
-                ),
-                True,
+            return _error_response(
+                f"the inputs of the request to model '{request._model_name}' do not fit "
+                f"in shared memory: {e}"
             )
-            return call
         except BaseException:
             placer.abort()
             raise
@@ -236,23 +300,11 @@ class BlsClient:
             inputs,
             request._trace._token if request._trace is not None else 0,
         )
-        call = _Call(self, waiter)
-        cid = call.cid = next(self._ids)
-        with self._lock:
-            self._calls[cid] = call
         try:
-            st.async_.send(MessageKind.BLS_EXEC, encode_bls_exec(desc), cid)
-        except OSError as e:
-            placer.abort()
-            with self._lock:
-                self._calls.pop(cid, None)
-            call.push(_error_response(f"the backend is gone ({e})"), True)
+            return placer, encode_bls_exec(desc)
         except BaseException:
             placer.abort()
-            with self._lock:
-                self._calls.pop(cid, None)
             raise
-        return call
 
     # ------------------------------------------------------------------ receiving (reader)
 
@@ -264,18 +316,21 @@ class BlsClient:
             self.state.log.here(WARNING, f"pybackend stub: BLS response {msg.id} dropped: {e}")
 
     def _deliver(self, msg: Message) -> None:
-        owned = bytearray(msg.body)  # inline outputs view it; the channel reuses its buffer
         try:
-            flags, desc = decode_bls_response(owned)
+            final, resp = self._decode(msg)
         except ProtocolError as e:
             self.state.log.here(WARNING, f"pybackend stub: bad BLS_RESPONSE: {e}")
             return
-        final = bool(flags & FINAL)
         with self._lock:
             call = self._calls.pop(msg.id, None) if final else self._calls.get(msg.id)
-        resp = None if desc is None else self._response(desc)
         if call is not None:
             call.push(resp, final)
+
+    def _decode(self, msg: Message) -> Tuple[bool, Optional[InferenceResponse]]:
+        """(is_final, response or None) of a BLS_RESPONSE."""
+        owned = bytearray(msg.body)  # inline outputs view it; the channel reuses its buffer
+        flags, desc = decode_bls_response(owned)
+        return bool(flags & FINAL), None if desc is None else self._response(desc)
 
     def _response(self, desc: ResponseDesc) -> InferenceResponse:
         if desc.error is not None:

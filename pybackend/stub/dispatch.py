@@ -201,6 +201,7 @@ class Dispatcher:
         died with the batch go out on sync first: the backend frees them once it has read
         the outputs (it pins them until then), so one of its wake-ups serves both."""
         st = self.state
+        st.sync_calls = True
         try:
             result = self._execute(body)
         except BaseException:
@@ -208,6 +209,8 @@ class Dispatcher:
                 st.main_flushes = False
                 st.wake_reader()
             raise
+        finally:
+            st.sync_calls = False
         if st.main_flushes:
             st.main_flushes = False
             if st.backend_frees:

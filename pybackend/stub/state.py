@@ -80,6 +80,11 @@ class StubState:
         # the queued FREEs itself just before RESULT (the inputs of the batch die as execute
         # returns), so waking the reader for them would only cost a thread switch.
         self.main_flushes = False
+        # True while the main thread runs an execute whose RESULT the backend's instance
+        # thread waits for on sync: a blocking BLS call made by that thread then goes on
+        # sync, where that backend thread starts it and answers (bls.py, "on sync").
+        self.sync_calls = False
+        self.main_ident = threading.get_ident()
         self._block_refs: Dict[int, _BlockRef] = {}
         self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)

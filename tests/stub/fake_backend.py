@@ -95,6 +95,9 @@ class FakeBackend:
         self.cancelled_tokens: set = set()
         # Handlers of further async kinds (BLS, model control): kind -> fn(msg).
         self.handlers: Dict[int, Any] = {}
+        # Handlers of requests the stub makes on sync while execute waits for RESULT
+        # (BLS_EXEC from the thread running execute): kind -> fn(msg).
+        self.sync_handlers: Dict[int, Any] = {}
         self.dropped: List[int] = []  # SENDER_DROPPED tokens
         self.cond = threading.Condition()
         self.async_closed = False
@@ -310,8 +313,11 @@ class FakeBackend:
         self._flush_stub_frees()
         self.sync.send(MessageKind.EXECUTE, codec.encode_execute(descs), batch_id)
         msg = self.sync.recv()
-        while msg.kind == MessageKind.FREE:
-            self._on_free(msg.body)
+        while msg.kind == MessageKind.FREE or msg.kind in self.sync_handlers:
+            if msg.kind == MessageKind.FREE:
+                self._on_free(msg.body)
+            else:
+                self.sync_handlers[msg.kind](msg)
             msg = self.sync.recv()
         try:
             return self._finish_execute(msg, batch_id)

@@ -25,17 +25,20 @@ FINAL = 1
 
 class FakeCallee:
     """Answers BLS_EXEC like a model 'double' (OUT = 2 * IN), or streams COUNT responses,
-    from its own threads after a random delay, so answers arrive out of order."""
+    from its own threads after a random delay, so answers arrive out of order. A call made
+    on sync (the stub's execute thread) is answered on sync, as the real backend does."""
 
     def __init__(self, fb: FakeBackend, answer: bool = True) -> None:
         self.fb = fb
         self.answer = answer
         self.calls: List[Any] = []
+        self.channels: List[str] = []  # "sync" / "async" per call, in arrival order
         self.cancels: List[int] = []
-        fb.handlers[MessageKind.BLS_EXEC] = self.on_exec
+        fb.handlers[MessageKind.BLS_EXEC] = lambda msg: self.on_exec(msg, fb.async_)
+        fb.sync_handlers[MessageKind.BLS_EXEC] = lambda msg: self.on_exec(msg, fb.sync)
         fb.handlers[MessageKind.BLS_CANCEL] = lambda msg: self.cancels.append(msg.id)
 
-    def on_exec(self, msg: Any) -> None:
+    def on_exec(self, msg: Any, channel: Any) -> None:
         desc = bls_codec.decode_bls_exec(msg.body)
         values = []
         for t in desc.inputs:
@@ -45,31 +48,47 @@ class FakeCallee:
                 mm = self.fb.peer.get(t.seg, t.offset, t.byte_size)
                 values.append(np.frombuffer(mm, np.float32, t.byte_size // 4, t.offset).copy())
         self.calls.append(desc)
+        self.channels.append("sync" if channel is self.fb.sync else "async")
         if self.answer:
-            threading.Thread(target=self.reply, args=(msg.id, desc, values), daemon=True).start()
+            args = (channel, msg.id, desc, values)
+            threading.Thread(target=self.reply, args=args, daemon=True).start()
 
-    def reply(self, cid: int, desc: Any, values: List[np.ndarray]) -> None:
+    def reply(self, channel: Any, cid: int, desc: Any, values: List[np.ndarray]) -> None:
         time.sleep(random.uniform(0, 0.02) + (0.3 if desc.model_name == "slow" else 0))
         if desc.model_name == "missing":
             err = codec.ResponseDesc((), "", (2, "no model 'missing'"))
-            self.send(cid, FINAL, err)
+            self.send(channel, cid, FINAL, err)
             return
         if desc.decoupled:
             for i in range(int(values[0][0])):
-                self.send(cid, 0, self.response(np.array([i], np.float32)))
-            self.send(cid, FINAL, None)
+                self.send(channel, cid, 0, self.response(np.array([i], np.float32)))
+            self.send(channel, cid, FINAL, None)
             return
-        self.send(cid, FINAL, self.response(values[0] * 2))
+        if desc.model_name == "split":
+            # The response, then FINAL alone (an ensemble's callbacks may come like this).
+            self.send(channel, cid, 0, self.response(values[0] * 2))
+            self.send(channel, cid, FINAL, None)
+            return
+        if desc.model_name == "big":
+            # An output in the backend's arena, in a segment the stub has not heard of yet
+            # (its SEGMENT_ADD goes out on sync first).
+            out = (values[0] * 2).astype(np.float32)
+            seg, off = self.fb.arena.alloc(3 << 20)
+            self.fb.arena.write(seg, off, memoryview(out.tobytes()))
+            td = codec.TensorDesc(
+                "OUT", 11, Location.BACKEND_ARENA, out.shape, out.nbytes, seg=seg, offset=off
+            )
+            self.send(channel, cid, FINAL, codec.ResponseDesc([td], '{"k": 2}'))
+            return
+        self.send(channel, cid, FINAL, self.response(values[0] * 2))
 
     def response(self, value: np.ndarray) -> codec.ResponseDesc:
         raw = value.astype(np.float32).tobytes()
         out = codec.TensorDesc("OUT", 11, Location.INLINE, value.shape, len(raw), data=raw)
         return codec.ResponseDesc([out], '{"k": 1}')
 
-    def send(self, cid: int, flags: int, resp: Any) -> None:
-        self.fb.async_.send(
-            MessageKind.BLS_RESPONSE, bls_codec.encode_bls_response(flags, resp), cid
-        )
+    def send(self, channel: Any, cid: int, flags: int, resp: Any) -> None:
+        channel.send(MessageKind.BLS_RESPONSE, bls_codec.encode_bls_response(flags, resp), cid)
 
 
 CALLER = textwrap.dedent(
@@ -121,7 +140,22 @@ CALLER = textwrap.dedent(
             return [out(r) for r in it]
 
         def backend_gone(self):
-            return out(call("double", np.array([1], np.float32)))
+            # From a thread of the model: such calls go on the async channel.
+            box = []
+            t = threading.Thread(
+                target=lambda: box.append(out(call("double", np.array([1], np.float32)))))
+            t.start()
+            t.join()
+            return box[0]
+
+        def main_thread(self):
+            return [out(call("double", np.array([i], np.float32))) for i in range(3)]
+
+        def split(self):
+            return [out(call("split", np.array([i], np.float32))) for i in (2, 3)]
+
+        def big(self):
+            return out(call("big", np.array([1, 2], np.float32)))
 
         def control(self):
             ready = pb_utils.is_model_ready("m", "3")
@@ -155,17 +189,53 @@ def test_many_calls_in_flight_answered_out_of_order(repo: Path) -> None:
         assert len(callee.calls) == 48
         arena_inputs = [c for c in callee.calls if c.inputs[0].location == Location.STUB_ARENA]
         assert len(arena_inputs) == 24
+        assert set(callee.channels) == {"async"}
+
+
+def test_exec_from_execute_goes_on_sync(repo: Path) -> None:
+    """A blocking call made by the thread running execute goes on sync (the backend's
+    instance thread waits there for RESULT and answers); calls from the model's own threads
+    (above) stay on async."""
+    with caller(repo) as fb:
+        callee = FakeCallee(fb)
+        assert run_mode(fb, "main_thread") == [
+            {"out": [2.0 * i], "params": {"k": 1}} for i in range(3)
+        ]
+        assert callee.channels == ["sync"] * 3
+        # The next batch runs normally after calls on sync.
+        assert run_mode(fb, "error") == {"error": "no model 'missing'", "code": 2}
+        assert callee.channels == ["sync"] * 4
+
+
+def test_exec_on_sync_takes_the_response_before_a_lone_final(repo: Path) -> None:
+    with caller(repo) as fb:
+        callee = FakeCallee(fb)
+        # The response is what the call returns, not the empty FINAL after it; the next
+        # call in the same execute gets its own answer.
+        assert run_mode(fb, "split") == [
+            {"out": [4.0], "params": {"k": 1}},
+            {"out": [6.0], "params": {"k": 1}},
+        ]
+        assert callee.channels == ["sync", "sync"]
+
+
+def test_exec_on_sync_reads_a_segment_announced_before_the_answer(repo: Path) -> None:
+    with caller(repo) as fb:
+        callee = FakeCallee(fb)
+        assert run_mode(fb, "big") == {"out": [2.0, 4.0], "params": {"k": 2}}
+        assert callee.channels == ["sync"]
 
 
 def test_stream_and_parameters(repo: Path) -> None:
     with caller(repo) as fb:
-        FakeCallee(fb)
+        callee = FakeCallee(fb)
         assert run_mode(fb, "stream") == [
             {"out": [0.0], "params": {"k": 1}},
             {"out": [1.0], "params": {"k": 1}},
             {"out": [2.0], "params": {"k": 1}},
             {"out": None, "params": {}},
         ]
+        assert callee.channels == ["async"]  # decoupled calls always go on async
 
 
 def test_error_response_keeps_code(repo: Path) -> None:

@@ -1,14 +1,17 @@
 """BLS when a stub dies: a callee that crashes answers the call with an error response,
-and a caller that dies with calls in flight leaves the server (and the callee) working."""
+and a caller that dies with calls in flight (a stream, or a blocking call that waits on
+the sync channel) leaves the server (and the callee) working."""
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 from bls_support import CALLEES, run
 from tritonclient.utils import InferenceServerException
 
+from conformance_support.clients import infer
 from conformance_support.control import is_ready, wait_for
 
 pytestmark = pytest.mark.deviation(
@@ -19,7 +22,7 @@ pytestmark = pytest.mark.deviation(
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    models = CALLEES + ["bls_crash", "bls_caller"]
+    models = CALLEES + ["bls_crash", "bls_caller", "bls_slow"]
     start = feature_repository.start(model_control_mode="explicit", load_models=models)
     with start as srv:
         yield srv
@@ -42,6 +45,17 @@ def test_caller_dying_with_a_stream_in_flight(server):
     wait_for(lambda: _sync_works(server), 30, "BLS after the restart")
     assert time.monotonic() - started < 30
     assert run(server, "stream", [2])["responses"][-1] == {"outputs": {}, "parameters": {}}
+
+
+def test_caller_dying_during_a_blocking_call(server):
+    with pytest.raises(InferenceServerException) as info:
+        run(server, "die_during_sync_call")
+    assert "bls_caller_0" in str(info.value), info.value
+    wait_for(lambda: is_ready(server, "bls_caller"), 30, "bls_caller restarted")
+    wait_for(lambda: _sync_works(server), 30, "BLS after the restart")
+    # The callee, whose answer found the caller gone, still serves.
+    slow = infer(server, "http", "bls_slow", {"INPUT0": np.array([7.0], np.float32)})
+    assert slow.outputs["OUTPUT0"].tolist() == [7.0]
 
 
 def _sync_works(server) -> bool:

@@ -243,6 +243,17 @@ class TritonPythonModel:
         next(it)
         os._exit(4)
 
+    def mode_die_during_sync_call(self, x, request):
+        # The caller's own stub dies while a blocking call (on the sync channel, in ours)
+        # waits for a 50 ms callee.
+        threading.Timer(0.02, os._exit, args=(5,)).start()
+        req = pb_utils.InferenceRequest(
+            model_name="bls_slow",
+            inputs=[pb_utils.Tensor("INPUT0", x)],
+            requested_output_names=["OUTPUT0"],
+        )
+        return report(req.exec())
+
     def mode_drop_unfinished_iterator(self, x, request):
         # Dropping a ResponseIterator before the stream ends must not block; the responses
         # still coming are discarded and the call is forgotten once the final one arrives.
