@@ -150,6 +150,13 @@ def targets(results: Results) -> list[dict[str, Any]]:
         _mem(results, "ours", "idle", "shm_allocated"),
     )
     kept = None if burst is None or idle is None else burst - idle
+    # UV-33: what a BLS call adds at p50 over calling its target directly (bls_target is the
+    # tiny workload's identity model, same config and payload).
+    bls_p50, direct_p50 = (
+        _get(results, "bls", "ours", "p50_us"),
+        _get(results, "tiny_c1", "ours", "p50_us"),
+    )
+    bls_added = None if bls_p50 is None or direct_p50 is None else bls_p50 - direct_p50
     checks = [
         ("tiny request backend time, ours/orig", w("tiny_c1", "backend_us"), "<=", 0.25),
         ("tiny request backend time, ours/native", w("tiny_c1", "backend_us", "native"), "<=", 2.0),
@@ -167,6 +174,12 @@ def targets(results: Results) -> list[dict[str, Any]]:
         ("dynamic batching throughput, ours/orig", w("batch_c32", "rate"), ">=", 1.6),
         ("2-instance throughput, ours/orig", w("2inst_c8", "rate"), ">=", 1.6),
         ("BLS backend time of the calling model, ours/orig", w("bls", "backend_us"), "<=", 0.3),
+        (
+            "BLS call added at p50 over calling the target directly, ours (µs, UV-33)",
+            bls_added,
+            "<=",
+            100.0,
+        ),
         ("decoupled responses/s, ours/orig", w("decoupled", "rate"), ">=", 5.0),
         ("trivial model load time, ours/orig", _ratio(ours_load, orig_load), "<=", 0.25),
         ("trivial model load time, ours (s)", ours_load, "<=", 0.35),
@@ -208,7 +221,7 @@ def render(results: Results) -> str:
         "### Load time and memory",
         resource_table(results),
         "",
-        "### Targets (issue 6)",
+        "### Targets (issue 6, and UV-33)",
         target_table(results),
     ]
     return "\n".join(parts) + "\n"
