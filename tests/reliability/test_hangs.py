@@ -22,7 +22,7 @@ SLACK_S = 3.0
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
     with start(
-        ["chaos", "chaos_decoupled"],
+        ["chaos", "chaos_decoupled", "bls_waiter"],
         backend_config=[
             ("execute-timeout-seconds", str(EXECUTE_TIMEOUT_S)),
             ("stub-timeout-seconds", "5"),
@@ -48,6 +48,29 @@ def test_execute_that_never_returns_times_out(server: Any, http: Any) -> None:
     dead = watch.wait("a new stub is serving").split("instance '")[1].split("'")[0]
     assert stubs(server, "chaos")[dead] != before[dead]
     assert infer(client, "chaos", "ok") in stubs(server, "chaos").values()
+
+
+def test_execute_timeout_while_a_blocking_bls_call_waits(server: Any, http: Any) -> None:
+    """The caller waits for `chaos`, which hangs: the caller's execute times out like any
+    other (its stub is replaced), the callee's own timeout follows, and the late answer of
+    the callee to a caller that is gone harms nothing."""
+    client = http(server)
+    watch = LogWatch(server)
+    with pytest.raises(InferenceServerException) as info:
+        infer(client, "bls_waiter", "hang")
+    message = str(info.value)
+    assert f"execute took longer than execute-timeout-seconds={EXECUTE_TIMEOUT_S}" in message
+    assert "model 'bls_waiter', instance 'bls_waiter_0_0'" in message
+    watch.wait("instance 'bls_waiter_0_0': a new stub is serving")
+    pid = wait_for("BLS through the new stub", lambda: _bls_pid(client), timeout=20)
+    assert pid in stubs(server, "chaos").values()
+
+
+def _bls_pid(client: Any) -> int:
+    try:
+        return infer(client, "bls_waiter", "ok")
+    except InferenceServerException:
+        return 0
 
 
 def test_stopped_stub_times_out_and_is_replaced(server: Any) -> None:
