@@ -30,6 +30,10 @@ def test_request_fields_reach_the_callee(server):
     assert info == {"request_id": "bls-42", "correlation_id": 7, "flags": 0}
 
 
+def test_big_request_and_answer_bodies(server):
+    assert run(server, "big_parameters") == {"lengths": [70_000, 200_000]}
+
+
 def test_string_correlation_id_reaches_the_callee(server):
     info = json.loads(run(server, "string_correlation_id")["outputs"]["REQUEST_INFO"][0])
     assert info["correlation_id"] == "session-9"

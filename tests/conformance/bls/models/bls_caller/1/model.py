@@ -99,6 +99,16 @@ class TritonPythonModel:
         t = pb_utils.get_output_tensor_by_name(r, "OUTPUT0")
         return {"is_cpu": t.is_cpu(), "OUTPUT0": t.as_numpy().tolist()}
 
+    def mode_big_parameters(self, x, request):
+        # BLS_EXEC bodies larger than ours' sync lane slot (64 KiB) and than an inline
+        # message (128 KiB); the answer (the parameters echoed) is as big.
+        lengths = []
+        for n in (70_000, 200_000):
+            r = identity_request(x, parameters={"blob": "x" * n}, requested_output_names=["PARAMS"])
+            params = pb_utils.get_output_tensor_by_name(r.exec(), "PARAMS").as_numpy()[0]
+            lengths.append(len(json.loads(params)["blob"]))
+        return {"lengths": lengths}
+
     def mode_string_correlation_id(self, x, request):
         return report(identity_request(x, correlation_id="session-9").exec())
 
