@@ -2,7 +2,8 @@
 be turned off for (backend config ipc-lane=false, and every non-x86-64 build) both carry
 EXECUTE/RESULT correctly through the real server: inline tensors, arena tensors, a tensor
 big enough to need a new segment (its SEGMENT_ADD must be read before the EXECUTE that
-names it), and a run of requests back to back."""
+names it), and a run of requests back to back; and the BLS calls that `execute` makes on
+the sync channel (three per request of the BLS pipeline example)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import tritonclient.http as httpclient
 
 from integration_support.echo_model import write_echo_repository
 from pybackend.server import TritonServer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
+BLS_MODELS = ["add_sub", "bls_preprocess", "bls_postprocess", "bls_pipeline"]
 
 
 @pytest.mark.parametrize("lane", ["true", "false"])
@@ -29,3 +33,27 @@ def test_execute_round_trips(tmp_path: Path, lane: str) -> None:
             inp.set_data_from_numpy(x)
             result = client.infer("echo", [inp])
             np.testing.assert_array_equal(result.as_numpy("Y"), x * 2)
+        client.close()  # an open keep-alive connection holds the server's exit up
+
+
+@pytest.mark.parametrize("lane", ["true", "false"])
+def test_bls_calls_on_sync(lane: str) -> None:
+    with TritonServer(
+        EXAMPLES,
+        backend="ours",
+        backend_config=[f"ipc-lane={lane}"],
+        model_control_mode="explicit",
+        load_models=BLS_MODELS,
+    ) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        for i in range(30):
+            text = httpclient.InferInput("TEXT", [1], "BYTES")
+            text.set_data_from_numpy(np.array([f"ab {i}".encode()], np.object_))
+            weights = httpclient.InferInput("WEIGHTS", [4], "FP32")
+            weights.set_data_from_numpy(np.array([0, 0, 0, i], np.float32))
+            result = client.infer("bls_pipeline", [text, weights])
+            # 2 letters, the digits of i, 1 space, nothing else (+ the weight i)
+            digits = len(str(i))
+            expected = np.array([2, digits, 1, i], np.float32)
+            np.testing.assert_array_equal(result.as_numpy("SCORES"), expected)
+        client.close()
