@@ -34,6 +34,7 @@ def test_backend_threads_are_named(tmp_path: Path) -> None:
         inp = httpclient.InferInput("X", list(x.shape), "FP32")
         inp.set_data_from_numpy(x)
         np.testing.assert_array_equal(client.infer("echo", [inp]).as_numpy("Y"), x * 2)
+        client.close()  # an open keep-alive connection holds the server's exit up
         names = _thread_names(server.pid)
         assert names["pb_monitor"] == 2, names
         assert names["pb_restarter"] == 2, names
