@@ -277,12 +277,11 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
       }
       return;
     }
-    if (resp == nullptr) {
+    if (call->pending != nullptr) {  // the first response wins, as on async
+      if (resp != nullptr) TakeMessage(TRITONSERVER_InferenceResponseDelete(resp));
       resp = call->pending;
-    } else if (call->pending != nullptr) {
-      TakeMessage(TRITONSERVER_InferenceResponseDelete(call->pending));
+      call->pending = nullptr;
     }
-    call->pending = nullptr;
   }
   ipc::Writer w;
   w.U32(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL);
