@@ -14,6 +14,7 @@ def test_mypy_is_clean() -> None:
         "pybackend/utils",
         "pybackend/ipc",
         "pybackend/stub",
+        "pybackend/testing",
         "triton_python_backend_utils.py",
     ]
     out, err, status = api.run(

@@ -1,0 +1,20 @@
+"""The offline harness: run and test a ``model.py`` in-process with the real pb_utils types
+(docs/testing.md)."""
+
+from .config import ConfigError, load_config, parse_config
+from .harness import ModelHarness
+from .harness_errors import InferError
+from .server_model import ServerModel
+from .transport import LogRecord, MetricRecord, harness_transport
+
+__all__ = [
+    "ConfigError",
+    "InferError",
+    "LogRecord",
+    "MetricRecord",
+    "ModelHarness",
+    "ServerModel",
+    "harness_transport",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,86 @@
+"""config.pbtxt as the dict Triton hands a model (``json.loads(args["model_config"])``).
+
+Parsed with Triton's own protobuf schema (``model_config_pb2`` from tritonclient), never by
+hand: what the real server would refuse fails here too. Triton's JSON writes 64-bit
+integers (``dims``, ``max_queue_delay_microseconds``...) as numbers, where protobuf's JSON
+would write strings, so those are turned back into ints here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Union
+
+_INT64 = {3, 4, 6, 16, 18}  # FieldDescriptor.TYPE_INT64, UINT64, FIXED64, SFIXED64, SINT64
+
+
+class ConfigError(Exception):
+    """config.pbtxt could not be read (the message says which file and why)."""
+
+
+def _schema() -> Any:
+    try:
+        from tritonclient.grpc import model_config_pb2
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ConfigError(
+            "reading config.pbtxt needs Triton's protobuf schema from tritonclient: "
+            "pip install 'pybackend[testing]' (or pass config= as a dict)"
+        ) from e
+    return model_config_pb2
+
+
+def _to_dict(message: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for field, value in message.ListFields():
+        out[field.name] = _value(field, value)
+    return out
+
+
+def _value(field: Any, value: Any) -> Any:
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        vfield = field.message_type.fields_by_name["value"]
+        return {k: _value(vfield, v) for k, v in value.items()}
+    if _repeated(field):
+        return [_scalar(field, v) for v in value]
+    return _scalar(field, value)
+
+
+def _repeated(field: Any) -> bool:
+    # protobuf >= 5.29 has the attribute and deprecates `label`; older ones only `label`.
+    flag = getattr(field, "is_repeated", None)
+    if flag is not None:
+        return bool(flag)
+    return bool(field.label == field.LABEL_REPEATED)
+
+
+def _scalar(field: Any, value: Any) -> Any:
+    if field.type == field.TYPE_MESSAGE:
+        return _to_dict(value)
+    if field.type == field.TYPE_ENUM:
+        return field.enum_type.values_by_number[value].name
+    if field.type in _INT64:
+        return int(value)
+    return value
+
+
+def parse_config(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
+    """The model configuration in ``text`` (protobuf text format) as a dict."""
+    from google.protobuf import text_format
+
+    pb2 = _schema()
+    try:
+        message = text_format.Parse(text, pb2.ModelConfig())
+    except text_format.ParseError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    return _to_dict(message)
+
+
+def load_config(path: Union[str, Path]) -> Dict[str, Any]:
+    """``config.pbtxt`` of a model directory (or the file itself) as a dict; an empty config
+    when the directory has none (Triton then relies on auto-complete)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.pbtxt"
+        if not p.exists():
+            return {}
+    return parse_config(p.read_text(), str(p))

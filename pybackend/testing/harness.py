@@ -1,0 +1,389 @@
+"""Run a ``model.py`` in this process, with the real pb_utils types and no server.
+
+    with ModelHarness("model_repository/add_sub") as model:
+        out = model.infer({"INPUT0": a, "INPUT1": b})     # {"OUTPUT0": ..., "OUTPUT1": ...}
+
+The model is imported the way the stub imports it (its version directory and model
+directory on ``sys.path``, relative imports of its siblings), ``auto_complete_config`` and
+``initialize(args)`` get what Triton would give them, ``execute`` gets real
+``InferenceRequest`` objects, and a failing ``execute`` turns into the error responses a
+client would see, with the backend's texts. Decoupled models answer through their response
+senders (also from threads, after ``execute`` returned): ``stream`` collects them. BLS calls
+go to other harnesses started in the same process (by model name) or to fakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ..stub.tracebacks import format_exception
+from ..utils.errors import ErrorCode, TritonError, TritonModelException
+from ..utils.helpers import using_decoupled_model_transaction_policy
+from ..utils.model_config import ModelConfig
+from ..utils.request import InferenceRequest
+from ..utils.response import InferenceResponse
+from ..utils.tensor import Tensor
+from .config import load_config
+from .harness_errors import InferError
+from .inputs import check_inputs
+from .transport import FINAL, BlsFake, LogRecord, harness_transport
+
+Inputs = Mapping[str, Any]
+
+
+class ModelHarness:
+    """One instance of the model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
+    ``<model_dir>/config.pbtxt``). ``config``: a dict instead of config.pbtxt (or on top of
+    an absent one). ``bls``: fakes for models this one calls, by name."""
+
+    def __init__(
+        self,
+        model_dir: Union[str, Path],
+        *,
+        version: Optional[int] = None,
+        config: Optional[Dict[str, Any]] = None,
+        model_name: Optional[str] = None,
+        instance_name: Optional[str] = None,
+        bls: Optional[Mapping[str, BlsFake]] = None,
+        model_file: str = "model.py",
+    ) -> None:
+        self.model_dir = Path(model_dir).resolve()
+        self.version = version if version is not None else _latest_version(self.model_dir)
+        self.version_dir = self.model_dir / str(self.version)
+        self.model_file = self.version_dir / model_file
+        self.config: Dict[str, Any] = dict(config) if config is not None else {}
+        if config is None:
+            self.config = load_config(self.model_dir)
+        self.model_name = model_name or self.config.get("name") or self.model_dir.name
+        self.config.setdefault("name", self.model_name)
+        self.instance_name = instance_name or f"{self.model_name}_0_0"
+        self.logs: List[LogRecord] = []
+        self.model: Any = None
+        self._fakes = dict(bls or {})
+        self._transport = harness_transport()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_thread: Optional[threading.Thread] = None
+        self._streams: Dict[int, List[InferenceResponse]] = {}
+        self._done: Dict[int, bool] = {}
+        self._cond = threading.Condition()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> "ModelHarness":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def decoupled(self) -> bool:
+        return bool(using_decoupled_model_transaction_policy(self.config))
+
+    def start(self) -> "ModelHarness":
+        """Import model.py, run ``auto_complete_config`` (when defined) and ``initialize``."""
+        t = self._transport
+        with t.lock:
+            t.harnesses.append(self)
+            t.fakes.update(self._fakes)
+        with self._running():
+            module = self._import()
+            cls = getattr(module, "TritonPythonModel", None)
+            if cls is None:
+                raise TritonModelException(
+                    f"Python model '{self.model_file}' does not define class 'TritonPythonModel'."
+                )
+            if hasattr(cls, "auto_complete_config"):
+                completed = cls.auto_complete_config(ModelConfig(json.dumps(self.config)))
+                if not isinstance(completed, ModelConfig):
+                    raise TritonModelException(
+                        f"auto_complete_config function in model '{self.model_name}' must "
+                        "return a valid pb.ModelConfig object."
+                    )
+                self.config = completed._model_config
+            self.model = cls()
+            if hasattr(self.model, "initialize"):
+                result = self.model.initialize(self.initialize_args())
+                if inspect.iscoroutine(result):
+                    self._run(result)
+        return self
+
+    def close(self) -> None:
+        """``finalize``, then forget the model."""
+        if self.model is not None and hasattr(self.model, "finalize"):
+            with self._running():
+                result = self.model.finalize()
+                if inspect.iscoroutine(result):
+                    self._run(result)
+        self.model = None
+        if self._loop is not None:
+            loop, thread = self._loop, self._loop_thread
+            loop.call_soon_threadsafe(loop.stop)
+            if thread is not None:
+                thread.join(5)
+            if not loop.is_running():
+                loop.close()
+            self._loop = self._loop_thread = None
+        t = self._transport
+        with t.lock:
+            if self in t.harnesses:
+                t.harnesses.remove(self)
+            for name in self._fakes:
+                t.fakes.pop(name, None)
+            for token in [k for k, h in t.by_token.items() if h is self]:
+                del t.by_token[token]
+
+    def initialize_args(self) -> Dict[str, str]:
+        """The ``args`` of ``initialize`` (spec: 7 string keys)."""
+        kind = "CPU"
+        groups = self.config.get("instance_group") or []
+        if groups and str(groups[0].get("kind", "")).endswith("GPU"):
+            kind = "GPU"
+        return {
+            "model_config": json.dumps(self.config),
+            "model_instance_kind": kind,
+            "model_instance_name": self.instance_name,
+            "model_instance_device_id": "0",
+            "model_repository": str(self.model_dir),
+            "model_version": str(self.version),
+            "model_name": self.model_name,
+        }
+
+    # ------------------------------------------------------------------ requests
+
+    def request(
+        self,
+        inputs: Inputs,
+        *,
+        requested_outputs: Sequence[str] = (),
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        parameters: Optional[Mapping[str, Any]] = None,
+    ) -> InferenceRequest:
+        """An incoming request, as the backend builds it, with ``inputs`` as tensors."""
+        tensors = [
+            v if isinstance(v, Tensor) else Tensor(k, np.asarray(v)) for k, v in inputs.items()
+        ]
+        check_inputs(self.config, self.model_name, tensors)
+        t = self._transport
+        token = next(t.tokens)
+        with t.lock:
+            t.by_token[token] = self
+        return InferenceRequest._incoming(
+            token,
+            request_id,
+            correlation_id,
+            tensors,
+            list(requested_outputs),
+            0,
+            0,
+            json.dumps(dict(parameters or {})),
+            self.decoupled,
+            self.model_name,
+            self.version,
+        )
+
+    def execute(self, requests: Sequence[Union[Inputs, InferenceRequest]]) -> List[Any]:
+        """One ``execute`` batch. Returns, per request, its ``InferenceResponse``: an error
+        response when ``execute`` raised or returned something the backend refuses (the
+        backend's texts), or ``None`` when it answers through its response sender
+        (decoupled mode; see :meth:`stream`)."""
+        if self.model is None:
+            raise TritonModelException(f"the harness of '{self.model_name}' is not started")
+        reqs = [r if isinstance(r, InferenceRequest) else self.request(r) for r in requests]
+        try:
+            with self._running():
+                ret = self.model.execute(reqs)
+                if inspect.iscoroutine(ret):
+                    ret = self._run(ret)
+            return self._responses(reqs, ret)
+        except _BatchError as e:
+            return [self._error(str(e)) for _ in reqs]
+        except Exception as e:  # noqa: BLE001 - model code may raise anything
+            return [self._error(format_exception(e)) for _ in reqs]
+
+    def infer(self, inputs: Inputs, **kwargs: Any) -> Dict[str, np.ndarray]:
+        """One request; its outputs by name (only ``requested_outputs`` when given). An
+        error response raises :class:`InferError` with its message."""
+        req = self.request(inputs, **kwargs)
+        if self.decoupled:
+            responses = self.stream(req)
+            if len(responses) != 1:
+                raise InferError(f"the decoupled model sent {len(responses)} responses, not 1")
+            return _outputs(responses[0], req)
+        (resp,) = self.execute([req])
+        return _outputs(resp, req)
+
+    def infer_stream(self, inputs: Inputs, timeout: float = 30.0) -> List[Dict[str, np.ndarray]]:
+        """A decoupled model's responses to one request, as outputs by name (an error
+        response raises :class:`InferError`); the same call as :class:`ServerModel`'s."""
+        req = self.request(inputs)
+        return [_outputs(r, req) for r in self.stream(req, timeout)]
+
+    def stream(
+        self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
+    ) -> List[InferenceResponse]:
+        """A decoupled model's responses to one request, until the response sender's FINAL
+        (waited for at most ``timeout`` seconds: senders may answer from threads)."""
+        req = inputs if isinstance(inputs, InferenceRequest) else self.request(inputs)
+        (ret,) = self.execute([req])
+        if ret is not None:
+            return [ret]  # the batch failed: the error response is all the client gets
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._done.get(req._token, False), timeout):
+                raise InferError(
+                    f"no FINAL from the response sender of '{self.model_name}' within "
+                    f"{timeout:g} s ({len(self._streams.get(req._token, []))} responses so far)"
+                )
+            return list(self._streams.pop(req._token, []))
+
+    # ------------------------------------------------------------------ internals
+
+    def _import(self) -> types.ModuleType:
+        if not self.model_file.is_file():
+            raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+        for path in (str(self.version_dir), str(self.model_dir)):
+            if path not in sys.path:
+                sys.path.append(path)
+        # A package of our own per model and version, so two models' "1/model.py" do not
+        # share a module, and relative imports of the model's siblings work as in the stub.
+        package = f"_pybackend_harness_{abs(hash(str(self.version_dir)))}"
+        if package not in sys.modules:
+            pkg = types.ModuleType(package)
+            pkg.__path__ = [str(self.version_dir)]  # type: ignore[attr-defined]
+            sys.modules[package] = pkg
+        return importlib.import_module(f"{package}.{self.model_file.stem}")
+
+    def _running(self) -> "_Running":
+        return _Running(self)
+
+    def _run(self, coro: Any) -> Any:
+        """Run a coroutine of the model on its event loop (one thread, like the stub's)."""
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="harness-loop", daemon=True)
+            thread.start()
+            self._loop, self._loop_thread = loop, thread
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def _responses(self, reqs: List[InferenceRequest], ret: Any) -> List[Any]:
+        if self.decoupled:
+            if ret is not None:
+                raise _BatchError(
+                    f"Python model '{self.instance_name}' is using the decoupled mode and the "
+                    "execute function must return None."
+                )
+            return [None for _ in reqs]
+        if not isinstance(ret, list):
+            raise _BatchError(f"Expected a list in the execute return, found type '{type(ret)}'.")
+        if len(ret) != len(reqs):
+            raise _BatchError(
+                "Number of InferenceResponse objects do not match the number of "
+                f"InferenceRequest objects. InferenceRequest(s) size is:{len(reqs)}, and "
+                f"InferenceResponse(s) size is:{len(ret)}\n"
+            )
+        out: List[Any] = []
+        for req, resp in zip(reqs, ret):
+            if resp is None:
+                sent = self._streams.get(req._token)
+                if sent:
+                    out.append(sent[0])
+                else:
+                    out.append(
+                        self._error(
+                            "execute returned None for this request and its response sender "
+                            "sent nothing, so the request would never complete. Return an "
+                            "InferenceResponse for it or send one with "
+                            "request.get_response_sender()."
+                        )
+                    )
+            elif isinstance(resp, InferenceResponse):
+                out.append(resp)
+            else:
+                raise _BatchError(
+                    "Expected an 'InferenceResponse' object in the execute function return "
+                    f"list, found type '{type(resp)}'."
+                )
+        return out
+
+    def _error(self, message: str) -> InferenceResponse:
+        text = f"Failed to process the request(s) for model '{self.instance_name}', message: "
+        return InferenceResponse(error=TritonError(text + message, ErrorCode.INTERNAL))
+
+    def _on_send(
+        self, request: InferenceRequest, response: Optional[InferenceResponse], flags: int
+    ) -> None:
+        with self._cond:
+            if response is not None:
+                self._streams.setdefault(request._token, []).append(response)
+            if flags & FINAL:
+                self._done[request._token] = True
+            self._cond.notify_all()
+
+    def _serve_bls(self, request: InferenceRequest) -> List[InferenceResponse]:
+        """A BLS call from another model: this model's responses to it."""
+        inputs = {t.name(): t for t in request.inputs()}
+        req = self.request(
+            inputs,
+            requested_outputs=sorted(request.requested_output_names()),
+            request_id=request.request_id(),
+            correlation_id=request.correlation_id(),
+            parameters=json.loads(request.parameters() or "{}"),
+        )
+        if self.decoupled:
+            return self.stream(req)
+        (resp,) = self.execute([req])
+        return [_filtered(resp, req)]
+
+
+class _BatchError(Exception):
+    """What ``execute`` returned is refused; every request of the batch fails with it."""
+
+
+class _Running:
+    """Marks the harness whose model code runs on this thread (for logs and BLS)."""
+
+    def __init__(self, harness: ModelHarness) -> None:
+        self.harness = harness
+        self.previous: Optional[ModelHarness] = None
+
+    def __enter__(self) -> None:
+        local = self.harness._transport.local
+        self.previous = getattr(local, "harness", None)
+        local.harness = self.harness
+
+    def __exit__(self, *exc: object) -> None:
+        self.harness._transport.local.harness = self.previous
+
+
+def _latest_version(model_dir: Path) -> int:
+    versions = [int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()]
+    if not versions:
+        raise TritonModelException(f"no version directory (e.g. '1/') in '{model_dir}'")
+    return max(versions)
+
+
+def _filtered(resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
+    """Only the requested outputs, as Triton returns them (all when none are named)."""
+    wanted = req.requested_output_names()
+    if not wanted or resp.has_error():
+        return resp
+    return InferenceResponse([t for t in resp.output_tensors() if t.name() in wanted])
+
+
+def _outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Dict[str, np.ndarray]:
+    if resp is None:
+        raise InferError("no response")
+    err = resp.error()
+    if err is not None:
+        raise InferError(err.message(), int(err.code()))
+    return {t.name(): t.as_numpy() for t in _filtered(resp, req).output_tensors()}

@@ -1,0 +1,15 @@
+"""The error the harness's calls raise where a client would get an error."""
+
+from __future__ import annotations
+
+from ..utils.errors import ErrorCode
+
+
+class InferError(Exception):
+    """An error response (or a refused request) where outputs were expected; ``code`` is a
+    pb_utils.TritonError code."""
+
+    def __init__(self, message: str, code: int = ErrorCode.INTERNAL) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code

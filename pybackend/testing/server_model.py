@@ -1,0 +1,129 @@
+"""The harness's calls (``infer``, ``infer_stream``) answered by a real tritonserver running
+the model with pybackend's backend (or the original): the same test, end to end.
+
+Needs the ``server`` extra (the nvidia-pytriton wheel's tritonserver and tritonclient).
+"""
+
+from __future__ import annotations
+
+import queue
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .harness_errors import InferError
+
+Inputs = Mapping[str, Any]
+
+
+class ServerModel:
+    """``model_dir`` (and ``others``, e.g. the models it calls through BLS) served by a
+    tritonserver of its own on free loopback ports; ``backend`` is "ours" or "original"."""
+
+    def __init__(
+        self,
+        model_dir: Union[str, Path],
+        *,
+        others: Sequence[Union[str, Path]] = (),
+        backend: str = "ours",
+    ) -> None:
+        self.model_dir = Path(model_dir).resolve()
+        self.model_name = self.model_dir.name
+        self.others = [Path(o).resolve() for o in others]
+        self.backend = backend
+        self._tmp: Optional[tempfile.TemporaryDirectory] = None
+        self._server: Any = None
+
+    def __enter__(self) -> "ServerModel":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> "ServerModel":
+        from ..server import TritonServer
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="pybackend-model-")
+        repo = Path(self._tmp.name)
+        for d in [self.model_dir, *self.others]:
+            (repo / d.name).symlink_to(d, target_is_directory=True)
+        names = [d.name for d in [self.model_dir, *self.others]]
+        self._server = TritonServer(
+            repo, backend=self.backend, model_control_mode="explicit", load_models=names
+        )
+        try:
+            self._server.__enter__()
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.__exit__(None, None, None)
+            self._server = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    @property
+    def server(self) -> Any:
+        return self._server
+
+    def infer(
+        self, inputs: Inputs, *, requested_outputs: Sequence[str] = (), **kwargs: Any
+    ) -> Dict[str, np.ndarray]:
+        import tritonclient.http as httpclient
+        from tritonclient.utils import InferenceServerException
+
+        client = httpclient.InferenceServerClient(self._server.http_url, network_timeout=120)
+        try:
+            ins = [_input(httpclient, k, v) for k, v in inputs.items()]
+            outs = [httpclient.InferRequestedOutput(n) for n in requested_outputs] or None
+            try:
+                result = client.infer(self.model_name, ins, outputs=outs, **kwargs)
+            except InferenceServerException as e:
+                raise InferError(e.message()) from None
+            names = [o["name"] for o in result.get_response().get("outputs", [])]
+            return {n: result.as_numpy(n) for n in names}
+        finally:
+            client.close()
+
+    def infer_stream(self, inputs: Inputs, timeout: float = 30.0) -> List[Dict[str, np.ndarray]]:
+        """A decoupled model's responses to one request, over a gRPC stream."""
+        import tritonclient.grpc as grpcclient
+
+        got: "queue.Queue[Any]" = queue.Queue()
+        client = grpcclient.InferenceServerClient(self._server.grpc_url)
+        try:
+            client.start_stream(callback=lambda result, error: got.put((result, error)))
+            ins = [_input(grpcclient, k, v) for k, v in inputs.items()]
+            client.async_stream_infer(self.model_name, ins, enable_empty_final_response=True)
+            responses = []
+            while True:
+                result, error = got.get(timeout=timeout)
+                if error is not None:
+                    raise InferError(str(error.message() if hasattr(error, "message") else error))
+                response = result.get_response()
+                if response.outputs:
+                    responses.append({o.name: result.as_numpy(o.name) for o in response.outputs})
+                final = response.parameters.get("triton_final_response")
+                if final is not None and final.bool_param:
+                    return responses
+        finally:
+            client.stop_stream()
+            client.close()
+
+
+def _input(module: Any, name: str, value: Any) -> Any:
+    from tritonclient.utils import np_to_triton_dtype
+
+    array = np.asarray(value)
+    dtype = "BYTES" if array.dtype == np.object_ or array.dtype.kind in "SU" else None
+    if array.dtype.kind == "U":
+        array = np.char.encode(array, "utf-8").astype(np.object_)
+    inp = module.InferInput(name, list(array.shape), dtype or np_to_triton_dtype(array.dtype))
+    inp.set_data_from_numpy(array)
+    return inp

@@ -1,0 +1,164 @@
+"""The transport pb_utils talks to under the offline harness: one per process, routing
+what model code does (logs, response-sender sends, BLS calls, custom metrics) to the
+harness that owns the request or the model."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from ..utils.errors import ErrorCode, TritonError, TritonModelException
+from ..utils.response import InferenceResponse
+from ..utils.transport import Transport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..utils.request import InferenceRequest
+    from .harness import ModelHarness
+
+FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
+
+#: A BLS fake: called with the request, returns its response (or, for a decoupled call,
+#: the list of streamed responses).
+BlsFake = Callable[["InferenceRequest"], Any]
+
+
+@dataclass
+class LogRecord:
+    level: int  # pb_utils.Logger levels: 0 INFO, 1 WARNING, 2 ERROR, 3 VERBOSE
+    filename: str
+    line: int
+    message: str
+
+
+@dataclass
+class MetricRecord:
+    family: str
+    kind: int
+    labels: Dict[str, str]
+    value: float = 0.0
+    observations: List[float] = field(default_factory=list)
+
+
+class HarnessTransport(Transport):
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.harnesses: List["ModelHarness"] = []
+        self.fakes: Dict[str, BlsFake] = {}
+        self.by_token: Dict[int, "ModelHarness"] = {}
+        self.tokens = itertools.count(1)
+        self.local = threading.local()  # .harness: the one whose model runs on this thread
+        self.families: Dict[int, Tuple[str, str, int]] = {}
+        self.metrics: Dict[int, MetricRecord] = {}
+        self._ids = itertools.count(1)
+
+    # ------------------------------------------------------------------ routing
+
+    def current(self) -> Optional["ModelHarness"]:
+        h = getattr(self.local, "harness", None)
+        if h is not None:
+            return h
+        with self.lock:
+            return self.harnesses[-1] if len(self.harnesses) == 1 else None
+
+    def _owner_of_file(self, filename: str) -> Optional["ModelHarness"]:
+        with self.lock:
+            for h in self.harnesses:
+                if filename.startswith(str(h.version_dir)):
+                    return h
+        return self.current()
+
+    # ------------------------------------------------------------------ Transport
+
+    def log(self, level: int, filename: str, line: int, message: str) -> None:
+        h = self._owner_of_file(filename)
+        record = LogRecord(level, filename, line, message)
+        if h is not None:
+            h.logs.append(record)
+        else:
+            super().log(level, filename, line, message)
+
+    def send_response(
+        self, request: "InferenceRequest", response: Optional[InferenceResponse], flags: int
+    ) -> None:
+        with self.lock:
+            h = self.by_token.get(request._token)
+        if h is None:
+            raise TritonModelException("this request does not belong to a running harness")
+        h._on_send(request, response, flags)
+
+    def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        name = request._model_name
+        with self.lock:
+            fake = self.fakes.get(name)
+            target = next((h for h in self.harnesses if h.model_name == name), None)
+        if fake is not None:
+            result = fake(request)
+            if decoupled:
+                items = list(result) if isinstance(result, (list, tuple)) else [result]
+                return iter(items + [InferenceResponse()])
+            return result
+        if target is None:
+            text = (
+                f"Model {name} - Error when running inference: Failed for execute the "
+                f"inference request. Model '{name}' is not ready."
+            )
+            error = InferenceResponse(error=TritonError(text, ErrorCode.INTERNAL))
+            return iter([error]) if decoupled else error
+        responses = target._serve_bls(request)
+        if decoupled:
+            return iter(responses + [InferenceResponse()])
+        return responses[0] if responses else InferenceResponse()
+
+    def model_control(self, op: str, **kwargs: Any) -> Any:
+        if op == "is_model_ready":
+            name = kwargs.get("model_name", "")
+            with self.lock:
+                return name in self.fakes or any(h.model_name == name for h in self.harnesses)
+        return super().model_control(op, **kwargs)
+
+    def metric_family_new(self, name: str, description: str, kind: int) -> int:
+        with self.lock:
+            fid = next(self._ids)
+            self.families[fid] = (name, description, kind)
+            return fid
+
+    def metric_family_delete(self, family_id: int) -> None:
+        with self.lock:
+            self.families.pop(family_id, None)
+
+    def metric_new(
+        self, family_id: int, labels: Dict[str, str], buckets: Optional[List[float]]
+    ) -> int:
+        with self.lock:
+            name, _, kind = self.families[family_id]
+            mid = next(self._ids)
+            self.metrics[mid] = MetricRecord(name, kind, dict(labels))
+            return mid
+
+    def metric_op(self, op: str, metric_id: int, value: float) -> float:
+        with self.lock:
+            m = self.metrics[metric_id]
+            if op == "increment":
+                m.value += value
+            elif op == "set":
+                m.value = value
+            elif op == "observe":
+                m.observations.append(value)
+                m.value += value
+            return m.value
+
+
+_transport: Optional[HarnessTransport] = None
+
+
+def harness_transport() -> HarnessTransport:
+    """The process's harness transport, installed for pb_utils on first use."""
+    global _transport
+    if _transport is None:
+        from ..utils import transport as utils_transport
+
+        _transport = HarnessTransport()
+        utils_transport.set_transport(_transport)
+    return _transport

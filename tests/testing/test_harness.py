@@ -1,0 +1,193 @@
+"""The offline harness (pybackend.testing): the example models in-process with the real
+pb_utils types, and the very same checks through a real tritonserver with our backend
+(the ``triton_model`` fixture, parametrized over both modes here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pybackend.testing import InferError, ModelHarness, load_config
+from pybackend.utils.errors import ErrorCode
+
+REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
+BOTH = pytest.mark.parametrize("pybackend_mode", ["inprocess", "server"])
+
+
+@BOTH
+def test_add_sub(triton_model: Any) -> None:
+    model = triton_model(REPO / "add_sub")
+    a, b = np.array([1, 2, 3, 4], np.float32), np.array([4, 3, 2, 1], np.float32)
+    out = model.infer({"INPUT0": a, "INPUT1": b})
+    assert out["OUTPUT0"].tolist() == [5, 5, 5, 5]
+    assert out["OUTPUT1"].tolist() == [-3, -1, 1, 3]
+    only = model.infer({"INPUT0": a, "INPUT1": b}, requested_outputs=["OUTPUT1"])
+    assert list(only) == ["OUTPUT1"]
+
+
+@BOTH
+def test_bytes_round_trip(triton_model: Any) -> None:
+    model = triton_model(REPO / "string_echo")
+    words = np.array([[b"", b"a\x00b", "ü".encode(), b"\xff\xfe"]], np.object_)  # batch of 1
+    out = model.infer({"INPUT0": words})
+    assert out["OUTPUT0"].tolist() == words.tolist()
+    assert out["OUTPUT0"].dtype == np.object_
+
+
+@BOTH
+def test_an_exception_in_execute_is_the_clients_error(triton_model: Any) -> None:
+    model = triton_model(REPO / "error_model")
+    with pytest.raises(InferError) as info:
+        model.infer({"INPUT0": np.zeros(3, np.float32)})
+    text = info.value.message
+    assert "Failed to process the request(s) for model 'error_model_0" in text, text
+    assert "ValueError: error_model refuses every request (first one had 3 values)" in text
+    assert "error_model/1/model.py(" in text, text  # the traceback names model.py
+
+
+@BOTH
+def test_decoupled_stream(triton_model: Any) -> None:
+    model = triton_model(REPO / "token_stream")
+    prompt = np.array([b"the quick brown fox"], np.object_)
+    got = model.infer_stream({"PROMPT": prompt, "MAX_TOKENS": np.array([3], np.int32)})
+    # the prompt's words reversed and capitalised, at most MAX_TOKENS of them
+    assert [r["TOKEN"].tolist() for r in got] == [[b"Fox"], [b"Brown"], [b"Quick"]]
+    assert [int(r["INDEX"][0]) for r in got] == [0, 1, 2]
+
+
+@BOTH
+def test_bls_pipeline_with_its_callees(triton_model: Any) -> None:
+    callees = [REPO / n for n in ("bls_preprocess", "add_sub", "bls_postprocess")]
+    model = triton_model(REPO / "bls_pipeline", others=callees)
+    out = model.infer(
+        {
+            "TEXT": np.array([b"hello world"], np.object_),
+            "WEIGHTS": np.array([0, 0, 0, 0], np.float32),
+        }
+    )
+    assert out["LABEL"].tolist() == [b"letters"]
+    assert out["SCORES"].tolist() == [10, 0, 1, 0]
+
+
+def test_bls_fake_and_a_missing_callee() -> None:
+    import triton_python_backend_utils as pb_utils
+
+    seen = []
+
+    def fake_add_sub(request: Any) -> Any:
+        seen.append(request.model_name())
+        x = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+        return pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * 0)])
+
+    callees = {"add_sub": fake_add_sub}
+    with ModelHarness(REPO / "bls_preprocess"), ModelHarness(REPO / "bls_postprocess"):
+        with ModelHarness(REPO / "bls_pipeline", bls=callees) as model:
+            text = np.array([b"hello world"], np.object_)
+            out = model.infer({"TEXT": text, "WEIGHTS": np.zeros(4, np.float32)})
+            assert seen == ["add_sub"]
+            assert out["SCORES"].tolist() == [0, 0, 0, 0]
+    # Without its callees the pipeline answers with the BLS error, as under the server.
+    with ModelHarness(REPO / "bls_pipeline") as model:
+        with pytest.raises(InferError) as info:
+            model.infer({"TEXT": text, "WEIGHTS": np.zeros(4, np.float32)})
+        assert "Model 'bls_preprocess' is not ready." in info.value.message
+
+
+@BOTH
+def test_requests_the_server_refuses(triton_model: Any) -> None:
+    add_sub = triton_model(REPO / "add_sub")
+    a = np.ones(4, np.float32)
+    cases = [
+        ({"INPUT0": a}, "missing required input(s) ['INPUT1']"),
+        ({"INPUT0": a, "INPUT1": a.astype(np.float64)}, "data-type is 'FP64'"),
+        ({"INPUT0": a, "INPUT1": np.ones(5, np.float32)}, "Expected [4], got [5]"),
+        ({"INPUT0": a, "INPUT1": a, "EXTRA": a}, "expected 2 inputs but got 3 inputs"),
+    ]
+    for inputs, text in cases:
+        with pytest.raises(InferError) as info:
+            add_sub.infer(inputs)
+        assert text in info.value.message, info.value.message
+    echo = triton_model(REPO / "string_echo")  # max_batch_size 8: a batch dimension first
+    with pytest.raises(InferError) as info:
+        echo.infer({"INPUT0": np.array([b"a"], np.object_)})
+    assert "Expected [-1,-1], got [1]" in info.value.message
+
+
+def test_config_is_read_with_tritons_schema() -> None:
+    config = load_config(REPO / "add_sub")
+    assert config["input"][0] == {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]}
+    assert config["backend"] == "python"
+    with ModelHarness(REPO / "add_sub") as model:
+        args = model.initialize_args()
+    assert set(args) == {
+        "model_config",
+        "model_instance_kind",
+        "model_instance_name",
+        "model_instance_device_id",
+        "model_repository",
+        "model_version",
+        "model_name",
+    }
+    assert json.loads(args["model_config"])["name"] == "add_sub"
+    assert args["model_instance_name"] == "add_sub_0_0" and args["model_version"] == "1"
+
+
+def _write_model(root: Path, name: str, body: str, config: str = "") -> Path:
+    version = root / name / "1"
+    version.mkdir(parents=True)
+    (version / "model.py").write_text(body)
+    (root / name / "config.pbtxt").write_text(config or f'name: "{name}"\nbackend: "python"\n')
+    return root / name
+
+
+WRONG_COUNT = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        pb_utils.Logger.log_info("ready: " + args["model_name"])
+
+    def execute(self, requests):
+        return []
+"""
+
+
+def test_refused_return_values_get_the_backends_texts(tmp_path: Path) -> None:
+    with ModelHarness(_write_model(tmp_path, "wrong_count", WRONG_COUNT)) as model:
+        (resp,) = model.execute([{"X": np.ones(1, np.float32)}])
+        assert resp.has_error()
+        assert resp.error().code() == ErrorCode.INTERNAL
+        assert (
+            "Number of InferenceResponse objects do not match the number of InferenceRequest "
+            "objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0"
+        ) in resp.error().message()
+        assert [r.message for r in model.logs] == ["ready: wrong_count"]
+
+
+ASYNC_AND_RELATIVE = """
+from . import helper
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse([pb_utils.Tensor("Y", helper.double(
+                pb_utils.get_input_tensor_by_name(r, "X").as_numpy()))])
+            for r in requests
+        ]
+"""
+
+
+def test_async_execute_and_relative_imports(tmp_path: Path) -> None:
+    model_dir = _write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE)
+    (model_dir / "1" / "helper.py").write_text("def double(x):\n    return x * 2\n")
+    # A second model whose version directory is also "1": modules stay apart.
+    other = _write_model(tmp_path, "other", WRONG_COUNT)
+    with ModelHarness(model_dir) as model, ModelHarness(other):
+        responses = model.execute([{"X": np.array([1.5], np.float32)}, {"X": np.ones(2)}])
+        assert responses[0].output_tensors()[0].as_numpy().tolist() == [3.0]
+        assert responses[1].output_tensors()[0].as_numpy().tolist() == [2.0, 2.0]
