@@ -30,9 +30,17 @@ def _schema() -> Any:
 
 
 def _to_dict(message: Any) -> Dict[str, Any]:
+    """Like Triton's JSON: every scalar, enum, list and map field of a message that is there,
+    defaults included; sub-messages (and a oneof's members) only when set."""
     out: Dict[str, Any] = {}
-    for field, value in message.ListFields():
-        out[field.name] = _value(field, value)
+    for field in message.DESCRIPTOR.fields:
+        oneof = field.containing_oneof
+        if oneof is not None and message.WhichOneof(oneof.name) != field.name:
+            continue
+        singular_message = field.message_type is not None and not _repeated(field)
+        if singular_message and not message.HasField(field.name):
+            continue
+        out[field.name] = _value(field, getattr(message, field.name))
     return out
 
 
@@ -61,6 +69,44 @@ def _scalar(field: Any, value: Any) -> Any:
     if field.type in _INT64:
         return int(value)
     return value
+
+
+_OPTIMIZATION = {
+    "priority": "PRIORITY_DEFAULT",
+    "input_pinned_memory": {"enable": True},
+    "output_pinned_memory": {"enable": True},
+    "gather_kernel_buffer_threshold": 0,
+    "eager_batching": False,
+}
+
+
+def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
+    """What the server fills in before a Python model sees its config (checked against
+    tritonserver 2.51): the name, a version policy, the optimization defaults, the model
+    file name, and instance groups with names, counts and kind (CPU: no GPU here)."""
+    out = dict(config)
+    out["name"] = out.get("name") or model_name
+    out.setdefault("backend", "python")
+    if "version_policy" not in out:
+        out["version_policy"] = {"latest": {"num_versions": 1}}
+    if "optimization" not in out:
+        out["optimization"] = dict(_OPTIMIZATION)
+    if not out.get("default_model_filename"):
+        out["default_model_filename"] = "model.py"
+    groups = [dict(g) for g in out.get("instance_group") or []]
+    defaulted = not groups
+    if defaulted:
+        groups = [{}]
+    for i, g in enumerate(groups):
+        g["name"] = g.get("name") or (out["name"] if defaulted else f"{out['name']}_{i}")
+        g["kind"] = "KIND_CPU" if g.get("kind", "KIND_AUTO") == "KIND_AUTO" else g["kind"]
+        g["count"] = g.get("count") or 1
+        for key, empty in (("gpus", []), ("secondary_devices", []), ("profile", [])):
+            g.setdefault(key, empty)
+        g.setdefault("passive", False)
+        g.setdefault("host_policy", "")
+    out["instance_group"] = groups
+    return out
 
 
 def parse_config(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:

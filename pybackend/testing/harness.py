@@ -33,7 +33,7 @@ from ..utils.model_config import ModelConfig
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
-from .config import load_config
+from .config import load_config, normalize
 from .harness_errors import InferError
 from .inputs import check_inputs
 from .transport import FINAL, BlsFake, LogRecord, harness_transport
@@ -61,12 +61,11 @@ class ModelHarness:
         self.version = version if version is not None else _latest_version(self.model_dir)
         self.version_dir = self.model_dir / str(self.version)
         self.model_file = self.version_dir / model_file
-        self.config: Dict[str, Any] = dict(config) if config is not None else {}
-        if config is None:
-            self.config = load_config(self.model_dir)
-        self.model_name = model_name or self.config.get("name") or self.model_dir.name
-        self.config.setdefault("name", self.model_name)
-        self.instance_name = instance_name or f"{self.model_name}_0_0"
+        raw = dict(config) if config is not None else load_config(self.model_dir)
+        self.model_name = model_name or raw.get("name") or self.model_dir.name
+        self.config: Dict[str, Any] = normalize(raw, self.model_name)
+        # The first instance of the first group, named as the server names it.
+        self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
         self.logs: List[LogRecord] = []
         self.model: Any = None
         self._fakes = dict(bls or {})

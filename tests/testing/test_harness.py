@@ -119,7 +119,13 @@ def test_requests_the_server_refuses(triton_model: Any) -> None:
 
 def test_config_is_read_with_tritons_schema() -> None:
     config = load_config(REPO / "add_sub")
-    assert config["input"][0] == {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]}
+    first = config["input"][0]
+    assert {k: first[k] for k in ("name", "data_type", "dims")} == {
+        "name": "INPUT0",
+        "data_type": "TYPE_FP32",
+        "dims": [4],  # a number, as Triton writes it (protobuf's JSON writes int64 as "4")
+    }
+    assert first["optional"] is False  # scalar fields with their defaults, as Triton has them
     assert config["backend"] == "python"
     with ModelHarness(REPO / "add_sub") as model:
         args = model.initialize_args()
@@ -191,3 +197,77 @@ def test_async_execute_and_relative_imports(tmp_path: Path) -> None:
         responses = model.execute([{"X": np.array([1.5], np.float32)}, {"X": np.ones(2)}])
         assert responses[0].output_tensors()[0].as_numpy().tolist() == [3.0]
         assert responses[1].output_tensors()[0].as_numpy().tolist() == [2.0, 2.0]
+
+
+CONFIG_DUMP = """
+import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.text = json.dumps({k: args[k] for k in ("model_config", "model_instance_kind")})
+
+    def execute(self, requests):
+        out = np.array([self.text.encode()], np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]) for _ in requests]
+"""
+
+DUMP_IO = """name: "dump"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUT" data_type: TYPE_STRING dims: [ 1 ] } ]
+parameters { key: "K" value: { string_value: "v" } }
+"""
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "",
+        'instance_group [ { count: 2 kind: KIND_CPU }, { name: "g" } ]',
+        "dynamic_batching { max_queue_delay_microseconds: 100 }",
+    ],
+)
+def test_the_config_a_model_sees_is_the_servers(tmp_path: Path, extra: str) -> None:
+    """args["model_config"] under the harness equals what tritonserver 2.51 hands the
+    model: its defaults (version policy, optimization, instance groups...) filled in."""
+    from pybackend.testing import ServerModel
+
+    model_dir = _write_model(tmp_path, "dump", CONFIG_DUMP, DUMP_IO + extra)
+    x = {"X": np.ones(2, np.float32)}
+    with ServerModel(model_dir) as server:
+        served = json.loads(server.infer(x)["OUT"][0])
+    with ModelHarness(model_dir) as model:
+        local = json.loads(model.infer(x)["OUT"][0])
+    assert local["model_instance_kind"] == served["model_instance_kind"] == "CPU"
+    assert json.loads(local["model_config"]) == json.loads(served["model_config"])
+
+
+METRICS_AND_LOGS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.family = pb_utils.MetricFamily(  # kept: a deleted family ends its metrics
+            name="requests_seen", description="requests", kind=pb_utils.MetricFamily.COUNTER)
+        self.counter = self.family.Metric(labels={"model": args["model_name"]})
+
+    def execute(self, requests):
+        self.counter.increment(len(requests))
+        pb_utils.Logger.log_warn(f"batch of {len(requests)}")
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+"""
+
+
+def test_metrics_and_logs_are_captured(tmp_path: Path) -> None:
+    from pybackend.testing import harness_transport
+
+    with ModelHarness(_write_model(tmp_path, "counted", METRICS_AND_LOGS)) as model:
+        model.execute([{}, {}])
+        model.execute([{}])
+        (metric,) = [m for m in harness_transport().metrics.values() if m.family == "requests_seen"]
+        assert metric.labels == {"model": "counted"} and metric.value == 3
+        assert [(r.level, r.message) for r in model.logs] == [(1, "batch of 2"), (1, "batch of 1")]
