@@ -28,6 +28,7 @@ from ..utils.tensor import Tensor
 from .async_execute import AsyncExecutor
 from .logging import ERROR
 from .outputs import Placer
+from .return_checks import decoupled_return, default_return, wrong_item
 from .state import StubState
 from .tracebacks import format_exception
 
@@ -276,25 +277,18 @@ class Dispatcher:
 
     def _items(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> list:
         if self.decoupled:
-            if ret is not None:
-                raise BatchError(
-                    f"Python model '{self.instance}' is using the decoupled mode and the execute "
-                    "function must return None."
-                )
+            refused = decoupled_return(self.instance, ret)
+            if refused is not None:
+                raise BatchError(refused)
             self._open = [
                 r for r in requests if r._release_flags != TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
             ]
             return [(_NONE, r._release_flags, None) for r in requests]
         if ret is None:
             return [self._none_item(r, "execute returned None") for r in requests]
-        if not isinstance(ret, list):
-            raise BatchError(f"Expected a list in the execute return, found type '{type(ret)}'.")
-        if len(ret) != len(requests):
-            raise BatchError(
-                "Number of InferenceResponse objects do not match the number of InferenceRequest "
-                f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
-                f"size is:{len(ret)}\n"
-            )
+        refused = default_return(ret, len(requests))
+        if refused is not None:
+            raise BatchError(refused)
         items: List[tuple] = []
         for req, resp in zip(requests, ret):
             flags = req._release_flags
@@ -315,10 +309,7 @@ class Dispatcher:
                         raise BatchError(str(e)) from None
                 items.append((_RESPONSE, flags, placer.response(resp, req._requested)))
             else:
-                raise BatchError(
-                    "Expected an 'InferenceResponse' object in the execute function return list, "
-                    f"found type '{type(resp)}'."
-                )
+                raise BatchError(wrong_item(resp))
         return items
 
     def _none_item(self, req: InferenceRequest, what: str) -> tuple:

@@ -101,8 +101,8 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
         g["name"] = g.get("name") or (out["name"] if defaulted else f"{out['name']}_{i}")
         g["kind"] = "KIND_CPU" if g.get("kind", "KIND_AUTO") == "KIND_AUTO" else g["kind"]
         g["count"] = g.get("count") or 1
-        for key, empty in (("gpus", []), ("secondary_devices", []), ("profile", [])):
-            g.setdefault(key, empty)
+        for key in ("gpus", "secondary_devices", "profile"):
+            g.setdefault(key, [])
         g.setdefault("passive", False)
         g.setdefault("host_policy", "")
     out["instance_group"] = groups

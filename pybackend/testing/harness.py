@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..stub.return_checks import decoupled_return, default_return, wrong_item
 from ..stub.tracebacks import format_exception
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
@@ -36,7 +37,7 @@ from ..utils.tensor import Tensor
 from .config import load_config, normalize
 from .harness_errors import InferError
 from .inputs import check_inputs
-from .transport import FINAL, BlsFake, LogRecord, harness_transport
+from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 Inputs = Mapping[str, Any]
 
@@ -94,6 +95,7 @@ class ModelHarness:
         with t.lock:
             t.harnesses.append(self)
             t.fakes.update(self._fakes)
+        install(t)
         with self._running():
             module = self._import()
             cls = getattr(module, "TritonPythonModel", None)
@@ -140,6 +142,7 @@ class ModelHarness:
                 t.fakes.pop(name, None)
             for token in [k for k, h in t.by_token.items() if h is self]:
                 del t.by_token[token]
+        uninstall_if_idle(t)
 
     def initialize_args(self) -> Dict[str, str]:
         """The ``args`` of ``initialize`` (spec: 7 string keys)."""
@@ -275,21 +278,15 @@ class ModelHarness:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def _responses(self, reqs: List[InferenceRequest], ret: Any) -> List[Any]:
+        refused = (
+            decoupled_return(self.instance_name, ret)
+            if self.decoupled
+            else default_return(ret, len(reqs))
+        )
+        if refused is not None:
+            raise _BatchError(refused)
         if self.decoupled:
-            if ret is not None:
-                raise _BatchError(
-                    f"Python model '{self.instance_name}' is using the decoupled mode and the "
-                    "execute function must return None."
-                )
             return [None for _ in reqs]
-        if not isinstance(ret, list):
-            raise _BatchError(f"Expected a list in the execute return, found type '{type(ret)}'.")
-        if len(ret) != len(reqs):
-            raise _BatchError(
-                "Number of InferenceResponse objects do not match the number of "
-                f"InferenceRequest objects. InferenceRequest(s) size is:{len(reqs)}, and "
-                f"InferenceResponse(s) size is:{len(ret)}\n"
-            )
         out: List[Any] = []
         for req, resp in zip(reqs, ret):
             if resp is None:
@@ -308,10 +305,7 @@ class ModelHarness:
             elif isinstance(resp, InferenceResponse):
                 out.append(resp)
             else:
-                raise _BatchError(
-                    "Expected an 'InferenceResponse' object in the execute function return "
-                    f"list, found type '{type(resp)}'."
-                )
+                raise _BatchError(wrong_item(resp))
         return out
 
     def _error(self, message: str) -> InferenceResponse:

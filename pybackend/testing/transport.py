@@ -151,14 +151,34 @@ class HarnessTransport(Transport):
 
 
 _transport: Optional[HarnessTransport] = None
+_previous: Optional[Transport] = None  # pb_utils' transport before a harness started
 
 
 def harness_transport() -> HarnessTransport:
-    """The process's harness transport, installed for pb_utils on first use."""
+    """The process's harness transport (pb_utils uses it while a harness runs)."""
     global _transport
     if _transport is None:
-        from ..utils import transport as utils_transport
-
         _transport = HarnessTransport()
-        utils_transport.set_transport(_transport)
     return _transport
+
+
+def install(t: HarnessTransport) -> None:
+    """A harness starts: pb_utils talks to ``t`` from now on."""
+    global _previous
+    from ..utils import transport as utils_transport
+
+    if utils_transport.get_transport() is not t:
+        _previous = utils_transport.set_transport(t)
+
+
+def uninstall_if_idle(t: HarnessTransport) -> None:
+    """The last harness closed: pb_utils gets its previous transport back (a plain
+    ``import triton_python_backend_utils`` in the same process behaves as without us)."""
+    global _previous
+    from ..utils import transport as utils_transport
+
+    with t.lock:
+        idle = not t.harnesses
+    if idle and _previous is not None and utils_transport.get_transport() is t:
+        utils_transport.set_transport(_previous)
+        _previous = None

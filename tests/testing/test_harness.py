@@ -271,3 +271,13 @@ def test_metrics_and_logs_are_captured(tmp_path: Path) -> None:
         (metric,) = [m for m in harness_transport().metrics.values() if m.family == "requests_seen"]
         assert metric.labels == {"model": "counted"} and metric.value == 3
         assert [(r.level, r.message) for r in model.logs] == [(1, "batch of 2"), (1, "batch of 1")]
+
+
+def test_plain_pb_utils_is_back_after_the_last_harness() -> None:
+    """Outside a harness pb_utils behaves as after a plain import (BLS is unsupported)."""
+    from pybackend.utils import transport
+
+    before = transport.get_transport()
+    with ModelHarness(REPO / "add_sub"):
+        assert transport.get_transport() is not before
+    assert transport.get_transport() is before
