@@ -1,10 +1,11 @@
-"""The offline harness: run and test a ``model.py`` in-process with the real pb_utils types
-(docs/testing.md)."""
+"""The offline harness: run and test a ``model.py`` in-process with the real pb_utils types,
+in a real stub process, or through a real tritonserver (docs/testing.md)."""
 
 from .config import ConfigError, load_config, parse_config
 from .harness import ModelHarness
 from .harness_errors import InferError
 from .server_model import ServerModel
+from .stub_model import StubModel
 from .transport import LogRecord, MetricRecord, harness_transport
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "MetricRecord",
     "ModelHarness",
     "ServerModel",
+    "StubModel",
     "harness_transport",
     "load_config",
     "parse_config",

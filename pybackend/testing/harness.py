@@ -34,9 +34,9 @@ from ..utils.model_config import ModelConfig
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
-from .config import load_config, normalize
 from .harness_errors import InferError
 from .inputs import check_inputs
+from .model_dir import resolve
 from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 Inputs = Mapping[str, Any]
@@ -58,15 +58,21 @@ class ModelHarness:
         bls: Optional[Mapping[str, BlsFake]] = None,
         model_file: str = "model.py",
     ) -> None:
-        self.model_dir = Path(model_dir).resolve()
-        self.version = version if version is not None else _latest_version(self.model_dir)
-        self.version_dir = self.model_dir / str(self.version)
-        self.model_file = self.version_dir / model_file
-        raw = dict(config) if config is not None else load_config(self.model_dir)
-        self.model_name = model_name or raw.get("name") or self.model_dir.name
-        self.config: Dict[str, Any] = normalize(raw, self.model_name)
-        # The first instance of the first group, named as the server names it.
-        self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
+        where = resolve(
+            model_dir,
+            version=version,
+            config=config,
+            model_name=model_name,
+            instance_name=instance_name,
+            model_file=model_file,
+        )
+        self.model_dir = where.path
+        self.version = where.version
+        self.version_dir = where.version_dir
+        self.model_file = where.model_file
+        self.model_name = where.model_name
+        self.config: Dict[str, Any] = where.config
+        self.instance_name = where.instance_name
         self.logs: List[LogRecord] = []
         self.model: Any = None
         self._fakes = dict(bls or {})
@@ -356,13 +362,6 @@ class _Running:
 
     def __exit__(self, *exc: object) -> None:
         self.harness._transport.local.harness = self.previous
-
-
-def _latest_version(model_dir: Path) -> int:
-    versions = [int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()]
-    if not versions:
-        raise TritonModelException(f"no version directory (e.g. '1/') in '{model_dir}'")
-    return max(versions)
 
 
 def _filtered(resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:

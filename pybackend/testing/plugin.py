@@ -1,13 +1,13 @@
 """pytest plugin (entry point ``pytest11``): the ``triton_model`` fixture opens a model
-directory in-process (:class:`ModelHarness`) or through a real tritonserver
-(:class:`ServerModel`), so one test covers both:
+directory in-process (:class:`ModelHarness`), in a real stub process (:class:`StubModel`) or
+through a real tritonserver (:class:`ServerModel`), so one test covers all three:
 
     def test_add_sub(triton_model):
         model = triton_model("model_repository/add_sub")
         assert model.infer({"INPUT0": a, "INPUT1": b})["OUTPUT0"].tolist() == [...]
 
-``pytest --pybackend-mode=inprocess,server`` runs every such test in each mode (default:
-in-process only; ``server`` needs the ``server`` extra).
+``pytest --pybackend-mode=inprocess,stub,server`` runs every such test in each mode
+(default: in-process only; ``server`` needs the ``server`` extra).
 """
 
 from __future__ import annotations
@@ -19,16 +19,17 @@ import pytest
 
 from .harness import ModelHarness
 from .server_model import ServerModel
+from .stub_model import StubModel
 
-MODES = ("inprocess", "server")
+MODES = ("inprocess", "stub", "server")
 
 
 def pytest_addoption(parser: Any) -> None:
     parser.addoption(
         "--pybackend-mode",
         default="inprocess",
-        help="where the triton_model fixture runs models: inprocess, server, or both "
-        "comma-separated (default: inprocess)",
+        help="where the triton_model fixture runs models: inprocess, stub, server, or "
+        "several comma-separated (default: inprocess)",
     )
 
 
@@ -56,7 +57,7 @@ def _parametrized(metafunc: Any) -> bool:
 def triton_model(pybackend_mode: str) -> Iterator[Callable[..., Any]]:
     """``triton_model(model_dir, others=(), **kwargs)``: the model, started; ``others`` are
     served beside it (the models it calls through BLS). ``kwargs`` go to ModelHarness
-    (in-process) or ServerModel."""
+    (in-process), StubModel or ServerModel."""
     opened: List[Any] = []
 
     def open_model(
@@ -65,9 +66,10 @@ def triton_model(pybackend_mode: str) -> Iterator[Callable[..., Any]]:
         if pybackend_mode == "server":
             model: Any = ServerModel(model_dir, others=others, **kwargs)
         else:
+            kind = StubModel if pybackend_mode == "stub" else ModelHarness
             for other in others:
-                opened.append(ModelHarness(other).start())
-            model = ModelHarness(model_dir, **kwargs)
+                opened.append(kind(other).start())
+            model = kind(model_dir, **kwargs)
         opened.append(model.start())
         return model
 

@@ -100,11 +100,7 @@ class HarnessTransport(Transport):
                 return iter(items + [InferenceResponse()])
             return result
         if target is None:
-            text = (
-                f"Model {name} - Error when running inference: Failed for execute the "
-                f"inference request. Model '{name}' is not ready."
-            )
-            error = InferenceResponse(error=TritonError(text, ErrorCode.INTERNAL))
+            error = InferenceResponse(error=TritonError(not_ready_text(name), ErrorCode.INTERNAL))
             return iter([error]) if decoupled else error
         responses = target._serve_bls(request)
         if decoupled:
@@ -148,6 +144,14 @@ class HarnessTransport(Transport):
                 m.observations.append(value)
                 m.value += value
             return m.value
+
+
+def not_ready_text(name: str) -> str:
+    """The error of a BLS call to a model the server does not have (as Triton words it)."""
+    return (
+        f"Model {name} - Error when running inference: Failed for execute the "
+        f"inference request. Model '{name}' is not ready."
+    )
 
 
 _transport: Optional[HarnessTransport] = None

@@ -1,6 +1,7 @@
 """The offline harness (pybackend.testing): the example models in-process with the real
 pb_utils types, and the very same checks through a real tritonserver with our backend
-(the ``triton_model`` fixture, parametrized over both modes here)."""
+and in a real stub process (the ``triton_model`` fixture, parametrized over the three modes
+here)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pybackend.testing import InferError, ModelHarness, load_config
+from pybackend.testing import InferError, ModelHarness, StubModel, load_config
 from pybackend.utils.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
-BOTH = pytest.mark.parametrize("pybackend_mode", ["inprocess", "server"])
+BOTH = pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
 
 
 @BOTH
@@ -231,8 +232,9 @@ parameters { key: "K" value: { string_value: "v" } }
     ],
 )
 def test_the_config_a_model_sees_is_the_servers(tmp_path: Path, extra: str) -> None:
-    """args["model_config"] under the harness equals what tritonserver 2.51 hands the
-    model: its defaults (version policy, optimization, instance groups...) filled in."""
+    """args["model_config"] under the harness (and in a stub process) equals what
+    tritonserver 2.51 hands the model: its defaults (version policy, optimization, instance
+    groups...) filled in."""
     from pybackend.testing import ServerModel
 
     model_dir = _write_model(tmp_path, "dump", CONFIG_DUMP, DUMP_IO + extra)
@@ -241,8 +243,12 @@ def test_the_config_a_model_sees_is_the_servers(tmp_path: Path, extra: str) -> N
         served = json.loads(server.infer(x)["OUT"][0])
     with ModelHarness(model_dir) as model:
         local = json.loads(model.infer(x)["OUT"][0])
+    with StubModel(model_dir) as stub:
+        stubbed = json.loads(stub.infer(x)["OUT"][0])
     assert local["model_instance_kind"] == served["model_instance_kind"] == "CPU"
+    assert stubbed["model_instance_kind"] == "CPU"
     assert json.loads(local["model_config"]) == json.loads(served["model_config"])
+    assert json.loads(stubbed["model_config"]) == json.loads(served["model_config"])
 
 
 METRICS_AND_LOGS = """

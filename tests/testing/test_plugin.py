@@ -28,11 +28,17 @@ def test_default_mode_is_in_process(pytester: Any) -> None:
     result.stdout.fnmatch_lines(["*MODE inprocess ModelHarness*"])
 
 
-def test_both_modes_run_the_same_test(pytester: Any) -> None:
+def test_every_mode_runs_the_same_test(pytester: Any) -> None:
     pytester.makepyfile(test_user=USER_TEST)
-    result = pytester.runpytest_subprocess("-s", "--pybackend-mode=inprocess,server")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*MODE inprocess ModelHarness*", "*MODE server ServerModel*"])
+    result = pytester.runpytest_subprocess("-s", "--pybackend-mode=inprocess,stub,server")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*MODE inprocess ModelHarness*",
+            "*MODE stub StubModel*",
+            "*MODE server ServerModel*",
+        ]
+    )
 
 
 def test_unknown_mode_is_a_usage_error(pytester: Any) -> None:

@@ -1,0 +1,389 @@
+"""A Python stand-in for libtriton_python.so: spawns ``python -m pybackend.stub`` with two
+SEQPACKET socketpairs and speaks docs/protocol.md to it, so a model (or the stub itself) runs
+in a real stub process without tritonserver. :class:`StubModel` builds on it; the stub's own
+tests drive it message by message."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..ipc import codec
+from ..ipc.arena import Arena, PeerSegments
+from ..ipc.channel import Channel, ChannelClosed
+from ..ipc.protocol import PROTOCOL_VERSION, Location, MessageKind, Owner, ResultKind
+from ..utils import dtypes
+from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
+
+#: The directory holding the ``pybackend`` package and ``triton_python_backend_utils``
+#: (the checkout, or site-packages): the stub imports both from there.
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+class StubDriver:
+    """One stub process and both its channels, the backend's side of them."""
+
+    def __init__(
+        self,
+        instance: str = "m_0_0",
+        env: Optional[Dict[str, str]] = None,
+        inline_threshold: int = 4096,
+        python: str = sys.executable,
+        cwd: Optional[Path] = None,
+    ) -> None:
+        self.instance = instance
+        self.inline_threshold = inline_threshold
+        sync_b, sync_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        async_b, async_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        child_env = dict(os.environ)
+        child_env.update(
+            PYBACKEND_SYNC_FD="3",
+            PYBACKEND_ASYNC_FD="4",
+            PYBACKEND_INSTANCE=instance,
+            PYTHONUNBUFFERED="1",
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONPATH=os.pathsep.join(
+                [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+            ),
+        )
+        child_env.update(env or {})
+        sync_fd, async_fd = sync_s.fileno(), async_s.fileno()
+
+        def channels_on_3_and_4() -> None:
+            # Like the real backend: the channels are fds 3 and 4 of the stub, and every
+            # other inheritable fd of ours stays open for the stub to close.
+            s, a = os.dup(sync_fd), os.dup(async_fd)
+            os.dup2(s, 3)
+            os.dup2(a, 4)
+            os.close(s)
+            os.close(a)
+
+        self.proc = subprocess.Popen(
+            [python, "-m", "pybackend.stub", "--instance", instance],
+            close_fds=False,
+            preexec_fn=channels_on_3_and_4,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(cwd or PACKAGE_ROOT),
+        )
+        sync_s.close()
+        async_s.close()
+        self.peer = PeerSegments()
+        self.arena = Arena(Owner.BACKEND, 1 << 20, 1 << 20, announce=self._announce)
+        self.sync = Channel(sync_b, self._indirect_out, self._indirect_in)
+        self.async_ = Channel(async_b, self._indirect_out, self._indirect_in)
+        self.logs: List[Tuple[int, int, str, str]] = []
+        self.sends: List[Tuple[int, int, Optional[Dict[str, Any]]]] = []
+        self.frees_received: List[Tuple[int, int]] = []
+        self.processed = 0
+        self.cancelled_tokens: set = set()
+        # Handlers of further async kinds (BLS, model control): kind -> fn(msg).
+        self.handlers: Dict[int, Any] = {}
+        # Handlers of requests the stub makes on sync while execute waits for RESULT
+        # (BLS_EXEC from the thread running execute): kind -> fn(msg).
+        self.sync_handlers: Dict[int, Any] = {}
+        self.dropped: List[int] = []  # SENDER_DROPPED tokens
+        self.cond = threading.Condition()
+        self.async_closed = False
+        self.pending_stub_frees: List[Tuple[int, int]] = []
+        self.reader = threading.Thread(target=self._read_async, daemon=True)
+        self.reader.start()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _announce(self, seg: int, size: int, fd: int) -> None:
+        self.sync.send(
+            MessageKind.SEGMENT_ADD, codec.encode_segment_add(Owner.BACKEND, seg, size), fds=[fd]
+        )
+
+    def _indirect_out(self, body: Any) -> Tuple[int, int]:
+        mv = memoryview(body).cast("B")
+        seg, off = self.arena.alloc(mv.nbytes)
+        self.arena.write(seg, off, mv)
+        return seg, off
+
+    def _indirect_in(self, seg: int, off: int, length: int) -> bytes:
+        mm = self.peer.get(seg, off, length)
+        data = mm[off : off + length]
+        self.pending_stub_frees.append((seg, off))
+        return data
+
+    def _read_async(self) -> None:
+        while True:
+            try:
+                msg = self.async_.recv()
+            except (ChannelClosed, OSError):
+                with self.cond:
+                    self.async_closed = True
+                    self.cond.notify_all()
+                return
+            kind = msg.kind
+            if kind == MessageKind.LOG:
+                self.logs.append(codec.decode_log(msg.body))
+            elif kind == MessageKind.SEGMENT_ADD:
+                owner, seg, size = codec.decode_segment_add(msg.body)
+                assert owner == Owner.STUB
+                self.peer.add(seg, size, msg.fds.pop())
+            elif kind == MessageKind.SEGMENT_DROP:
+                owner, seg = codec.decode_segment_drop(msg.body)
+                self.peer.drop(seg)
+            elif kind == MessageKind.FREE:
+                self._on_free(msg.body)
+            elif kind == MessageKind.SEND:
+                token, flags, resp = codec.decode_send(msg.body)
+                self.sends.append((token, flags, None if resp is None else self._materialize(resp)))
+            elif kind == MessageKind.SENDER_DROPPED:
+                (token,) = codec.U64.unpack_from(msg.body, 0)
+                self.dropped.append(token)
+            elif kind in self.handlers:
+                self.handlers[kind](msg)
+            elif kind == MessageKind.IS_CANCELLED:
+                (token,) = codec.U64.unpack_from(msg.body, 0)
+                payload = b"\x01" if token in self.cancelled_tokens else b"\x00"
+                try:
+                    self.async_.send(
+                        MessageKind.REPLY, codec.encode_reply(True, payload=payload), msg.id
+                    )
+                except (ChannelClosed, OSError):
+                    pass  # the stub (or close()) shut the channel: the next recv ends the loop
+            with self.cond:
+                self.processed += 1
+                self.cond.notify_all()
+
+    def wait_async(self, count: int, timeout: float = 10.0) -> None:
+        with self.cond:
+            if not self.cond.wait_for(
+                lambda: self.processed >= count or self.async_closed, timeout
+            ):
+                raise TimeoutError(f"async channel: processed {self.processed} of {count}")
+
+    def _tensor_bytes(self, td: codec.TensorDesc) -> bytes:
+        if td.location == Location.INLINE:
+            return bytes(td.data)  # type: ignore[arg-type]
+        if td.location == Location.STUB_ARENA:
+            mm = self.peer.get(td.seg, td.offset, td.byte_size)
+            data = mm[td.offset : td.offset + td.byte_size] if td.byte_size else b""
+            self.pending_stub_frees.append((td.seg, td.offset))
+            return data
+        if td.location == Location.BACKEND_ARENA:
+            return bytes(self.arena.buffer(td.seg, td.offset, td.byte_size))
+        raise AssertionError(td)
+
+    def _materialize(self, resp: codec.ResponseDesc) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "error": resp.error,
+            "parameters": resp.parameters,
+            "outputs": {},
+            "where": {},
+        }
+        for td in resp.outputs:
+            out["outputs"][td.name] = self.array_of(td)
+            out["where"][td.name] = td.location
+        return out
+
+    def array_of(self, td: codec.TensorDesc) -> np.ndarray:
+        """A tensor the stub sent (an output, a BLS input), copied out of shared memory."""
+        raw = self._tensor_bytes(td)
+        if td.dtype == dtypes.TYPE_BYTES:
+            return to_object_array(split_bytes(raw)).reshape(td.dims)
+        return np.frombuffer(raw, dtypes.WIRE_DTYPE[td.dtype]).reshape(td.dims).copy()
+
+    def _flush_stub_frees(self) -> None:
+        if self.pending_stub_frees:
+            blocks, self.pending_stub_frees = self.pending_stub_frees, []
+            self.sync.send(MessageKind.FREE, codec.encode_free(Owner.STUB, blocks))
+
+    def _on_free(self, body: memoryview) -> None:
+        owner, blocks = codec.decode_free(body)
+        assert owner == Owner.BACKEND
+        for seg, off in blocks:
+            self.arena.decref(seg, off)
+            self.frees_received.append((seg, off))
+
+    # ------------------------------------------------------------------ protocol steps
+
+    def hello(self) -> Tuple[int, int, str, str]:
+        msg = self.sync.recv()
+        assert msg.kind == MessageKind.HELLO, msg
+        hello = codec.decode_hello(msg.body)
+        assert hello[0] == PROTOCOL_VERSION
+        return hello
+
+    def init(
+        self,
+        model_file: Path,
+        config: Optional[dict] = None,
+        phase: str = "initialize",
+        decoupled: bool = False,
+        **extra: Any,
+    ) -> Dict[str, Any]:
+        model_file = Path(model_file)
+        config = dict(config or {"name": model_file.parent.parent.name})
+        args = {
+            "protocol_version": PROTOCOL_VERSION,
+            "phase": phase,
+            "model_name": model_file.parent.parent.name,
+            "model_version": model_file.parent.name,
+            "model_repository": str(model_file.parent.parent),
+            "model_file": str(model_file),
+            "version_dir": str(model_file.parent),
+            "instance_name": self.instance,
+            "instance_kind": "CPU",
+            "device_id": "0",
+            "model_config": json.dumps(config),
+            "decoupled": decoupled,
+            "runtime_modeldir": "DEFAULT",
+            "inline_threshold": self.inline_threshold,
+            "shm_default_byte_size": 1 << 20,
+            "shm_growth_byte_size": 1 << 20,
+            "log_verbose": 0,
+        }
+        args.update(extra)
+        self.sync.send(MessageKind.INIT, codec.encode_json(args))
+        msg = self.sync.recv()
+        assert msg.kind == MessageKind.INIT_REPLY, msg
+        return codec.decode_json(msg.body)
+
+    def make_input(
+        self, name: str, value: np.ndarray, arena: Optional[bool] = None
+    ) -> codec.TensorDesc:
+        code = dtypes.code_of_array(value)
+        assert code is not None
+        raw = (
+            serialize_to_bytes(value)
+            if code == dtypes.TYPE_BYTES
+            else np.ascontiguousarray(value).tobytes()
+        )
+        use_arena = len(raw) > self.inline_threshold if arena is None else arena
+        if use_arena:
+            seg, off = self.arena.alloc(len(raw))
+            if raw:
+                self.arena.write(seg, off, memoryview(raw))
+            return codec.TensorDesc(
+                name, code, Location.BACKEND_ARENA, value.shape, len(raw), seg, off
+            )
+        return codec.TensorDesc(name, code, Location.INLINE, value.shape, len(raw), data=raw)
+
+    def execute(
+        self,
+        requests: Sequence[Dict[str, np.ndarray]],
+        batch_id: int = 1,
+        arena: Optional[bool] = None,
+        requested: Optional[Sequence[Sequence[str]]] = None,
+        request_kwargs: Optional[Sequence[Dict[str, Any]]] = None,
+    ) -> Dict[str, Any]:
+        """Run one batch; returns {"error": (code, msg)} or {"items": [...]} where each
+        item is None or a materialized response dict."""
+        descs = []
+        for i, inputs in enumerate(requests):
+            kw = dict(request_kwargs[i]) if request_kwargs else {}
+            descs.append(
+                codec.RequestDesc(
+                    token=kw.pop("token", 1000 + i),
+                    request_id=kw.pop("request_id", f"r{i}"),
+                    requested_outputs=list(requested[i]) if requested else [],
+                    inputs=[self.make_input(n, v, arena) for n, v in inputs.items()],
+                    **kw,
+                )
+            )
+        # Like the real backend: the batch's input blocks stay pinned until the outputs are
+        # read, as the stub returns them (FREE on sync) before RESULT.
+        pins = [
+            (t.seg, t.offset)
+            for d in descs
+            for t in d.inputs
+            if t.location == Location.BACKEND_ARENA
+        ]
+        for seg, off in pins:
+            self.arena.incref(seg, off)
+        self._flush_stub_frees()
+        self.sync.send(MessageKind.EXECUTE, codec.encode_execute(descs), batch_id)
+        msg = self.sync.recv()
+        while msg.kind == MessageKind.FREE or msg.kind in self.sync_handlers:
+            if msg.kind == MessageKind.FREE:
+                self._on_free(msg.body)
+            else:
+                self.sync_handlers[msg.kind](msg)
+            msg = self.sync.recv()
+        try:
+            return self._finish_execute(msg, batch_id)
+        finally:
+            for seg, off in pins:
+                self.arena.decref(seg, off)
+
+    def _finish_execute(self, msg: Any, batch_id: int) -> Dict[str, Any]:
+        assert msg.kind == MessageKind.RESULT, msg
+        assert msg.id == batch_id
+        result = codec.decode_result(msg.body)
+        if result.error is not None:
+            return {"error": result.error}
+        self.wait_async(result.async_seq)
+        items = []
+        for kind, flags, resp in result.items:
+            if kind == ResultKind.NONE:
+                items.append({"none": True, "release_flags": flags})
+            else:
+                m = self._materialize(resp)  # type: ignore[arg-type]
+                m["release_flags"] = flags
+                items.append(m)
+        return {"items": items}
+
+    def finalize(self, timeout: float = 10.0) -> Dict[str, Any]:
+        self._flush_stub_frees()
+        self.sync.send(MessageKind.FINALIZE)
+        msg = self.sync.recv()
+        assert msg.kind == MessageKind.FINALIZE_REPLY, msg
+        reply = codec.decode_json(msg.body)
+        self.proc.wait(timeout)
+        # Like the real backend's monitor: handle everything the stub sent on async before
+        # it exited (finalize's LOG lines, the last FREEs) before calling the stub finalized.
+        # FINALIZE_REPLY travels on sync and carries no async_seq, so it can overtake them.
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.async_closed, timeout):
+                raise TimeoutError(f"async channel still open {timeout:g} s after the stub exited")
+        return reply
+
+    def close(self) -> None:
+        for ch in (self.sync, self.async_):
+            try:
+                ch.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        # The stub sends its last FREEs on async after FINALIZE_REPLY (on the way out): the
+        # reader may still be handling them. It must be done before the arena goes, or a
+        # FREE lands in an emptied arena ("FREE for unknown segment") and the exception of
+        # the reader thread is reported in whichever test runs next.
+        self.reader.join(10)
+        for ch in (self.sync, self.async_):
+            ch.close()
+        self.arena.close()
+        self.peer.close()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+    def stderr_text(self) -> str:
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read().decode(errors="replace")
+
+    def __enter__(self) -> "StubDriver":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

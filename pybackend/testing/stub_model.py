@@ -1,0 +1,319 @@
+"""Run a ``model.py`` in a real stub process (``python -m pybackend.stub``, the process the
+backend starts per instance), driven from this process by :class:`StubDriver` instead of
+tritonserver: the model's inputs and outputs cross the real channels and shared memory, it
+runs in a process of its own (its imports, globals, threads and crashes stay there), and no
+server is needed.
+
+    with StubModel("model_repository/add_sub") as model:
+        out = model.infer({"INPUT0": a, "INPUT1": b})
+
+The calls are :class:`ModelHarness`'s and :class:`ServerModel`'s (``infer``, ``infer_stream``),
+so the pytest plugin runs one test in any of the three modes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ..ipc.channel import ChannelClosed
+from ..utils.errors import ErrorCode, TritonModelException
+from ..utils.helpers import using_decoupled_model_transaction_policy
+from ..utils.tensor import Tensor
+from .harness_errors import InferError
+from .inputs import check_inputs
+from .model_dir import resolve
+from .stub_driver import StubDriver
+from .stub_services import StubServices, register, unregister
+from .transport import FINAL, BlsFake, LogRecord, MetricRecord
+
+Inputs = Mapping[str, Any]
+
+
+class StubModel:
+    """One instance of the model in ``model_dir`` in a stub process of its own. ``bls``:
+    fakes for the models it calls (other StubModels started in this process answer calls
+    to their names); ``env``: extra environment of the stub; ``python``: the interpreter
+    that runs the stub (the one running the tests by default)."""
+
+    def __init__(
+        self,
+        model_dir: Union[str, Path],
+        *,
+        version: Optional[int] = None,
+        config: Optional[Dict[str, Any]] = None,
+        model_name: Optional[str] = None,
+        instance_name: Optional[str] = None,
+        bls: Optional[Mapping[str, BlsFake]] = None,
+        model_file: str = "model.py",
+        env: Optional[Mapping[str, str]] = None,
+        python: str = sys.executable,
+    ) -> None:
+        where = resolve(
+            model_dir,
+            version=version,
+            config=config,
+            model_name=model_name,
+            instance_name=instance_name,
+            model_file=model_file,
+        )
+        self.model_dir = where.path
+        self.version = where.version
+        self.model_file = where.model_file
+        self.model_name = where.model_name
+        self.config: Dict[str, Any] = where.config
+        self.instance_name = where.instance_name
+        #: What the stub wrote to its stdout and stderr, line by line.
+        self.output: List[str] = []
+        self._fakes = dict(bls or {})
+        self._env = dict(env or {})
+        self._python = python
+        self._driver: Optional[StubDriver] = None
+        self._services: Optional[StubServices] = None
+        self._lock = threading.Lock()  # one execute at a time, as the backend sends them
+        self._tokens = itertools.count(1)
+        self._batches = itertools.count(1)
+
+    def __enter__(self) -> "StubModel":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def decoupled(self) -> bool:
+        return bool(using_decoupled_model_transaction_policy(self.config))
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._driver.proc.pid if self._driver is not None else None
+
+    @property
+    def logs(self) -> List[LogRecord]:
+        """What ``pb_utils.Logger`` (and the stub itself) logged, in order."""
+        if self._driver is None:
+            return []
+        return [LogRecord(lv, f, line, m) for lv, line, f, m in list(self._driver.logs)]
+
+    @property
+    def metrics(self) -> Dict[int, MetricRecord]:
+        """The model's custom metrics, by id."""
+        return dict(self._services.metrics) if self._services is not None else {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "StubModel":
+        """Start a stub for ``auto_complete_config`` (as the server does at load), then the
+        instance's stub, which runs ``initialize``."""
+        if not self.model_file.is_file():
+            raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+        reply = self._run_auto_complete()
+        if reply.get("model_config"):
+            self.config = json.loads(reply["model_config"])
+        driver = self._spawn()
+        self._services = StubServices(driver, self._fakes)
+        reply = driver.init(
+            self.model_file,
+            self.config,
+            phase="initialize",
+            decoupled=self.decoupled,
+            **self._init_extra(),
+        )
+        if not reply["ok"]:
+            self._shutdown(driver)
+            raise TritonModelException(reply["error"])
+        self._driver = driver
+        register(self)
+        return self
+
+    def close(self) -> None:
+        """``finalize``, then wait for the stub to exit."""
+        unregister(self)
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            self._shutdown(driver)
+
+    def _run_auto_complete(self) -> Dict[str, Any]:
+        driver = self._spawn()
+        try:
+            reply = driver.init(
+                self.model_file, self.config, phase="auto_complete", **self._init_extra()
+            )
+        finally:
+            self._shutdown(driver)
+        if not reply["ok"]:
+            raise TritonModelException(reply["error"])
+        return reply
+
+    def _spawn(self) -> StubDriver:
+        driver = StubDriver(
+            self.instance_name, env=self._env, python=self._python, cwd=Path(os.getcwd())
+        )
+        for stream in (driver.proc.stdout, driver.proc.stderr):
+            # Read as it comes: a stub that prints more than a pipe holds must not block.
+            threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
+        try:
+            driver.hello()
+        except BaseException:
+            driver.close()
+            raise
+        return driver
+
+    def _init_extra(self) -> Dict[str, Any]:
+        return {
+            "model_name": self.model_name,
+            "model_version": str(self.version),
+            "model_repository": str(self.model_dir),
+            "instance_name": self.instance_name,
+        }
+
+    def _drain(self, stream: Optional[IO[bytes]]) -> None:
+        if stream is None:
+            return
+        try:
+            for line in iter(stream.readline, b""):
+                self.output.append(line.decode(errors="replace").rstrip("\n"))
+        except (OSError, ValueError):
+            pass  # closed by StubDriver.close
+
+    def _shutdown(self, driver: StubDriver) -> None:
+        try:
+            if driver.proc.poll() is None:
+                driver.finalize()
+        except (ChannelClosed, OSError, TimeoutError, AssertionError):
+            pass  # it died or hung in finalize: close() below ends it either way
+        finally:
+            driver.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def infer(
+        self,
+        inputs: Inputs,
+        *,
+        requested_outputs: Sequence[str] = (),
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        parameters: Optional[Mapping[str, Any]] = None,
+        timeout: float = 30.0,
+    ) -> Dict[str, np.ndarray]:
+        """One request; its outputs by name. An error response raises :class:`InferError`."""
+        responses = self._request(
+            inputs, requested_outputs, request_id, correlation_id, parameters, timeout
+        )
+        if len(responses) != 1:
+            raise InferError(f"the model sent {len(responses)} responses, not 1")
+        return responses[0]
+
+    def infer_stream(
+        self, inputs: Inputs, timeout: float = 30.0, **kwargs: Any
+    ) -> List[Dict[str, np.ndarray]]:
+        """A decoupled model's responses to one request, until the response sender's FINAL
+        (waited for at most ``timeout`` seconds)."""
+        return self._request(
+            inputs,
+            kwargs.get("requested_outputs", ()),
+            kwargs.get("request_id", ""),
+            kwargs.get("correlation_id", 0),
+            kwargs.get("parameters"),
+            timeout,
+        )
+
+    def _request(
+        self,
+        inputs: Inputs,
+        requested: Sequence[str],
+        request_id: str,
+        correlation_id: Union[int, str],
+        parameters: Optional[Mapping[str, Any]],
+        timeout: float,
+    ) -> List[Dict[str, np.ndarray]]:
+        driver = self._driver
+        if driver is None:
+            raise TritonModelException(f"the stub model '{self.model_name}' is not started")
+        arrays = {k: _array(v) for k, v in inputs.items()}
+        check_inputs(self.config, self.model_name, [Tensor(k, a) for k, a in arrays.items()])
+        token = next(self._tokens)
+        kwargs = {
+            "token": token,
+            "request_id": request_id,
+            "correlation_id": correlation_id,
+            "parameters": json.dumps(dict(parameters or {})),
+        }
+        with self._lock:
+            try:
+                result = driver.execute(
+                    [arrays],
+                    batch_id=next(self._batches),
+                    requested=[list(requested)],
+                    request_kwargs=[kwargs],
+                )
+            except (ChannelClosed, OSError, AssertionError) as e:
+                raise InferError(self._died(e), ErrorCode.INTERNAL) from None
+        if "error" in result:
+            code, message = result["error"]
+            raise InferError(message, code)
+        (item,) = result["items"]
+        sent = [item] if not item.get("none") else self._sent(driver, token, timeout)
+        return [_outputs(r, requested) for r in sent]
+
+    def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
+        """The responses the request's sender sent, once FINAL came."""
+
+        def final() -> bool:
+            return any(t == token and f & FINAL for t, f, _ in driver.sends)
+
+        with driver.cond:
+            done = driver.cond.wait_for(lambda: final() or driver.async_closed, timeout)
+            got_final = final()
+            mine = [r for t, _, r in driver.sends if t == token and r is not None]
+            driver.sends[:] = [s for s in driver.sends if s[0] != token]
+        if not done:
+            raise InferError(
+                f"no FINAL from the response sender of '{self.model_name}' within "
+                f"{timeout:g} s ({len(mine)} responses so far)"
+            )
+        if not got_final:
+            raise InferError(self._died(None), ErrorCode.INTERNAL)
+        return mine
+
+    def _died(self, cause: Optional[BaseException]) -> str:
+        driver = self._driver
+        code: Optional[int] = None
+        if driver is not None:
+            try:  # the channel closes a moment before the process can be reaped
+                code = driver.proc.wait(2)
+            except subprocess.TimeoutExpired:
+                pass
+        what = f"exited with code {code}" if code is not None else f"stopped answering ({cause!r})"
+        tail = "\n".join(self.output[-20:])
+        return (
+            f"the stub process of model '{self.model_name}' (instance '{self.instance_name}') "
+            f"{what} while it ran the request; its last output:\n{tail}"
+        )
+
+
+def _array(value: Any) -> np.ndarray:
+    if isinstance(value, Tensor):
+        return value.as_numpy()
+    array = np.asarray(value)
+    if array.dtype.kind == "U":  # text goes as UTF-8 BYTES, as a client sends it
+        array = np.char.encode(array, "utf-8").astype(np.object_)
+    return array
+
+
+def _outputs(resp: Dict[str, Any], requested: Sequence[str]) -> Dict[str, np.ndarray]:
+    if resp.get("error") is not None:
+        code, message = resp["error"]
+        raise InferError(message, code)
+    outputs: Dict[str, np.ndarray] = resp["outputs"]
+    # Only the requested outputs, as Triton returns them (all when none are named).
+    return {n: a for n, a in outputs.items() if not requested or n in requested}

@@ -1,0 +1,247 @@
+"""What a :class:`StubModel`'s stub asks the backend for, answered in this process: BLS
+calls (to other StubModels started here, or to fakes), readiness checks and custom metrics.
+The real backend answers the same messages through tritonserver."""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..ipc import bls_codec, codec
+from ..ipc.channel import Channel, ChannelClosed
+from ..ipc.protocol import MessageKind
+from ..utils.errors import ErrorCode
+from ..utils.request import InferenceRequest
+from ..utils.response import InferenceResponse
+from ..utils.tensor import Tensor
+from .harness_errors import InferError
+from .stub_driver import StubDriver
+from .transport import FINAL, BlsFake, MetricRecord, not_ready_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .stub_model import StubModel
+
+_ID = struct.Struct("<Q")
+_F64 = struct.Struct("<d")
+_ID_VALUE = struct.Struct("<Qd")
+
+#: StubModels started in this process, by model name: the targets of BLS calls.
+_models: Dict[str, "StubModel"] = {}
+_models_lock = threading.Lock()
+
+
+def register(model: "StubModel") -> None:
+    with _models_lock:
+        _models[model.model_name] = model
+
+
+def unregister(model: "StubModel") -> None:
+    with _models_lock:
+        if _models.get(model.model_name) is model:
+            del _models[model.model_name]
+
+
+class StubServices:
+    """Installs the driver's handlers; ``fakes`` answer BLS calls to models by name."""
+
+    def __init__(self, driver: StubDriver, fakes: Mapping[str, BlsFake]) -> None:
+        self.driver = driver
+        self.fakes = dict(fakes)
+        self.families: Dict[int, Tuple[str, str, int]] = {}
+        self.metrics: Dict[int, MetricRecord] = {}
+        self._ids = 0
+        self._lock = threading.Lock()
+        d = driver
+        d.handlers[MessageKind.BLS_EXEC] = lambda msg: self._on_exec(msg, d.async_)
+        d.sync_handlers[MessageKind.BLS_EXEC] = lambda msg: self._on_exec(msg, d.sync)
+        d.handlers[MessageKind.BLS_CANCEL] = lambda msg: None  # answers come anyway
+        d.handlers[MessageKind.MODEL_READY] = self._on_ready
+        for kind in (MessageKind.MODEL_LOAD, MessageKind.MODEL_UNLOAD):
+            d.handlers[kind] = self._on_model_control
+        d.handlers[MessageKind.METRIC_FAMILY_NEW] = self._on_family_new
+        d.handlers[MessageKind.METRIC_FAMILY_DELETE] = self._on_family_delete
+        d.handlers[MessageKind.METRIC_NEW] = self._on_metric_new
+        for kind in (
+            MessageKind.METRIC_VALUE,
+            MessageKind.METRIC_INCREMENT,
+            MessageKind.METRIC_SET,
+            MessageKind.METRIC_OBSERVE,
+        ):
+            d.handlers[kind] = self._on_metric_op
+
+    # ------------------------------------------------------------------ BLS
+
+    def _on_exec(self, msg: Any, channel: Channel) -> None:
+        desc = bls_codec.decode_bls_exec(msg.body)
+        arrays = {t.name: self.driver.array_of(t) for t in desc.inputs}
+        # Answered from a thread of its own: the callee may be this very stub (a model
+        # calling itself) or call back into it, and the reader must stay free meanwhile.
+        threading.Thread(
+            target=self._answer,
+            args=(channel, msg.id, desc, arrays),
+            name="stub-model-bls",
+            daemon=True,
+        ).start()
+
+    def _answer(self, channel: Channel, call_id: int, desc: Any, arrays: Dict[str, Any]) -> None:
+        try:
+            responses = self._call(desc, arrays)
+        except Exception as e:  # noqa: BLE001 - a fake may raise anything
+            responses = [_error_desc(ErrorCode.INTERNAL, f"{type(e).__name__}: {e}")]
+        try:
+            if desc.decoupled:
+                for resp in responses:
+                    self._send(channel, call_id, 0, resp)
+                self._send(channel, call_id, FINAL, None)
+            else:
+                first = responses[0] if responses else codec.ResponseDesc()
+                self._send(channel, call_id, FINAL, first)
+        except (ChannelClosed, OSError):
+            pass  # the stub went away while the call ran: nobody is waiting any more
+
+    def _call(self, desc: Any, arrays: Dict[str, Any]) -> List[codec.ResponseDesc]:
+        name = desc.model_name
+        fake = self.fakes.get(name)
+        if fake is not None:
+            request = InferenceRequest(
+                request_id=desc.request_id,
+                correlation_id=desc.correlation_id,
+                inputs=[Tensor(n, a) for n, a in arrays.items()],
+                requested_output_names=list(desc.requested_outputs),
+                model_name=name,
+                model_version=desc.model_version,
+                parameters=json.loads(desc.parameters or "{}"),
+            )
+            result = fake(request)
+            items = list(result) if isinstance(result, (list, tuple)) else [result]
+            return [self._from_response(r) for r in items]
+        with _models_lock:
+            target = _models.get(name)
+        if target is None:
+            return [_error_desc(ErrorCode.INTERNAL, not_ready_text(name))]
+        kwargs = dict(
+            requested_outputs=list(desc.requested_outputs),
+            request_id=desc.request_id,
+            correlation_id=desc.correlation_id,
+            parameters=json.loads(desc.parameters or "{}"),
+        )
+        try:
+            if target.decoupled:
+                outs = target.infer_stream(arrays, **kwargs)
+            else:
+                outs = [target.infer(arrays, **kwargs)]
+        except InferError as e:
+            return [_error_desc(e.code, str(e))]
+        return [self._from_outputs(o) for o in outs]
+
+    def _from_response(self, resp: Any) -> codec.ResponseDesc:
+        if not isinstance(resp, InferenceResponse):
+            raise TypeError(f"a BLS fake must return pb_utils.InferenceResponse, got {resp!r}")
+        err = resp.error()
+        if err is not None:
+            return _error_desc(int(err.code()), err.message())
+        outputs = {t.name(): t.as_numpy() for t in resp.output_tensors()}
+        return self._from_outputs(outputs, resp.parameters())
+
+    def _from_outputs(
+        self, outputs: Mapping[str, np.ndarray], parameters: str = "{}"
+    ) -> codec.ResponseDesc:
+        tensors = [self.driver.make_input(n, np.asarray(a)) for n, a in outputs.items()]
+        return codec.ResponseDesc(tensors, parameters)
+
+    def _send(
+        self, channel: Channel, call_id: int, flags: int, resp: Optional[codec.ResponseDesc]
+    ) -> None:
+        channel.send(MessageKind.BLS_RESPONSE, bls_codec.encode_bls_response(flags, resp), call_id)
+
+    # ------------------------------------------------------------------ model control
+
+    def _on_ready(self, msg: Any) -> None:
+        name = codec.Reader(msg.body).str()
+        with _models_lock:
+            ready = name in _models or name in self.fakes
+        self._reply(msg, payload=b"\x01" if ready else b"\x00")
+
+    def _on_model_control(self, msg: Any) -> None:
+        self._reply(
+            msg,
+            ok=False,
+            code=int(ErrorCode.UNSUPPORTED),
+            message="loading and unloading models needs a tritonserver in explicit model "
+            "control mode: run this test with ServerModel (--pybackend-mode=server)",
+        )
+
+    # ------------------------------------------------------------------ metrics
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def _on_family_new(self, msg: Any) -> None:
+        r = codec.Reader(msg.body)
+        kind = r.u8()
+        name, description = r.str(), r.str()
+        with self._lock:
+            fid = self._next_id()
+            self.families[fid] = (name, description, kind)
+        self._reply(msg, payload=_ID.pack(fid))
+
+    def _on_family_delete(self, msg: Any) -> None:
+        (fid,) = _ID.unpack_from(msg.body, 0)
+        with self._lock:
+            self.families.pop(fid, None)
+
+    def _on_metric_new(self, msg: Any) -> None:
+        r = codec.Reader(msg.body)
+        fid = r.u64()
+        labels = {}
+        for _ in range(r.u32()):
+            key = r.str()
+            labels[key] = r.str()
+        with self._lock:
+            family = self.families.get(fid)
+            if family is None:
+                self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no family")
+                return
+            mid = self._next_id()
+            self.metrics[mid] = MetricRecord(family[0], family[2], labels)
+        self._reply(msg, payload=_ID.pack(mid))
+
+    def _on_metric_op(self, msg: Any) -> None:
+        if msg.kind == MessageKind.METRIC_VALUE:
+            (mid,), value = _ID.unpack_from(msg.body, 0), 0.0
+        else:
+            mid, value = _ID_VALUE.unpack_from(msg.body, 0)
+        with self._lock:
+            m = self.metrics.get(mid)
+            if m is None:
+                self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no metric")
+                return
+            if msg.kind == MessageKind.METRIC_INCREMENT:
+                m.value += value
+            elif msg.kind == MessageKind.METRIC_SET:
+                m.value = value
+            elif msg.kind == MessageKind.METRIC_OBSERVE:
+                m.observations.append(value)
+                m.value += value
+            current = m.value
+        payload = _F64.pack(current) if msg.kind == MessageKind.METRIC_VALUE else b""
+        self._reply(msg, payload=payload)
+
+    def _reply(
+        self, msg: Any, *, ok: bool = True, code: int = 0, message: str = "", payload: bytes = b""
+    ) -> None:
+        try:
+            self.driver.async_.send(
+                MessageKind.REPLY, codec.encode_reply(ok, code, message, payload), msg.id
+            )
+        except (ChannelClosed, OSError):
+            pass  # the stub is gone; its reader ends on the next recv
+
+
+def _error_desc(code: int, message: str) -> codec.ResponseDesc:
+    return codec.ResponseDesc((), "", (int(code), message))
