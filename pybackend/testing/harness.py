@@ -81,6 +81,7 @@ class ModelHarness:
         self._loop_thread: Optional[threading.Thread] = None
         self._streams: Dict[int, List[InferenceResponse]] = {}
         self._done: Dict[int, bool] = {}
+        self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
         self._cond = threading.Condition()
 
     # ------------------------------------------------------------------ lifecycle
@@ -231,11 +232,25 @@ class ModelHarness:
         (resp,) = self.execute([req])
         return _outputs(resp, req)
 
-    def infer_stream(self, inputs: Inputs, timeout: float = 30.0) -> List[Dict[str, np.ndarray]]:
+    def infer_stream(
+        self, inputs: Inputs, timeout: float = 30.0, cancel_after: Optional[int] = None
+    ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, as outputs by name (an error
-        response raises :class:`InferError`); the same call as :class:`ServerModel`'s."""
+        response raises :class:`InferError`); the same call as :class:`ServerModel`'s.
+
+        ``cancel_after=n``: the client cancels once ``n`` responses came (``0``: at once);
+        from then on ``is_cancelled()`` is true for the request and its sender. The model
+        must still end the stream with FINAL; a CANCELLED error response ends it quietly."""
         req = self.request(inputs)
-        return [_outputs(r, req) for r in self.stream(req, timeout)]
+        if cancel_after is not None:
+            self._arm_cancel(req._token, cancel_after)
+        try:
+            responses = self.stream(req, timeout)
+        finally:
+            with self._transport.lock:
+                self._transport.cancelled.discard(req._token)
+            self._cancel_after.pop(req._token, None)
+        return stream_outputs(responses, req, cancel_after)
 
     def stream(
         self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
@@ -318,12 +333,24 @@ class ModelHarness:
         text = f"Failed to process the request(s) for model '{self.instance_name}', message: "
         return InferenceResponse(error=TritonError(text + message, ErrorCode.INTERNAL))
 
+    def _arm_cancel(self, token: int, after: int) -> None:
+        if after <= 0:
+            with self._transport.lock:
+                self._transport.cancelled.add(token)
+        else:
+            self._cancel_after[token] = after
+
     def _on_send(
         self, request: InferenceRequest, response: Optional[InferenceResponse], flags: int
     ) -> None:
         with self._cond:
             if response is not None:
-                self._streams.setdefault(request._token, []).append(response)
+                sent = self._streams.setdefault(request._token, [])
+                sent.append(response)
+                if len(sent) == self._cancel_after.get(request._token):
+                    # Before send() returns, as a client's cancel that arrived meanwhile.
+                    with self._transport.lock:
+                        self._transport.cancelled.add(request._token)
             if flags & FINAL:
                 self._done[request._token] = True
             self._cond.notify_all()
@@ -370,6 +397,18 @@ def _filtered(resp: InferenceResponse, req: InferenceRequest) -> InferenceRespon
     if not wanted or resp.has_error():
         return resp
     return InferenceResponse([t for t in resp.output_tensors() if t.name() in wanted])
+
+
+def stream_outputs(
+    responses: List[InferenceResponse], req: InferenceRequest, cancel_after: Optional[int]
+) -> List[Dict[str, np.ndarray]]:
+    out = []
+    for resp in responses:
+        err = resp.error()
+        if cancel_after is not None and err is not None and err.code() == ErrorCode.CANCELLED:
+            break  # the model acknowledged the client's cancel: the stream ends here
+        out.append(_outputs(resp, req))
+    return out
 
 
 def _outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Dict[str, np.ndarray]:

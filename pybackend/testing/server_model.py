@@ -91,18 +91,27 @@ class ServerModel:
         finally:
             client.close()
 
-    def infer_stream(self, inputs: Inputs, timeout: float = 30.0) -> List[Dict[str, np.ndarray]]:
-        """A decoupled model's responses to one request, over a gRPC stream."""
+    def infer_stream(
+        self, inputs: Inputs, timeout: float = 30.0, cancel_after: Optional[int] = None
+    ) -> List[Dict[str, np.ndarray]]:
+        """A decoupled model's responses to one request, over a gRPC stream.
+        ``cancel_after=n``: the client cancels the stream once ``n`` responses came (``0``:
+        right after sending) and returns those; the server tells the model, whose
+        ``is_cancelled()`` turns true."""
         import tritonclient.grpc as grpcclient
 
         got: "queue.Queue[Any]" = queue.Queue()
         client = grpcclient.InferenceServerClient(self._server.grpc_url)
+        cancel = False
         try:
             client.start_stream(callback=lambda result, error: got.put((result, error)))
             ins = [_input(grpcclient, k, v) for k, v in inputs.items()]
             client.async_stream_infer(self.model_name, ins, enable_empty_final_response=True)
-            responses = []
+            responses: List[Dict[str, np.ndarray]] = []
             while True:
+                if cancel_after is not None and len(responses) >= cancel_after:
+                    cancel = True
+                    return responses
                 result, error = got.get(timeout=timeout)
                 if error is not None:
                     raise InferError(str(error.message() if hasattr(error, "message") else error))
@@ -113,7 +122,7 @@ class ServerModel:
                 if final is not None and final.bool_param:
                     return responses
         finally:
-            client.stop_stream()
+            client.stop_stream(cancel_requests=cancel)
             client.close()
 
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -93,6 +93,9 @@ class StubDriver:
         # (BLS_EXEC from the thread running execute): kind -> fn(msg).
         self.sync_handlers: Dict[int, Any] = {}
         self.dropped: List[int] = []  # SENDER_DROPPED tokens
+        # Called on the reader thread for each SEND (token, carries a response), before the
+        # stub's next message is read: a cancel decided here is seen by its next IS_CANCELLED.
+        self.on_send: Optional[Callable[[int, bool], None]] = None
         self.cond = threading.Condition()
         self.async_closed = False
         self.pending_stub_frees: List[Tuple[int, int]] = []
@@ -142,6 +145,8 @@ class StubDriver:
             elif kind == MessageKind.SEND:
                 token, flags, resp = codec.decode_send(msg.body)
                 self.sends.append((token, flags, None if resp is None else self._materialize(resp)))
+                if self.on_send is not None:
+                    self.on_send(token, resp is not None)
             elif kind == MessageKind.SENDER_DROPPED:
                 (token,) = codec.U64.unpack_from(msg.body, 0)
                 self.dropped.append(token)

@@ -81,6 +81,8 @@ class StubModel:
         self._lock = threading.Lock()  # one execute at a time, as the backend sends them
         self._tokens = itertools.count(1)
         self._batches = itertools.count(1)
+        self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
+        self._sent_count: Dict[int, int] = {}
 
     def __enter__(self) -> "StubModel":
         return self.start()
@@ -130,6 +132,7 @@ class StubModel:
         if not reply["ok"]:
             self._shutdown(driver)
             raise TritonModelException(reply["error"])
+        driver.on_send = self._on_send
         self._driver = driver
         register(self)
         return self
@@ -214,10 +217,15 @@ class StubModel:
         return responses[0]
 
     def infer_stream(
-        self, inputs: Inputs, timeout: float = 30.0, **kwargs: Any
+        self,
+        inputs: Inputs,
+        timeout: float = 30.0,
+        cancel_after: Optional[int] = None,
+        **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, until the response sender's FINAL
-        (waited for at most ``timeout`` seconds)."""
+        (waited for at most ``timeout`` seconds). ``cancel_after``: as
+        :meth:`ModelHarness.infer_stream` (the stub's ``is_cancelled()`` asks this side)."""
         return self._request(
             inputs,
             kwargs.get("requested_outputs", ()),
@@ -225,6 +233,7 @@ class StubModel:
             kwargs.get("correlation_id", 0),
             kwargs.get("parameters"),
             timeout,
+            cancel_after,
         )
 
     def _request(
@@ -235,6 +244,7 @@ class StubModel:
         correlation_id: Union[int, str],
         parameters: Optional[Mapping[str, Any]],
         timeout: float,
+        cancel_after: Optional[int] = None,
     ) -> List[Dict[str, np.ndarray]]:
         driver = self._driver
         if driver is None:
@@ -242,6 +252,31 @@ class StubModel:
         arrays = {k: _array(v) for k, v in inputs.items()}
         check_inputs(self.config, self.model_name, [Tensor(k, a) for k, a in arrays.items()])
         token = next(self._tokens)
+        if cancel_after is not None:
+            self._cancel_after[token] = cancel_after
+            if cancel_after <= 0:
+                driver.cancelled_tokens.add(token)
+        try:
+            sent = self._execute(
+                driver, token, arrays, requested, request_id, correlation_id, parameters, timeout
+            )
+        finally:
+            self._cancel_after.pop(token, None)
+            self._sent_count.pop(token, None)
+            driver.cancelled_tokens.discard(token)
+        return _stream_outputs(sent, requested, cancel_after)
+
+    def _execute(
+        self,
+        driver: StubDriver,
+        token: int,
+        arrays: Dict[str, np.ndarray],
+        requested: Sequence[str],
+        request_id: str,
+        correlation_id: Union[int, str],
+        parameters: Optional[Mapping[str, Any]],
+        timeout: float,
+    ) -> List[Dict[str, Any]]:
         kwargs = {
             "token": token,
             "request_id": request_id,
@@ -262,8 +297,15 @@ class StubModel:
             code, message = result["error"]
             raise InferError(message, code)
         (item,) = result["items"]
-        sent = [item] if not item.get("none") else self._sent(driver, token, timeout)
-        return [_outputs(r, requested) for r in sent]
+        return [item] if not item.get("none") else self._sent(driver, token, timeout)
+
+    def _on_send(self, token: int, has_response: bool) -> None:
+        driver = self._driver
+        if not has_response or driver is None:
+            return
+        count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
+        if count == self._cancel_after.get(token):
+            driver.cancelled_tokens.add(token)
 
     def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
         """The responses the request's sender sent, once FINAL came."""
@@ -308,6 +350,18 @@ def _array(value: Any) -> np.ndarray:
     if array.dtype.kind == "U":  # text goes as UTF-8 BYTES, as a client sends it
         array = np.char.encode(array, "utf-8").astype(np.object_)
     return array
+
+
+def _stream_outputs(
+    sent: List[Dict[str, Any]], requested: Sequence[str], cancel_after: Optional[int]
+) -> List[Dict[str, np.ndarray]]:
+    out = []
+    for resp in sent:
+        err = resp.get("error")
+        if cancel_after is not None and err is not None and err[0] == ErrorCode.CANCELLED:
+            break  # the model acknowledged the client's cancel: the stream ends here
+        out.append(_outputs(resp, requested))
+    return out
 
 
 def _outputs(resp: Dict[str, Any], requested: Sequence[str]) -> Dict[str, np.ndarray]:

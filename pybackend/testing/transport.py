@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.response import InferenceResponse
@@ -47,6 +47,7 @@ class HarnessTransport(Transport):
         self.harnesses: List["ModelHarness"] = []
         self.fakes: Dict[str, BlsFake] = {}
         self.by_token: Dict[int, "ModelHarness"] = {}
+        self.cancelled: Set[int] = set()  # tokens whose client cancelled
         self.tokens = itertools.count(1)
         self.local = threading.local()  # .harness: the one whose model runs on this thread
         self.families: Dict[int, Tuple[str, str, int]] = {}
@@ -87,6 +88,10 @@ class HarnessTransport(Transport):
         if h is None:
             raise TritonModelException("this request does not belong to a running harness")
         h._on_send(request, response, flags)
+
+    def is_cancelled(self, request: "InferenceRequest") -> bool:
+        with self.lock:
+            return request._token in self.cancelled
 
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         name = request._model_name

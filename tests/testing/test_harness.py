@@ -287,3 +287,54 @@ def test_plain_pb_utils_is_back_after_the_last_harness() -> None:
     with ModelHarness(REPO / "add_sub"):
         assert transport.get_transport() is not before
     assert transport.get_transport() is before
+
+
+@BOTH
+def test_a_client_cancel_stops_the_stream(triton_model: Any) -> None:
+    """token_stream checks is_cancelled() before each token and ends with CANCELLED."""
+    model = triton_model(REPO / "token_stream")
+    prompt = np.array([b"one two three four five six seven eight"], np.object_)
+    got = model.infer_stream({"PROMPT": prompt}, cancel_after=2)
+    assert [r["TOKEN"].tolist() for r in got] == [[b"Eight"], [b"Seven"]]
+    # The model is still there for the next client.
+    again = model.infer_stream({"PROMPT": prompt, "MAX_TOKENS": np.array([1], np.int32)})
+    assert [r["TOKEN"].tolist() for r in again] == [[b"Eight"]]
+
+
+IGNORES_CANCEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            seen = []
+            for i in range(5):
+                seen.append(sender.is_cancelled())
+                out = np.array([i, int(seen[-1])], np.int32)
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+DECOUPLED_IO = """name: "{name}"
+backend: "python"
+model_transaction_policy {{ decoupled: true }}
+output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 2 ] }} ]
+"""
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+def test_a_model_that_ignores_the_cancel_is_seen_doing_so(tmp_path: Path, kind: Any) -> None:
+    """Offline, every response until FINAL comes back: a test sees that the model went on
+    after the cancel, and is_cancelled() turned true right after the n-th send."""
+    name = "ignores"
+    model_dir = _write_model(tmp_path, name, IGNORES_CANCEL, DECOUPLED_IO.format(name=name))
+    with kind(model_dir) as model:
+        got = model.infer_stream({}, cancel_after=2)
+        assert [r["OUT"].tolist() for r in got] == [[0, 0], [1, 0], [2, 1], [3, 1], [4, 1]]
+        got = model.infer_stream({}, cancel_after=0)
+        assert [r["OUT"].tolist()[1] for r in got] == [1, 1, 1, 1, 1]
+        got = model.infer_stream({})  # a new request: not cancelled
+        assert [r["OUT"].tolist()[1] for r in got] == [0, 0, 0, 0, 0]
