@@ -29,20 +29,19 @@ import numpy as np
 from ..stub.return_checks import decoupled_return, default_return, wrong_item
 from ..stub.tracebacks import format_exception
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
-from ..utils.helpers import using_decoupled_model_transaction_policy
 from ..utils.model_config import ModelConfig
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
 from .inputs import check_inputs
-from .model_dir import resolve
+from .model_dir import ModelOnDisk
 from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 Inputs = Mapping[str, Any]
 
 
-class ModelHarness:
+class ModelHarness(ModelOnDisk):
     """One instance of the model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
     ``<model_dir>/config.pbtxt``). ``config``: a dict instead of config.pbtxt (or on top of
     an absent one). ``bls``: fakes for models this one calls, by name."""
@@ -58,7 +57,7 @@ class ModelHarness:
         bls: Optional[Mapping[str, BlsFake]] = None,
         model_file: str = "model.py",
     ) -> None:
-        where = resolve(
+        super().__init__(
             model_dir,
             version=version,
             config=config,
@@ -66,13 +65,6 @@ class ModelHarness:
             instance_name=instance_name,
             model_file=model_file,
         )
-        self.model_dir = where.path
-        self.version = where.version
-        self.version_dir = where.version_dir
-        self.model_file = where.model_file
-        self.model_name = where.model_name
-        self.config: Dict[str, Any] = where.config
-        self.instance_name = where.instance_name
         self.logs: List[LogRecord] = []
         self.model: Any = None
         self._fakes = dict(bls or {})
@@ -91,10 +83,6 @@ class ModelHarness:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def decoupled(self) -> bool:
-        return bool(using_decoupled_model_transaction_policy(self.config))
 
     def start(self) -> "ModelHarness":
         """Import model.py, run ``auto_complete_config`` (when defined) and ``initialize``."""

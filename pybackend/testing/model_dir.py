@@ -4,51 +4,42 @@ name. The in-process harness and the stub-process model both start from it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..utils.errors import TritonModelException
+from ..utils.helpers import using_decoupled_model_transaction_policy
 from .config import load_config, normalize
 
 
-@dataclass
-class ModelDir:
-    path: Path
-    version: int
-    version_dir: Path
-    model_file: Path
-    model_name: str
-    config: Dict[str, Any]
-    instance_name: str
+class ModelOnDisk:
+    """The model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
+    ``<model_dir>/config.pbtxt``) before it starts. ``version``: the highest when not given;
+    ``config``: a dict instead of config.pbtxt."""
 
-
-def resolve(
-    model_dir: Union[str, Path],
-    *,
-    version: Optional[int] = None,
-    config: Optional[Dict[str, Any]] = None,
-    model_name: Optional[str] = None,
-    instance_name: Optional[str] = None,
-    model_file: str = "model.py",
-) -> ModelDir:
-    """``version``: the highest when not given; ``config``: a dict instead of config.pbtxt."""
-    path = Path(model_dir).resolve()
-    version = version if version is not None else latest_version(path)
-    version_dir = path / str(version)
-    raw = dict(config) if config is not None else load_config(path)
-    name = model_name or raw.get("name") or path.name
-    normalized = normalize(raw, name)
-    return ModelDir(
-        path=path,
-        version=version,
-        version_dir=version_dir,
-        model_file=version_dir / model_file,
-        model_name=name,
-        config=normalized,
+    def __init__(
+        self,
+        model_dir: Union[str, Path],
+        *,
+        version: Optional[int] = None,
+        config: Optional[Dict[str, Any]] = None,
+        model_name: Optional[str] = None,
+        instance_name: Optional[str] = None,
+        model_file: str = "model.py",
+    ) -> None:
+        self.model_dir = Path(model_dir).resolve()
+        self.version = version if version is not None else latest_version(self.model_dir)
+        self.version_dir = self.model_dir / str(self.version)
+        self.model_file = self.version_dir / model_file
+        raw = dict(config) if config is not None else load_config(self.model_dir)
+        self.model_name: str = model_name or raw.get("name") or self.model_dir.name
+        self.config: Dict[str, Any] = normalize(raw, self.model_name)
         # The first instance of the first group, named as the server names it.
-        instance_name=instance_name or f"{normalized['instance_group'][0]['name']}_0",
-    )
+        self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
+
+    @property
+    def decoupled(self) -> bool:
+        return bool(using_decoupled_model_transaction_policy(self.config))
 
 
 def latest_version(model_dir: Path) -> int:

@@ -26,11 +26,10 @@ import numpy as np
 
 from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode, TritonModelException
-from ..utils.helpers import using_decoupled_model_transaction_policy
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
 from .inputs import check_inputs
-from .model_dir import resolve
+from .model_dir import ModelOnDisk
 from .stub_driver import StubDriver
 from .stub_services import StubServices, register, unregister
 from .transport import FINAL, BlsFake, LogRecord, MetricRecord
@@ -38,7 +37,7 @@ from .transport import FINAL, BlsFake, LogRecord, MetricRecord
 Inputs = Mapping[str, Any]
 
 
-class StubModel:
+class StubModel(ModelOnDisk):
     """One instance of the model in ``model_dir`` in a stub process of its own. ``bls``:
     fakes for the models it calls (other StubModels started in this process answer calls
     to their names); ``env``: extra environment of the stub; ``python``: the interpreter
@@ -57,7 +56,7 @@ class StubModel:
         env: Optional[Mapping[str, str]] = None,
         python: str = sys.executable,
     ) -> None:
-        where = resolve(
+        super().__init__(
             model_dir,
             version=version,
             config=config,
@@ -65,12 +64,6 @@ class StubModel:
             instance_name=instance_name,
             model_file=model_file,
         )
-        self.model_dir = where.path
-        self.version = where.version
-        self.model_file = where.model_file
-        self.model_name = where.model_name
-        self.config: Dict[str, Any] = where.config
-        self.instance_name = where.instance_name
         #: What the stub wrote to its stdout and stderr, line by line.
         self.output: List[str] = []
         self._fakes = dict(bls or {})
@@ -89,10 +82,6 @@ class StubModel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def decoupled(self) -> bool:
-        return bool(using_decoupled_model_transaction_policy(self.config))
 
     @property
     def pid(self) -> Optional[int]:
