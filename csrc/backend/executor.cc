@@ -323,6 +323,7 @@ void Batch::Run() {
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }
     int64_t limit_s = inst_.model->backend->config.execute_timeout_seconds;
+    if (!inst_.model->debug.empty()) limit_s = 0;  // debug mode: breakpoints take their time
     auto limit = std::chrono::milliseconds(limit_s > 0 ? limit_s * 1000 : -1);
     ipc::Message msg;
     StubSession::Wait wr = s_.WaitSync(ipc::MessageKind::RESULT, limit, &msg, &error, true);

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include "backend/cores.h"
 #include "backend/error.h"
 #include "backend/logging.h"
@@ -74,17 +76,22 @@ ModelState::~ModelState() {
   if (spare != nullptr) spare->Discard();  // no instance came for it (failed load, count 0)
 }
 
-void ModelState::SpawnSpare() {
+std::string ModelState::FirstInstanceName() const {
   // Triton names instances "<group name>_<index>" and fills in the group names before the
-  // backend sees the config, so the first instance's name is known now.
+  // backend sees the config, so the first instance's name is known at model load.
   const json::Value* groups = config.Find("instance_group");
-  if (groups == nullptr || !groups->is_array() || groups->items().empty()) return;
+  if (groups == nullptr || !groups->is_array() || groups->items().empty()) return "";
   const json::Value& first = groups->items().front();
   const json::Value* count = first.Find("count");
-  if (count != nullptr && count->is_number() && count->AsInt() < 1) return;
+  if (count != nullptr && count->is_number() && count->AsInt() < 1) return "";
   std::string group_name = first.GetString("name");
-  if (group_name.empty()) return;
-  auto spare = std::make_shared<StubSession>(MakeSessionOptions(group_name + "_0"), nullptr);
+  return group_name.empty() ? "" : group_name + "_0";
+}
+
+void ModelState::SpawnSpare() {
+  std::string first = FirstInstanceName();
+  if (first.empty()) return;
+  auto spare = std::make_shared<StubSession>(MakeSessionOptions(first), nullptr);
   try {
     spare->Spawn();
   } catch (const std::exception& e) {
@@ -181,6 +188,29 @@ void ModelState::ReadParameters() {
         "Input tensors can be both in CPU and GPU. FORCE_CPU_ONLY_INPUT_TENSORS is off.");
   }
 
+  debug.clear();
+  if (!GetParameter(config, "PYBACKEND_DEBUG", &debug)) {
+    const char* env = getenv("PYBACKEND_DEBUG");
+    debug = env != nullptr ? env : "";
+  }
+  if (debug == "off" || debug == "0") debug.clear();
+  if (!debug.empty()) {
+    int instances = CountInstances(config);
+    if (instances != 1) {
+      // Breakpoints must stop one known process, and tritonserver creates the instances
+      // the config names (it ignores a backend's change of instance_group).
+      Throw(TRITONSERVER_ERROR_INVALID_ARG,
+            "model '" + name + "': PYBACKEND_DEBUG=" + debug +
+                " debugs one instance, and "
+                "the configuration has " +
+                std::to_string(instances) +
+                ": set instance_group [ { count: 1 } ] while debugging");
+    }
+    PB_LOG_WARN("model '" + name + "': debug mode (PYBACKEND_DEBUG=" + debug +
+                "): no stub or execute timeouts, so a stub stopped at a breakpoint is not "
+                "restarted. Not for production.");
+  }
+
   python = backend->DefaultPython();
   if (GetParameter(config, "EXECUTION_ENV_PATH", &value) && !value.empty()) {
     ReplaceAll(&value, "$$TRITON_MODEL_DIRECTORY", repository);
@@ -218,6 +248,8 @@ json::Value ModelState::InitArgs(const std::string& phase, const std::string& in
   a.Set("shm_growth_byte_size", static_cast<int64_t>(c.shm_growth_byte_size));
   a.Set("shm_max_byte_size", static_cast<int64_t>(c.shm_max_byte_size));
   a.Set("log_verbose", LogEnabled(TRITONSERVER_LOG_VERBOSE) ? 1 : 0);
+  // The instance's stub takes the debugger, not the auto-complete stub before it.
+  a.Set("debug", phase != "auto_complete" ? debug : std::string());
   return a;
 }
 
@@ -235,6 +267,9 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   o.shm_growth_byte_size = c.shm_growth_byte_size;
   o.shm_max_byte_size = c.shm_max_byte_size;
   o.timeout = std::chrono::milliseconds(c.stub_timeout_seconds * 1000);
+  // Debug mode: a stub may sit at a breakpoint for as long as its developer needs (a day
+  // here; the waits' millisecond counts stay within an int).
+  if (!debug.empty()) o.timeout = std::chrono::hours(24);
   o.spin_us = static_cast<int>(c.execute_spin_us);
   o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);

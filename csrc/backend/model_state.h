@@ -36,6 +36,11 @@ class ModelState {
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
   int thread_budget = 0;
   OutputSpecs outputs;  // what the config declares, to check what stubs return
+  // PYBACKEND_DEBUG (model parameter, else the server's environment): "" when off, else
+  // how the first instance's stub offers a debugger (pdb, debugpy[:[HOST:]PORT],
+  // debugpy-wait[...]). Debug mode needs one instance and lifts the stub and execute
+  // timeouts, so a model stopped at a breakpoint is not taken for a hung one.
+  std::string debug;
 
   std::string VersionDir() const { return repository + "/" + std::to_string(version); }
   std::string ModelFile() const { return VersionDir() + "/" + model_filename; }
@@ -43,6 +48,8 @@ class ModelState {
   json::Value InitArgs(const std::string& phase, const std::string& instance_name,
                        const std::string& kind, int32_t device_id) const;
   SessionOptions MakeSessionOptions(const std::string& instance_name) const;
+  // "<first group's name>_0", as Triton names the first instance ("" if there is none).
+  std::string FirstInstanceName() const;
 
   // The first instance's stub, spawned (not initialized) before auto-complete so that its
   // interpreter starts in parallel with the auto-complete stub: at model load the two

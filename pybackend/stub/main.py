@@ -18,7 +18,7 @@ from ..ipc.channel import ChannelClosed
 from ..ipc.lane import Lane
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
 from ..utils import transport as utils_transport
-from . import loader
+from . import debug, loader
 from .async_execute import ConfigError, cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
 from .logging import ERROR, INFO, WARNING, RecordForwarder
@@ -129,6 +129,12 @@ class Stub:
             if self.reader is None:
                 self.reader = Reader(self.state)
                 self.reader.start()
+            debug.start(
+                str(init.get("debug") or ""),
+                str(init.get("model_name", "")),
+                self.instance,
+                lambda text: self.state.log.here(WARNING, text),
+            )
             module = loader.import_model(init)
             if phase == "auto_complete":
                 reply["model_config"] = loader.auto_complete(module, init)
