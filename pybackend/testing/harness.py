@@ -36,6 +36,8 @@ from ..utils.tensor import Tensor
 from .harness_errors import InferError
 from .inputs import check_inputs
 from .model_dir import ModelOnDisk
+from .outputs import check_outputs
+from .outputs import requested_outputs as requested_outputs_of
 from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 Inputs = Mapping[str, Any]
@@ -180,7 +182,7 @@ class ModelHarness(ModelOnDisk):
             request_id,
             correlation_id,
             tensors,
-            list(requested_outputs),
+            requested_outputs_of(self.config, requested_outputs),
             0,
             0,
             json.dumps(dict(parameters or {})),
@@ -216,9 +218,9 @@ class ModelHarness(ModelOnDisk):
             responses = self.stream(req)
             if len(responses) != 1:
                 raise InferError(f"the decoupled model sent {len(responses)} responses, not 1")
-            return _outputs(responses[0], req)
+            return _outputs(self._checked(responses[0], req), req)
         (resp,) = self.execute([req])
-        return _outputs(resp, req)
+        return _outputs(None if resp is None else self._checked(resp, req), req)
 
     def infer_stream(
         self, inputs: Inputs, timeout: float = 30.0, cancel_after: Optional[int] = None
@@ -238,7 +240,7 @@ class ModelHarness(ModelOnDisk):
             with self._transport.lock:
                 self._transport.cancelled.discard(req._token)
             self._cancel_after.pop(req._token, None)
-        return stream_outputs(responses, req, cancel_after)
+        return stream_outputs([self._checked(r, req) for r in responses], req, cancel_after)
 
     def stream(
         self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
@@ -354,9 +356,26 @@ class ModelHarness(ModelOnDisk):
             parameters=json.loads(request.parameters() or "{}"),
         )
         if self.decoupled:
-            return self.stream(req)
+            return [self._checked(r, req) for r in self.stream(req)]
         (resp,) = self.execute([req])
-        return [_filtered(resp, req)]
+        return [self._checked(resp, req)]
+
+    def _checked(self, resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
+        """``resp`` with the outputs Triton passes on (those requested), or the error
+        response the backend sends instead when one of them does not match the config
+        (what a client or a BLS caller gets)."""
+        resp = _filtered(resp, req)
+        if resp.has_error():
+            return resp
+        try:
+            check_outputs(
+                self.config,
+                self.instance_name,
+                {t.name(): t.as_numpy() for t in resp.output_tensors()},
+            )
+        except InferError as e:
+            return InferenceResponse(error=TritonError(e.message, e.code))
+        return resp
 
 
 class _BatchError(Exception):

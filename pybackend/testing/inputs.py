@@ -10,7 +10,7 @@ from ..utils.dtypes import numpy_to_triton_type
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
 
-_TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's messages use
+TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's messages use
     1: "BOOL", 2: "UINT8", 3: "UINT16", 4: "UINT32", 5: "UINT64", 6: "INT8", 7: "INT16",
     8: "INT32", 9: "INT64", 10: "FP16", 11: "FP32", 12: "FP64", 13: "BYTES", 14: "BF16",
 }  # fmt: skip
@@ -38,7 +38,7 @@ def check_inputs(config: Mapping[str, Any], model: str, tensors: List[Tensor]) -
         if spec is None:
             raise InferError(f"unexpected inference input '{name}' for model '{model}'", 3)
         want = str(spec.get("data_type", "")).replace("TYPE_", "").replace("STRING", "BYTES")
-        got = _TRITON_NAME.get(int(numpy_to_triton_type(tensor.as_numpy().dtype) or 0), "?")
+        got = TRITON_NAME.get(int(numpy_to_triton_type(tensor.as_numpy().dtype) or 0), "?")
         if want and got != want:
             raise InferError(
                 f"inference input '{name}' data-type is '{got}', but model '{model}' expects "

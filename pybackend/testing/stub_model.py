@@ -30,6 +30,7 @@ from ..utils.tensor import Tensor
 from .harness_errors import InferError
 from .inputs import check_inputs
 from .model_dir import ModelOnDisk
+from .outputs import check_outputs, requested_outputs
 from .stub_driver import StubDriver
 from .stub_services import StubServices, register, unregister
 from .transport import FINAL, BlsFake, LogRecord, MetricRecord
@@ -239,6 +240,7 @@ class StubModel(ModelOnDisk):
         if driver is None:
             raise TritonModelException(f"the stub model '{self.model_name}' is not started")
         arrays = {k: _array(v) for k, v in inputs.items()}
+        requested = requested_outputs(self.config, requested)
         check_inputs(self.config, self.model_name, [Tensor(k, a) for k, a in arrays.items()])
         token = next(self._tokens)
         if cancel_after is not None:
@@ -286,7 +288,19 @@ class StubModel(ModelOnDisk):
             code, message = result["error"]
             raise InferError(message, code)
         (item,) = result["items"]
-        return [item] if not item.get("none") else self._sent(driver, token, timeout)
+        sent = [item] if not item.get("none") else self._sent(driver, token, timeout)
+        return [self._checked(r) for r in sent]
+
+    def _checked(self, resp: Dict[str, Any]) -> Dict[str, Any]:
+        """``resp``, or the error the backend sends instead when an output does not match
+        the config."""
+        if resp.get("error") is not None:
+            return resp
+        try:
+            check_outputs(self.config, self.instance_name, resp["outputs"])
+        except InferError as e:
+            return {"error": (e.code, e.message), "outputs": {}}
+        return resp
 
     def _on_send(self, token: int, has_response: bool) -> None:
         driver = self._driver

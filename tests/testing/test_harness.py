@@ -338,3 +338,91 @@ def test_a_model_that_ignores_the_cancel_is_seen_doing_so(tmp_path: Path, kind: 
         assert [r["OUT"].tolist()[1] for r in got] == [1, 1, 1, 1, 1]
         got = model.infer_stream({})  # a new request: not cancelled
         assert [r["OUT"].tolist()[1] for r in got] == [0, 0, 0, 0, 0]
+
+
+WRONG_OUTPUTS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            how = pb_utils.get_input_tensor_by_name(r, "HOW").as_numpy()[0].decode()
+            y = {"dtype": np.ones(3, np.int64), "rank": np.ones((2, 2), np.float32),
+                 "ok": np.ones(3, np.float32)}.get(how, np.ones(3, np.float32))
+            name = "EXTRA" if how == "name" else "Y"
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor(name, y)]))
+        return out
+"""
+
+WRONG_OUTPUTS_IO = """name: "{name}"
+backend: "python"
+input [ {{ name: "HOW" data_type: TYPE_STRING dims: [ 1 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }} ]
+"""
+
+
+@BOTH
+def test_outputs_that_do_not_match_the_config(triton_model: Any, tmp_path: Path) -> None:
+    """What the backend refuses in a model's outputs fails in every mode, with its text."""
+    name = "outs"
+    model = triton_model(
+        _write_model(tmp_path, name, WRONG_OUTPUTS, WRONG_OUTPUTS_IO.format(name=name))
+    )
+    what = f"output '{{}}' of model instance '{name}_0'"
+    expected = {
+        "dtype": what.format("Y") + " has data type TYPE_INT64 but the model configuration "
+        "declares TYPE_FP32: convert the array",
+        "rank": what.format("Y") + " has shape [2, 2] but the model configuration declares "
+        "[-1] (-1: any size)",
+    }
+    for how, text in expected.items():
+        with pytest.raises(InferError) as info:
+            model.infer({"HOW": np.array([how.encode()], np.object_)})
+        assert text in info.value.message, info.value.message
+    assert model.infer({"HOW": np.array([b"ok"], np.object_)})["Y"].tolist() == [1, 1, 1]
+    # An output the config does not declare is not asked for (the client named none, so
+    # Triton asks for the declared ones): it is dropped, no error.
+    assert model.infer({"HOW": np.array([b"name"], np.object_)}) == {}
+
+
+REQUESTED = """
+import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse([
+                pb_utils.Tensor("A", np.array(
+                    [json.dumps(sorted(r.requested_output_names())).encode()], np.object_)),
+                pb_utils.Tensor("B", np.zeros(1, np.float32)),
+            ])
+            for r in requests
+        ]
+"""
+
+REQUESTED_IO = """name: "{name}"
+backend: "python"
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 1 ] }} ]
+output [
+  {{ name: "A" data_type: TYPE_STRING dims: [ 1 ] }},
+  {{ name: "B" data_type: TYPE_FP32 dims: [ 1 ] }}
+]
+"""
+
+
+@BOTH
+def test_requested_outputs_as_the_model_sees_them(triton_model: Any, tmp_path: Path) -> None:
+    """A client that names no outputs gets every declared one, and the model is asked for
+    all of them (requested_output_names() lists them), as under tritonserver."""
+    model_dir = _write_model(tmp_path, "req", REQUESTED, REQUESTED_IO.format(name="req"))
+    model = triton_model(model_dir)
+    x = {"X": np.zeros(1, np.float32)}
+    every = model.infer(x)
+    assert sorted(every) == ["A", "B"]
+    assert json.loads(every["A"][0]) == ["A", "B"]
+    only = model.infer(x, requested_outputs=["A"])
+    assert list(only) == ["A"] and json.loads(only["A"][0]) == ["A"]
