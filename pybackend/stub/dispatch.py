@@ -28,7 +28,7 @@ from ..utils.tensor import Tensor
 from .async_execute import AsyncExecutor
 from .logging import ERROR
 from .outputs import Placer
-from .return_checks import decoupled_return, default_return, wrong_item
+from .return_checks import decoupled_return, default_return, never_answered, wrong_item
 from .state import StubState
 from .tracebacks import format_exception
 
@@ -330,9 +330,8 @@ class Dispatcher:
         sender = req.get_response_sender()
         sender._close()
         text = (
-            f"Failed to process the request(s) for model '{self.instance}', message: {what} "
-            "and its response sender sent nothing, so the request would never complete. "
-            "Return an InferenceResponse for it or send one with request.get_response_sender()."
+            f"Failed to process the request(s) for model '{self.instance}', message: "
+            + never_answered(what)
         )
         return (_RESPONSE, flags, ResponseDesc((), "", (ErrorCode.INTERNAL, text)))
 

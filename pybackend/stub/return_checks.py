@@ -35,3 +35,11 @@ def wrong_item(resp: Any) -> str:
         "Expected an 'InferenceResponse' object in the execute function return list, "
         f"found type '{type(resp)}'."
     )
+
+
+def never_answered(what: str) -> str:
+    """A request that got no response and whose sender was never taken (``what``: how)."""
+    return (
+        f"{what} and its response sender sent nothing, so the request would never complete. "
+        "Return an InferenceResponse for it or send one with request.get_response_sender()."
+    )

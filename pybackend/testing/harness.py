@@ -26,15 +26,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ..stub.return_checks import decoupled_return, default_return, wrong_item
+from ..stub.return_checks import decoupled_return, default_return, never_answered, wrong_item
 from ..stub.tracebacks import format_exception
+from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.model_config import ModelConfig
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
-from .inputs import check_inputs
+from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
@@ -172,7 +173,7 @@ class ModelHarness(ModelOnDisk):
         tensors = [
             v if isinstance(v, Tensor) else Tensor(k, np.asarray(v)) for k, v in inputs.items()
         ]
-        check_inputs(self.config, self.model_name, tensors)
+        check_inputs(self.config, self.model_name, tensors, request_id)
         t = self._transport
         token = next(t.tokens)
         with t.lock:
@@ -185,7 +186,7 @@ class ModelHarness(ModelOnDisk):
             requested_outputs_of(self.config, requested_outputs),
             0,
             0,
-            json.dumps(dict(parameters or {})),
+            parameters_json(parameters),
             self.decoupled,
             self.model_name,
             self.version,
@@ -206,9 +207,23 @@ class ModelHarness(ModelOnDisk):
                     ret = self._run(ret)
             return self._responses(reqs, ret)
         except _BatchError as e:
-            return [self._error(str(e)) for _ in reqs]
+            return self._failed(reqs, str(e))
         except Exception as e:  # noqa: BLE001 - model code may raise anything
-            return [self._error(format_exception(e)) for _ in reqs]
+            return self._failed(reqs, format_exception(e))
+
+    def _failed(self, reqs: List[InferenceRequest], message: str) -> List[Any]:
+        """A failed batch: every request gets the error, except one whose sender already
+        completed it (its FINAL went out first: the client has that answer)."""
+        out: List[Any] = []
+        for req in reqs:
+            if req._sender is not None:
+                req._sender._close()
+            sent = self._streams.get(req._token)
+            if self._done.get(req._token):
+                out.append(sent[0] if sent and not self.decoupled else None)
+            else:
+                out.append(self._error(message))
+        return out
 
     def infer(self, inputs: Inputs, **kwargs: Any) -> Dict[str, np.ndarray]:
         """One request; its outputs by name (only ``requested_outputs`` when given). An
@@ -249,8 +264,9 @@ class ModelHarness(ModelOnDisk):
         (waited for at most ``timeout`` seconds: senders may answer from threads)."""
         req = inputs if isinstance(inputs, InferenceRequest) else self.request(inputs)
         (ret,) = self.execute([req])
-        if ret is not None:
-            return [ret]  # the batch failed: the error response is all the client gets
+        if ret is not None:  # the batch failed: what was sent, then the error
+            with self._cond:
+                return list(self._streams.pop(req._token, [])) + [ret]
         with self._cond:
             if not self._cond.wait_for(lambda: self._done.get(req._token, False), timeout):
                 raise InferError(
@@ -289,35 +305,46 @@ class ModelHarness(ModelOnDisk):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def _responses(self, reqs: List[InferenceRequest], ret: Any) -> List[Any]:
-        refused = (
-            decoupled_return(self.instance_name, ret)
-            if self.decoupled
-            else default_return(ret, len(reqs))
-        )
+        """What each request's client gets, by the stub's dispatcher's rules."""
+        if self.decoupled:
+            refused = decoupled_return(self.instance_name, ret)
+            if refused is not None:
+                raise _BatchError(refused)
+            return [None for _ in reqs]
+        if ret is None:
+            return [self._unanswered(r, "execute returned None") for r in reqs]
+        refused = default_return(ret, len(reqs))
         if refused is not None:
             raise _BatchError(refused)
-        if self.decoupled:
-            return [None for _ in reqs]
         out: List[Any] = []
         for req, resp in zip(reqs, ret):
             if resp is None:
-                sent = self._streams.get(req._token)
-                if sent:
-                    out.append(sent[0])
-                else:
-                    out.append(
-                        self._error(
-                            "execute returned None for this request and its response sender "
-                            "sent nothing, so the request would never complete. Return an "
-                            "InferenceResponse for it or send one with "
-                            "request.get_response_sender()."
-                        )
-                    )
+                out.append(self._unanswered(req, "execute returned None for this request"))
             elif isinstance(resp, InferenceResponse):
-                out.append(resp)
+                if req._sender is not None:
+                    try:
+                        req._sender._take_returned()
+                    except TritonModelException as e:
+                        raise _BatchError(str(e)) from None
+                # A sender's FINAL that went out first completed the request already: the
+                # server passes that response on and drops the returned one.
+                sent = self._streams.get(req._token)
+                out.append(sent[0] if sent and self._done.get(req._token) else resp)
             else:
                 raise _BatchError(wrong_item(resp))
         return out
+
+    def _unanswered(self, req: InferenceRequest, what: str) -> InferenceResponse:
+        """No response in the return value: the request's sender answers (also from a
+        thread, after execute returned), or, if it was never taken, nobody can."""
+        if req._sender is None:
+            req.get_response_sender()._close()
+            return self._error(never_answered(what))
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._done.get(req._token, False), 30.0):
+                return self._error(f"{what} and its response sender sent no FINAL within 30 s")
+            sent = self._streams.get(req._token) or [InferenceResponse()]
+        return sent[0]
 
     def _error(self, message: str) -> InferenceResponse:
         text = f"Failed to process the request(s) for model '{self.instance_name}', message: "
@@ -424,4 +451,12 @@ def _outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Dict[s
     err = resp.error()
     if err is not None:
         raise InferError(err.message(), int(err.code()))
-    return {t.name(): t.as_numpy() for t in _filtered(resp, req).output_tensors()}
+    return {t.name(): _as_client_sees(t.as_numpy()) for t in _filtered(resp, req).output_tensors()}
+
+
+def _as_client_sees(array: np.ndarray) -> np.ndarray:
+    """BYTES outputs as a client decodes them: an object array of bytes, whatever the model
+    made them from (str objects, numpy 'S' or 'U' arrays)."""
+    if array.dtype.kind not in "OSU":
+        return array
+    return to_object_array(split_bytes(serialize_to_bytes(array))).reshape(array.shape)

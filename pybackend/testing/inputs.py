@@ -4,7 +4,8 @@ would refuse fails the same way instead of passing."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+import json
+from typing import Any, Dict, List, Mapping, Optional
 
 from ..utils.dtypes import numpy_to_triton_type
 from ..utils.tensor import Tensor
@@ -16,20 +17,33 @@ TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's mes
 }  # fmt: skip
 
 
-def check_inputs(config: Mapping[str, Any], model: str, tensors: List[Tensor]) -> None:
-    """Raise :class:`InferError` (INVALID_ARG) where the server would refuse ``tensors``."""
+def check_inputs(
+    config: Mapping[str, Any], model: str, tensors: List[Tensor], request_id: str = ""
+) -> None:
+    """Raise :class:`InferError` (INVALID_ARG) where the server would refuse ``tensors``,
+    in tritonserver 2.51's words (checked against it). Like the server, it counts inputs
+    and checks names, data types and shapes; a required input left out while the count is
+    in range reaches the model (as None from get_input_tensor_by_name). Where the server
+    lists several names, its order is that of a hash table: here they are in the order
+    given."""
     declared: Dict[str, Mapping[str, Any]] = {i["name"]: i for i in config.get("input", [])}
     if not declared:
         return  # no inputs declared (auto-complete fills them in a real server): no checks
+    prefix = f"[request id: {request_id or '<id_unknown>'}] "
     batch = int(config.get("max_batch_size", 0) or 0) > 0
     given = {t.name(): t for t in tensors}
-    missing = [n for n, s in declared.items() if n not in given and not s.get("optional")]
-    required = len(declared) - sum(1 for s in declared.values() if s.get("optional"))
-    if missing or not required <= len(given) <= len(declared):
-        # Triton counts first, so an extra input reads as a count mismatch too.
+    optional = sum(1 for spec in declared.values() if spec.get("optional"))
+    required = len(declared) - optional
+    if not (required <= len(given) <= len(declared)) or (not optional and len(given) != required):
+        missing = [n for n, spec in declared.items() if n not in given and not spec.get("optional")]
+        expected = (
+            f"expected number of inputs between {required} and {len(declared)}"
+            if optional
+            else f"expected {len(declared)} inputs"
+        )
         raise InferError(
-            f"expected {len(declared)} inputs but got {len(given)} inputs for model '{model}'. "
-            f"Got input(s) {sorted(given)}, but missing required input(s) {missing}. Please "
+            f"{prefix}{expected} but got {len(given)} inputs for model '{model}'. Got input(s) "
+            f"{_names(list(given))}, but missing required input(s) {_names(missing)}. Please "
             "provide all required input(s).",
             3,
         )
@@ -41,26 +55,41 @@ def check_inputs(config: Mapping[str, Any], model: str, tensors: List[Tensor]) -
         got = TRITON_NAME.get(int(numpy_to_triton_type(tensor.as_numpy().dtype) or 0), "?")
         if want and got != want:
             raise InferError(
-                f"inference input '{name}' data-type is '{got}', but model '{model}' expects "
-                f"'{want}'",
+                f"{prefix}inference input '{name}' data-type is '{got}', but model '{model}' "
+                f"expects '{want}'",
                 3,
             )
         dims = [int(d) for d in spec.get("dims", [])]
-        expected = ([-1] if batch else []) + dims
+        expected_shape = ([-1] if batch else []) + dims
         shape = list(tensor.shape())
-        if len(shape) != len(expected) or any(e != -1 and e != s for e, s in zip(expected, shape)):
-            note = (
-                " NOTE: Setting a non-zero max_batch_size in the model config requires a batch "
-                "dimension to be prepended to each input shape."
-                if batch
-                else ""
-            )
+        if len(shape) != len(expected_shape) or any(
+            e != -1 and e != s for e, s in zip(expected_shape, shape)
+        ):
             raise InferError(
-                f"unexpected shape for input '{name}' for model '{model}'. Expected "
-                f"{_dims(expected)}, got {_dims(shape)}.{note}",
+                f"{prefix}unexpected shape for input '{name}' for model '{model}'. Expected "
+                f"{_dims(expected_shape)}, got {_dims(shape)}. {_BATCH_NOTE if batch else ''}",
                 3,
             )
+
+
+_BATCH_NOTE = (
+    "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension "
+    "to be prepended to each input shape. If you want to specify the full shape including "
+    "the batch dim in your input dims config, try setting max_batch_size to zero. See the "
+    "model configuration docs for more info on max_batch_size."
+)
+
+
+def _names(names: List[str]) -> str:
+    # The server's list: no spaces, and an empty one prints as "]" (sic).
+    return "[" + ",".join(f"'{n}'" for n in names) + "]" if names else "]"
 
 
 def _dims(shape: List[int]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def parameters_json(parameters: Optional[Mapping[str, Any]]) -> str:
+    """A request's parameters as the model's ``request.parameters()`` shows them under the
+    server: compact JSON."""
+    return json.dumps(dict(parameters or {}), separators=(",", ":"))

@@ -45,18 +45,26 @@ class ServerModel:
     def start(self) -> "ServerModel":
         from ..server import TritonServer
 
-        self._tmp = tempfile.TemporaryDirectory(prefix="pybackend-model-")
-        repo = Path(self._tmp.name)
-        for d in [self.model_dir, *self.others]:
-            (repo / d.name).symlink_to(d, target_is_directory=True)
-        names = [d.name for d in [self.model_dir, *self.others]]
+        dirs = [self.model_dir, *self.others]
+        names = [d.name for d in dirs]
+        if len({d.parent for d in dirs}) == 1:
+            # Served from where they are: paths in tracebacks and args["model_repository"]
+            # are the real ones (explicit mode loads only these models).
+            repo = self.model_dir.parent
+        else:
+            self._tmp = tempfile.TemporaryDirectory(prefix="pybackend-model-")
+            repo = Path(self._tmp.name)
+            for d in dirs:
+                (repo / d.name).symlink_to(d, target_is_directory=True)
         self._server = TritonServer(
             repo, backend=self.backend, model_control_mode="explicit", load_models=names
         )
         try:
             self._server.__enter__()
         except BaseException:
-            self._tmp.cleanup()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+                self._tmp = None
             raise
         return self
 

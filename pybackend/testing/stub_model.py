@@ -28,7 +28,7 @@ from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
-from .inputs import check_inputs
+from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs, requested_outputs
 from .stub_driver import StubDriver
@@ -241,7 +241,8 @@ class StubModel(ModelOnDisk):
             raise TritonModelException(f"the stub model '{self.model_name}' is not started")
         arrays = {k: _array(v) for k, v in inputs.items()}
         requested = requested_outputs(self.config, requested)
-        check_inputs(self.config, self.model_name, [Tensor(k, a) for k, a in arrays.items()])
+        tensors = [Tensor(k, a) for k, a in arrays.items()]
+        check_inputs(self.config, self.model_name, tensors, request_id)
         token = next(self._tokens)
         if cancel_after is not None:
             self._cancel_after[token] = cancel_after
@@ -272,7 +273,7 @@ class StubModel(ModelOnDisk):
             "token": token,
             "request_id": request_id,
             "correlation_id": correlation_id,
-            "parameters": json.dumps(dict(parameters or {})),
+            "parameters": parameters_json(parameters),
         }
         with self._lock:
             try:

@@ -1,0 +1,166 @@
+"""UV-23: the offline runs and the server run give identical results on the conformance
+suite's models. Each case goes to the model in-process (ModelHarness), in a real stub
+process (StubModel) and through tritonserver with our backend (ServerModel, whose answers
+tests/conformance holds against the original backend); the three outcomes (every output
+bit for bit with its dtype and shape, or the error text) must be equal."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pybackend.testing import InferError, ModelHarness, ServerModel, StubModel
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
+
+
+def s(*words: str) -> np.ndarray:
+    return np.array([w.encode() for w in words], np.object_)
+
+
+def i32(*values: int) -> np.ndarray:
+    return np.array(values, np.int32)
+
+
+def identity_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    values: dict[str, np.ndarray] = {
+        "BOOL": np.array([[True, False, True], [False, False, True]]),
+        "STRING": np.array([[b"", b"a\x00b", b"\xff\xfe"], [b"tail\x00", b"x" * 300, b"h"]]),
+        "FP16": np.array([[np.nan, np.inf, -0.0], [1.5, 65504.0, -np.inf]], np.float16),
+        "FP32": np.array([[np.nan, np.inf, -0.0], [1.5, 3.4e38, -np.inf]], np.float32),
+        "FP64": np.array([[np.nan, np.inf, -0.0], [1.5, 1e308, -np.inf]], np.float64),
+    }
+    for name in ("UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64"):
+        info = np.iinfo(np.dtype(name.lower()))
+        values[name] = np.array([[info.min, info.max, 0], [1, info.max - 1, 2]], name.lower())
+    cases = []
+    for name, value in values.items():
+        value = value.astype(np.object_) if name == "STRING" else value
+        cases.append((f"{name}-2x3", {f"IN_{name}": value}, {}))
+        cases.append((f"{name}-0x3", {f"IN_{name}": value[:0]}, {}))
+    cases += [
+        ("STRING_R1", {"IN_STRING_R1": s("a", "", "c")}, {}),
+        ("STRING_R3", {"IN_STRING_R3": s("a", "b", "c", "d").reshape(1, 2, 2)}, {}),
+        ("FP32_SCALAR", {"IN_FP32_SCALAR": np.array([2.5], np.float32)}, {}),
+        (
+            "only_requested",
+            {"IN_INT8": np.ones((1, 1), np.int8)},
+            {"requested_outputs": ["OUT_INT8"]},
+        ),
+    ]
+    return cases
+
+
+RETURN_MODES = [
+    "ok", "too_many", "too_few", "tuple", "not_response", "raise", "raise_model_exception",
+    "none_list_without_send", "return_none_without_send", "error_code_INVALID_ARG",
+    "error_code_NOT_FOUND", "error_default_code", "error_with_outputs",
+    "send_final_with_response", "send_then_final", "send_final_first", "send_then_return",
+    "send_twice", "send_after_final",
+]  # fmt: skip
+
+MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
+    "io/identity_all": identity_cases(),
+    "io/optional_inputs": [
+        ("A", {"A": i32(1, 2)}, {}),
+        ("A+C", {"A": i32(1, 2), "C": i32(10, 20)}, {}),
+        # The server hands inputs over in its hash table's order, not the client's.
+        ("A+B+C", {"A": i32(1), "B": i32(2), "C": i32(3)}, {"unordered": True}),
+        ("missing A", {"B": i32(1)}, {}),
+        ("extra", {"A": i32(1), "D": i32(1)}, {}),
+    ],
+    "io/batched_identity": [
+        ("batch 2", {"IN": np.arange(6, dtype=np.float32).reshape(2, 3)}, {}),
+        ("no batch dim", {"IN": np.arange(3, dtype=np.float32)}, {}),
+        ("wrong dim", {"IN": np.zeros((1, 4), np.float32)}, {}),
+    ],
+    "io/bytes_forms": [("all", {"DUMMY": i32(0)}, {})],
+    "execute_semantics/request_echo": [
+        ("plain", {"IN": i32(1)}, {}),
+        ("id and params", {"IN": i32(1)}, {"request_id": "r-7", "parameters": {"k": "v"}}),
+        ("one output", {"IN": i32(1)}, {"requested_outputs": ["INFO"]}),
+        ("wrong dtype", {"IN": np.ones(1, np.float32)}, {}),
+    ],
+    "execute_semantics/return_rules": [(m, {"MODE": s(m)}, {}) for m in RETURN_MODES],
+    "execute_semantics/response_params": [(p, {"PATH": s(p)}, {}) for p in ("return", "sender")],
+    "execute_semantics/filter_outputs": [
+        (p + "/" + ",".join(o), {"PATH": s(p)}, {"requested_outputs": o} if o else {})
+        for p in ("return", "sender")
+        for o in ([], ["A"], ["C", "B"])
+    ],
+    "decoupled/stream": [
+        (m, {"MODE": s(m), "COUNT": i32(n)}, {"stream": True, "unordered": m.startswith("threads")})
+        for m, n in (
+            ("inline", 3),
+            ("inline", 0),
+            ("final_with_last", 2),
+            ("final_only", 0),
+            ("thread", 4),
+            ("threads_interleaved", 6),  # threads race: the order is not fixed anywhere
+            ("raise_after_send", 0),
+            ("error_response", 0),
+            ("return_value", 0),
+        )
+    ],
+    "decoupled/async_stream": [
+        (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True}) for m in ("await", "task")
+    ],
+}
+
+
+def outcome(model: Any, inputs: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    kwargs = dict(kwargs)
+    unordered = kwargs.pop("unordered", False)
+    try:
+        if kwargs.pop("stream", False):
+            got = [_described(r, unordered) for r in model.infer_stream(inputs, **kwargs)]
+            return ("stream", sorted(got, key=repr) if unordered else got)
+        return ("ok", _described(model.infer(inputs, **kwargs), unordered))
+    except InferError as e:
+        return ("error", e.message)
+
+
+def _described(outputs: dict[str, np.ndarray], unordered: bool = False) -> dict[str, Any]:
+    """Outputs as comparable values: dtype, shape and the exact bytes (NaN, -0.0 too);
+    ``unordered``: the elements of BYTES outputs as a sorted list."""
+    out: dict[str, Any] = {}
+    for name, array in sorted(outputs.items()):
+        if array.dtype == np.object_:
+            items = [bytes(v) for v in array.reshape(-1)]
+            out[name] = ("object", array.shape, sorted(items) if unordered else items)
+        else:
+            out[name] = (array.dtype.str, array.shape, np.ascontiguousarray(array).tobytes())
+    return out
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Copies of the models: some write reports into their model directory."""
+    root = tmp_path_factory.mktemp("offline_conformance")
+    for key in MODELS:
+        feature, name = key.split("/")
+        shutil.copytree(CONFORMANCE / feature / "models" / name, root / name)
+    yield root
+
+
+@pytest.mark.parametrize("key", list(MODELS))
+def test_offline_equals_server(repository: Path, key: str) -> None:
+    model_dir = repository / key.split("/")[1]
+    cases = MODELS[key]
+    results: dict[str, list[Any]] = {}
+    for mode, kind in (("server", ServerModel), ("inprocess", ModelHarness), ("stub", StubModel)):
+        with kind(model_dir) as model:
+            results[mode] = [outcome(model, inputs, kwargs) for _, inputs, kwargs in cases]
+    wrong = []
+    for i, (case, _, _) in enumerate(cases):
+        server = results["server"][i]
+        assert server[0] in ("ok", "stream", "error")
+        for mode in ("inprocess", "stub"):
+            if results[mode][i] != server:
+                wrong.append(f"[{case}] {mode}: {results[mode][i]!r}\n  server: {server!r}")
+    assert not wrong, f"{key}:\n" + "\n".join(wrong)
