@@ -34,6 +34,7 @@ from ..utils.model_config import ModelConfig
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
+from .bls_responses import DECOUPLED_ONLY, BlsResponses, refused_text
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
@@ -77,6 +78,8 @@ class ModelHarness(ModelOnDisk):
         self._streams: Dict[int, List[InferenceResponse]] = {}
         self._done: Dict[int, bool] = {}
         self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
+        # token -> what takes the responses of a decoupled BLS call to this model
+        self._listeners: Dict[int, Any] = {}
         self._cond = threading.Condition()
 
     # ------------------------------------------------------------------ lifecycle
@@ -361,6 +364,12 @@ class ModelHarness(ModelOnDisk):
         self, request: InferenceRequest, response: Optional[InferenceResponse], flags: int
     ) -> None:
         with self._cond:
+            listener = self._listeners.get(request._token)
+            if listener is not None:  # a decoupled BLS call's stream takes it as it comes
+                listener(response, flags)
+                if flags & FINAL:
+                    del self._listeners[request._token]
+                return
             if response is not None:
                 sent = self._streams.setdefault(request._token, [])
                 sent.append(response)
@@ -372,20 +381,42 @@ class ModelHarness(ModelOnDisk):
                 self._done[request._token] = True
             self._cond.notify_all()
 
-    def _serve_bls(self, request: InferenceRequest) -> List[InferenceResponse]:
-        """A BLS call from another model: this model's responses to it."""
+    def _serve_bls(self, request: InferenceRequest, decoupled_call: bool) -> Any:
+        """A BLS call from another model: the response (``decoupled_call``: the
+        :class:`BlsResponses` as they come), with the server's texts for a call it refuses."""
         inputs = {t.name(): t for t in request.inputs()}
-        req = self.request(
-            inputs,
-            requested_outputs=sorted(request.requested_output_names()),
-            request_id=request.request_id(),
-            correlation_id=request.correlation_id(),
-            parameters=json.loads(request.parameters() or "{}"),
-        )
-        if self.decoupled:
-            return [self._checked(r, req) for r in self.stream(req)]
-        (resp,) = self.execute([req])
-        return [self._checked(resp, req)]
+        try:
+            req = self.request(
+                inputs,
+                requested_outputs=sorted(request.requested_output_names()),
+                request_id=request.request_id(),
+                correlation_id=request.correlation_id(),
+                parameters=json.loads(request.parameters() or "{}"),
+            )
+        except InferError as e:
+            return _refused(self.model_name, e.message, decoupled_call)
+        if self.decoupled and not decoupled_call:
+            return _refused(self.model_name, DECOUPLED_ONLY.format(self.model_name), False)
+        if not self.decoupled:
+            (resp,) = self.execute([req])
+            resp = self._checked(resp, req)
+            # The response comes with FINAL: a decoupled call to it yields just that one.
+            return BlsResponses.of([resp], final_alone=False) if decoupled_call else resp
+        stream = BlsResponses(cancel=lambda: self._cancel_token(req._token))
+        with self._cond:
+            self._listeners[req._token] = lambda resp, flags: stream.put(
+                None if resp is None else self._checked(resp, req), bool(flags & FINAL)
+            )
+
+        def run() -> None:
+            (ret,) = self.execute([req])
+            if ret is not None:  # the batch failed after what it sent: the error ends it
+                with self._cond:
+                    self._listeners.pop(req._token, None)
+                stream.put(ret, True)
+
+        threading.Thread(target=run, name="harness-bls", daemon=True).start()
+        return stream
 
     def _checked(self, resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
         """``resp`` with the outputs Triton passes on (those requested), or the error
@@ -403,6 +434,10 @@ class ModelHarness(ModelOnDisk):
         except InferError as e:
             return InferenceResponse(error=TritonError(e.message, e.code))
         return resp
+
+    def _cancel_token(self, token: int) -> None:
+        with self._transport.lock:
+            self._transport.cancelled.add(token)
 
 
 class _BatchError(Exception):
@@ -430,7 +465,15 @@ def _filtered(resp: InferenceResponse, req: InferenceRequest) -> InferenceRespon
     wanted = req.requested_output_names()
     if not wanted or resp.has_error():
         return resp
-    return InferenceResponse([t for t in resp.output_tensors() if t.name() in wanted])
+    kept = InferenceResponse([t for t in resp.output_tensors() if t.name() in wanted])
+    kept._parameters = resp._parameters  # the response's parameters travel with it
+    return kept
+
+
+def _refused(model: str, message: str, decoupled_call: bool) -> Any:
+    """A BLS call the server refuses before the model sees it: one error response."""
+    error = InferenceResponse(error=TritonError(refused_text(model, message), ErrorCode.INTERNAL))
+    return BlsResponses.of([error], final_alone=False) if decoupled_call else error
 
 
 def stream_outputs(

@@ -93,9 +93,10 @@ class StubDriver:
         # (BLS_EXEC from the thread running execute): kind -> fn(msg).
         self.sync_handlers: Dict[int, Any] = {}
         self.dropped: List[int] = []  # SENDER_DROPPED tokens
-        # Called on the reader thread for each SEND (token, carries a response), before the
-        # stub's next message is read: a cancel decided here is seen by its next IS_CANCELLED.
-        self.on_send: Optional[Callable[[int, bool], None]] = None
+        # Called on the reader thread for each SEND (token, flags, the response or None)
+        # before the stub's next message is read, so a cancel decided here is seen by its
+        # next IS_CANCELLED; returning True takes the SEND (it is not kept in `sends`).
+        self.on_send: Optional[Callable[[int, int, Optional[Dict[str, Any]]], bool]] = None
         self.cond = threading.Condition()
         self.async_closed = False
         self.pending_stub_frees: List[Tuple[int, int]] = []
@@ -144,9 +145,9 @@ class StubDriver:
                 self._on_free(msg.body)
             elif kind == MessageKind.SEND:
                 token, flags, resp = codec.decode_send(msg.body)
-                self.sends.append((token, flags, None if resp is None else self._materialize(resp)))
-                if self.on_send is not None:
-                    self.on_send(token, resp is not None)
+                got = None if resp is None else self._materialize(resp)
+                if self.on_send is None or not self.on_send(token, flags, got):
+                    self.sends.append((token, flags, got))
             elif kind == MessageKind.SENDER_DROPPED:
                 (token,) = codec.U64.unpack_from(msg.body, 0)
                 self.dropped.append(token)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -77,6 +77,8 @@ class StubModel(ModelOnDisk):
         self._batches = itertools.count(1)
         self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
         self._sent_count: Dict[int, int] = {}
+        # token -> where a live stream's responses go (BLS calls to this model)
+        self._live: Dict[int, Callable[[Optional[Dict[str, Any]], bool], None]] = {}
 
     def __enter__(self) -> "StubModel":
         return self.start()
@@ -236,13 +238,10 @@ class StubModel(ModelOnDisk):
         timeout: float,
         cancel_after: Optional[int] = None,
     ) -> List[Dict[str, np.ndarray]]:
-        driver = self._driver
-        if driver is None:
-            raise TritonModelException(f"the stub model '{self.model_name}' is not started")
+        driver = self._started()
         arrays = {k: _array(v) for k, v in inputs.items()}
         requested = requested_outputs(self.config, requested)
-        tensors = [Tensor(k, a) for k, a in arrays.items()]
-        check_inputs(self.config, self.model_name, tensors, request_id)
+        self.check_request(arrays, request_id)
         token = next(self._tokens)
         if cancel_after is not None:
             self._cancel_after[token] = cancel_after
@@ -258,6 +257,52 @@ class StubModel(ModelOnDisk):
             driver.cancelled_tokens.discard(token)
         return _stream_outputs(sent, requested, cancel_after)
 
+    def _started(self) -> StubDriver:
+        if self._driver is None:
+            raise TritonModelException(f"the stub model '{self.model_name}' is not started")
+        return self._driver
+
+    def check_request(self, arrays: Mapping[str, np.ndarray], request_id: str = "") -> None:
+        """The server's checks of a request's inputs (raises :class:`InferError`)."""
+        tensors = [Tensor(k, a) for k, a in arrays.items()]
+        check_inputs(self.config, self.model_name, tensors, request_id)
+
+    def stream_live(
+        self,
+        arrays: Dict[str, np.ndarray],
+        emit: Callable[[Optional[Dict[str, Any]], bool], None],
+        requested: Sequence[str] = (),
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        parameters: Optional[Mapping[str, Any]] = None,
+    ) -> int:
+        """Start a request whose responses go to ``emit(response, final)`` as the stub
+        sends them (a BLS call's stream); returns its token (for :meth:`cancel`)."""
+        driver = self._started()
+        requested = requested_outputs(self.config, requested)
+        token = next(self._tokens)
+        self._live[token] = emit
+
+        def run() -> None:
+            try:
+                sent = self._execute(
+                    driver, token, arrays, requested, request_id, correlation_id, parameters,
+                    0.0, live=True,
+                )  # fmt: skip
+            except InferError as e:
+                sent = [{"error": (e.code, e.message), "outputs": {}}]
+            if sent and self._live.pop(token, None) is not None:
+                for i, resp in enumerate(sent):
+                    emit(resp, i == len(sent) - 1)
+
+        threading.Thread(target=run, name="stub-model-stream", daemon=True).start()
+        return token
+
+    def cancel(self, token: int) -> None:
+        """The request's client cancelled: its ``is_cancelled()`` turns true."""
+        if self._driver is not None:
+            self._driver.cancelled_tokens.add(token)
+
     def _execute(
         self,
         driver: StubDriver,
@@ -268,6 +313,7 @@ class StubModel(ModelOnDisk):
         correlation_id: Union[int, str],
         parameters: Optional[Mapping[str, Any]],
         timeout: float,
+        live: bool = False,
     ) -> List[Dict[str, Any]]:
         kwargs = {
             "token": token,
@@ -289,7 +335,11 @@ class StubModel(ModelOnDisk):
             code, message = result["error"]
             raise InferError(message, code)
         (item,) = result["items"]
-        sent = [item] if not item.get("none") else self._sent(driver, token, timeout)
+        if item.get("none"):
+            # The sender answers: live, its sends went (and go) to emit already.
+            sent = [] if live else self._sent(driver, token, timeout)
+        else:
+            sent = [item]
         return [self._checked(r) for r in sent]
 
     def _checked(self, resp: Dict[str, Any]) -> Dict[str, Any]:
@@ -303,13 +353,22 @@ class StubModel(ModelOnDisk):
             return {"error": (e.code, e.message), "outputs": {}}
         return resp
 
-    def _on_send(self, token: int, has_response: bool) -> None:
+    def _on_send(self, token: int, flags: int, resp: Optional[Dict[str, Any]]) -> bool:
+        """Each SEND, on the driver's reader thread; True when it was taken here."""
+        emit = self._live.get(token)
+        if emit is not None:
+            final = bool(flags & FINAL)
+            if final:
+                self._live.pop(token, None)
+            emit(None if resp is None else self._checked(resp), final)
+            return True
         driver = self._driver
-        if not has_response or driver is None:
-            return
+        if resp is None or driver is None:
+            return False
         count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
         if count == self._cancel_after.get(token):
             driver.cancelled_tokens.add(token)
+        return False
 
     def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
         """The responses the request's sender sent, once FINAL came."""

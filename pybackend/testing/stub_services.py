@@ -18,6 +18,7 @@ from ..utils.errors import ErrorCode
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
+from .bls_responses import DECOUPLED_ONLY, refused_text
 from .harness_errors import InferError
 from .stub_driver import StubDriver
 from .transport import FINAL, BlsFake, MetricRecord, not_ready_text
@@ -55,10 +56,11 @@ class StubServices:
         self.metrics: Dict[int, MetricRecord] = {}
         self._ids = 0
         self._lock = threading.Lock()
+        self._streams: Dict[int, Tuple["StubModel", int]] = {}  # BLS call id -> live stream
         d = driver
         d.handlers[MessageKind.BLS_EXEC] = lambda msg: self._on_exec(msg, d.async_)
         d.sync_handlers[MessageKind.BLS_EXEC] = lambda msg: self._on_exec(msg, d.sync)
-        d.handlers[MessageKind.BLS_CANCEL] = lambda msg: None  # answers come anyway
+        d.handlers[MessageKind.BLS_CANCEL] = self._on_cancel
         d.handlers[MessageKind.MODEL_READY] = self._on_ready
         for kind in (MessageKind.MODEL_LOAD, MessageKind.MODEL_UNLOAD):
             d.handlers[kind] = self._on_model_control
@@ -88,22 +90,31 @@ class StubServices:
         ).start()
 
     def _answer(self, channel: Channel, call_id: int, desc: Any, arrays: Dict[str, Any]) -> None:
+        def send(flags: int, resp: Optional[codec.ResponseDesc]) -> None:
+            try:
+                self._send(channel, call_id, flags, resp)
+            except (ChannelClosed, OSError):
+                pass  # the stub went away while the call ran: nobody is waiting any more
+
         try:
-            responses = self._call(desc, arrays)
+            responses = self._call(desc, arrays, call_id, send)
         except Exception as e:  # noqa: BLE001 - a fake may raise anything
             responses = [_error_desc(ErrorCode.INTERNAL, f"{type(e).__name__}: {e}")]
-        try:
-            if desc.decoupled:
-                for resp in responses:
-                    self._send(channel, call_id, 0, resp)
-                self._send(channel, call_id, FINAL, None)
-            else:
-                first = responses[0] if responses else codec.ResponseDesc()
-                self._send(channel, call_id, FINAL, first)
-        except (ChannelClosed, OSError):
-            pass  # the stub went away while the call ran: nobody is waiting any more
+        if responses is None:
+            return  # a live stream: its responses go out as the callee sends them
+        if not desc.decoupled:
+            send(FINAL, responses[0] if responses else codec.ResponseDesc())
+        elif len(responses) == 1 and responses[0].error is not None:
+            send(FINAL, responses[0])  # a refused call: the error is the whole stream
+        else:
+            for resp in responses:
+                send(0, resp)
+            send(FINAL, None)
 
-    def _call(self, desc: Any, arrays: Dict[str, Any]) -> List[codec.ResponseDesc]:
+    def _call(
+        self, desc: Any, arrays: Dict[str, Any], call_id: int, send: Any
+    ) -> Optional[List[codec.ResponseDesc]]:
+        """The call's responses, or None when they stream to ``send`` as they come."""
         name = desc.model_name
         fake = self.fakes.get(name)
         if fake is not None:
@@ -123,20 +134,44 @@ class StubServices:
             target = _models.get(name)
         if target is None:
             return [_error_desc(ErrorCode.INTERNAL, not_ready_text(name))]
-        kwargs = dict(
-            requested_outputs=list(desc.requested_outputs),
+        try:
+            target.check_request(arrays, desc.request_id)
+        except InferError as e:
+            return [_error_desc(ErrorCode.INTERNAL, refused_text(name, e.message))]
+        if target.decoupled and not desc.decoupled:
+            refused = refused_text(name, DECOUPLED_ONLY.format(name))
+            return [_error_desc(ErrorCode.INTERNAL, refused)]
+
+        def emit(resp: Optional[Dict[str, Any]], final: bool) -> None:
+            if final:
+                with self._lock:
+                    self._streams.pop(call_id, None)
+            send(FINAL if final else 0, None if resp is None else self._from_dict(resp))
+
+        token = target.stream_live(
+            arrays,
+            emit,
+            requested=list(desc.requested_outputs),
             request_id=desc.request_id,
             correlation_id=desc.correlation_id,
             parameters=json.loads(desc.parameters or "{}"),
         )
-        try:
-            if target.decoupled:
-                outs = target.infer_stream(arrays, **kwargs)
-            else:
-                outs = [target.infer(arrays, **kwargs)]
-        except InferError as e:
-            return [_error_desc(e.code, str(e))]
-        return [self._from_outputs(o) for o in outs]
+        with self._lock:
+            self._streams[call_id] = (target, token)
+        return None
+
+    def _on_cancel(self, msg: Any) -> None:
+        with self._lock:
+            live = self._streams.get(msg.id)
+        if live is not None:
+            live[0].cancel(live[1])
+
+    def _from_dict(self, resp: Dict[str, Any]) -> codec.ResponseDesc:
+        """A response of another StubModel (as its driver decoded it), to send on."""
+        if resp.get("error") is not None:
+            code, message = resp["error"]
+            return _error_desc(code, message)
+        return self._from_outputs(resp["outputs"], resp.get("parameters") or "{}")
 
     def _from_response(self, resp: Any) -> codec.ResponseDesc:
         if not isinstance(resp, InferenceResponse):

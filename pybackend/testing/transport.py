@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tupl
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
+from .bls_responses import BlsResponses
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..utils.request import InferenceRequest
@@ -102,15 +103,12 @@ class HarnessTransport(Transport):
             result = fake(request)
             if decoupled:
                 items = list(result) if isinstance(result, (list, tuple)) else [result]
-                return iter(items + [InferenceResponse()])
+                return BlsResponses.of(items)
             return result
         if target is None:
             error = InferenceResponse(error=TritonError(not_ready_text(name), ErrorCode.INTERNAL))
-            return iter([error]) if decoupled else error
-        responses = target._serve_bls(request)
-        if decoupled:
-            return iter(responses + [InferenceResponse()])
-        return responses[0] if responses else InferenceResponse()
+            return BlsResponses.of([error], final_alone=False) if decoupled else error
+        return target._serve_bls(request, decoupled)
 
     def model_control(self, op: str, **kwargs: Any) -> Any:
         if op == "is_model_ready":

@@ -6,6 +6,7 @@ bit for bit with its dtype and shape, or the error text) must be equal."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,6 +108,35 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
             ("return_value", 0),
         )
     ],
+    "execute_semantics/async_execute": [("x2", {"IN": i32(1, 2, 3)}, {})],
+    "decoupled/default_sender": [
+        (m, {"MODE": s(m)}, {}) for m in ("thread_final", "thread_two_step")
+    ],
+    "bls/bls_caller": [
+        (m, {"MODE": s(m), "INPUT0": np.array([1.5, -2.0], np.float32)}, {})
+        for m in (
+            "sync",
+            "request_fields",
+            "string_correlation_id",
+            "requested_subset",
+            "input_passthrough",
+            "missing_model",
+            "error_response",
+            "bad_input",
+            "decoupled_without_flag",
+            "stream",
+            "stream_replay",
+            "stream_cancel",
+            "sync_to_decoupled_stream_error",
+            "bytes",
+            "response_parameters",
+            "many",
+        )
+    ],  # fmt: skip
+    "local/bls_mixed": [
+        (m, {"MODE": s(m)}, {})
+        for m in ("decoupled_to_default", "async_decoupled_to_default", "async_stream", "async")
+    ],
     "decoupled/async_stream": [
         (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True}) for m in ("await", "task")
     ],
@@ -138,13 +168,66 @@ def _described(outputs: dict[str, np.ndarray], unordered: bool = False) -> dict[
     return out
 
 
+#: A caller of our own for what the conformance callers do not do: a decoupled call to a
+#: default-mode model, the same from async_exec, and async_exec of a stream.
+MIXED_CALLER = """
+import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+def request(model, **inputs):
+    tensors = [pb_utils.Tensor(k, np.array(v)) for k, v in inputs.items()]
+    out = "OUTPUT0" if model == "bls_identity" else "OUT"
+    return pb_utils.InferenceRequest(
+        model_name=model, inputs=tensors, requested_output_names=[out])
+
+def report(r):
+    if r.has_error():
+        return {"error": r.error().message()}
+    return {t.name(): t.as_numpy().tolist() for t in r.output_tensors()}
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        mode = pb_utils.get_input_tensor_by_name(requests[0], "MODE").as_numpy()[0].decode()
+        x = np.array([1.0, 2.0], np.float32)
+        stream = dict(COUNT=np.array([2], np.int32), DELAY_MS=np.array([0], np.int32))
+        if mode == "decoupled_to_default":
+            got = [report(r) for r in request("bls_identity", INPUT0=x).exec(decoupled=True)]
+        elif mode == "async_decoupled_to_default":
+            it = await request("bls_identity", INPUT0=x).async_exec(decoupled=True)
+            got = [report(r) for r in it]
+        elif mode == "async_stream":
+            it = await request("bls_stream", **stream).async_exec(decoupled=True)
+            got = [report(r) for r in it]
+        else:
+            got = [report(await request("bls_identity", INPUT0=x).async_exec())]
+        text = np.array([json.dumps(got).encode()], np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("RESULT", text)]) for _ in requests]
+"""
+
+MIXED_CALLER_IO = """backend: "python"
+input [ { name: "MODE" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "RESULT" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+#: The models a model calls through BLS, served (or started) beside it.
+OTHERS = {
+    "local/bls_mixed": ["bls/bls_identity", "bls/bls_stream"],
+    "bls/bls_caller": ["bls/bls_identity", "bls/bls_error", "bls/bls_stream", "bls/bls_params"],
+}
+
+
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Copies of the models: some write reports into their model directory."""
     root = tmp_path_factory.mktemp("offline_conformance")
-    for key in MODELS:
+    for key in {*MODELS, *(o for others in OTHERS.values() for o in others)}:
         feature, name = key.split("/")
-        shutil.copytree(CONFORMANCE / feature / "models" / name, root / name)
+        if feature != "local":
+            shutil.copytree(CONFORMANCE / feature / "models" / name, root / name)
+    (root / "bls_mixed" / "1").mkdir(parents=True)
+    (root / "bls_mixed" / "1" / "model.py").write_text(MIXED_CALLER)
+    (root / "bls_mixed" / "config.pbtxt").write_text(MIXED_CALLER_IO)
     yield root
 
 
@@ -153,8 +236,15 @@ def test_offline_equals_server(repository: Path, key: str) -> None:
     model_dir = repository / key.split("/")[1]
     cases = MODELS[key]
     results: dict[str, list[Any]] = {}
+    others = [repository / o.split("/")[1] for o in OTHERS.get(key, [])]
     for mode, kind in (("server", ServerModel), ("inprocess", ModelHarness), ("stub", StubModel)):
-        with kind(model_dir) as model:
+        with contextlib.ExitStack() as stack:
+            if kind is ServerModel:
+                model = stack.enter_context(ServerModel(model_dir, others=others))
+            else:
+                for other in others:
+                    stack.enter_context(kind(other))
+                model = stack.enter_context(kind(model_dir))
             results[mode] = [outcome(model, inputs, kwargs) for _, inputs, kwargs in cases]
     wrong = []
     for i, (case, _, _) in enumerate(cases):
