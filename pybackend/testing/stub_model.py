@@ -42,7 +42,9 @@ class StubModel(ModelOnDisk):
     """One instance of the model in ``model_dir`` in a stub process of its own. ``bls``:
     fakes for the models it calls (other StubModels started in this process answer calls
     to their names); ``env``: extra environment of the stub; ``python``: the interpreter
-    that runs the stub (the one running the tests by default)."""
+    that runs the stub (the one running the tests by default); ``debug``: a PYBACKEND_DEBUG
+    mode for the stub (``"pdb"``: breakpoint() in model.py opens pdb on the terminal of
+    ``pytest -s``; ``"debugpy:5678"``: attach an IDE)."""
 
     def __init__(
         self,
@@ -56,6 +58,7 @@ class StubModel(ModelOnDisk):
         model_file: str = "model.py",
         env: Optional[Mapping[str, str]] = None,
         python: str = sys.executable,
+        debug: str = "",
     ) -> None:
         super().__init__(
             model_dir,
@@ -70,6 +73,7 @@ class StubModel(ModelOnDisk):
         self._fakes = dict(bls or {})
         self._env = dict(env or {})
         self._python = python
+        self._debug = debug
         self._driver: Optional[StubDriver] = None
         self._services: Optional[StubServices] = None
         self._lock = threading.Lock()  # one execute at a time, as the backend sends them
@@ -119,6 +123,7 @@ class StubModel(ModelOnDisk):
             self.config,
             phase="initialize",
             decoupled=self.decoupled,
+            debug=self._debug,
             **self._init_extra(),
         )
         if not reply["ok"]:

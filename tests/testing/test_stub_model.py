@@ -134,3 +134,10 @@ def test_a_model_that_fails_to_load_says_why(tmp_path: Path) -> None:
     with pytest.raises(Exception) as info:
         StubModel(broken).start()
     assert "No module named 'no_such_module_here'" in str(info.value)
+
+
+def test_a_debug_mode_it_cannot_honour_fails_the_start(tmp_path: Path) -> None:
+    model_dir = _write_model(tmp_path, "dbg", WRONG_COUNT)
+    with pytest.raises(Exception) as info:
+        StubModel(model_dir, debug="gdb").start()
+    assert "PYBACKEND_DEBUG='gdb'" in str(info.value) and "is not a debug mode" in str(info.value)
