@@ -86,7 +86,7 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     file name, and instance groups with names, counts and kind (CPU: no GPU here)."""
     out = dict(config)
     out["name"] = out.get("name") or model_name
-    out.setdefault("backend", "python")
+    out["backend"] = out.get("backend") or "python"
     if "version_policy" not in out:
         out["version_policy"] = {"latest": {"num_versions": 1}}
     if "optimization" not in out:
@@ -109,6 +109,27 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     return out
 
 
+def complete(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
+    """The configuration an ``auto_complete_config`` returned, as the server then holds it
+    (checked against tritonserver 2.51): read back through the schema (so every field of
+    an added input or output gets its default, and a field the schema lacks fails as it
+    does in the server), the defaults of :func:`normalize`, and a dynamic batcher without
+    preferred batch sizes prefers ``max_batch_size``."""
+    from google.protobuf import json_format
+
+    pb2 = _schema()
+    try:
+        message = json_format.ParseDict(config, pb2.ModelConfig())
+    except json_format.ParseError as e:
+        raise ConfigError(f"the configuration auto_complete_config returned: {e}") from None
+    out = normalize(_to_dict(message), model_name)
+    batching = out.get("dynamic_batching")
+    max_batch = int(out.get("max_batch_size") or 0)
+    if batching is not None and max_batch > 0 and not batching.get("preferred_batch_size"):
+        out["dynamic_batching"] = dict(batching, preferred_batch_size=[max_batch])
+    return out
+
+
 def parse_config(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
     """The model configuration in ``text`` (protobuf text format) as a dict."""
     from google.protobuf import text_format
@@ -122,11 +143,11 @@ def parse_config(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
 
 
 def load_config(path: Union[str, Path]) -> Dict[str, Any]:
-    """``config.pbtxt`` of a model directory (or the file itself) as a dict; an empty config
-    when the directory has none (Triton then relies on auto-complete)."""
+    """``config.pbtxt`` of a model directory (or the file itself) as a dict; the schema's
+    defaults when the directory has none (Triton then relies on auto-complete)."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.pbtxt"
         if not p.exists():
-            return {}
+            return parse_config("", str(p))
     return parse_config(p.read_text(), str(p))

@@ -35,6 +35,7 @@ from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .bls_responses import DECOUPLED_ONLY, BlsResponses, refused_text
+from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
@@ -97,6 +98,15 @@ class ModelHarness(ModelOnDisk):
             t.harnesses.append(self)
             t.fakes.update(self._fakes)
         install(t)
+        try:
+            self._load()
+        except BaseException:
+            self.model = None  # initialize failed: no finalize, as in the server
+            self.close()  # the process is as before: no harness left registered
+            raise
+        return self
+
+    def _load(self) -> None:
         with self._running():
             module = self._import()
             cls = getattr(module, "TritonPythonModel", None)
@@ -111,13 +121,12 @@ class ModelHarness(ModelOnDisk):
                         f"auto_complete_config function in model '{self.model_name}' must "
                         "return a valid pb.ModelConfig object."
                     )
-                self.config = completed._model_config
+                self.config = complete(completed._model_config, self.model_name)
             self.model = cls()
             if hasattr(self.model, "initialize"):
                 result = self.model.initialize(self.initialize_args())
                 if inspect.iscoroutine(result):
                     self._run(result)
-        return self
 
     def close(self) -> None:
         """``finalize``, then forget the model."""

@@ -80,6 +80,17 @@ class ServerModel:
     def server(self) -> Any:
         return self._server
 
+    @property
+    def config(self) -> Dict[str, Any]:
+        """The model's configuration as the server holds it (after auto-complete)."""
+        import tritonclient.http as httpclient
+
+        client = httpclient.InferenceServerClient(self._server.http_url)
+        try:
+            return dict(client.get_model_config(self.model_name))
+        finally:
+            client.close()
+
     def infer(
         self, inputs: Inputs, *, requested_outputs: Sequence[str] = (), **kwargs: Any
     ) -> Dict[str, np.ndarray]:

@@ -27,6 +27,7 @@ import numpy as np
 from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.tensor import Tensor
+from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
@@ -115,7 +116,7 @@ class StubModel(ModelOnDisk):
             raise TritonModelException(f"Python model file not found in '{self.model_file}'")
         reply = self._run_auto_complete()
         if reply.get("model_config"):
-            self.config = json.loads(reply["model_config"])
+            self.config = complete(json.loads(reply["model_config"]), self.model_name)
         driver = self._spawn()
         self._services = StubServices(driver, self._fakes)
         reply = driver.init(

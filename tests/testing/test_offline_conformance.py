@@ -254,3 +254,60 @@ def test_offline_equals_server(repository: Path, key: str) -> None:
             if results[mode][i] != server:
                 wrong.append(f"[{case}] {mode}: {results[mode][i]!r}\n  server: {server!r}")
     assert not wrong, f"{key}:\n" + "\n".join(wrong)
+
+
+AUTO_COMPLETED = ["ac_full", "ac_no_config_file", "ac_decoupled", "ac_marker", "ac_helpers"]
+AUTO_COMPLETE_FAILS = ["ac_raises", "ac_returns_none", "ac_bad_max_batch", "ac_conflict_dtype"]
+
+
+@pytest.fixture(scope="module")
+def auto_complete_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pybackend.server import TritonServer
+
+    root = tmp_path_factory.mktemp("auto_complete")
+    for name in AUTO_COMPLETED + AUTO_COMPLETE_FAILS:
+        shutil.copytree(CONFORMANCE / "auto_complete" / "models" / name, root / name)
+    with TritonServer(root, model_control_mode="explicit", load_models=AUTO_COMPLETED) as s:
+        yield s
+
+
+@pytest.mark.parametrize("name", AUTO_COMPLETED)
+def test_auto_completed_config_equals_server(auto_complete_server: Any, name: str) -> None:
+    """What auto_complete_config made of the config, as the server then holds it (every
+    field's default, a dynamic batcher's preferred size): the same offline."""
+    import tritonclient.http as httpclient
+
+    client = httpclient.InferenceServerClient(auto_complete_server.http_url)
+    try:
+        served = client.get_model_config(name)
+    finally:
+        client.close()
+    model_dir = auto_complete_server.model_repository / name
+    for kind in (ModelHarness, StubModel):
+        with kind(model_dir) as model:
+            assert model.config == served, kind.__name__
+
+
+@pytest.mark.parametrize("name", AUTO_COMPLETE_FAILS)
+def test_auto_complete_failures_say_what_the_server_says(
+    auto_complete_server: Any, name: str
+) -> None:
+    """The server's load error holds the stub mode's message whole, and the exception the
+    model raised in-process (raised as itself there, for pytest.raises)."""
+    import tritonclient.http as httpclient
+    from tritonclient.utils import InferenceServerException
+
+    client = httpclient.InferenceServerClient(auto_complete_server.http_url)
+    try:
+        with pytest.raises(InferenceServerException) as served:
+            client.load_model(name)
+    finally:
+        client.close()
+    model_dir = auto_complete_server.model_repository / name
+    for kind in (ModelHarness, StubModel):
+        with pytest.raises(Exception) as offline:
+            kind(model_dir).start()
+        assert str(offline.value) in str(served.value), kind.__name__
+    from pybackend.testing import harness_transport
+
+    assert not harness_transport().harnesses  # a failed start leaves nothing registered
