@@ -28,7 +28,13 @@ from ..utils.tensor import Tensor
 from .async_execute import AsyncExecutor
 from .logging import ERROR
 from .outputs import Placer
-from .return_checks import decoupled_return, default_return, never_answered, wrong_item
+from .return_checks import (
+    decoupled_return,
+    default_return,
+    never_answered,
+    rescheduled_with_response,
+    wrong_item,
+)
 from .state import StubState
 from .tracebacks import format_exception
 
@@ -294,10 +300,7 @@ class Dispatcher:
             flags = req._release_flags
             if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
                 if resp is not None:
-                    raise BatchError(
-                        "Expected a None object in the execute function return list for reschduled "
-                        f"request, found type '{type(resp)}'."
-                    )
+                    raise BatchError(rescheduled_with_response(resp))
                 items.append((_NONE, flags, None))
             elif resp is None:
                 items.append(self._none_item(req, "execute returned None for this request"))

@@ -43,3 +43,11 @@ def never_answered(what: str) -> str:
         f"{what} and its response sender sent nothing, so the request would never complete. "
         "Return an InferenceResponse for it or send one with request.get_response_sender()."
     )
+
+
+def rescheduled_with_response(resp: Any) -> str:
+    """A response returned for a request the model rescheduled (the original's typo kept)."""
+    return (
+        "Expected a None object in the execute function return list for reschduled request, "
+        f"found type '{type(resp)}'."
+    )

@@ -26,11 +26,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ..stub.return_checks import decoupled_return, default_return, never_answered, wrong_item
+from ..stub.return_checks import (
+    decoupled_return,
+    default_return,
+    never_answered,
+    rescheduled_with_response,
+    wrong_item,
+)
 from ..stub.tracebacks import format_exception
 from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.model_config import ModelConfig
+from ..utils.request import TRITONSERVER_REQUEST_RELEASE_ALL as RELEASE_ALL
+from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
@@ -212,6 +220,20 @@ class ModelHarness(ModelOnDisk):
         if self.model is None:
             raise TritonModelException(f"the harness of '{self.model_name}' is not started")
         reqs = [r if isinstance(r, InferenceRequest) else self.request(r) for r in requests]
+        out = self._execute_once(reqs)
+        # A request released with RESCHEDULE comes back (the same request, its inputs and
+        # id) in a later execute, until the model releases it for good.
+        again = [i for i, r in enumerate(reqs) if r._release_flags == RELEASE_RESCHEDULE]
+        while again:
+            batch = [reqs[i] for i in again]
+            for r in batch:
+                r._release_flags = RELEASE_ALL
+            for i, result in zip(again, self._execute_once(batch)):
+                out[i] = result
+            again = [i for i in again if reqs[i]._release_flags == RELEASE_RESCHEDULE]
+        return out
+
+    def _execute_once(self, reqs: List[InferenceRequest]) -> List[Any]:
         try:
             with self._running():
                 ret = self.model.execute(reqs)
@@ -228,6 +250,7 @@ class ModelHarness(ModelOnDisk):
         completed it (its FINAL went out first: the client has that answer)."""
         out: List[Any] = []
         for req in reqs:
+            req._release_flags = RELEASE_ALL  # a failed request ends: no coming back
             if req._sender is not None:
                 req._sender._close()
             sent = self._streams.get(req._token)
@@ -324,13 +347,22 @@ class ModelHarness(ModelOnDisk):
                 raise _BatchError(refused)
             return [None for _ in reqs]
         if ret is None:
-            return [self._unanswered(r, "execute returned None") for r in reqs]
+            return [
+                None
+                if r._release_flags == RELEASE_RESCHEDULE
+                else self._unanswered(r, "execute returned None")
+                for r in reqs
+            ]
         refused = default_return(ret, len(reqs))
         if refused is not None:
             raise _BatchError(refused)
         out: List[Any] = []
         for req, resp in zip(reqs, ret):
-            if resp is None:
+            if req._release_flags == RELEASE_RESCHEDULE:
+                if resp is not None:
+                    raise _BatchError(rescheduled_with_response(resp))
+                out.append(None)  # it comes back: its answer is still to come
+            elif resp is None:
                 out.append(self._unanswered(req, "execute returned None for this request"))
             elif isinstance(resp, InferenceResponse):
                 if req._sender is not None:

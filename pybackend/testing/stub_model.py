@@ -26,6 +26,7 @@ import numpy as np
 
 from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode, TritonModelException
+from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .config import complete
 from .harness_errors import InferError
@@ -327,20 +328,25 @@ class StubModel(ModelOnDisk):
             "correlation_id": correlation_id,
             "parameters": parameters_json(parameters),
         }
-        with self._lock:
-            try:
-                result = driver.execute(
-                    [arrays],
-                    batch_id=next(self._batches),
-                    requested=[list(requested)],
-                    request_kwargs=[kwargs],
-                )
-            except (ChannelClosed, OSError, AssertionError) as e:
-                raise InferError(self._died(e), ErrorCode.INTERNAL) from None
-        if "error" in result:
-            code, message = result["error"]
-            raise InferError(message, code)
-        (item,) = result["items"]
+        while True:
+            with self._lock:
+                try:
+                    result = driver.execute(
+                        [arrays],
+                        batch_id=next(self._batches),
+                        requested=[list(requested)],
+                        request_kwargs=[dict(kwargs)],
+                    )
+                except (ChannelClosed, OSError, AssertionError) as e:
+                    raise InferError(self._died(e), ErrorCode.INTERNAL) from None
+            if "error" in result:
+                code, message = result["error"]
+                raise InferError(message, code)
+            (item,) = result["items"]
+            if item.get("release_flags") != RELEASE_RESCHEDULE:
+                break
+            # Released with RESCHEDULE: the same request (token, inputs, id) comes back in a
+            # later execute, as the server's sequence batcher sends it again.
         if item.get("none"):
             # The sender answers: live, its sends went (and go) to emit already.
             sent = [] if live else self._sent(driver, token, timeout)

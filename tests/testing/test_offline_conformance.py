@@ -137,6 +137,14 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         (m, {"MODE": s(m)}, {})
         for m in ("decoupled_to_default", "async_decoupled_to_default", "async_stream", "async")
     ],
+    "request_rescheduling/iterative_default": [
+        (m, {"MODE": s(m), "STEPS": i32(n)}, {})
+        for m, n in (("ok", 4), ("ok", 1), ("respond_while_rescheduled", 3))
+    ],
+    "request_rescheduling/iterative_decoupled": [
+        (m, {"MODE": s(m), "STEPS": i32(n)}, {"stream": True})
+        for m, n in (("ok", 5), ("ok", 1), ("raise", 5))
+    ],
     "decoupled/async_stream": [
         (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True}) for m in ("await", "task")
     ],
