@@ -46,7 +46,8 @@ class StubModel(ModelOnDisk):
     to their names); ``env``: extra environment of the stub; ``python``: the interpreter
     that runs the stub (the one running the tests by default); ``debug``: a PYBACKEND_DEBUG
     mode for the stub (``"pdb"``: breakpoint() in model.py opens pdb on the terminal of
-    ``pytest -s``; ``"debugpy:5678"``: attach an IDE)."""
+    ``pytest -s``; ``"debugpy:5678"``: attach an IDE); ``execute_timeout``: seconds an
+    execute may take before the stub is killed and the request fails."""
 
     def __init__(
         self,
@@ -61,6 +62,7 @@ class StubModel(ModelOnDisk):
         env: Optional[Mapping[str, str]] = None,
         python: str = sys.executable,
         debug: str = "",
+        execute_timeout: Optional[float] = None,
     ) -> None:
         super().__init__(
             model_dir,
@@ -76,6 +78,9 @@ class StubModel(ModelOnDisk):
         self._env = dict(env or {})
         self._python = python
         self._debug = debug
+        #: Seconds an execute may take before the stub is killed (None: no limit, as the
+        #: backend's default execute-timeout-seconds=0).
+        self.execute_timeout = execute_timeout
         self._driver: Optional[StubDriver] = None
         self._services: Optional[StubServices] = None
         self._lock = threading.Lock()  # one execute at a time, as the backend sends them
@@ -187,12 +192,18 @@ class StubModel(ModelOnDisk):
             pass  # closed by StubDriver.close
 
     def _shutdown(self, driver: StubDriver) -> None:
+        # A stub still busy in execute (or hung in finalize) never answers FINALIZE: it is
+        # killed after STOP_TIMEOUT_S so that closing the model cannot hang the test run.
+        timer = threading.Timer(STOP_TIMEOUT_S, _kill, args=(driver,))
+        timer.daemon = True
+        timer.start()
         try:
             if driver.proc.poll() is None:
                 driver.finalize()
         except (ChannelClosed, OSError, TimeoutError, AssertionError):
             pass  # it died or hung in finalize: close() below ends it either way
         finally:
+            timer.cancel()
             driver.close()
 
     # ------------------------------------------------------------------ requests
@@ -330,6 +341,7 @@ class StubModel(ModelOnDisk):
         }
         while True:
             with self._lock:
+                watchdog = self._watchdog(driver)
                 try:
                     result = driver.execute(
                         [arrays],
@@ -338,7 +350,12 @@ class StubModel(ModelOnDisk):
                         request_kwargs=[dict(kwargs)],
                     )
                 except (ChannelClosed, OSError, AssertionError) as e:
+                    if watchdog is not None and watchdog.fired:
+                        raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
                     raise InferError(self._died(e), ErrorCode.INTERNAL) from None
+                finally:
+                    if watchdog is not None:
+                        watchdog.cancel()
             if "error" in result:
                 code, message = result["error"]
                 raise InferError(message, code)
@@ -402,6 +419,18 @@ class StubModel(ModelOnDisk):
             raise InferError(self._died(None), ErrorCode.INTERNAL)
         return mine
 
+    def _watchdog(self, driver: StubDriver) -> Optional["_Watchdog"]:
+        if self.execute_timeout is None:
+            return None
+        return _Watchdog(self.execute_timeout, driver)
+
+    def _timed_out(self) -> str:
+        return (
+            f"execute of model '{self.model_name}' (instance '{self.instance_name}') took "
+            f"longer than execute_timeout={self.execute_timeout:g} s: the stub was killed, "
+            "as the backend does with execute-timeout-seconds; start a new StubModel"
+        )
+
     def _died(self, cause: Optional[BaseException]) -> str:
         driver = self._driver
         code: Optional[int] = None
@@ -416,6 +445,34 @@ class StubModel(ModelOnDisk):
             f"the stub process of model '{self.model_name}' (instance '{self.instance_name}') "
             f"{what} while it ran the request; its last output:\n{tail}"
         )
+
+
+STOP_TIMEOUT_S = 10.0
+
+
+def _kill(driver: StubDriver) -> None:
+    try:
+        driver.proc.kill()
+    except OSError:
+        pass  # already gone
+
+
+class _Watchdog:
+    """Kills the stub when an execute outlives its limit (the wait then ends: the channel
+    closes)."""
+
+    def __init__(self, seconds: float, driver: StubDriver) -> None:
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire, args=(driver,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self, driver: StubDriver) -> None:
+        self.fired = True
+        _kill(driver)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 def _array(value: Any) -> np.ndarray:

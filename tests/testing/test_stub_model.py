@@ -5,13 +5,17 @@ it must match: BLS fakes, metrics, logs, and the backend's texts for refused ret
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from pybackend.server.processes import alive
 from pybackend.testing import InferError, ModelHarness, StubModel
+from pybackend.testing.stub_model import STOP_TIMEOUT_S
 from pybackend.utils.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
@@ -141,3 +145,47 @@ def test_a_debug_mode_it_cannot_honour_fails_the_start(tmp_path: Path) -> None:
     with pytest.raises(Exception) as info:
         StubModel(model_dir, debug="gdb").start()
     assert "PYBACKEND_DEBUG='gdb'" in str(info.value) and "is not a debug mode" in str(info.value)
+
+
+HANGS = """
+import time
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(3600)
+"""
+
+
+def test_a_hung_execute_times_out_and_close_returns(tmp_path: Path) -> None:
+    model = StubModel(_write_model(tmp_path, "hangs", HANGS), execute_timeout=1.0).start()
+    pid = model.pid
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(InferError) as info:
+            model.infer({"X": np.ones(1, np.float32)})
+        assert time.monotonic() - t0 < 10
+        assert "took longer than execute_timeout=1 s: the stub was killed" in info.value.message
+    finally:
+        model.close()
+    assert pid is not None and not alive(pid)
+
+
+def test_closing_during_a_hung_execute_does_not_hang(tmp_path: Path) -> None:
+    model = StubModel(_write_model(tmp_path, "hangs", HANGS)).start()
+    pid = model.pid
+    caller = threading.Thread(target=_infer_quietly, args=(model,), daemon=True)
+    caller.start()
+    time.sleep(0.5)  # the execute is running
+    t0 = time.monotonic()
+    model.close()
+    assert time.monotonic() - t0 < STOP_TIMEOUT_S + 10
+    caller.join(10)
+    assert pid is not None and not alive(pid)
+
+
+def _infer_quietly(model: StubModel) -> None:
+    try:
+        model.infer({"X": np.ones(1, np.float32)})
+    except InferError:
+        pass  # the stub is killed under it
