@@ -39,6 +39,22 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def with_arguments(*needles: bytes, exact: bool = False) -> set[int]:
+    """Live processes whose command line has an argument containing (``exact``: equal to)
+    each of ``needles``: for processes that left the tree, e.g. a daemonized helper."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # exited while we looked
+        if all(n in args if exact else any(n in a for a in args) for n in needles):
+            found.add(int(entry.name))
+    return found
+
+
 def start_time(pid: int) -> int | None:
     """Start time of pid in clock ticks since boot (None if gone): tells a reused pid apart."""
     try:

@@ -23,7 +23,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from pybackend.server import TritonServer
-from pybackend.server.processes import alive, free_ports
+from pybackend.server.processes import alive, free_ports, with_arguments
 
 EXECUTE_TIMEOUT_S = 1
 
@@ -82,22 +82,6 @@ def infer(client: Any, sleep: float) -> int:
     return int(client.infer("debuggee", [inp]).as_numpy("PID")[0])
 
 
-def debugpy_adapters(port: int) -> set[int]:
-    """debugpy's adapter processes for ``port``: the adapter detaches from the stub (its
-    parent is init), so it is found by its command line."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(b"debugpy" in part for part in cmd) and str(port).encode() in cmd:
-            found.add(int(entry.name))
-    return found
-
-
 def test_debugpy_listens_and_no_execute_timeout(server: TritonServer, client: Any) -> None:
     (port,) = free_ports(1)
     client.load_model("debuggee", config=config(f"debugpy:127.0.0.1:{port}"))
@@ -106,7 +90,8 @@ def test_debugpy_listens_and_no_execute_timeout(server: TritonServer, client: An
         assert "debug mode (PYBACKEND_DEBUG=debugpy" in server.log_text()
         with socket.create_connection(("127.0.0.1", port), timeout=10):
             pass  # an IDE could attach here
-        adapters = debugpy_adapters(port)
+        # The adapter detaches from the stub (its parent is init): found by its arguments.
+        adapters = with_arguments(b"debugpy", str(port).encode())
         assert adapters, "debugpy's adapter process runs beside the stub"
         # Longer than execute-timeout-seconds, as a stop at a breakpoint would be.
         t0 = time.monotonic()

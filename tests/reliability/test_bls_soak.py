@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pybackend.server import TritonServer
+from pybackend.server.processes import with_arguments
 
 REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 MODELS = ("add_sub", "bls_preprocess", "bls_postprocess", "bls_pipeline")
@@ -19,15 +20,8 @@ MiB = 1 << 20
 
 
 def stub_pid(instance: str) -> int:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"pybackend.stub" in cmd and instance.encode() in cmd:
-            return int(entry.name)
+    for pid in with_arguments(b"pybackend.stub", instance.encode(), exact=True):
+        return pid
     raise AssertionError(f"no stub process for {instance}")
 
 
