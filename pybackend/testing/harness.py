@@ -396,8 +396,7 @@ class ModelHarness(ModelOnDisk):
 
     def _arm_cancel(self, token: int, after: int) -> None:
         if after <= 0:
-            with self._transport.lock:
-                self._transport.cancelled.add(token)
+            self._cancel_token(token)
         else:
             self._cancel_after[token] = after
 
@@ -416,8 +415,7 @@ class ModelHarness(ModelOnDisk):
                 sent.append(response)
                 if len(sent) == self._cancel_after.get(request._token):
                     # Before send() returns, as a client's cancel that arrived meanwhile.
-                    with self._transport.lock:
-                        self._transport.cancelled.add(request._token)
+                    self._cancel_token(request._token)
             if flags & FINAL:
                 self._done[request._token] = True
             self._cond.notify_all()
@@ -477,6 +475,7 @@ class ModelHarness(ModelOnDisk):
         return resp
 
     def _cancel_token(self, token: int) -> None:
+        """The request's client cancelled: its ``is_cancelled()`` turns true."""
         with self._transport.lock:
             self._transport.cancelled.add(token)
 
