@@ -76,22 +76,17 @@ ModelState::~ModelState() {
   if (spare != nullptr) spare->Discard();  // no instance came for it (failed load, count 0)
 }
 
-std::string ModelState::FirstInstanceName() const {
+void ModelState::SpawnSpare() {
   // Triton names instances "<group name>_<index>" and fills in the group names before the
-  // backend sees the config, so the first instance's name is known at model load.
+  // backend sees the config, so the first instance's name is known now.
   const json::Value* groups = config.Find("instance_group");
-  if (groups == nullptr || !groups->is_array() || groups->items().empty()) return "";
+  if (groups == nullptr || !groups->is_array() || groups->items().empty()) return;
   const json::Value& first = groups->items().front();
   const json::Value* count = first.Find("count");
-  if (count != nullptr && count->is_number() && count->AsInt() < 1) return "";
+  if (count != nullptr && count->is_number() && count->AsInt() < 1) return;
   std::string group_name = first.GetString("name");
-  return group_name.empty() ? "" : group_name + "_0";
-}
-
-void ModelState::SpawnSpare() {
-  std::string first = FirstInstanceName();
-  if (first.empty()) return;
-  auto spare = std::make_shared<StubSession>(MakeSessionOptions(first), nullptr);
+  if (group_name.empty()) return;
+  auto spare = std::make_shared<StubSession>(MakeSessionOptions(group_name + "_0"), nullptr);
   try {
     spare->Spawn();
   } catch (const std::exception& e) {
@@ -201,9 +196,7 @@ void ModelState::ReadParameters() {
       // the config names (it ignores a backend's change of instance_group).
       Throw(TRITONSERVER_ERROR_INVALID_ARG,
             "model '" + name + "': PYBACKEND_DEBUG=" + debug +
-                " debugs one instance, and "
-                "the configuration has " +
-                std::to_string(instances) +
+                " debugs one instance, and the configuration has " + std::to_string(instances) +
                 ": set instance_group [ { count: 1 } ] while debugging");
     }
     PB_LOG_WARN("model '" + name + "': debug mode (PYBACKEND_DEBUG=" + debug +

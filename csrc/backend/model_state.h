@@ -48,8 +48,6 @@ class ModelState {
   json::Value InitArgs(const std::string& phase, const std::string& instance_name,
                        const std::string& kind, int32_t device_id) const;
   SessionOptions MakeSessionOptions(const std::string& instance_name) const;
-  // "<first group's name>_0", as Triton names the first instance ("" if there is none).
-  std::string FirstInstanceName() const;
 
   // The first instance's stub, spawned (not initialized) before auto-complete so that its
   // interpreter starts in parallel with the auto-complete stub: at model load the two

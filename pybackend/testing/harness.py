@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..stub import loader
 from ..stub.return_checks import (
     decoupled_return,
     default_return,
@@ -36,7 +37,6 @@ from ..stub.return_checks import (
 from ..stub.tracebacks import format_exception
 from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
-from ..utils.model_config import ModelConfig
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_ALL as RELEASE_ALL
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.request import InferenceRequest
@@ -117,19 +117,14 @@ class ModelHarness(ModelOnDisk):
     def _load(self) -> None:
         with self._running():
             module = self._import()
-            cls = getattr(module, "TritonPythonModel", None)
-            if cls is None:
-                raise TritonModelException(
-                    f"Python model '{self.model_file}' does not define class 'TritonPythonModel'."
-                )
-            if hasattr(cls, "auto_complete_config"):
-                completed = cls.auto_complete_config(ModelConfig(json.dumps(self.config)))
-                if not isinstance(completed, ModelConfig):
-                    raise TritonModelException(
-                        f"auto_complete_config function in model '{self.model_name}' must "
-                        "return a valid pb.ModelConfig object."
-                    )
-                self.config = complete(completed._model_config, self.model_name)
+            try:  # the stub's loader, so its checks and texts are the ones a model meets
+                cls = loader.model_class(module)
+                if hasattr(cls, "auto_complete_config"):
+                    init = {"model_config": json.dumps(self.config), "model_name": self.model_name}
+                    completed = json.loads(loader.auto_complete(module, init))
+                    self.config = complete(completed, self.model_name)
+            except loader.LoadError as e:
+                raise TritonModelException(str(e)) from None
             self.model = cls()
             if hasattr(self.model, "initialize"):
                 result = self.model.initialize(self.initialize_args())

@@ -264,7 +264,7 @@ class StubModel(ModelOnDisk):
         if cancel_after is not None:
             self._cancel_after[token] = cancel_after
             if cancel_after <= 0:
-                driver.cancelled_tokens.add(token)
+                self.cancel(token)
         try:
             sent = self._execute(
                 driver, token, arrays, requested, request_id, correlation_id, parameters, timeout
@@ -396,7 +396,7 @@ class StubModel(ModelOnDisk):
             return False
         count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
         if count == self._cancel_after.get(token):
-            driver.cancelled_tokens.add(token)
+            self.cancel(token)
         return False
 
     def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
