@@ -1,11 +1,10 @@
 #include "backend/model_state.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
 
 #include "backend/cores.h"
 #include "backend/error.h"
+#include "backend/execution_env.h"
 #include "backend/logging.h"
 #include "backend/thread_budget.h"
 #include "ipc/protocol.h"
@@ -205,17 +204,12 @@ void ModelState::ReadParameters() {
   }
 
   python = backend->DefaultPython();
+  exec_env = ExecutionEnv();
   if (GetParameter(config, "EXECUTION_ENV_PATH", &value) && !value.empty()) {
     ReplaceAll(&value, "$$TRITON_MODEL_DIRECTORY", repository);
-    struct stat st{};
-    if (stat(value.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      Throw(TRITONSERVER_ERROR_UNSUPPORTED,
-            "model '" + name + "': EXECUTION_ENV_PATH '" + value +
-                "' is a file; pybackend needs an unpacked Python environment directory "
-                "(unpack the archive and point EXECUTION_ENV_PATH at the directory)");
-    }
-    python = value + "/bin/python3";
     PB_LOG_INFO("Using Python execution env " + value);
+    exec_env = PrepareExecutionEnv(name, repository, value, *backend);
+    python = exec_env.python;
   }
 }
 
@@ -266,6 +260,13 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   o.spin_us = static_cast<int>(c.execute_spin_us);
   o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);
+  if (!exec_env.python.empty()) {
+    // Only pybackend from the server's environment: its site-packages would shadow the
+    // execution environment's own numpy and the rest.
+    o.package_parent = exec_env.pythonpath;
+    o.env.insert(o.env.end(), exec_env.env.begin(), exec_env.env.end());
+    o.env_unset = exec_env.unset;
+  }
   return o;
 }
 

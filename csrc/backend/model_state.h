@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend_state.h"
+#include "backend/execution_env.h"
 #include "backend/json.h"
 #include "backend/output_specs.h"
 #include "backend/stub_session.h"
@@ -32,7 +33,8 @@ class ModelState {
   int64_t max_batch_size = 0;
   std::string model_filename = "model.py";
   bool force_cpu_only_inputs = true;
-  std::string python;  // interpreter for this model's stubs
+  std::string python;     // interpreter for this model's stubs
+  ExecutionEnv exec_env;  // EXECUTION_ENV_PATH, prepared (empty fields when unset)
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
   int thread_budget = 0;
   OutputSpecs outputs;  // what the config declares, to check what stubs return

@@ -59,12 +59,17 @@ std::string SignalName(int sig) {
   return desc != nullptr ? desc : "unknown signal";
 }
 
+}  // namespace
+
 std::vector<std::string> BuildEnv(const SpawnOptions& opts) {
   std::vector<std::string> out;
   auto overridden = [&](const std::string& entry) {
     size_t eq = entry.find('=');
     std::string key = entry.substr(0, eq);
     if (key == "PYTHONPATH" && !opts.pythonpath_prepend.empty()) return true;
+    for (const auto& k : opts.env_unset) {
+      if (k == key) return true;
+    }
     for (const auto& [k, v] : opts.env) {
       if (k == key) return true;
     }
@@ -84,8 +89,6 @@ std::vector<std::string> BuildEnv(const SpawnOptions& opts) {
   }
   return out;
 }
-
-}  // namespace
 
 std::unique_ptr<StubProcess> StubProcess::Spawn(const SpawnOptions& opts, ipc::UniqueFd* sync,
                                                 ipc::UniqueFd* async) {

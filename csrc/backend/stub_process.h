@@ -21,7 +21,11 @@ struct SpawnOptions {
   std::vector<std::string> args;                         // after the interpreter
   std::vector<std::pair<std::string, std::string>> env;  // set/override in the server's env
   std::string pythonpath_prepend;                        // put first on PYTHONPATH ("" = none)
+  std::vector<std::string> env_unset;                    // removed from the server's env
 };
+
+// The child's environment: the server's, less env_unset, with env and PYTHONPATH applied.
+std::vector<std::string> BuildEnv(const SpawnOptions& opts);
 
 class StubProcess {
  public:

@@ -61,6 +61,7 @@ void StubSession::Spawn() {
             {"PYTHONDONTWRITEBYTECODE", "1"}};
   so.pythonpath_prepend = opts_.package_parent;
   so.env.insert(so.env.end(), opts_.env.begin(), opts_.env.end());
+  so.env_unset = opts_.env_unset;
 
   if (opts_.lane && ipc::Lane::Supported()) {
     // Made before the monitor starts: MarkDead (on the monitor thread) rings it.

@@ -68,8 +68,9 @@ struct SessionOptions {
   std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
   int spin_us = 0;                           // busy-poll before blocking on a reply
   bool lane = true;  // EXECUTE/RESULT through the shared-memory lane (where Lane::Supported)
-  // Added to the stub's environment (the thread budget).
+  // Added to the stub's environment (the thread budget, an execution env's variables).
   std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> env_unset;  // removed from it (PYTHONHOME in an execution env)
 };
 
 // Shared ownership: BLS calls keep the session of the stub that made them alive until Triton

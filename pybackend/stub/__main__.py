@@ -25,6 +25,31 @@ def _close_inherited_fds(keep_up_to: int) -> None:
                 pass
 
 
+def _check_interpreter() -> None:
+    """The stub runs in whatever interpreter EXECUTION_ENV_PATH names: say what is missing
+    and how to fix it instead of leaving a ModuleNotFoundError traceback (UV-20). Any
+    CPython 3.9+ with numpy works (the stub is pure Python; no ABI to match)."""
+    where = f"{sys.executable} (Python {sys.version.split()[0]}, environment {sys.prefix})"
+    if sys.version_info < (3, 9):
+        _fail(
+            f"the stub's interpreter {where} is too old: pybackend needs Python 3.9 or later. "
+            "Point EXECUTION_ENV_PATH at an environment with Python 3.9 or later."
+        )
+    try:
+        import numpy  # noqa: F401
+    except ImportError as e:
+        _fail(
+            f"the stub's interpreter {where} cannot import numpy ({e}). Install numpy into "
+            f"that environment ({sys.executable} -m pip install numpy) or point "
+            "EXECUTION_ENV_PATH at one that has it."
+        )
+
+
+def _fail(message: str) -> None:
+    print(f"pybackend: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list) -> None:
     # Triton handles Ctrl-C for the whole process group; the backend stops us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -42,6 +67,7 @@ def main(argv: list) -> None:
     parser.add_argument("--instance", default=os.environ.get("PYBACKEND_INSTANCE", "stub"))
     args = parser.parse_args(argv)
 
+    _check_interpreter()
     from .main import run
 
     run(sync_fd, async_fd, args.instance)
