@@ -45,6 +45,23 @@ def _check_interpreter() -> None:
         )
 
 
+def _versions() -> str:
+    """For UV-22's question "which stub will my environment get?": one line with what
+    matters for compatibility."""
+    import platform
+
+    import numpy
+
+    from .. import __version__
+    from ..ipc.protocol import PROTOCOL_VERSION
+
+    return (
+        f"pybackend {__version__} stub, protocol {PROTOCOL_VERSION}: "
+        f"{platform.python_implementation()} {platform.python_version()} ({sys.executable}), "
+        f"numpy {numpy.__version__}"
+    )
+
+
 def _fail(message: str) -> None:
     print(f"pybackend: {message}", file=sys.stderr)
     sys.exit(2)
@@ -65,9 +82,17 @@ def main(argv: list) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m pybackend.stub")
     parser.add_argument("--instance", default=os.environ.get("PYBACKEND_INSTANCE", "stub"))
+    parser.add_argument(
+        "--version",
+        action="store_true",
+        help="print the versions this interpreter would run the stub with, and exit",
+    )
     args = parser.parse_args(argv)
 
     _check_interpreter()
+    if args.version:
+        print(_versions())
+        return
     from .main import run
 
     run(sync_fd, async_fd, args.instance)
