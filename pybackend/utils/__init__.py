@@ -4,6 +4,7 @@ offline harness (they differ only in the installed :mod:`~pybackend.utils.transp
 
 from __future__ import annotations
 
+from .batching import RequestBatch, batch_requests
 from .bytes_codec import deserialize_bytes_tensor, serialize_byte_tensor
 from .dtypes import (
     TRITON_STRING_TO_NUMPY,
@@ -75,4 +76,6 @@ __all__ = [
     "unload_model",
     "is_model_ready",
     "get_model_dir",
+    "batch_requests",
+    "RequestBatch",
 ]
