@@ -5,7 +5,8 @@
 #
 # .venv       our environment: numpy 2, tritonclient, pytest, ruff, the tritonserver binary
 #             (nvidia-pytriton, installed without its dependencies) and this package (editable)
-# .venv-orig  numpy<2 only: what NVIDIA's original stub finds first on PATH (it breaks with numpy 2)
+# .venv-orig  numpy<2 (and ml_dtypes): what NVIDIA's original stub finds first on PATH (it breaks
+#             with numpy 2); our stub runs the conformance suite in it too (numpy 1.x, UV-21)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,11 +19,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
-.PHONY: help venv venv-orig build serve test test-original bench lint format clean
+.PHONY: help venv venv-orig build serve test test-numpy1 test-original bench lint format clean
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
 	@echo "make test           ruff + the whole test suite against our backend"
+	@echo "make test-numpy1    the conformance suite with our stubs under numpy 1.x"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
@@ -42,7 +44,7 @@ venv: $(VENV)/.deps-installed
 # The original stub comes from the wheel in $(VENV), hence the order.
 $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
 	scripts/make_venv.sh $(PYTHON) $(ORIG_VENV)
-	$(ORIG_VENV)/bin/python -m pip --disable-pip-version-check install 'numpy<2'
+	$(ORIG_VENV)/bin/python -m pip --disable-pip-version-check install 'numpy<2' ml_dtypes
 	VENV=$(VENV) scripts/check_original_stub.sh $(ORIG_VENV)
 	touch $@
 
@@ -58,12 +60,18 @@ build: venv
 serve: build
 	$(VENV)/bin/pybackend serve examples/model_repository
 
-# Lint and tests both run; the target fails if either failed.
+# Lint, the suite and the numpy 1.x conformance run all run; the target fails if any failed.
 test: build venv-orig
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
+	$(MAKE) --no-print-directory test-numpy1 || status=1; \
 	exit $$status
+
+# One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in
+# the numpy<2 environment (PYBACKEND_PYTHON is the stubs' interpreter).
+test-numpy1: build venv-orig
+	PYBACKEND_PYTHON=$(abspath $(ORIG_VENV))/bin/python3 $(VENV)/bin/pytest tests/conformance -q $(PYTEST_ARGS)
 
 test-original: build venv-orig
 	PYBACKEND_TEST_BACKEND=original $(VENV)/bin/pytest tests/integration $(wildcard tests/conformance) $(PYTEST_ARGS)
