@@ -125,7 +125,7 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
       }
       c->execute_timeout_seconds = n;
-    } else if (key == "stub-restart" || key == "ipc-lane") {
+    } else if (key == "stub-restart" || key == "ipc-lane" || key == "instance-metrics") {
       bool on;
       if (value == "true" || value == "1" || value == "yes" || value == "on") {
         on = true;
@@ -135,7 +135,9 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG,
               "backend config '" + key + "' must be true or false, got '" + value + "'");
       }
-      (key == "stub-restart" ? c->stub_restart : c->ipc_lane) = on;
+      (key == "stub-restart" ? c->stub_restart
+       : key == "ipc-lane"   ? c->ipc_lane
+                             : c->instance_metrics) = on;
     } else if (key == "stub-restart-max-backoff-seconds") {
       int64_t n = ParseInt(key, value);
       if (n <= 0) {
@@ -189,6 +191,9 @@ std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backen
   if (dladdr(reinterpret_cast<void*>(&AnchorForDladdr), &info) != 0 && info.dli_fname) {
     state->library_path = RealPath(info.dli_fname);
     state->library_dir = Dirname(state->library_path);
+  }
+  if (state->config.instance_metrics) {
+    state->instance_metric_families = std::make_unique<InstanceMetricFamilies>();
   }
   // <package>/backends/python/libtriton_python.so: the package is two levels up.
   std::string package = RealPath(state->library_dir + "/../..");

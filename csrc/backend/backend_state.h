@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/instance_metrics.h"
 #include "triton/tritonbackend.h"
 
 namespace pybackend {
@@ -25,7 +26,8 @@ struct BackendConfig {
   bool stub_restart = true;             // ours: replace a dead stub with a new one
   bool ipc_lane = true;                 // ours: EXECUTE/RESULT through shared memory (ipc/lane.h)
   int64_t stub_restart_max_backoff_ms = 30000;  // ours: the longest pause between restarts
-  bool thread_budget = true;  // ours: OMP_NUM_THREADS etc. per instance when unset (UV-13)
+  bool thread_budget = true;     // ours: OMP_NUM_THREADS etc. per instance when unset (UV-13)
+  bool instance_metrics = true;  // ours: pybackend_* Prometheus metrics per instance (UV-38)
   std::string backend_directory;
 };
 
@@ -42,6 +44,8 @@ class BackendState {
   std::string package_parent;  // directory holding the pybackend package ("" if not found)
   // runtime_modeldir for InitArgs: "DEFAULT", or the dir of a python-based backend's model.py.
   std::string runtime_modeldir = "DEFAULT";
+  // The families of the per-instance metrics (null when instance-metrics=false).
+  std::unique_ptr<InstanceMetricFamilies> instance_metric_families;
 
   // The interpreter when the model does not name one: backend config python-executable,
   // env PYBACKEND_PYTHON, the python_executable file next to the library, python3.

@@ -245,6 +245,8 @@ void Batch::Finish() {
   std::string err = TakeMessage(TRITONBACKEND_ModelInstanceReportBatchStatistics(
       inst_.instance, total_batch_size_, exec_start_, compute_start_, compute_end_, exec_end));
   if (!err.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to report batch statistics: " + err);
+  inst_.metrics->Batch(compute_start_ - exec_start_, compute_end_ - compute_start_,
+                       exec_end - compute_end_, items_.size());
 
   for (auto& it : items_) {
     RequestState& st = *it.st;

@@ -34,8 +34,11 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   st->bls_ = std::make_unique<BlsService>(server, model->name, st->name,
                                           model->backend->config.inline_threshold, &st->registry_);
 
+  st->metrics = std::make_unique<InstanceMetrics>(model->backend->instance_metric_families.get(),
+                                                  model->name, model->version, st->name);
   st->session_ = st->StartSession();
   st->started_at_ = std::chrono::steady_clock::now();
+  st->metrics->SetReady(true);
   if (st->restart_enabled_)
     st->restarter_ = std::thread([s = st.get()] {
       NameThisThread("pb_restarter");
@@ -183,6 +186,7 @@ void InstanceState::OnStubGone(StubSession& s) {
     if (restart) restart_wanted_ = true;
   }
   cv_.notify_all();
+  if (current) metrics->SetReady(false);
   // An idle stub that dies fails no request: the log is the only place that says how it
   // ended. (A stub that dies while starting is reported by whoever started it.)
   if (current) {
@@ -237,6 +241,8 @@ void InstanceState::RestartLoop() {
     std::shared_ptr<StubSession> old = std::move(session_);
     session_ = std::move(fresh);
     ++restarts_;
+    metrics->Restarted();
+    metrics->SetReady(true);
     PB_LOG_INFO("model '" + model->name + "', instance '" + name +
                 "': a new stub is serving (restart " + std::to_string(restarts_) + ")");
     lock.unlock();

@@ -5,15 +5,20 @@ answers switch from the old configuration to the new one, the old stubs are gone
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from reliability_support import start, stubs, wait_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+from conformance_support.metrics_endpoint import samples, scrape  # noqa: E402
 
 CLIENTS = 4
 
@@ -100,3 +105,11 @@ def test_requests_during_a_reload_all_succeed(server):
         timeout=30,
     )
     assert len(new_stubs) == 2
+    # The new instances carry the same names as the old ones: finalizing the old ones must
+    # not take the new ones' per-instance metric series with them.
+    ready = {
+        labels: value
+        for (name, labels), value in samples(scrape(server), "pybackend_stub_ready").items()
+        if ("model", "reloading") in labels
+    }
+    assert sorted(ready.values()) == [1.0, 1.0]
