@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "backend/error.h"
 #include "ipc/channel.h"
@@ -35,17 +34,8 @@ HelperResult RunHelper(const SpawnOptions& opts) {
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out_write.get(), 1);
   posix_spawn_file_actions_adddup2(&fa, err_write.get(), 2);
-  std::vector<std::string> argv_s{opts.python};
-  argv_s.insert(argv_s.end(), opts.args.begin(), opts.args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = BuildEnv(opts);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, opts.python.c_str(), &fa, nullptr, argv.data(), envp.data());
+  int rc = SpawnWith(opts, &fa, nullptr, &pid);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     Throw(TRITONSERVER_ERROR_INTERNAL, "cannot run '" + opts.python + "': " + std::strerror(rc));

@@ -90,6 +90,20 @@ std::vector<std::string> BuildEnv(const SpawnOptions& opts) {
   return out;
 }
 
+int SpawnWith(const SpawnOptions& opts, const posix_spawn_file_actions_t* fa,
+              const posix_spawnattr_t* attr, pid_t* pid) {
+  std::vector<std::string> argv_s{opts.python};
+  argv_s.insert(argv_s.end(), opts.args.begin(), opts.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = BuildEnv(opts);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  return posix_spawnp(pid, opts.python.c_str(), fa, attr, argv.data(), envp.data());
+}
+
 std::unique_ptr<StubProcess> StubProcess::Spawn(const SpawnOptions& opts, ipc::UniqueFd* sync,
                                                 ipc::UniqueFd* async) {
   auto fail = [&](const std::string& what, int err) {
@@ -135,19 +149,8 @@ std::unique_ptr<StubProcess> StubProcess::Spawn(const SpawnOptions& opts, ipc::U
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
-  std::vector<std::string> argv_s;
-  argv_s.push_back(opts.python);
-  for (const auto& a : opts.args) argv_s.push_back(a);
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = BuildEnv(opts);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, opts.python.c_str(), &fa, &attr, argv.data(), envp.data());
+  int rc = SpawnWith(opts, &fa, &attr, &pid);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

@@ -3,6 +3,7 @@
 // pidfd_open is missing), reaping it and describing how it ended.
 #pragma once
 
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -26,6 +27,11 @@ struct SpawnOptions {
 
 // The child's environment: the server's, less env_unset, with env and PYTHONPATH applied.
 std::vector<std::string> BuildEnv(const SpawnOptions& opts);
+
+// posix_spawnp of opts.python with opts.args in BuildEnv(opts); `attr` may be null. Returns
+// posix_spawnp's result (0 or an errno value).
+int SpawnWith(const SpawnOptions& opts, const posix_spawn_file_actions_t* fa,
+              const posix_spawnattr_t* attr, pid_t* pid);
 
 class StubProcess {
  public:
