@@ -49,6 +49,7 @@ from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
+from .sequence import request_fields
 from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 Inputs = Mapping[str, Any]
@@ -183,12 +184,22 @@ class ModelHarness(ModelOnDisk):
         request_id: str = "",
         correlation_id: Union[int, str] = 0,
         parameters: Optional[Mapping[str, Any]] = None,
+        sequence_id: Union[int, str] = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
     ) -> InferenceRequest:
-        """An incoming request, as the backend builds it, with ``inputs`` as tensors."""
+        """An incoming request, as the backend builds it, with ``inputs`` as tensors.
+        ``sequence_id``/``sequence_start``/``sequence_end`` as tritonclient's: the correlation
+        id and flags, checked and given control inputs as the sequence batcher does."""
         tensors = [
             v if isinstance(v, Tensor) else Tensor(k, np.asarray(v)) for k, v in inputs.items()
         ]
         check_inputs(self.config, self.model_name, tensors, request_id)
+        correlation_id, flags = request_fields(
+            correlation_id, sequence_id, sequence_start, sequence_end
+        )
+        controls = self.admit_sequence(correlation_id, flags)
+        tensors += [Tensor(name, value) for name, value in controls.items()]
         t = self._transport
         token = next(t.tokens)
         with t.lock:
@@ -199,7 +210,7 @@ class ModelHarness(ModelOnDisk):
             correlation_id,
             tensors,
             requested_outputs_of(self.config, requested_outputs),
-            0,
+            flags,
             0,
             parameters_json(parameters),
             self.decoupled,
@@ -268,15 +279,20 @@ class ModelHarness(ModelOnDisk):
         return _outputs(None if resp is None else self._checked(resp, req), req)
 
     def infer_stream(
-        self, inputs: Inputs, timeout: float = 30.0, cancel_after: Optional[int] = None
+        self,
+        inputs: Inputs,
+        timeout: float = 30.0,
+        cancel_after: Optional[int] = None,
+        **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, as outputs by name (an error
         response raises :class:`InferError`); the same call as :class:`ServerModel`'s.
 
         ``cancel_after=n``: the client cancels once ``n`` responses came (``0``: at once);
         from then on ``is_cancelled()`` is true for the request and its sender. The model
-        must still end the stream with FINAL; a CANCELLED error response ends it quietly."""
-        req = self.request(inputs)
+        must still end the stream with FINAL; a CANCELLED error response ends it quietly.
+        ``kwargs``: as :meth:`request` (request id, sequence id and flags, ...)."""
+        req = self.request(inputs, **kwargs)
         if cancel_after is not None:
             self._arm_cancel(req._token, cancel_after)
         try:

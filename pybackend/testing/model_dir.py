@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Union
 from ..utils.errors import TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
 from .config import load_config, normalize
+from .sequence import CorrelationId, Sequences
 
 
 class ModelOnDisk:
@@ -36,6 +37,16 @@ class ModelOnDisk:
         self.config: Dict[str, Any] = normalize(raw, self.model_name)
         # The first instance of the first group, named as the server names it.
         self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
+        self._sequences: Optional[Sequences] = None
+        self._sequences_of: Optional[Dict[str, Any]] = None  # the config it was made for
+
+    def admit_sequence(self, correlation_id: CorrelationId, flags: int) -> Dict[str, Any]:
+        """The sequence batcher's checks of a request (raises InferError) and the control
+        inputs it adds (sequence.py)."""
+        if self._sequences is None or self._sequences_of is not self.config:
+            self._sequences = Sequences(self.config, self.model_name)
+            self._sequences_of = self.config
+        return self._sequences.admit(correlation_id, flags)
 
     @property
     def decoupled(self) -> bool:

@@ -111,12 +111,17 @@ class ServerModel:
             client.close()
 
     def infer_stream(
-        self, inputs: Inputs, timeout: float = 30.0, cancel_after: Optional[int] = None
+        self,
+        inputs: Inputs,
+        timeout: float = 30.0,
+        cancel_after: Optional[int] = None,
+        **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, over a gRPC stream.
         ``cancel_after=n``: the client cancels the stream once ``n`` responses came (``0``:
         right after sending) and returns those; the server tells the model, whose
-        ``is_cancelled()`` turns true."""
+        ``is_cancelled()`` turns true. ``kwargs`` go to tritonclient's
+        ``async_stream_infer`` (``request_id``, ``sequence_id``, ``sequence_start``, ...)."""
         import tritonclient.grpc as grpcclient
 
         got: "queue.Queue[Any]" = queue.Queue()
@@ -125,7 +130,9 @@ class ServerModel:
         try:
             client.start_stream(callback=lambda result, error: got.put((result, error)))
             ins = [_input(grpcclient, k, v) for k, v in inputs.items()]
-            client.async_stream_infer(self.model_name, ins, enable_empty_final_response=True)
+            client.async_stream_infer(
+                self.model_name, ins, enable_empty_final_response=True, **kwargs
+            )
             responses: List[Dict[str, np.ndarray]] = []
             while True:
                 if cancel_after is not None and len(responses) >= cancel_after:

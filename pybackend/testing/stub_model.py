@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs, requested_outputs
+from .sequence import request_fields
 from .stub_driver import StubDriver
 from .stub_services import StubServices, register, unregister
 from .transport import FINAL, BlsFake, LogRecord, MetricRecord
@@ -217,10 +218,19 @@ class StubModel(ModelOnDisk):
         correlation_id: Union[int, str] = 0,
         parameters: Optional[Mapping[str, Any]] = None,
         timeout: float = 30.0,
+        sequence_id: Union[int, str] = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
     ) -> Dict[str, np.ndarray]:
-        """One request; its outputs by name. An error response raises :class:`InferError`."""
+        """One request; its outputs by name. An error response raises :class:`InferError`.
+        The sequence arguments are tritonclient's (see :meth:`ModelHarness.request`)."""
         responses = self._request(
-            inputs, requested_outputs, request_id, correlation_id, parameters, timeout
+            inputs,
+            requested_outputs,
+            request_id,
+            request_fields(correlation_id, sequence_id, sequence_start, sequence_end),
+            parameters,
+            timeout,
         )
         if len(responses) != 1:
             raise InferError(f"the model sent {len(responses)} responses, not 1")
@@ -236,11 +246,15 @@ class StubModel(ModelOnDisk):
         """A decoupled model's responses to one request, until the response sender's FINAL
         (waited for at most ``timeout`` seconds). ``cancel_after``: as
         :meth:`ModelHarness.infer_stream` (the stub's ``is_cancelled()`` asks this side)."""
+        sequence = request_fields(
+            *(kwargs.get(k, 0) for k in ("correlation_id", "sequence_id")),
+            *(kwargs.get(k, False) for k in ("sequence_start", "sequence_end")),
+        )
         return self._request(
             inputs,
             kwargs.get("requested_outputs", ()),
             kwargs.get("request_id", ""),
-            kwargs.get("correlation_id", 0),
+            sequence,
             kwargs.get("parameters"),
             timeout,
             cancel_after,
@@ -251,7 +265,7 @@ class StubModel(ModelOnDisk):
         inputs: Inputs,
         requested: Sequence[str],
         request_id: str,
-        correlation_id: Union[int, str],
+        sequence: Tuple[Union[int, str], int],
         parameters: Optional[Mapping[str, Any]],
         timeout: float,
         cancel_after: Optional[int] = None,
@@ -260,6 +274,8 @@ class StubModel(ModelOnDisk):
         arrays = {k: _array(v) for k, v in inputs.items()}
         requested = requested_outputs(self.config, requested)
         self.check_request(arrays, request_id)
+        correlation_id, flags = sequence
+        arrays.update(self.admit_sequence(correlation_id, flags))
         token = next(self._tokens)
         if cancel_after is not None:
             self._cancel_after[token] = cancel_after
@@ -267,7 +283,15 @@ class StubModel(ModelOnDisk):
                 self.cancel(token)
         try:
             sent = self._execute(
-                driver, token, arrays, requested, request_id, correlation_id, parameters, timeout
+                driver,
+                token,
+                arrays,
+                requested,
+                request_id,
+                correlation_id,
+                parameters,
+                timeout,
+                flags=flags,
             )
         finally:
             self._cancel_after.pop(token, None)
@@ -332,11 +356,13 @@ class StubModel(ModelOnDisk):
         parameters: Optional[Mapping[str, Any]],
         timeout: float,
         live: bool = False,
+        flags: int = 0,
     ) -> List[Dict[str, Any]]:
         kwargs = {
             "token": token,
             "request_id": request_id,
             "correlation_id": correlation_id,
+            "flags": flags,
             "parameters": parameters_json(parameters),
         }
         while True:

@@ -28,6 +28,28 @@ def i32(*values: int) -> np.ndarray:
     return np.array(values, np.int32)
 
 
+def sequence_cases(
+    x: np.ndarray, string_ids: bool = True
+) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """One sequence through its START, a middle request and END, then the requests the
+    sequence batcher refuses: no correlation id, a sequence never started, one that ended."""
+    steps = [
+        ("start", {"sequence_id": 42, "sequence_start": True}),
+        ("middle", {"sequence_id": 42}),
+        ("end", {"sequence_id": 42, "sequence_end": True}),
+        ("no id", {}),
+        ("never started", {"sequence_id": 7}),
+        ("after its end", {"sequence_id": 42}),
+        (
+            "start and end at once",
+            {"sequence_id": 2**40, "sequence_start": True, "sequence_end": True},
+        ),
+    ]
+    if string_ids:
+        steps.append(("string id", {"sequence_id": "seq-\u00e9", "sequence_start": True}))
+    return [(name, {"IN": x}, kwargs) for name, kwargs in steps]
+
+
 def identity_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     values: dict[str, np.ndarray] = {
         "BOOL": np.array([[True, False, True], [False, False, True]]),
@@ -145,6 +167,9 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         (m, {"MODE": s(m), "STEPS": i32(n)}, {"stream": True})
         for m, n in (("ok", 5), ("ok", 1), ("raise", 5))
     ],
+    "execute_semantics/sequence_echo": sequence_cases(i32(7)),
+    "local/sequence_controls": sequence_cases(i32(7), string_ids=False),
+    "local/sequence_controls_batched": sequence_cases(np.array([[7]], np.int32), string_ids=False),
     "decoupled/async_stream": [
         (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True}) for m in ("await", "task")
     ],
@@ -218,6 +243,48 @@ input [ { name: "MODE" data_type: TYPE_STRING dims: [ 1 ] } ]
 output [ { name: "RESULT" data_type: TYPE_STRING dims: [ 1 ] } ]
 """
 
+#: A sequence model with every kind of control input the harness simulates: it reports the
+#: inputs it got (the controls the sequence batcher added), the correlation id and flags.
+SEQUENCE_CONTROLS = """
+import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            seen = {
+                "correlation_id": request.correlation_id(),
+                "flags": request.flags(),
+                "inputs": {
+                    t.name(): [t.as_numpy().dtype.str, t.as_numpy().shape, t.as_numpy().tolist()]
+                    for t in request.inputs()
+                },
+            }
+            shape = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy().shape
+            info = np.array([json.dumps(seen, sort_keys=True).encode()], dtype=object)
+            info = pb_utils.Tensor("INFO", info.reshape(shape))
+            responses.append(pb_utils.InferenceResponse([info]))
+        return responses
+"""
+
+SEQUENCE_CONTROLS_CONFIG = """backend: "python"
+max_batch_size: {max_batch_size}
+sequence_batching {{
+  max_sequence_idle_microseconds: 60000000
+  control_input [
+    {{ name: "START" control [ {{ kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] }} ] }},
+    {{ name: "END" control [ {{ kind: CONTROL_SEQUENCE_END fp32_false_true: [ 0, 1 ] }} ] }},
+    {{ name: "READY"
+       control [ {{ kind: CONTROL_SEQUENCE_READY bool_false_true: [ false, true ] }} ] }},
+    {{ name: "CORRID" control [ {{ kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 }} ] }}
+  ]
+}}
+input [ {{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "INFO" data_type: TYPE_STRING dims: [ 1 ] }} ]
+"""
+
 #: The models a model calls through BLS, served (or started) beside it.
 OTHERS = {
     "local/bls_mixed": ["bls/bls_identity", "bls/bls_stream"],
@@ -236,6 +303,11 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / "bls_mixed" / "1").mkdir(parents=True)
     (root / "bls_mixed" / "1" / "model.py").write_text(MIXED_CALLER)
     (root / "bls_mixed" / "config.pbtxt").write_text(MIXED_CALLER_IO)
+    for name, max_batch_size in (("sequence_controls", 0), ("sequence_controls_batched", 4)):
+        (root / name / "1").mkdir(parents=True)
+        (root / name / "1" / "model.py").write_text(SEQUENCE_CONTROLS)
+        config = SEQUENCE_CONTROLS_CONFIG.format(max_batch_size=max_batch_size)
+        (root / name / "config.pbtxt").write_text(config)
     yield root
 
 
