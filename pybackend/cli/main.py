@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from pybackend import __version__
-from pybackend.cli import backend_dir, serve
+from pybackend.cli import backend_dir, check_env, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     backend_dir.add_parser(commands)
     serve.add_parser(commands)
+    check_env.add_parser(commands)
     return parser
 
 

@@ -23,7 +23,7 @@ from .errors import EnvError
 from .import_root import import_root
 from .layout import python_of
 
-__all__ = ["EnvError", "PreparedEnv", "prepare"]
+__all__ = ["EnvError", "PreparedEnv", "package_parent", "prepare"]
 
 
 @dataclass
@@ -71,6 +71,11 @@ def prepare(
         unset=["PYTHONHOME"],
         note=note,
     )
+
+
+def package_parent() -> str:
+    """The directory holding the pybackend package this code was imported from."""
+    return str(Path(__file__).resolve().parents[2])
 
 
 def _activation(prefix: Path) -> Dict[str, str]:

@@ -8,16 +8,15 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
-from . import EnvError, prepare
+from . import EnvError, package_parent, prepare
 
 
 def main(argv: list) -> int:
     parser = argparse.ArgumentParser(prog="python -m pybackend.execution_env")
     parser.add_argument("--model-dir", required=True)
     # The directory holding pybackend: by default the one this module was imported from.
-    parser.add_argument("--package-parent", default=str(Path(__file__).resolve().parents[2]))
+    parser.add_argument("--package-parent", default=package_parent())
     parser.add_argument("--cache", default=None)
     parser.add_argument("value")
     args = parser.parse_args(argv)

@@ -1,0 +1,55 @@
+"""`pybackend check-env PATH`: prepare an EXECUTION_ENV_PATH value as the backend will at
+model load (unpacking an archive into the cache) and start the stub's interpreter in it, so
+a conda-pack archive or a venv is known to work before a server loads a model with it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from pybackend.execution_env import EnvError, package_parent, prepare
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "check-env",
+        help="check a Python environment (directory or archive) for EXECUTION_ENV_PATH",
+        description=(
+            "Resolve PATH as the backend resolves the model parameter EXECUTION_ENV_PATH "
+            "(an archive is unpacked into the cache, where the server will find it), then "
+            "run `python -m pybackend.stub --version` with the environment's interpreter. "
+            "Exits non-zero with the reason and the fix when the stub could not run there."
+        ),
+    )
+    parser.add_argument("path", help="the environment: a directory or a tar archive")
+    parser.add_argument(
+        "--model-dir",
+        default=os.getcwd(),
+        help="where a relative PATH starts, as for a model (default: the current directory)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        env = prepare(args.path, args.model_dir, package_parent())
+    except EnvError as e:
+        print(f"pybackend check-env: {e}", file=sys.stderr)
+        return 1
+    if env.note:
+        print(env.note)
+    child_env = {k: v for k, v in os.environ.items() if k not in env.unset}
+    child_env.update(env.env)
+    child_env["PYTHONPATH"] = env.pythonpath
+    done = subprocess.run(
+        [env.python, "-m", "pybackend.stub", "--version"],
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode
