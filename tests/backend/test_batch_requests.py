@@ -5,7 +5,9 @@ every client gets exactly its own rows. (The helper's rules: tests/utils/test_ba
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 import tritonclient.http as httpclient
 
 from pybackend.server import TritonServer
+from pybackend.testing import ServerModel
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "model_repository" / "stacked_scale"
 
@@ -51,3 +54,59 @@ def test_concurrent_requests_are_computed_together_and_split_back(server):
     # model computed their rows as one array.
     assert int(stats["execution_count"]) < len(batches)
     assert shared > 0
+
+
+STREAM_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        inputs, batch = pb_utils.batch_requests(requests)
+        x = inputs["INPUT0"]
+        rows = np.full((len(batch), 1), len(batch), np.int32)
+        for step in (1, 2):  # two partial responses per request, then the final flag alone
+            batch.send({"OUTPUT0": x * step, "BATCH_ROWS": rows})
+        batch.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+STREAM_CONFIG = """
+backend: "python"
+max_batch_size: 16
+model_transaction_policy { decoupled: true }
+input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 8 ] } ]
+output [
+  { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 8 ] },
+  { name: "BATCH_ROWS", data_type: TYPE_INT32, dims: [ 1 ] }
+]
+dynamic_batching { max_queue_delay_microseconds: 100000 }
+"""
+
+
+def test_decoupled_batches_stream_each_request_its_rows(tmp_path):
+    """UV-17: RequestBatch.send through each request's own sender, under the real dynamic
+    batcher and gRPC streams."""
+    model = tmp_path / "stacked_stream"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(STREAM_MODEL)
+    (model / "config.pbtxt").write_text(STREAM_CONFIG)
+    rng = np.random.default_rng(5)
+    batches = [rng.standard_normal((1 + i % 3, 8)).astype(np.float32) for i in range(6)]
+    with ServerModel(model) as served:
+        barrier = threading.Barrier(len(batches))
+
+        def one(x: np.ndarray) -> list:
+            barrier.wait(timeout=30)
+            return served.infer_stream({"INPUT0": x}, timeout=60)
+
+        with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+            streams = list(pool.map(one, batches))
+    shared = 0
+    for x, stream in zip(batches, streams):
+        assert len(stream) == 2
+        for step, response in zip((1, 2), stream):
+            np.testing.assert_array_equal(response["OUTPUT0"], x * step)
+        shared += int(stream[0]["BATCH_ROWS"][0, 0]) > len(x)
+    assert shared > 0  # some requests met in one execute()
