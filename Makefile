@@ -19,12 +19,13 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
-.PHONY: help venv venv-orig build serve test test-numpy1 test-original bench lint format clean
+.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
 	@echo "make test           ruff + the whole test suite against our backend"
 	@echo "make test-numpy1    the conformance suite with our stubs under numpy 1.x"
+	@echo "make test-pythons   the same under CPython 3.9 and 3.13 (STUB_PYTHONS), where present"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
@@ -66,12 +67,19 @@ test: build venv-orig
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
 	$(MAKE) --no-print-directory test-numpy1 || status=1; \
+	$(MAKE) --no-print-directory test-pythons || status=1; \
 	exit $$status
 
 # One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in
 # the numpy<2 environment (PYBACKEND_PYTHON is the stubs' interpreter).
 test-numpy1: build venv-orig
 	PYBACKEND_PYTHON=$(abspath $(ORIG_VENV))/bin/python3 $(VENV)/bin/pytest tests/conformance -q $(PYTEST_ARGS)
+
+# The same suite with the stubs under the oldest and newest CPython pybackend supports (UV-22),
+# where this machine has them (pyenv's python3.X shims count).
+STUB_PYTHONS ?= 3.9 3.13
+test-pythons: build
+	scripts/test_stub_pythons.sh $(VENV) $(STUB_PYTHONS)
 
 test-original: build venv-orig
 	PYBACKEND_TEST_BACKEND=original $(VENV)/bin/pytest tests/integration $(wildcard tests/conformance) $(PYTEST_ARGS)
