@@ -157,6 +157,12 @@ def targets(results: Results) -> list[dict[str, Any]]:
         _get(results, "tiny_c1", "ours", "p50_us"),
     )
     bls_added = None if bls_p50 is None or direct_p50 is None else bls_p50 - direct_p50
+    # UV-14: the overhead of a 4 KB identity at p50 over Triton's own in-process floor.
+    ours_4k, native_4k = (
+        _get(results, "4k_c1", "ours", "p50_us"),
+        _get(results, "4k_c1", "native", "p50_us"),
+    )
+    added_4k = None if ours_4k is None or native_4k is None else ours_4k - native_4k
     checks = [
         ("tiny request backend time, ours/orig", w("tiny_c1", "backend_us"), "<=", 0.25),
         ("tiny request backend time, ours/native", w("tiny_c1", "backend_us", "native"), "<=", 2.0),
@@ -180,6 +186,8 @@ def targets(results: Results) -> list[dict[str, Any]]:
             "<=",
             100.0,
         ),
+        ("4 KiB identity p50, ours/orig (UV-14)", w("4k_c1", "p50_us"), "<=", 1.0),
+        ("4 KiB identity p50 added over the native floor, ours (µs, UV-14)", added_4k, "<=", 50.0),
         ("decoupled responses/s, ours/orig", w("decoupled", "rate"), ">=", 5.0),
         ("trivial model load time, ours/orig", _ratio(ours_load, orig_load), "<=", 0.25),
         ("trivial model load time, ours (s)", ours_load, "<=", 0.35),
@@ -221,7 +229,7 @@ def render(results: Results) -> str:
         "### Load time and memory",
         resource_table(results),
         "",
-        "### Targets (issue 6, and UV-33)",
+        "### Targets (issue 6, and UV-14, UV-33)",
         target_table(results),
     ]
     return "\n".join(parts) + "\n"

@@ -46,6 +46,13 @@ WORKLOADS: tuple[Workload, ...] = (
         ("identity",),
     ),
     Workload(
+        "4k_c1",
+        "identity 4 KiB c1",
+        payloads.identity("identity", (1, _fp32_elems(4 * KIB))),
+        1,
+        ("identity",),
+    ),
+    Workload(
         "64k_c1",
         "identity 64 KiB c1",
         payloads.identity("identity", (1, _fp32_elems(64 * KIB))),
