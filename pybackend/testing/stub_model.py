@@ -247,8 +247,10 @@ class StubModel(ModelOnDisk):
         (waited for at most ``timeout`` seconds). ``cancel_after``: as
         :meth:`ModelHarness.infer_stream` (the stub's ``is_cancelled()`` asks this side)."""
         sequence = request_fields(
-            *(kwargs.get(k, 0) for k in ("correlation_id", "sequence_id")),
-            *(kwargs.get(k, False) for k in ("sequence_start", "sequence_end")),
+            kwargs.get("correlation_id", 0),
+            kwargs.get("sequence_id", 0),
+            kwargs.get("sequence_start", False),
+            kwargs.get("sequence_end", False),
         )
         return self._request(
             inputs,

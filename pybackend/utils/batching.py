@@ -73,8 +73,7 @@ class RequestBatch:
             if i in self.errors:
                 responses.append(InferenceResponse(error=self.errors[i]))
             else:
-                cut = self.rows(i)
-                responses.append(InferenceResponse([Tensor(n, a[cut]) for n, a in arrays]))
+                responses.append(self._response(arrays, i))
         return responses
 
     def send(self, outputs: Optional[Outputs] = None, flags: int = 0) -> None:
@@ -96,8 +95,12 @@ class RequestBatch:
             if arrays is None:
                 sender.send(flags=flags)
             else:
-                cut = self.rows(i)
-                sender.send(InferenceResponse([Tensor(n, a[cut]) for n, a in arrays]), flags=flags)
+                sender.send(self._response(arrays, i), flags=flags)
+
+    def _response(self, arrays: List[Tuple[str, np.ndarray]], index: int) -> InferenceResponse:
+        """Request `index`'s rows of every output (views, no copy)."""
+        cut = self.rows(index)
+        return InferenceResponse([Tensor(name, array[cut]) for name, array in arrays])
 
     def _check_outputs(self, outputs: Outputs) -> List[Tuple[str, np.ndarray]]:
         if isinstance(outputs, Mapping):

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# conformance_support.metrics_endpoint reads the metrics endpoint for the metrics tests here.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "conformance"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

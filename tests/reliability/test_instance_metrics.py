@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import tritonclient.http as httpclient
 from reliability_support import infer, start, stubs, wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from conformance_support.metrics_endpoint import samples, scrape  # noqa: E402
+from conformance_support.metrics_endpoint import samples, scrape
 
 # Triton names a group's instances <group>_<index>; the group is chaos_0.
 INSTANCES = {"chaos_0_0", "chaos_0_1"}

@@ -5,11 +5,9 @@ answers switch from the old configuration to the new one, the old stubs are gone
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,8 +15,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from reliability_support import start, stubs, wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from conformance_support.metrics_endpoint import samples, scrape  # noqa: E402
+from conformance_support.metrics_endpoint import samples, scrape
 
 CLIENTS = 4
 
