@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from pybackend import __version__
-from pybackend.cli import backend_dir, check_env, serve
+from pybackend.cli import backend_dir, check_env, devserve, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     backend_dir.add_parser(commands)
     serve.add_parser(commands)
     check_env.add_parser(commands)
+    devserve.add_parser(commands)
     return parser
 
 

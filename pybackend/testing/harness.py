@@ -22,7 +22,7 @@ import sys
 import threading
 import types
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -209,7 +209,7 @@ class ModelHarness(ModelOnDisk):
             request_id,
             correlation_id,
             tensors,
-            requested_outputs_of(self.config, requested_outputs),
+            requested_outputs_of(self.config, requested_outputs, self.model_name),
             flags,
             0,
             parameters_json(parameters),
@@ -283,6 +283,7 @@ class ModelHarness(ModelOnDisk):
         inputs: Inputs,
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
         **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, as outputs by name (an error
@@ -291,12 +292,17 @@ class ModelHarness(ModelOnDisk):
         ``cancel_after=n``: the client cancels once ``n`` responses came (``0``: at once);
         from then on ``is_cancelled()`` is true for the request and its sender. The model
         must still end the stream with FINAL; a CANCELLED error response ends it quietly.
+        ``on_response``: called with each response's outputs as the model sends it (also
+        from the model's threads), before this returns them all.
         ``kwargs``: as :meth:`request` (request id, sequence id and flags, ...)."""
         req = self.request(inputs, **kwargs)
         if cancel_after is not None:
             self._arm_cancel(req._token, cancel_after)
         try:
-            responses = self.stream(req, timeout)
+            if on_response is None:
+                responses = self.stream(req, timeout)
+            else:
+                responses = self._stream_live(req, timeout, on_response)
         finally:
             with self._transport.lock:
                 self._transport.cancelled.discard(req._token)
@@ -320,6 +326,48 @@ class ModelHarness(ModelOnDisk):
                     f"{timeout:g} s ({len(self._streams.get(req._token, []))} responses so far)"
                 )
             return list(self._streams.pop(req._token, []))
+
+    def _stream_live(
+        self,
+        req: InferenceRequest,
+        timeout: float,
+        on_response: Callable[[Dict[str, np.ndarray]], None],
+    ) -> List[InferenceResponse]:
+        """:meth:`stream`, handing each response on as the model sends it (a listener
+        takes them at the send, so a model that streams from inside ``execute`` is live)."""
+        token = req._token
+        sent: List[InferenceResponse] = []
+        final = threading.Event()
+
+        def listen(resp: Optional[InferenceResponse], flags: int) -> None:
+            if resp is not None:
+                resp = self._checked(resp, req)
+                sent.append(resp)
+                if not resp.has_error():
+                    on_response(_outputs(resp, req))
+                if len(sent) == self._cancel_after.get(token):
+                    self._cancel_token(token)
+            if flags & FINAL:
+                final.set()
+
+        with self._cond:
+            self._listeners[token] = listen
+        (ret,) = self.execute([req])
+        if ret is not None:  # a model's one response, or the error after what was sent
+            with self._cond:
+                self._listeners.pop(token, None)
+            ret = self._checked(ret, req)
+            if not ret.has_error():
+                on_response(_outputs(ret, req))
+            return sent + [ret]
+        if not final.wait(timeout):
+            with self._cond:
+                self._listeners.pop(token, None)
+            raise InferError(
+                f"no FINAL from the response sender of '{self.model_name}' within "
+                f"{timeout:g} s ({len(sent)} responses so far)"
+            )
+        return sent
 
     # ------------------------------------------------------------------ internals
 

@@ -14,12 +14,20 @@ from .harness_errors import InferError
 from .inputs import TRITON_NAME
 
 
-def requested_outputs(config: Mapping[str, Any], requested: Sequence[str]) -> List[str]:
+def requested_outputs(
+    config: Mapping[str, Any], requested: Sequence[str], model_name: str
+) -> List[str]:
     """What Triton asks the model for: the request's outputs, or every declared output
-    when the client names none (the model sees them in ``requested_output_names()``)."""
-    if requested:
-        return list(requested)
-    return [str(o["name"]) for o in config.get("output", [])]
+    when the client names none (the model sees them in ``requested_output_names()``). An
+    output the config does not declare is refused as the server refuses it."""
+    declared = [str(o["name"]) for o in config.get("output", [])]
+    for name in requested:
+        if name not in declared:
+            raise InferError(
+                f"unexpected inference output '{name}' for model '{model_name}'",
+                ErrorCode.INVALID_ARG,
+            )
+    return list(requested) if requested else declared
 
 
 def check_outputs(config: Mapping[str, Any], instance: str, outputs: Mapping[str, Any]) -> None:

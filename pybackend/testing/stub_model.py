@@ -241,10 +241,11 @@ class StubModel(ModelOnDisk):
         inputs: Inputs,
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
         **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, until the response sender's FINAL
-        (waited for at most ``timeout`` seconds). ``cancel_after``: as
+        (waited for at most ``timeout`` seconds). ``cancel_after``, ``on_response``: as
         :meth:`ModelHarness.infer_stream` (the stub's ``is_cancelled()`` asks this side)."""
         sequence = request_fields(
             kwargs.get("correlation_id", 0),
@@ -260,6 +261,7 @@ class StubModel(ModelOnDisk):
             kwargs.get("parameters"),
             timeout,
             cancel_after,
+            on_response,
         )
 
     def _request(
@@ -271,10 +273,11 @@ class StubModel(ModelOnDisk):
         parameters: Optional[Mapping[str, Any]],
         timeout: float,
         cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
     ) -> List[Dict[str, np.ndarray]]:
         driver = self._started()
         arrays = {k: _array(v) for k, v in inputs.items()}
-        requested = requested_outputs(self.config, requested)
+        requested = requested_outputs(self.config, requested, self.model_name)
         self.check_request(arrays, request_id)
         correlation_id, flags = sequence
         arrays.update(self.admit_sequence(correlation_id, flags))
@@ -283,6 +286,9 @@ class StubModel(ModelOnDisk):
             self._cancel_after[token] = cancel_after
             if cancel_after <= 0:
                 self.cancel(token)
+        live = _Live(requested, on_response) if on_response is not None else None
+        if live is not None:
+            self._live[token] = live.emit
         try:
             sent = self._execute(
                 driver,
@@ -293,9 +299,13 @@ class StubModel(ModelOnDisk):
                 correlation_id,
                 parameters,
                 timeout,
+                live=live is not None,
                 flags=flags,
             )
+            if live is not None:
+                sent = live.wait(sent, driver, timeout, self)
         finally:
+            self._live.pop(token, None)
             self._cancel_after.pop(token, None)
             self._sent_count.pop(token, None)
             driver.cancelled_tokens.discard(token)
@@ -323,7 +333,7 @@ class StubModel(ModelOnDisk):
         """Start a request whose responses go to ``emit(response, final)`` as the stub
         sends them (a BLS call's stream); returns its token (for :meth:`cancel`)."""
         driver = self._started()
-        requested = requested_outputs(self.config, requested)
+        requested = requested_outputs(self.config, requested, self.model_name)
         token = next(self._tokens)
         self._live[token] = emit
 
@@ -418,14 +428,11 @@ class StubModel(ModelOnDisk):
             if final:
                 self._live.pop(token, None)
             emit(None if resp is None else self._checked(resp), final)
-            return True
-        driver = self._driver
-        if resp is None or driver is None:
-            return False
-        count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
-        if count == self._cancel_after.get(token):
-            self.cancel(token)
-        return False
+        if resp is not None and self._driver is not None:
+            count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
+            if count == self._cancel_after.get(token):
+                self.cancel(token)
+        return emit is not None
 
     def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
         """The responses the request's sender sent, once FINAL came."""
@@ -476,6 +483,49 @@ class StubModel(ModelOnDisk):
 
 
 STOP_TIMEOUT_S = 10.0
+
+
+class _Live:
+    """An ``infer_stream`` whose responses go to ``on_response`` as the stub sends them
+    (taken on the driver's reader thread, like a BLS call's stream)."""
+
+    def __init__(
+        self, requested: Sequence[str], on_response: Callable[[Dict[str, np.ndarray]], None]
+    ) -> None:
+        self.requested = requested
+        self.on_response = on_response
+        self.sent: List[Dict[str, Any]] = []
+        self.final = threading.Event()
+
+    def emit(self, resp: Optional[Dict[str, Any]], final: bool) -> None:
+        if resp is not None:
+            self.sent.append(resp)
+            if resp.get("error") is None:
+                self.on_response(_outputs(resp, self.requested))
+        if final:
+            self.final.set()
+
+    def wait(
+        self, direct: List[Dict[str, Any]], driver: StubDriver, timeout: float, model: "StubModel"
+    ) -> List[Dict[str, Any]]:
+        """All the responses: ``direct`` (what execute answered itself: an error) after what
+        was sent, or those sent until FINAL."""
+        if direct:
+            for resp in direct:
+                if resp.get("error") is None:
+                    self.on_response(_outputs(resp, self.requested))
+            return self.sent + direct
+        waited = 0.0
+        while not self.final.wait(0.1):
+            waited += 0.1
+            if driver.async_closed:
+                raise InferError(model._died(None), ErrorCode.INTERNAL)
+            if waited >= timeout:
+                raise InferError(
+                    f"no FINAL from the response sender of '{model.model_name}' within "
+                    f"{timeout:g} s ({len(self.sent)} responses so far)"
+                )
+        return self.sent
 
 
 def _kill(driver: StubDriver) -> None:

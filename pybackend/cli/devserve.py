@@ -1,0 +1,63 @@
+"""`pybackend devserve MODEL_REPOSITORY`: the development server (UV-42), tritonserver's HTTP
+and gRPC endpoints for a repository's Python models without tritonserver, in this
+environment; `--in-process` runs model.py here so that `breakpoint()` stops in this terminal."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+from pybackend.devserver import serve
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "devserve",
+        help="serve a model repository's Python models without tritonserver (development)",
+        description=(
+            "Serve the Python models of MODEL_REPOSITORY on tritonserver's HTTP/REST and gRPC "
+            "protocols from this Python environment, without a tritonserver binary: "
+            "tritonclient, curl and perf_analyzer talk to it as to tritonserver. One "
+            "instance per model, no dynamic batching, no metrics endpoint: for development "
+            "(`pybackend serve` runs a real tritonserver)."
+        ),
+    )
+    parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--http-port", type=int, default=8000, help="0: any free port")
+    parser.add_argument(
+        "--grpc-port",
+        type=int,
+        default=8001,
+        help="0: any free port; -1: no gRPC endpoint (needs tritonclient[grpc] otherwise)",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run model.py in this process (breakpoint() works) instead of stub processes",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    grpc_port = None if args.grpc_port < 0 else args.grpc_port
+    if grpc_port is not None and importlib.util.find_spec("grpc") is None:
+        print(
+            "pybackend devserve: no grpcio here, serving HTTP only "
+            "(pip install 'tritonclient[grpc]' for the gRPC endpoint)",
+            file=sys.stderr,
+        )
+        grpc_port = None
+    try:
+        serve(
+            args.model_repository,
+            host=args.host,
+            http_port=args.http_port,
+            grpc_port=grpc_port,
+            in_process=args.in_process,
+        )
+    except (FileNotFoundError, OSError) as e:
+        print(f"pybackend devserve: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,38 @@
+"""One inference request as the development server hands it to a harness, whichever
+protocol brought it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Tuple
+
+import numpy as np
+
+SEQUENCE = ("sequence_id", "sequence_start", "sequence_end")
+#: Request parameters the protocols use themselves; the rest reach the model in
+#: ``request.parameters()``. priority and timeout are accepted and have nothing to act on
+#: (one instance serves requests in order).
+RESERVED = {
+    *SEQUENCE,
+    "binary_data_output",
+    "priority",
+    "timeout",
+    "triton_enable_empty_final_response",
+}
+
+
+@dataclass
+class InferCall:
+    inputs: Dict[str, np.ndarray]
+    requested: List[str] = field(default_factory=list)
+    binary: Dict[str, bool] = field(default_factory=dict)  # HTTP: per requested output
+    binary_default: bool = False  # HTTP: binary_data_output
+    request_id: str = ""
+    parameters: Dict[str, Any] = field(default_factory=dict)
+    sequence: Dict[str, Any] = field(default_factory=dict)
+
+
+def split_parameters(params: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(tritonclient's sequence arguments, the model's own parameters) of a request."""
+    sequence = {k: params[k] for k in SEQUENCE if k in params}
+    return sequence, {k: v for k, v in params.items() if k not in RESERVED}

@@ -1,0 +1,32 @@
+"""An error the development server answers with, and the HTTP status tritonserver gives
+each Triton error code (observed on tritonserver 2.51: INVALID_ARG 400, NOT_FOUND 404,
+INTERNAL 500, UNSUPPORTED 501)."""
+
+from __future__ import annotations
+
+from ..utils.errors import ErrorCode
+
+HTTP_STATUS = {
+    ErrorCode.UNKNOWN: 500,
+    ErrorCode.INTERNAL: 500,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.INVALID_ARG: 400,
+    ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.UNSUPPORTED: 501,
+    ErrorCode.ALREADY_EXISTS: 409,
+    ErrorCode.CANCELLED: 499,
+}
+
+
+class ServeError(Exception):
+    """A request the server refuses or could not serve: ``message`` for the client, ``code``
+    a Triton error code (the HTTP status and the gRPC status follow from it)."""
+
+    def __init__(self, message: str, code: int = ErrorCode.INTERNAL) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = ErrorCode(code)
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS.get(self.code, 500)

@@ -1,0 +1,243 @@
+"""tritonserver's gRPC inference service (``inference.GRPCInferenceService``, the protocol
+tritonclient.grpc speaks), for the development server: health, metadata, configuration,
+the repository index, ``ModelInfer`` and ``ModelStreamInfer`` (decoupled models stream
+their responses as the model sends them). Needs grpcio and tritonclient[grpc]."""
+
+from __future__ import annotations
+
+from concurrent import futures
+from typing import Any, Iterator, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from .. import __version__
+from ..utils.errors import ErrorCode
+from .call import InferCall, split_parameters
+from .errors import ServeError
+from .inference import infer, stream
+from .models import ServedModels, metadata, output_types
+from .tensors import FIXED, datatype_of, element_count, from_raw, to_raw
+
+try:
+    import grpc
+    from google.protobuf import json_format
+    from tritonclient.grpc import model_config_pb2, service_pb2, service_pb2_grpc
+except ImportError as e:  # pragma: no cover - the base install has no grpcio
+    raise ImportError(
+        "the development server's gRPC endpoint needs grpcio and tritonclient[grpc]: "
+        "pip install 'tritonclient[grpc]' (or run it with --grpc-port -1 for HTTP only)"
+    ) from e
+
+#: tritonserver's answer to a decoupled model on ``ModelInfer`` (2.51, UNIMPLEMENTED).
+DECOUPLED_ON_UNARY = "ModelInfer RPC doesn't support models with decoupled transaction policy"
+
+STATUS = {
+    ErrorCode.UNKNOWN: grpc.StatusCode.UNKNOWN,
+    ErrorCode.INTERNAL: grpc.StatusCode.INTERNAL,
+    ErrorCode.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    ErrorCode.INVALID_ARG: grpc.StatusCode.INVALID_ARGUMENT,
+    ErrorCode.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    ErrorCode.UNSUPPORTED: grpc.StatusCode.UNIMPLEMENTED,
+    ErrorCode.ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    ErrorCode.CANCELLED: grpc.StatusCode.CANCELLED,
+}
+
+#: InferTensorContents' typed field for each datatype (clients that do not send raw bytes).
+_CONTENTS = {
+    "BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents",
+    "INT32": "int_contents", "INT64": "int64_contents", "UINT8": "uint_contents",
+    "UINT16": "uint_contents", "UINT32": "uint_contents", "UINT64": "uint64_contents",
+    "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents",
+}  # fmt: skip
+
+
+def start_grpc(models: ServedModels, host: str, port: int) -> Tuple[Any, int]:
+    """A started ``grpc.Server`` and the port it listens on."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="devserver-grpc"),
+        options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
+    )
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(_Service(models), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen for gRPC on {host}:{port}")
+    server.start()
+    return server, bound
+
+
+def _parameter(p: Any) -> Any:
+    which = p.WhichOneof("parameter_choice")
+    return getattr(p, which) if which else None
+
+
+def parse_request(request: Any, model: str) -> InferCall:
+    """A ``ModelInferRequest`` as the harness takes it (tritonserver's texts for what it
+    refuses)."""
+    raw: List[bytes] = list(request.raw_input_contents)
+    if raw and len(raw) != len(request.inputs):
+        raise ServeError(
+            f"expected {len(request.inputs)} raw input contents but got {len(raw)} "
+            f"for model '{model}'",
+            ErrorCode.INVALID_ARG,
+        )
+    call = InferCall(inputs={}, request_id=request.id)
+    for i, tensor in enumerate(request.inputs):
+        shape = [int(d) for d in tensor.shape]
+        if raw:
+            array = from_raw(tensor.name, tensor.datatype, shape, raw[i], model)
+        else:
+            array = _from_contents(tensor, shape, model)
+        call.inputs[tensor.name] = array
+    params = {k: _parameter(v) for k, v in request.parameters.items()}
+    call.sequence, call.parameters = split_parameters(params)
+    call.requested = [o.name for o in request.outputs]
+    return call
+
+
+def _from_contents(tensor: Any, shape: List[int], model: str) -> np.ndarray:
+    field = _CONTENTS.get(tensor.datatype)
+    if field is None:
+        raise ServeError(
+            f"{tensor.datatype} data of input '{tensor.name}' for model '{model}' must be "
+            "sent as raw input contents",
+            ErrorCode.INVALID_ARG,
+        )
+    values = list(getattr(tensor.contents, field))
+    if len(values) != element_count(shape):
+        raise ServeError(
+            f"unexpected number of elements for input '{tensor.name}' for model '{model}': "
+            f"{len(values)} for shape {shape}",
+            ErrorCode.INVALID_ARG,
+        )
+    if tensor.datatype == "BYTES":
+        array = np.empty(len(values), dtype=np.object_)
+        array[:] = values
+        return array.reshape(shape)
+    return np.asarray(values, dtype=FIXED[tensor.datatype]).reshape(shape)
+
+
+def response_message(
+    name: str,
+    version: Optional[int],
+    request_id: str,
+    outputs: Mapping[str, np.ndarray],
+    declared: Mapping[str, str],
+    final: Optional[bool] = None,
+) -> Any:
+    resp = service_pb2.ModelInferResponse(
+        model_name=name, model_version=str(version or 1), id=request_id
+    )
+    for out_name, array in outputs.items():
+        datatype = datatype_of(array, declared.get(out_name))
+        entry = resp.outputs.add(name=out_name, datatype=datatype)
+        entry.shape.extend(int(d) for d in array.shape)
+        resp.raw_output_contents.append(to_raw(array, datatype))
+    if final is not None:
+        resp.parameters["triton_final_response"].bool_param = final
+    return resp
+
+
+class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[misc]
+    def __init__(self, models: ServedModels) -> None:
+        self.models = models
+
+    # ------------------------------------------------------------------ health, metadata
+
+    def ServerLive(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's names
+        return service_pb2.ServerLiveResponse(live=True)
+
+    def ServerReady(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return service_pb2.ServerReadyResponse(ready=self.models.all_ready)
+
+    def ModelReady(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            self.models.get(request.name, request.version)
+        except ServeError:
+            return service_pb2.ModelReadyResponse(ready=False)
+        return service_pb2.ModelReadyResponse(ready=True)
+
+    def ServerMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
+        from .http_server import EXTENSIONS, SERVER_NAME
+
+        return service_pb2.ServerMetadataResponse(
+            name=SERVER_NAME, version=__version__, extensions=EXTENSIONS
+        )
+
+    def ModelMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
+        served = self._get(request.name, request.version, context)
+        return json_format.ParseDict(metadata(served), service_pb2.ModelMetadataResponse())
+
+    def ModelConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
+        served = self._get(request.name, request.version, context)
+        config = json_format.ParseDict(
+            served.model.config, model_config_pb2.ModelConfig(), ignore_unknown_fields=True
+        )
+        return service_pb2.ModelConfigResponse(config=config)
+
+    def RepositoryIndex(self, request: Any, context: Any) -> Any:  # noqa: N802
+        resp = service_pb2.RepositoryIndexResponse()
+        for entry in self.models.index():
+            resp.models.add(**entry)
+        return resp
+
+    # ------------------------------------------------------------------ inference
+
+    def ModelInfer(self, request: Any, context: Any) -> Any:  # noqa: N802
+        served = self._get(request.model_name, request.model_version, context)
+        try:
+            if served.model.decoupled:
+                raise ServeError(DECOUPLED_ON_UNARY, ErrorCode.UNSUPPORTED)
+            call = parse_request(request, served.name)
+            outputs = infer(served, call)
+            return response_message(
+                served.name, served.version, call.request_id, outputs, output_types(served)
+            )
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)
+
+    def ModelStreamInfer(self, requests: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+        for request in requests:
+            yield from self._stream_one(request)
+
+    def _stream_one(self, request: Any) -> Iterator[Any]:
+        """One request of a stream: its responses, then (when the client asked for it with
+        ``triton_enable_empty_final_response``) an empty one flagged final, as tritonserver
+        sends them; an error goes in ``error_message``."""
+        empty_final = _parameter(request.parameters["triton_enable_empty_final_response"]) \
+            if "triton_enable_empty_final_response" in request.parameters else False  # fmt: skip
+        head = {"model_name": request.model_name, "model_version": request.model_version}
+        try:
+            served = self.models.get(request.model_name, request.model_version)
+            call = parse_request(request, served.name)
+        except ServeError as e:
+            yield service_pb2.ModelStreamInferResponse(
+                error_message=e.message,
+                infer_response=service_pb2.ModelInferResponse(id=request.id, **head),
+            )
+            return
+        declared = output_types(served)
+        decoupled = served.model.decoupled
+        for outputs, error in stream(served, call):
+            if error is not None:
+                yield service_pb2.ModelStreamInferResponse(
+                    error_message=error.message,
+                    infer_response=service_pb2.ModelInferResponse(id=request.id, **head),
+                )
+                return
+            message = response_message(
+                served.name, served.version, call.request_id, outputs or {}, declared,
+                final=not decoupled,
+            )  # fmt: skip
+            yield service_pb2.ModelStreamInferResponse(infer_response=message)
+        if decoupled and empty_final:
+            yield service_pb2.ModelStreamInferResponse(
+                infer_response=response_message(
+                    served.name, served.version, call.request_id, {}, declared, final=True
+                )
+            )
+
+    def _get(self, name: str, version: str, context: Any) -> Any:
+        try:
+            return self.models.get(name, version)
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)

@@ -1,0 +1,156 @@
+"""The KServe v2 HTTP/REST endpoints tritonserver serves for inference, health, metadata,
+configuration and the repository index, over the standard library's threading HTTP server.
+tritonclient.http, curl and perf_analyzer's HTTP mode talk to it as to tritonserver."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from .. import __version__
+from .errors import ServeError
+from .http_body import encode_response, error_body, parse_request
+from .inference import infer
+from .models import ServedModels, metadata, output_types
+from .tensors import datatype_of
+
+SERVER_NAME = "pybackend-devserver"
+EXTENSIONS = ["binary_tensor_data", "parameters", "model_repository", "model_configuration"]
+
+_MODEL = re.compile(r"^/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<rest>/.*)?$")
+
+
+class DevHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # Many clients open a connection per request; the default backlog of 5 refuses some.
+    request_queue_size = 128
+
+    def __init__(self, address: Tuple[str, int], models: ServedModels) -> None:
+        super().__init__(address, _Handler)
+        self.models = models
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: tritonclient reuses its connections
+    server: DevHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # a development server that prints every request hides the model's output
+
+    # ------------------------------------------------------------------ routing
+
+    def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch("POST")
+
+    def _dispatch(self, method: str) -> None:
+        body = self._body()
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        try:
+            route = self._route(path)
+            if route is None:
+                return self._send_error(404, "Not Found")
+            allowed, handler = route
+            if method != allowed:
+                return self._send_error(405, "Method Not Allowed")
+            handler(body)
+        except ServeError as e:
+            self._send_error(e.http_status, e.message)
+        except Exception as e:  # noqa: BLE001 - the server stays up whatever a model does
+            self._send_error(500, f"{type(e).__name__}: {e}")
+
+    def _route(self, path: str) -> Optional[Tuple[str, Callable[[bytes], None]]]:
+        models = self.server.models
+        if path == "/v2":
+            return "GET", lambda _: self._json(
+                {"name": SERVER_NAME, "version": __version__, "extensions": EXTENSIONS}
+            )
+        if path == "/v2/health/live":
+            return "GET", lambda _: self._empty(200)
+        if path == "/v2/health/ready":
+            return "GET", lambda _: self._empty(200 if models.all_ready else 400)
+        if path == "/v2/repository/index":
+            return "POST", lambda _: self._json(models.index())
+        m = _MODEL.match(path)
+        if m is None:
+            return None
+        name, version, rest = m["name"], m["version"], m["rest"] or ""
+        if rest == "":
+            return "GET", lambda _: self._json(metadata(models.get(name, version)))
+        if rest == "/ready":
+            return "GET", lambda _: self._ready(name, version)
+        if rest == "/config":
+            return "GET", lambda _: self._json(models.get(name, version).model.config)
+        if rest == "/infer":
+            return "POST", lambda body: self._infer(name, version, body)
+        return None
+
+    # ------------------------------------------------------------------ handlers
+
+    def _ready(self, name: str, version: Optional[str]) -> None:
+        try:
+            self.server.models.get(name, version)
+        except ServeError:
+            return self._send_error(400, "Model version not ready")
+        self._empty(200)
+
+    def _infer(self, name: str, version: Optional[str], body: bytes) -> None:
+        served = self.server.models.get(name, version)
+        length = self.headers.get("Inference-Header-Content-Length")
+        call = parse_request(body, int(length) if length is not None else None, served.name)
+        outputs = infer(served, call)
+        declared = output_types(served)
+        datatypes = {n: datatype_of(a, declared.get(n)) for n, a in outputs.items()}
+        payload, header_length = encode_response(
+            served.name, int(served.version or 1), call, outputs, datatypes
+        )
+        if header_length is None:
+            return self._send(200, payload, "application/json")
+        self._send(
+            200,
+            payload,
+            "application/octet-stream",
+            {"Inference-Header-Content-Length": str(header_length)},
+        )
+
+    # ------------------------------------------------------------------ I/O
+
+    def _body(self) -> bytes:
+        size = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(size) if size > 0 else b""
+        encoding = (self.headers.get("Content-Encoding") or "").lower()
+        if encoding == "gzip":
+            return gzip.decompress(body)
+        if encoding == "deflate":
+            return zlib.decompress(body)
+        return body
+
+    def _json(self, value: Any) -> None:
+        self._send(200, json.dumps(value, separators=(",", ":")).encode(), "application/json")
+
+    def _empty(self, status: int) -> None:
+        self._send(status, b"", "text/plain")
+
+    def _send_error(self, status: int, message: str) -> None:
+        self._send(status, error_body(message), "application/json")
+
+    def _send(
+        self,
+        status: int,
+        payload: bytes,
+        content_type: str,
+        extra: Optional[Dict[str, str]] = None,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)

@@ -1,0 +1,152 @@
+"""The models of a repository as the development server holds them: each Python model
+started once, in a stub process of its own (:class:`StubModel`, the default) or in this
+process (:class:`ModelHarness`, where ``breakpoint()`` in model.py stops in the terminal),
+with what failed to load kept beside, so the server can say why a model is missing."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from ..testing.config import load_config
+from ..testing.harness import ModelHarness
+from ..testing.stub_model import StubModel
+from ..utils.errors import ErrorCode
+from .errors import ServeError
+from .tensors import declared_types, wire_name
+
+
+@dataclass
+class Served:
+    """One model directory: its harness when it loaded, else why not."""
+
+    name: str
+    directory: Path
+    model: Any = None
+    version: Optional[int] = None
+    reason: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
+
+    @property
+    def ready(self) -> bool:
+        return self.model is not None
+
+
+def is_python_model(directory: Path) -> bool:
+    """A model directory this server runs: a Python backend config, or a ``model.py`` in a
+    version directory (config.pbtxt may be left to ``auto_complete_config``)."""
+    config = directory / "config.pbtxt"
+    if config.is_file():
+        text = config.read_text(errors="replace")
+        return '"python"' in text or "'python'" in text
+    return any(p.is_dir() and (p / "model.py").is_file() for p in directory.iterdir())
+
+
+class ServedModels:
+    """Loads every Python model under ``repository`` (sorted by name, as BLS callers are
+    usually found after their targets only by chance) and finds them by name."""
+
+    def __init__(self, repository: Union[str, Path], *, in_process: bool = False) -> None:
+        self.repository = Path(repository).resolve()
+        if not self.repository.is_dir():
+            raise FileNotFoundError(f"model repository '{self.repository}' is not a directory")
+        self.in_process = in_process
+        self.models: Dict[str, Served] = {}
+
+    def load(self) -> "ServedModels":
+        for directory in sorted(p for p in self.repository.iterdir() if p.is_dir()):
+            if directory.name.startswith(".") or not is_python_model(directory):
+                continue
+            self.models[directory.name] = self._load(directory)
+        return self
+
+    def _load(self, directory: Path) -> Served:
+        served = Served(directory.name, directory)
+        kind = ModelHarness if self.in_process else StubModel
+        try:
+            config = load_config(directory)
+            name = str(config.get("name") or directory.name)
+            served.name = name
+            model = kind(directory, model_name=name)
+            served.version = model.version
+            served.model = model.start()
+        except Exception as e:  # noqa: BLE001 - config errors, and model code may raise anything
+            served.model = None
+            served.reason = str(e) or type(e).__name__
+            print(
+                f"pybackend devserver: model '{served.name}' failed to load: {served.reason}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return served
+
+    def close(self) -> None:
+        for served in reversed(list(self.models.values())):
+            if served.model is not None:
+                model, served.model = served.model, None
+                model.close()
+
+    @property
+    def all_ready(self) -> bool:
+        return all(s.ready for s in self.models.values())
+
+    def get(self, name: str, version: Optional[str] = None) -> Served:
+        """The loaded model, or the server's NOT_FOUND for an unknown name or version (with
+        the load error where it failed to load)."""
+        served = self.models.get(name)
+        if served is None or not served.ready:
+            text = f"Request for unknown model: '{name}' is not found"
+            if served is not None:
+                text += f" (it failed to load: {served.reason})"
+            raise ServeError(text, ErrorCode.NOT_FOUND)
+        if version not in (None, "", str(served.version)):
+            raise ServeError(
+                f"Request for unknown model: '{name}' version {version} is not found",
+                ErrorCode.NOT_FOUND,
+            )
+        return served
+
+    def index(self) -> List[Dict[str, Any]]:
+        """``POST /v2/repository/index``: every model, READY or UNAVAILABLE with the reason."""
+        out: List[Dict[str, Any]] = []
+        for served in self.models.values():
+            entry: Dict[str, Any] = {"name": served.name}
+            if served.version is not None:
+                entry["version"] = str(served.version)
+            entry["state"] = "READY" if served.ready else "UNAVAILABLE"
+            if not served.ready:
+                entry["reason"] = served.reason
+            out.append(entry)
+        return out
+
+
+def metadata(served: Served) -> Dict[str, Any]:
+    """``GET /v2/models/<name>``: tritonserver's model metadata."""
+    config = served.model.config
+    batch = [-1] if int(config.get("max_batch_size", 0) or 0) > 0 else []
+
+    def tensors(section: str) -> List[Dict[str, Any]]:
+        return [
+            {
+                "name": str(t["name"]),
+                "datatype": wire_name(str(t.get("data_type", ""))),
+                "shape": batch + [int(d) for d in t.get("dims", [])],
+            }
+            for t in config.get(section, [])
+        ]
+
+    return {
+        "name": served.name,
+        "versions": [str(served.version)],
+        "platform": "python",
+        "inputs": tensors("input"),
+        "outputs": tensors("output"),
+    }
+
+
+def output_types(served: Served) -> Dict[str, str]:
+    return declared_types(served.model.config, "output")

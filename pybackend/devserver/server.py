@@ -1,0 +1,150 @@
+""":class:`DevServer`: a model repository's Python models behind tritonserver's HTTP (and,
+where grpcio is installed, gRPC) endpoints, in this Python environment, with no
+tritonserver binary and no container. For development: one instance per model, no
+dynamic batching, no metrics endpoint (docs/devserver.md)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from .http_server import DevHTTPServer
+from .models import Served, ServedModels
+
+LEVELS = {0: "I", 1: "W", 2: "E", 3: "V"}  # pb_utils.Logger levels, as the server's log marks them
+
+
+class DevServer:
+    """Loads the models, then serves them on ``host``: HTTP on ``http_port`` and gRPC on
+    ``grpc_port`` (0: a free port; ``grpc_port=None``: no gRPC). A context manager;
+    ``in_process=True`` runs model.py in this process (``breakpoint()`` works), else each
+    model runs in a stub process of its own, as under tritonserver."""
+
+    def __init__(
+        self,
+        model_repository: Union[str, Path],
+        *,
+        host: str = "127.0.0.1",
+        http_port: int = 0,
+        grpc_port: Optional[int] = None,
+        in_process: bool = False,
+        echo_logs: bool = True,
+    ) -> None:
+        self.models = ServedModels(model_repository, in_process=in_process)
+        self.host = host
+        self._ports = (http_port, grpc_port)
+        self.echo_logs = echo_logs
+        self.http: Optional[DevHTTPServer] = None
+        self.grpc: Any = None
+        self.grpc_port: Optional[int] = None
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    @property
+    def http_port(self) -> int:
+        return self.http.server_address[1] if self.http is not None else 0
+
+    @property
+    def http_url(self) -> str:
+        """``host:port``, as tritonclient takes it."""
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self.host}:{self.grpc_port}"
+
+    def __enter__(self) -> "DevServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> "DevServer":
+        try:
+            self.models.load()
+            http_port, grpc_port = self._ports
+            self.http = DevHTTPServer((self.host, http_port), self.models)
+            self._thread(self.http.serve_forever, "devserver-http")
+            if grpc_port is not None:
+                from .grpc_service import start_grpc
+
+                self.grpc, self.grpc_port = start_grpc(self.models, self.host, grpc_port)
+            if self.echo_logs:
+                self._thread(self._echo, "devserver-logs")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _thread(self, target: Any, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def close(self) -> None:
+        """Stop serving, then finalize every model."""
+        self._stop.set()
+        if self.http is not None:
+            self.http.shutdown()
+            self.http.server_close()
+            self.http = None
+        if self.grpc is not None:
+            self.grpc.stop(grace=1.0).wait()
+            self.grpc = None
+        self.models.close()
+
+    def wait(self) -> None:
+        """Block until :meth:`close` (from another thread) or Ctrl-C."""
+        while not self._stop.wait(0.5):
+            pass
+
+    # ------------------------------------------------------------------ model output
+
+    def _echo(self) -> None:
+        """The models' ``pb_utils.Logger`` records and (stub processes) their stdout and
+        stderr lines, on this process's stderr with the model's name."""
+        while not self._stop.wait(0.2):
+            for served in list(self.models.models.values()):
+                if served.model is not None:
+                    _echo_new(served)
+
+
+def _echo_new(served: Served) -> None:
+    logs = list(served.model.logs)
+    for record in logs[served.shown[0] :]:
+        level = LEVELS.get(record.level, "I")
+        where = f"{Path(record.filename).name}:{record.line}"
+        print(f"{level} [{served.name}] {where}: {record.message}", file=sys.stderr, flush=True)
+    served.shown[0] = len(logs)
+    lines = list(getattr(served.model, "output", []))
+    for line in lines[served.shown[1] :]:
+        print(f"[{served.name}] {line}", file=sys.stderr, flush=True)
+    served.shown[1] = len(lines)
+
+
+def serve(
+    model_repository: Union[str, Path],
+    *,
+    host: str = "127.0.0.1",
+    http_port: int = 8000,
+    grpc_port: Optional[int] = 8001,
+    in_process: bool = False,
+) -> None:
+    """Serve ``model_repository`` until Ctrl-C (UV-42): tritonserver's HTTP and gRPC
+    endpoints for its Python models, in this environment."""
+    with DevServer(
+        model_repository, host=host, http_port=http_port, grpc_port=grpc_port,
+        in_process=in_process,
+    ) as server:  # fmt: skip
+        print(
+            f"pybackend devserver: {len(server.models.models)} model(s), HTTP on "
+            f"{server.http_url}" + (f", gRPC on {server.grpc_url}" if server.grpc else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            pass
