@@ -13,7 +13,7 @@ from ..testing.harness_errors import InferError
 from ..utils.errors import ErrorCode
 from .call import InferCall
 from .errors import ServeError
-from .models import Served
+from .models import Served, revive
 
 #: tritonserver's answer to a decoupled model on HTTP's ``/infer`` (2.51, status 501).
 DECOUPLED_ON_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
@@ -34,6 +34,7 @@ def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
         raise ServeError(DECOUPLED_ON_HTTP, ErrorCode.UNSUPPORTED)
     try:
         with served.lock:  # one instance: executes run one after the other
+            revive(served)
             return served.model.infer(call.inputs, **_kwargs(call))
     except InferError as e:
         raise ServeError(e.message, e.code) from None
@@ -51,6 +52,7 @@ def stream(served: Served, call: InferCall, timeout: float = 3600.0) -> Iterator
     def run() -> None:
         try:
             with served.lock:
+                revive(served)
                 served.model.infer_stream(
                     call.inputs,
                     timeout,

@@ -28,6 +28,7 @@ class Served:
     model: Any = None
     version: Optional[int] = None
     reason: str = ""
+    in_process: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
     shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
 
@@ -61,28 +62,8 @@ class ServedModels:
         for directory in sorted(p for p in self.repository.iterdir() if p.is_dir()):
             if directory.name.startswith(".") or not is_python_model(directory):
                 continue
-            self.models[directory.name] = self._load(directory)
+            self.models[directory.name] = start_model(directory, self.in_process)
         return self
-
-    def _load(self, directory: Path) -> Served:
-        served = Served(directory.name, directory)
-        kind = ModelHarness if self.in_process else StubModel
-        try:
-            config = load_config(directory)
-            name = str(config.get("name") or directory.name)
-            served.name = name
-            model = kind(directory, model_name=name)
-            served.version = model.version
-            served.model = model.start()
-        except Exception as e:  # noqa: BLE001 - config errors, and model code may raise anything
-            served.model = None
-            served.reason = str(e) or type(e).__name__
-            print(
-                f"pybackend devserver: model '{served.name}' failed to load: {served.reason}",
-                file=sys.stderr,
-                flush=True,
-            )
-        return served
 
     def close(self) -> None:
         for served in reversed(list(self.models.values())):
@@ -122,6 +103,53 @@ class ServedModels:
                 entry["reason"] = served.reason
             out.append(entry)
         return out
+
+
+def start_model(directory: Path, in_process: bool) -> Served:
+    """The model in ``directory``, started; or, where it failed, why."""
+    served = Served(directory.name, directory, in_process=in_process)
+    kind = ModelHarness if in_process else StubModel
+    try:
+        config = load_config(directory)
+        name = str(config.get("name") or directory.name)
+        served.name = name
+        model = kind(directory, model_name=name)
+        served.version = model.version
+        served.model = model.start()
+    except Exception as e:  # noqa: BLE001 - config errors, and model code may raise anything
+        served.model = None
+        served.reason = str(e) or type(e).__name__
+        print(
+            f"pybackend devserver: model '{served.name}' failed to load: {served.reason}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return served
+
+
+def revive(served: Served) -> None:
+    """A stub process that died (model code crashed it, or it was killed) is replaced
+    by a fresh one that runs ``initialize`` again, as the backend restarts a stub;
+    called before each request with ``served.lock`` held."""
+    model = served.model
+    if model is None or getattr(model, "alive", True):
+        return
+    print(
+        f"pybackend devserver: the stub process of model '{served.name}' exited; "
+        "starting a new one",
+        file=sys.stderr,
+        flush=True,
+    )
+    model.close()
+    replacement = start_model(served.directory, served.in_process)
+    served.model, served.reason = replacement.model, replacement.reason
+    served.shown[:] = [0, 0]
+    if served.model is None:
+        raise ServeError(
+            f"model '{served.name}' could not be restarted after its stub process "
+            f"exited: {served.reason}",
+            ErrorCode.UNAVAILABLE,
+        )
 
 
 def metadata(served: Served) -> Dict[str, Any]:

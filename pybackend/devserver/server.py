@@ -41,6 +41,7 @@ class DevServer:
         self.grpc_port: Optional[int] = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
+        self._serving = False
 
     @property
     def http_port(self) -> int:
@@ -66,13 +67,15 @@ class DevServer:
             self.models.load()
             http_port, grpc_port = self._ports
             self.http = DevHTTPServer((self.host, http_port), self.models)
-            self._thread(self.http.serve_forever, "devserver-http")
             if grpc_port is not None:
                 from .grpc_service import start_grpc
 
                 self.grpc, self.grpc_port = start_grpc(self.models, self.host, grpc_port)
             if self.echo_logs:
                 self._thread(self._echo, "devserver-logs")
+            # HTTP last: once its health endpoint answers, everything else is up.
+            self._thread(self.http.serve_forever, "devserver-http")
+            self._serving = True
         except BaseException:
             self.close()
             raise
@@ -87,7 +90,9 @@ class DevServer:
         """Stop serving, then finalize every model."""
         self._stop.set()
         if self.http is not None:
-            self.http.shutdown()
+            if self._serving:  # shutdown() waits for a loop that never started otherwise
+                self.http.shutdown()
+                self._serving = False
             self.http.server_close()
             self.http = None
         if self.grpc is not None:
@@ -134,17 +139,20 @@ def serve(
 ) -> None:
     """Serve ``model_repository`` until Ctrl-C (UV-42): tritonserver's HTTP and gRPC
     endpoints for its Python models, in this environment."""
-    with DevServer(
+    server = DevServer(
         model_repository, host=host, http_port=http_port, grpc_port=grpc_port,
         in_process=in_process,
-    ) as server:  # fmt: skip
+    )  # fmt: skip
+    try:
+        server.start()
         print(
             f"pybackend devserver: {len(server.models.models)} model(s), HTTP on "
             f"{server.http_url}" + (f", gRPC on {server.grpc_url}" if server.grpc else ""),
             file=sys.stderr,
             flush=True,
         )
-        try:
-            server.wait()
-        except KeyboardInterrupt:
-            pass
+        server.wait()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: stop serving, finalize the models
+    finally:
+        server.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import queue
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -115,12 +115,14 @@ class ServerModel:
         inputs: Inputs,
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
         **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, over a gRPC stream.
         ``cancel_after=n``: the client cancels the stream once ``n`` responses came (``0``:
         right after sending) and returns those; the server tells the model, whose
-        ``is_cancelled()`` turns true. ``kwargs`` go to tritonclient's
+        ``is_cancelled()`` turns true. ``on_response``: called with each response's outputs
+        as it arrives. ``kwargs`` go to tritonclient's
         ``async_stream_infer`` (``request_id``, ``sequence_id``, ``sequence_start``, ...)."""
         import tritonclient.grpc as grpcclient
 
@@ -144,6 +146,8 @@ class ServerModel:
                 response = result.get_response()
                 if response.outputs:
                     responses.append({o.name: result.as_numpy(o.name) for o in response.outputs})
+                    if on_response is not None:
+                        on_response(responses[-1])
                 final = response.parameters.get("triton_final_response")
                 if final is not None and final.bool_param:
                     return responses

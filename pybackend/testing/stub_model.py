@@ -103,6 +103,11 @@ class StubModel(ModelOnDisk):
         return self._driver.proc.pid if self._driver is not None else None
 
     @property
+    def alive(self) -> bool:
+        """Whether the instance's stub process runs (False once it exited or was killed)."""
+        return self._driver is not None and self._driver.proc.poll() is None
+
+    @property
     def logs(self) -> List[LogRecord]:
         """What ``pb_utils.Logger`` (and the stub itself) logged, in order."""
         if self._driver is None:

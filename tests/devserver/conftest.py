@@ -1,5 +1,5 @@
 """The development server on the examples, beside the session's real tritonserver (the
-contract it is held to)."""
+contract it is held to), in both of its modes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,14 @@ from integration_support import EXAMPLES_REPOSITORY
 from pybackend.devserver import DevServer
 
 
-@pytest.fixture(scope="module")
-def devserver() -> Iterator[DevServer]:
-    """Each example model in a stub process of its own; HTTP and gRPC on free ports."""
-    with DevServer(EXAMPLES_REPOSITORY, grpc_port=0, echo_logs=False) as server:
+@pytest.fixture(scope="module", params=["stub", "inprocess"])
+def devserver(request: pytest.FixtureRequest) -> Iterator[DevServer]:
+    """The examples, each model in a stub process of its own (``stub``) or in this process
+    (``inprocess``); HTTP and gRPC on free ports."""
+    with DevServer(
+        EXAMPLES_REPOSITORY,
+        grpc_port=0,
+        in_process=request.param == "inprocess",
+        echo_logs=False,
+    ) as server:
         yield server

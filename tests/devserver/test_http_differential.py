@@ -9,7 +9,6 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pytest
-
 from http_exchange import exchange, infer_body
 
 ADD_SUB = [

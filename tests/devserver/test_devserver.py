@@ -1,0 +1,211 @@
+"""What the development server does beyond answering like tritonserver: streams live,
+reports models that failed to load and serves the rest, survives a crashing stub, serves
+concurrent clients, echoes the models' logs, and runs from the command line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, List, Tuple
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from http_exchange import exchange, infer_body
+
+from integration_support import EXAMPLES_REPOSITORY, REPO_ROOT
+from pybackend.devserver import DevServer
+from pybackend.server.processes import free_ports
+
+MODES = ["stub", "inprocess"]
+
+
+def _add_sub_inputs(module: Any) -> List[Any]:
+    a = module.InferInput("INPUT0", [4], "FP32")
+    a.set_data_from_numpy(np.arange(4, dtype=np.float32))
+    b = module.InferInput("INPUT1", [4], "FP32")
+    b.set_data_from_numpy(np.full(4, 10, dtype=np.float32))
+    return [a, b]
+
+
+def _copy_model(name: str, repository: Path) -> None:
+    shutil.copytree(EXAMPLES_REPOSITORY / name, repository / name)
+
+
+def _write_model(repository: Path, name: str, source: str) -> None:
+    (repository / name / "1").mkdir(parents=True)
+    (repository / name / "1" / "model.py").write_text(source)
+    (repository / name / "config.pbtxt").write_text(
+        'backend: "python"\nmax_batch_size: 0\n'
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+    )
+
+
+def test_a_decoupled_model_streams_as_it_generates(devserver: DevServer) -> None:
+    """token_stream waits TOKEN_DELAY_MS (20 ms) between tokens: streamed live, the first
+    token arrives well before the last is generated; collected first, all at once."""
+    arrivals: List[float] = []
+    done = threading.Event()
+
+    def on_result(result: Any, error: Any) -> None:
+        assert error is None, error
+        arrivals.append(time.monotonic())
+        if result.get_response().parameters["triton_final_response"].bool_param:
+            done.set()
+
+    prompt = grpcclient.InferInput("PROMPT", [1], "BYTES")
+    prompt.set_data_from_numpy(np.array([b" ".join([b"w"] * 10)], dtype=object))
+    client = grpcclient.InferenceServerClient(devserver.grpc_url)
+    client.start_stream(callback=on_result)
+    try:
+        client.async_stream_infer("token_stream", [prompt], enable_empty_final_response=True)
+        assert done.wait(30)
+    finally:
+        client.stop_stream()
+        client.close()
+    assert len(arrivals) == 11  # ten tokens, then the empty final response
+    assert arrivals[-1] - arrivals[0] >= 0.1  # 9 more tokens took >= 180 ms to generate
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_model_that_fails_to_load_is_reported_and_the_rest_served(
+    mode: str, tmp_path: Path
+) -> None:
+    _copy_model("add_sub", tmp_path)
+    _write_model(tmp_path, "broken", "raise ImportError('no module named tokenizer_x')\n")
+    with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
+        url = server.http_url
+        status, index = exchange(url, "POST", "/v2/repository/index")
+        assert status == 200
+        broken = next(m for m in index if m["name"] == "broken")
+        assert broken["state"] == "UNAVAILABLE"
+        assert "no module named tokenizer_x" in broken["reason"]
+        assert exchange(url, "GET", "/v2/health/ready")[0] == 400
+        status, body = exchange(url, "GET", "/v2/models/broken")
+        assert status == 404
+        assert "Request for unknown model: 'broken' is not found" in body["error"]
+        assert "no module named tokenizer_x" in body["error"]
+        client = httpclient.InferenceServerClient(url)
+        out = client.infer("add_sub", _add_sub_inputs(httpclient)).as_numpy("OUTPUT0")
+        assert out.tolist() == [10, 11, 12, 13]
+
+
+def test_a_stub_that_dies_fails_its_request_and_is_restarted(tmp_path: Path) -> None:
+    """As under the backend: the request that crashed the stub fails with the exit named,
+    the server and its other models stay up, and the next request gets a fresh stub."""
+    _copy_model("add_sub", tmp_path)
+    _write_model(
+        tmp_path,
+        "crasher",
+        "import os\nimport triton_python_backend_utils as pb_utils\n\n"
+        "class TritonPythonModel:\n    def execute(self, requests):\n"
+        "        x = pb_utils.get_input_tensor_by_name(requests[0], 'INPUT0')\n"
+        "        if x.as_numpy()[0] < 0:\n            os._exit(3)\n"
+        "        return [pb_utils.InferenceResponse([pb_utils.Tensor('OUTPUT0', x.as_numpy())])]\n",
+    )
+
+    def infer(url: str, value: float) -> Tuple[int, Any]:
+        body, headers = infer_body(
+            {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [value]}]}
+        )
+        return exchange(url, "POST", "/v2/models/crasher/infer", body, headers)
+
+    with DevServer(tmp_path, echo_logs=False) as server:
+        first_stub = server.models.get("crasher").model.pid
+        status, answer = infer(server.http_url, -1)
+        assert status == 500
+        assert "'crasher'" in answer["error"] and "exited with code 3" in answer["error"]
+        client = httpclient.InferenceServerClient(server.http_url)
+        out = client.infer("add_sub", _add_sub_inputs(httpclient)).as_numpy("OUTPUT1")
+        assert out.tolist() == [-10, -9, -8, -7]
+        status, answer = infer(server.http_url, 2)
+        assert status == 200, answer
+        assert answer["outputs"][0]["data"] == [2.0]
+        assert server.models.get("crasher").model.pid not in (None, first_stub)
+
+
+def test_concurrent_clients_each_get_their_own_answer(devserver: DevServer) -> None:
+    client = httpclient.InferenceServerClient(devserver.http_url, concurrency=8)
+    try:
+        pending = []
+        for i in range(64):
+            a = httpclient.InferInput("INPUT0", [4], "FP32")
+            a.set_data_from_numpy(np.full(4, i, dtype=np.float32))
+            b = httpclient.InferInput("INPUT1", [4], "FP32")
+            b.set_data_from_numpy(np.arange(4, dtype=np.float32))
+            pending.append((i, client.async_infer("add_sub", [a, b])))
+        for i, request in pending:
+            assert request.get_result().as_numpy("OUTPUT0").tolist() == [i, i + 1, i + 2, i + 3]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_model_logs_and_prints_reach_the_terminal(
+    mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _write_model(
+        tmp_path,
+        "chatty",
+        "import sys\nimport triton_python_backend_utils as pb_utils\n\n"
+        "class TritonPythonModel:\n    def execute(self, requests):\n"
+        "        pb_utils.Logger.log_warn('warned from execute')\n"
+        "        print('printed from execute', file=sys.stderr, flush=True)\n"
+        "        return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "
+        "'INPUT0')]) for r in requests]\n",
+    )
+    with DevServer(tmp_path, in_process=mode == "inprocess") as server:
+        body, headers = infer_body(
+            {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
+        )
+        assert exchange(server.http_url, "POST", "/v2/models/chatty/infer", body, headers)[0] == 200
+        deadline = time.monotonic() + 10
+        seen = ""
+        while time.monotonic() < deadline and "warned from execute" not in seen:
+            time.sleep(0.2)
+            seen += capfd.readouterr().err
+    assert "W [chatty] model.py:6: warned from execute" in seen
+    assert "printed from execute" in seen
+
+
+def test_the_command_line_serves_until_interrupted() -> None:
+    http_port, grpc_port = free_ports(2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pybackend.cli", "devserve", str(EXAMPLES_REPOSITORY),
+         "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{http_port}/v2/health/ready"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "devserve did not become ready in 60 s"
+            time.sleep(0.2)
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+        out = client.infer("add_sub", _add_sub_inputs(grpcclient)).as_numpy("OUTPUT0")
+        assert out.tolist() == [10, 11, 12, 13]
+        client.close()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err.decode()
+        assert f"HTTP on 127.0.0.1:{http_port}" in err.decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
