@@ -5,6 +5,8 @@ their responses as the model sends them). Needs grpcio and tritonclient[grpc].""
 
 from __future__ import annotations
 
+import queue
+import threading
 from concurrent import futures
 from typing import Any, Iterator, List, Mapping, Optional, Tuple
 
@@ -137,6 +139,46 @@ def response_message(
     return resp
 
 
+class _Streamed:
+    """The bookkeeping of one ``ModelStreamInfer``: the responses of its requests in one
+    queue (``None`` marks a request or the reader finishing), and when it is over."""
+
+    def __init__(self) -> None:
+        self.out: "queue.Queue[Any]" = queue.Queue()
+        self.cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._running = 0
+        self._reading = True
+
+    def started(self) -> None:
+        with self._lock:
+            self._running += 1
+
+    def finished(self, reading: bool = False) -> None:
+        with self._lock:
+            if reading:
+                self._reading = False
+            else:
+                self._running -= 1
+        self.out.put(None)
+
+    def over(self) -> bool:
+        """No request left running and no more to come."""
+        with self._lock:
+            return not self._reading and self._running == 0
+
+    def rest(self) -> Iterator[Any]:
+        """Once over: the responses still queued behind the mark just read (every request
+        put its responses before it finished, so they are all in the queue by now)."""
+        while True:
+            try:
+                message = self.out.get_nowait()
+            except queue.Empty:
+                return
+            if message is not None:
+                yield message
+
+
 class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[misc]
     def __init__(self, models: ServedModels) -> None:
         self.models = models
@@ -196,10 +238,41 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
             context.abort(STATUS[e.code], e.message)
 
     def ModelStreamInfer(self, requests: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
-        for request in requests:
-            yield from self._stream_one(request)
+        """The requests of a stream run side by side, as in tritonserver (a decoupled model
+        may serve many streams from one instance), their responses interleaved as they
+        come; when the client cancels the stream or goes away, every request still running
+        is cancelled (its ``is_cancelled()`` turns true)."""
+        streamed = _Streamed()
+        context.add_callback(streamed.cancel.set)  # the RPC ended: cancelled, or done
 
-    def _stream_one(self, request: Any) -> Iterator[Any]:
+        def run(request: Any) -> None:
+            try:
+                for message in self._stream_one(request, streamed.cancel):
+                    streamed.out.put(message)
+            finally:
+                streamed.finished()
+
+        def read() -> None:
+            try:
+                for request in requests:
+                    streamed.started()
+                    threading.Thread(target=run, args=(request,), daemon=True).start()
+            except Exception:  # noqa: BLE001 - the client went away while sending
+                pass
+            finally:
+                streamed.finished(reading=True)
+
+        threading.Thread(target=read, name="devserver-grpc-stream", daemon=True).start()
+        while True:
+            message = streamed.out.get()
+            if message is None:
+                if streamed.over():
+                    yield from streamed.rest()
+                    return
+                continue
+            yield message
+
+    def _stream_one(self, request: Any, cancel: threading.Event) -> Iterator[Any]:
         """One request of a stream: its responses, then (when the client asked for it with
         ``triton_enable_empty_final_response``) an empty one flagged final, as tritonserver
         sends them; an error goes in ``error_message``."""
@@ -217,7 +290,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
             return
         declared = output_types(served)
         decoupled = served.model.decoupled
-        for outputs, error in stream(served, call):
+        for outputs, error in stream(served, call, cancel):
             if error is not None:
                 yield service_pb2.ModelStreamInferResponse(
                     error_message=error.message,

@@ -28,14 +28,20 @@ def _kwargs(call: InferCall) -> Dict[str, Any]:
     }
 
 
+def _model(served: Served) -> Any:
+    """The served model's harness, with a fresh stub where the last one died."""
+    with served.lock:
+        revive(served)
+        return served.model
+
+
 def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
-    """The outputs of one request to a model that answers with one response."""
+    """The outputs of one request to a model that answers with one response. Requests run
+    side by side up to the harness, which runs one ``execute`` at a time, as one instance."""
     if served.model.decoupled:
         raise ServeError(DECOUPLED_ON_HTTP, ErrorCode.UNSUPPORTED)
     try:
-        with served.lock:  # one instance: executes run one after the other
-            revive(served)
-            return served.model.infer(call.inputs, **_kwargs(call))
+        return _model(served).infer(call.inputs, **_kwargs(call))
     except InferError as e:
         raise ServeError(e.message, e.code) from None
 
@@ -43,22 +49,26 @@ def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
 Streamed = Tuple[Optional[Dict[str, np.ndarray]], Optional[ServeError]]
 
 
-def stream(served: Served, call: InferCall, timeout: float = 3600.0) -> Iterator[Streamed]:
+def stream(
+    served: Served,
+    call: InferCall,
+    cancel: Optional[threading.Event] = None,
+    timeout: float = 3600.0,
+) -> Iterator[Streamed]:
     """The responses of one request as the model sends them, each ``(outputs, None)``, and
     ``(None, error)`` last where it failed; a model that is not decoupled yields its one
-    response."""
+    response. Setting ``cancel`` is the client's cancel: ``is_cancelled()`` turns true."""
     results: "queue.Queue[Optional[Streamed]]" = queue.Queue()
 
     def run() -> None:
         try:
-            with served.lock:
-                revive(served)
-                served.model.infer_stream(
-                    call.inputs,
-                    timeout,
-                    on_response=lambda outputs: results.put((outputs, None)),
-                    **_kwargs(call),
-                )
+            _model(served).infer_stream(
+                call.inputs,
+                timeout,
+                on_response=lambda outputs: results.put((outputs, None)),
+                cancel_event=cancel,
+                **_kwargs(call),
+            )
         except InferError as e:
             results.put((None, ServeError(e.message, e.code)))
         except Exception as e:  # noqa: BLE001 - a broken harness must end the stream too

@@ -9,26 +9,16 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..testing.inputs import TRITON_NAME
 from ..utils.bytes_codec import BytesTensorError, decode_object_array, serialize_to_bytes
-from ..utils.dtypes import code_of_array
+from ..utils.dtypes import TYPE_BF16, WIRE_DTYPE, code_of_array
 from ..utils.errors import ErrorCode
 from .errors import ServeError
 
-#: Fixed-size datatypes by wire name (BF16 separately: numpy has no bfloat16 of its own).
+#: Fixed-size datatypes by wire name (BF16 apart: numpy has no bfloat16 of its own).
 FIXED: Dict[str, np.dtype] = {
-    name: np.dtype(t).newbyteorder("<")
-    for name, t in {
-        "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32,
-        "UINT64": np.uint64, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32,
-        "INT64": np.int64, "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
-    }.items()
-}  # fmt: skip
-
-#: Triton's numeric codes (pybackend.utils.dtypes) -> wire names.
-WIRE_NAME = {
-    1: "BOOL", 2: "UINT8", 3: "UINT16", 4: "UINT32", 5: "UINT64", 6: "INT8", 7: "INT16",
-    8: "INT32", 9: "INT64", 10: "FP16", 11: "FP32", 12: "FP64", 13: "BYTES", 14: "BF16",
-}  # fmt: skip
+    TRITON_NAME[code]: dtype for code, dtype in WIRE_DTYPE.items() if code != TYPE_BF16
+}
 
 
 def wire_name(config_type: str) -> str:
@@ -41,7 +31,7 @@ def datatype_of(array: np.ndarray, declared: Optional[str] = None) -> str:
     """An output's datatype: the config's when it declares the output, else the array's."""
     if declared:
         return wire_name(declared)
-    name = WIRE_NAME.get(int(code_of_array(array) or 0))
+    name = TRITON_NAME.get(int(code_of_array(array) or 0))
     if name is None:
         raise ServeError(f"unsupported data type {array.dtype} of an output", ErrorCode.INTERNAL)
     return name

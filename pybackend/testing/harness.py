@@ -43,6 +43,7 @@ from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .bls_responses import DECOUPLED_ONLY, BlsResponses, refused_text
+from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
@@ -91,6 +92,7 @@ class ModelHarness(ModelOnDisk):
         # token -> what takes the responses of a decoupled BLS call to this model
         self._listeners: Dict[int, Any] = {}
         self._cond = threading.Condition()
+        self._execute_lock = threading.RLock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -124,6 +126,8 @@ class ModelHarness(ModelOnDisk):
                     init = {"model_config": json.dumps(self.config), "model_name": self.model_name}
                     completed = json.loads(loader.auto_complete(module, init))
                     self.config = complete(completed, self.model_name)
+                else:  # the server completes every config (a batcher's preferred sizes)
+                    self.config = complete(self.config, self.model_name)
             except loader.LoadError as e:
                 raise TritonModelException(str(e)) from None
             self.model = cls()
@@ -241,7 +245,10 @@ class ModelHarness(ModelOnDisk):
 
     def _execute_once(self, reqs: List[InferenceRequest]) -> List[Any]:
         try:
-            with self._running():
+            # One execute at a time, as the stub runs them (requests from several threads
+            # queue here); re-entrant, so a model that calls itself through BLS runs the
+            # call nested instead of hanging the test.
+            with self._execute_lock, self._running():
                 ret = self.model.execute(reqs)
                 if inspect.iscoroutine(ret):
                     ret = self._run(ret)
@@ -284,6 +291,7 @@ class ModelHarness(ModelOnDisk):
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
         **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, as outputs by name (an error
@@ -293,21 +301,25 @@ class ModelHarness(ModelOnDisk):
         from then on ``is_cancelled()`` is true for the request and its sender. The model
         must still end the stream with FINAL; a CANCELLED error response ends it quietly.
         ``on_response``: called with each response's outputs as the model sends it (also
-        from the model's threads), before this returns them all.
+        from the model's threads), before this returns them all. ``cancel_event``: once
+        set (by another thread), the client cancels, as with ``cancel_after``.
         ``kwargs``: as :meth:`request` (request id, sequence id and flags, ...)."""
         req = self.request(inputs, **kwargs)
         if cancel_after is not None:
             self._arm_cancel(req._token, cancel_after)
+        watch = CancelWatch(cancel_event, lambda: self._cancel_token(req._token))
         try:
-            if on_response is None:
-                responses = self.stream(req, timeout)
-            else:
-                responses = self._stream_live(req, timeout, on_response)
+            with watch:
+                if on_response is None:
+                    responses = self.stream(req, timeout)
+                else:
+                    responses = self._stream_live(req, timeout, on_response)
         finally:
             with self._transport.lock:
                 self._transport.cancelled.discard(req._token)
             self._cancel_after.pop(req._token, None)
-        return stream_outputs([self._checked(r, req) for r in responses], req, cancel_after)
+        quiet = cancel_after is not None or watch.cancelled
+        return stream_outputs([self._checked(r, req) for r in responses], req, quiet)
 
     def stream(
         self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
@@ -576,12 +588,12 @@ def _refused(model: str, message: str, decoupled_call: bool) -> Any:
 
 
 def stream_outputs(
-    responses: List[InferenceResponse], req: InferenceRequest, cancel_after: Optional[int]
+    responses: List[InferenceResponse], req: InferenceRequest, cancelled: bool
 ) -> List[Dict[str, np.ndarray]]:
     out = []
     for resp in responses:
         err = resp.error()
-        if cancel_after is not None and err is not None and err.code() == ErrorCode.CANCELLED:
+        if cancelled and err is not None and err.code() == ErrorCode.CANCELLED:
             break  # the model acknowledged the client's cancel: the stream ends here
         out.append(_outputs(resp, req))
     return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import queue
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -116,13 +118,15 @@ class ServerModel:
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
         **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, over a gRPC stream.
         ``cancel_after=n``: the client cancels the stream once ``n`` responses came (``0``:
         right after sending) and returns those; the server tells the model, whose
         ``is_cancelled()`` turns true. ``on_response``: called with each response's outputs
-        as it arrives. ``kwargs`` go to tritonclient's
+        as it arrives. ``cancel_event``: once set, the stream is cancelled as by
+        ``cancel_after`` and what came so far is returned. ``kwargs`` go to tritonclient's
         ``async_stream_infer`` (``request_id``, ``sequence_id``, ``sequence_start``, ...)."""
         import tritonclient.grpc as grpcclient
 
@@ -136,11 +140,25 @@ class ServerModel:
                 self.model_name, ins, enable_empty_final_response=True, **kwargs
             )
             responses: List[Dict[str, np.ndarray]] = []
+            deadline = time.monotonic() + timeout
             while True:
-                if cancel_after is not None and len(responses) >= cancel_after:
+                if (cancel_after is not None and len(responses) >= cancel_after) or (
+                    cancel_event is not None and cancel_event.is_set()
+                ):
                     cancel = True
                     return responses
-                result, error = got.get(timeout=timeout)
+                wait = max(0.0, deadline - time.monotonic())
+                if cancel_event is not None:
+                    wait = min(wait, 0.02)  # short waits: the event may be set meanwhile
+                try:
+                    result, error = got.get(timeout=wait)
+                except queue.Empty:
+                    if time.monotonic() < deadline:
+                        continue
+                    raise InferError(
+                        f"no final response from '{self.model_name}' within {timeout:g} s "
+                        f"({len(responses)} responses so far)"
+                    ) from None
                 if error is not None:
                     raise InferError(str(error.message() if hasattr(error, "message") else error))
                 response = result.get_response()

@@ -28,6 +28,7 @@ from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
+from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
@@ -247,11 +248,13 @@ class StubModel(ModelOnDisk):
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
         **kwargs: Any,
     ) -> List[Dict[str, np.ndarray]]:
         """A decoupled model's responses to one request, until the response sender's FINAL
-        (waited for at most ``timeout`` seconds). ``cancel_after``, ``on_response``: as
-        :meth:`ModelHarness.infer_stream` (the stub's ``is_cancelled()`` asks this side)."""
+        (waited for at most ``timeout`` seconds). ``cancel_after``, ``on_response``,
+        ``cancel_event``: as :meth:`ModelHarness.infer_stream` (the stub's
+        ``is_cancelled()`` asks this side)."""
         sequence = request_fields(
             kwargs.get("correlation_id", 0),
             kwargs.get("sequence_id", 0),
@@ -267,6 +270,7 @@ class StubModel(ModelOnDisk):
             timeout,
             cancel_after,
             on_response,
+            cancel_event,
         )
 
     def _request(
@@ -279,6 +283,7 @@ class StubModel(ModelOnDisk):
         timeout: float,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
     ) -> List[Dict[str, np.ndarray]]:
         driver = self._started()
         arrays = {k: _array(v) for k, v in inputs.items()}
@@ -294,27 +299,29 @@ class StubModel(ModelOnDisk):
         live = _Live(requested, on_response) if on_response is not None else None
         if live is not None:
             self._live[token] = live.emit
+        watch = CancelWatch(cancel_event, lambda: self.cancel(token))
         try:
-            sent = self._execute(
-                driver,
-                token,
-                arrays,
-                requested,
-                request_id,
-                correlation_id,
-                parameters,
-                timeout,
-                live=live is not None,
-                flags=flags,
-            )
-            if live is not None:
-                sent = live.wait(sent, driver, timeout, self)
+            with watch:
+                sent = self._execute(
+                    driver,
+                    token,
+                    arrays,
+                    requested,
+                    request_id,
+                    correlation_id,
+                    parameters,
+                    timeout,
+                    live=live is not None,
+                    flags=flags,
+                )
+                if live is not None:
+                    sent = live.wait(sent, driver, timeout, self)
         finally:
             self._live.pop(token, None)
             self._cancel_after.pop(token, None)
             self._sent_count.pop(token, None)
             driver.cancelled_tokens.discard(token)
-        return _stream_outputs(sent, requested, cancel_after)
+        return _stream_outputs(sent, requested, cancel_after is not None or watch.cancelled)
 
     def _started(self) -> StubDriver:
         if self._driver is None:
@@ -568,12 +575,12 @@ def _array(value: Any) -> np.ndarray:
 
 
 def _stream_outputs(
-    sent: List[Dict[str, Any]], requested: Sequence[str], cancel_after: Optional[int]
+    sent: List[Dict[str, Any]], requested: Sequence[str], cancelled: bool
 ) -> List[Dict[str, np.ndarray]]:
     out = []
     for resp in sent:
         err = resp.get("error")
-        if cancel_after is not None and err is not None and err[0] == ErrorCode.CANCELLED:
+        if cancelled and err is not None and err[0] == ErrorCode.CANCELLED:
             break  # the model acknowledged the client's cancel: the stream ends here
         out.append(_outputs(resp, requested))
     return out

@@ -209,3 +209,89 @@ def test_the_command_line_serves_until_interrupted() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def _prompt(words: int) -> Any:
+    prompt = grpcclient.InferInput("PROMPT", [1], "BYTES")
+    prompt.set_data_from_numpy(np.array([b" ".join([b"w"] * words)], dtype=object))
+    return prompt
+
+
+def test_the_requests_of_one_stream_run_side_by_side(devserver: DevServer) -> None:
+    """As under tritonserver, token_stream serves two requests of one stream at once (its
+    execute returns at once, each request streams from its own task): their responses
+    interleave instead of the second waiting for the first to finish."""
+    order: List[str] = []
+    finals = threading.Semaphore(0)
+
+    def on_result(result: Any, error: Any) -> None:
+        assert error is None, error
+        response = result.get_response()
+        if response.parameters["triton_final_response"].bool_param:
+            finals.release()
+        else:
+            order.append(response.id)
+
+    client = grpcclient.InferenceServerClient(devserver.grpc_url)
+    client.start_stream(callback=on_result)
+    try:
+        for request_id in ("first", "second"):
+            client.async_stream_infer(
+                "token_stream", [_prompt(8)], request_id=request_id,
+                enable_empty_final_response=True,
+            )  # fmt: skip
+        assert finals.acquire(timeout=30) and finals.acquire(timeout=30)
+    finally:
+        client.stop_stream()
+        client.close()
+    assert sorted(order) == ["first"] * 8 + ["second"] * 8
+    assert order.index("second") < len(order) - order[::-1].index("first") - 1
+
+
+CANCEL_AWARE = """
+import asyncio
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        sender = requests[0].get_response_sender()
+        for i in range(500):
+            if sender.is_cancelled():
+                pb_utils.Logger.log_info(f"cancelled after {i} responses")
+                break
+            out = pb_utils.Tensor("OUTPUT0", np.array([float(i)], dtype=np.float32))
+            sender.send(pb_utils.InferenceResponse([out]))
+            await asyncio.sleep(0.01)
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_client_that_cancels_its_stream_cancels_the_request(mode: str, tmp_path: Path) -> None:
+    _write_model(tmp_path, "counter", CANCEL_AWARE)
+    config = tmp_path / "counter" / "config.pbtxt"
+    config.write_text(config.read_text() + "model_transaction_policy { decoupled: true }\n")
+    got = threading.Semaphore(0)
+    with DevServer(
+        tmp_path, grpc_port=0, in_process=mode == "inprocess", echo_logs=False
+    ) as server:
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        client.start_stream(callback=lambda result, error: got.release())
+        x = grpcclient.InferInput("INPUT0", [1], "FP32")
+        x.set_data_from_numpy(np.zeros(1, dtype=np.float32))
+        client.async_stream_infer("counter", [x])
+        for _ in range(3):
+            assert got.acquire(timeout=30)
+        client.stop_stream(cancel_requests=True)
+        client.close()
+        model = server.models.get("counter").model
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+            "cancelled after" in r.message for r in model.logs
+        ):
+            time.sleep(0.05)
+        (line,) = [r.message for r in model.logs if "cancelled after" in r.message]
+    assert int(line.split()[2]) < 500

@@ -72,6 +72,9 @@ def _call(client: Any, what: str) -> Summary:
             client.get_model_metadata("nope")
         except grpcclient.InferenceServerException as e:
             return [str(e.status()), e.message()]
+    if what == "configuration":
+        names = ["add_sub", "string_echo", "token_stream", "bls_pipeline", "batched_scale"]
+        return [str(client.get_model_config(name)) for name in names]
     if what == "readiness":
         return [client.is_server_live(), client.is_server_ready(), client.is_model_ready("nope")]
     if what == "repository index":
@@ -85,6 +88,7 @@ def _call(client: Any, what: str) -> Summary:
 CALLS = [
     "metadata",
     "metadata of an unknown model",
+    "configuration",
     "readiness",
     "repository index",
     "unary:add_sub:add_sub",

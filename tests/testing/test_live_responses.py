@@ -4,6 +4,7 @@ server's words in all three."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -49,3 +50,16 @@ def test_an_undeclared_output_is_refused(mode: str) -> None:
         with pytest.raises(InferError) as e:
             model.infer({"INPUT0": a, "INPUT1": a}, requested_outputs=["NOPE"])
     assert "unexpected inference output 'NOPE' for model 'add_sub'" in e.value.message
+
+
+@pytest.mark.parametrize("mode", list(KINDS))
+def test_cancel_event_cancels_while_the_model_streams(mode: str) -> None:
+    """The test's own moment: set from on_response after the first token, the model's
+    is_cancelled() turns true and token_stream stops early (20 tokens were asked for)."""
+    cancel = threading.Event()
+    with KINDS[mode](EXAMPLES / "token_stream") as model:
+        prompt = np.array([b" ".join([b"w"] * 20)], dtype=object)
+        out = model.infer_stream(
+            {"PROMPT": prompt}, on_response=lambda _: cancel.set(), cancel_event=cancel
+        )
+    assert 1 <= len(out) < 20
