@@ -38,6 +38,7 @@ class StubDriver:
         inline_threshold: int = 4096,
         python: str = sys.executable,
         cwd: Optional[Path] = None,
+        unset: Sequence[str] = (),
     ) -> None:
         self.instance = instance
         self.inline_threshold = inline_threshold
@@ -55,6 +56,8 @@ class StubDriver:
             ),
         )
         child_env.update(env or {})
+        for name in unset:
+            child_env.pop(name, None)
         sync_fd, async_fd = sync_s.fileno(), async_s.fileno()
 
         def channels_on_3_and_4() -> None:

@@ -24,6 +24,7 @@ from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, T
 
 import numpy as np
 
+from ..execution_env import EnvError, package_parent, prepare
 from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
@@ -46,7 +47,8 @@ class StubModel(ModelOnDisk):
     """One instance of the model in ``model_dir`` in a stub process of its own. ``bls``:
     fakes for the models it calls (other StubModels started in this process answer calls
     to their names); ``env``: extra environment of the stub; ``python``: the interpreter
-    that runs the stub (the one running the tests by default); ``debug``: a PYBACKEND_DEBUG
+    that runs the stub (by default the model's ``EXECUTION_ENV_PATH`` environment's, as
+    the backend starts it, else the one running the tests); ``debug``: a PYBACKEND_DEBUG
     mode for the stub (``"pdb"``: breakpoint() in model.py opens pdb on the terminal of
     ``pytest -s``; ``"debugpy:5678"``: attach an IDE); ``execute_timeout``: seconds an
     execute may take before the stub is killed and the request fails."""
@@ -62,7 +64,7 @@ class StubModel(ModelOnDisk):
         bls: Optional[Mapping[str, BlsFake]] = None,
         model_file: str = "model.py",
         env: Optional[Mapping[str, str]] = None,
-        python: str = sys.executable,
+        python: Optional[str] = None,
         debug: str = "",
         execute_timeout: Optional[float] = None,
     ) -> None:
@@ -78,7 +80,9 @@ class StubModel(ModelOnDisk):
         self.output: List[str] = []
         self._fakes = dict(bls or {})
         self._env = dict(env or {})
-        self._python = python
+        self._python = python or sys.executable
+        self._python_given = python is not None
+        self._unset: List[str] = []
         self._debug = debug
         #: Seconds an execute may take before the stub is killed (None: no limit, as the
         #: backend's default execute-timeout-seconds=0).
@@ -127,6 +131,7 @@ class StubModel(ModelOnDisk):
         instance's stub, which runs ``initialize``."""
         if not self.model_file.is_file():
             raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+        self._use_execution_env()
         reply = self._run_auto_complete()
         if reply.get("model_config"):
             self.config = complete(json.loads(reply["model_config"]), self.model_name)
@@ -167,9 +172,30 @@ class StubModel(ModelOnDisk):
             raise TritonModelException(reply["error"])
         return reply
 
+    def _use_execution_env(self) -> None:
+        """The model's EXECUTION_ENV_PATH, resolved as the backend resolves it (an archive
+        unpacked into the cache): its interpreter runs the stubs, which see only pybackend
+        of this environment on their PYTHONPATH, and the variables the backend sets."""
+        params = self.config.get("parameters") or {}
+        value = (params.get("EXECUTION_ENV_PATH") or {}).get("string_value")
+        if not value or self._python_given:
+            return
+        value = value.replace("$$TRITON_MODEL_DIRECTORY", str(self.model_dir))
+        try:
+            env = prepare(value, str(self.model_dir), package_parent())
+        except EnvError as e:
+            raise TritonModelException(str(e)) from None
+        self._python = env.python
+        self._env = {**env.env, "PYTHONPATH": env.pythonpath, **self._env}
+        self._unset = list(env.unset)
+
     def _spawn(self) -> StubDriver:
         driver = StubDriver(
-            self.instance_name, env=self._env, python=self._python, cwd=Path(os.getcwd())
+            self.instance_name,
+            env=self._env,
+            python=self._python,
+            cwd=Path(os.getcwd()),
+            unset=self._unset,
         )
         for stream in (driver.proc.stdout, driver.proc.stderr):
             # Read as it comes: a stub that prints more than a pipe holds must not block.

@@ -57,7 +57,7 @@ def test_a_decoupled_model_streams_as_it_generates(devserver: DevServer) -> None
     done = threading.Event()
 
     def on_result(result: Any, error: Any) -> None:
-        assert error is None, error
+        assert error is None, str(error)
         arrivals.append(time.monotonic())
         if result.get_response().parameters["triton_final_response"].bool_param:
             done.set()
@@ -225,7 +225,7 @@ def test_the_requests_of_one_stream_run_side_by_side(devserver: DevServer) -> No
     finals = threading.Semaphore(0)
 
     def on_result(result: Any, error: Any) -> None:
-        assert error is None, error
+        assert error is None, str(error)
         response = result.get_response()
         if response.parameters["triton_final_response"].bool_param:
             finals.release()
