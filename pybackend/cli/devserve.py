@@ -8,8 +8,6 @@ import argparse
 import importlib.util
 import sys
 
-from pybackend.devserver import serve
-
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -41,6 +39,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: `pybackend backend-dir` must work where only the library is installed.
+    from pybackend.devserver import serve
+
     grpc_port = None if args.grpc_port < 0 else args.grpc_port
     if grpc_port is not None and importlib.util.find_spec("grpc") is None:
         print(
