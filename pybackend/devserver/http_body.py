@@ -15,6 +15,9 @@ from .call import InferCall, split_parameters
 from .errors import ServeError
 from .tensors import FIXED, element_count, from_raw, to_raw
 
+#: tritonserver's text for JSON data whose element count does not fit its shape (INTERNAL).
+DATA_SHAPE = "Unable to parse 'data': Shape does not match true shape of 'data' field"
+
 
 def parse_request(body: bytes, header_length: Optional[int], model: str) -> InferCall:
     """``body`` of ``POST .../infer``; raises :class:`ServeError` with Triton's texts."""
@@ -97,9 +100,9 @@ def _input(spec: Mapping[str, Any], binary: memoryview, model: str) -> Tuple[np.
             f"data format for input {name}",
             ErrorCode.INVALID_ARG,
         )
-    flat = _flatten(spec.get("data", []))
+    flat = flatten(spec.get("data", []))
     if len(flat) != element_count(shape):
-        raise ServeError("Unable to parse 'data': Shape does not match true shape of 'data' field")
+        raise ServeError(DATA_SHAPE)
     if datatype == "BYTES":
         items = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v for v in flat]
         array = np.empty(len(items), dtype=np.object_)
@@ -114,12 +117,12 @@ def _input(spec: Mapping[str, Any], binary: memoryview, model: str) -> Tuple[np.
     return np.asarray(flat, dtype=dtype).reshape(shape), 0
 
 
-def _flatten(data: Any) -> List[Any]:
+def flatten(data: Any) -> List[Any]:
     if not isinstance(data, list):
         return [data]
     out: List[Any] = []
     for item in data:
-        out.extend(_flatten(item) if isinstance(item, list) else [item])
+        out.extend(flatten(item) if isinstance(item, list) else [item])
     return out
 
 

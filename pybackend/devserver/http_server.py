@@ -12,14 +12,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import __version__
+from ..utils.errors import ErrorCode
 from .errors import ServeError
+from .generate import NOT_ONE_RESPONSE, encode_generated, event, parse_generate
 from .http_body import encode_response, error_body, parse_request
-from .inference import infer
+from .inference import check, infer, stream
 from .models import ServedModels, metadata, output_types
 from .tensors import datatype_of
 
 SERVER_NAME = "pybackend-devserver"
 EXTENSIONS = ["binary_tensor_data", "parameters", "model_repository", "model_configuration"]
+
+EVENT_STREAM = "text/event-stream; charset=utf-8"
 
 _MODEL = re.compile(r"^/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<rest>/.*)?$")
 
@@ -89,6 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
             return "GET", lambda _: self._json(models.get(name, version).model.config)
         if rest == "/infer":
             return "POST", lambda body: self._infer(name, version, body)
+        if rest in ("/generate", "/generate_stream"):
+            streaming = rest == "/generate_stream"
+            return "POST", lambda body: self._generate(name, version, body, streaming)
         return None
 
     # ------------------------------------------------------------------ handlers
@@ -119,7 +126,50 @@ class _Handler(BaseHTTPRequestHandler):
             {"Inference-Header-Content-Length": str(header_length)},
         )
 
+    def _generate(self, name: str, version: Optional[str], body: bytes, streaming: bool) -> None:
+        """The generate extension. Errors of the inference itself are 400s, as tritonserver
+        answers them here (its 200 for a model that sent other than one response to
+        ``generate`` is not copied: the text is, with 400)."""
+        served = self.server.models.get(name, version)
+        call = parse_generate(body, served.model.config)
+        check(served, call)
+        answers = stream(served, call)
+
+        def encoded(outputs: Optional[Dict[str, Any]]) -> bytes:
+            return encode_generated(served.name, served.version, call.request_id, outputs or {})
+
+        if not streaming:
+            got = list(answers)
+            errors = [e for _, e in got if e is not None]
+            if errors:
+                raise ServeError(errors[0].message, ErrorCode.INVALID_ARG)
+            if len(got) != 1:
+                raise ServeError(NOT_ONE_RESPONSE, ErrorCode.INVALID_ARG)
+            return self._send(200, encoded(got[0][0]), "application/json")
+        started = False
+        for outputs, error in answers:
+            if not started:  # the status goes with the first event: 400 if it is an error
+                self._start_chunked(200 if error is None else 400, EVENT_STREAM)
+                started = True
+            if error is not None:
+                self._chunk(event(error_body(error.message)))
+                break
+            self._chunk(event(encoded(outputs)))
+        if not started:
+            self._start_chunked(200, EVENT_STREAM)
+        self._chunk(b"")  # the last chunk
+
     # ------------------------------------------------------------------ I/O
+
+    def _start_chunked(self, status: int, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
     def _body(self) -> bytes:
         size = int(self.headers.get("Content-Length") or 0)

@@ -10,7 +10,9 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 import numpy as np
 
 from ..testing.harness_errors import InferError
+from ..testing.inputs import check_inputs
 from ..utils.errors import ErrorCode
+from ..utils.tensor import Tensor
 from .call import InferCall
 from .errors import ServeError
 from .models import Served, revive
@@ -42,6 +44,16 @@ def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
         raise ServeError(DECOUPLED_ON_HTTP, ErrorCode.UNSUPPORTED)
     try:
         return _model(served).infer(call.inputs, **_kwargs(call))
+    except InferError as e:
+        raise ServeError(e.message, e.code) from None
+
+
+def check(served: Served, call: InferCall) -> None:
+    """The server's checks of the inputs, before anything runs (a stream that fails them
+    never starts: the client gets a plain error, not an event)."""
+    tensors = [Tensor(name, array) for name, array in call.inputs.items()]
+    try:
+        check_inputs(served.model.config, served.name, tensors, call.request_id)
     except InferError as e:
         raise ServeError(e.message, e.code) from None
 
