@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -66,6 +67,8 @@ class _Handler(BaseHTTPRequestHandler):
             handler(body)
         except ServeError as e:
             self._send_error(e.http_status, e.message)
+        except OSError:
+            self.close_connection = True  # the client went away: nobody to answer
         except Exception as e:  # noqa: BLE001 - the server stays up whatever a model does
             self._send_error(500, f"{type(e).__name__}: {e}")
 
@@ -133,7 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
         served = self.server.models.get(name, version)
         call = parse_generate(body, served.model.config)
         check(served, call)
-        answers = stream(served, call)
+        cancel = threading.Event()  # set when the client goes away mid-stream
+        answers = stream(served, call, cancel)
 
         def encoded(outputs: Optional[Dict[str, Any]]) -> bytes:
             return encode_generated(served.name, served.version, call.request_id, outputs or {})
@@ -147,17 +151,21 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ServeError(NOT_ONE_RESPONSE, ErrorCode.INVALID_ARG)
             return self._send(200, encoded(got[0][0]), "application/json")
         started = False
-        for outputs, error in answers:
-            if not started:  # the status goes with the first event: 400 if it is an error
-                self._start_chunked(200 if error is None else 400, EVENT_STREAM)
-                started = True
-            if error is not None:
-                self._chunk(event(error_body(error.message)))
-                break
-            self._chunk(event(encoded(outputs)))
-        if not started:
-            self._start_chunked(200, EVENT_STREAM)
-        self._chunk(b"")  # the last chunk
+        try:
+            for outputs, error in answers:
+                if not started:  # the status goes with the first event: 400 for an error
+                    self._start_chunked(200 if error is None else 400, EVENT_STREAM)
+                    started = True
+                if error is not None:
+                    self._chunk(event(error_body(error.message)))
+                    break
+                self._chunk(event(encoded(outputs)))
+            if not started:
+                self._start_chunked(200, EVENT_STREAM)
+            self._chunk(b"")  # the last chunk
+        except OSError:  # the client went away: the model's is_cancelled() turns true
+            cancel.set()
+            self.close_connection = True
 
     # ------------------------------------------------------------------ I/O
 

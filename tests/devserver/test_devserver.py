@@ -4,9 +4,11 @@ concurrent clients, echoes the models' logs, and runs from the command line."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -287,6 +289,38 @@ def test_a_client_that_cancels_its_stream_cancels_the_request(mode: str, tmp_pat
             assert got.acquire(timeout=30)
         client.stop_stream(cancel_requests=True)
         client.close()
+        model = server.models.get("counter").model
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+            "cancelled after" in r.message for r in model.logs
+        ):
+            time.sleep(0.05)
+        (line,) = [r.message for r in model.logs if "cancelled after" in r.message]
+    assert int(line.split()[2]) < 500
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_client_that_leaves_generate_stream_cancels_the_request(
+    mode: str, tmp_path: Path
+) -> None:
+    _write_model(tmp_path, "counter", CANCEL_AWARE)
+    config = tmp_path / "counter" / "config.pbtxt"
+    config.write_text(config.read_text() + "model_transaction_policy { decoupled: true }\n")
+    with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
+        body = json.dumps({"INPUT0": [0.0]}).encode()
+        with socket.create_connection(("127.0.0.1", server.http_port), timeout=30) as conn:
+            conn.sendall(
+                b"POST /v2/models/counter/generate_stream HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            received = b""
+            while received.count(b"data: ") < 3:
+                chunk = conn.recv(4096)
+                assert chunk, received
+                received += chunk
+        assert received.startswith(b"HTTP/1.1 200")
         model = server.models.get("counter").model
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not any(
