@@ -145,10 +145,16 @@ def encode_response(
     for name, array in outputs.items():
         datatype = datatypes[name]
         entry: Dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(array.shape)}
-        if call.binary.get(name, call.binary_default) or datatype in ("FP16", "BF16"):
+        if call.binary.get(name, call.binary_default):
             raw = to_raw(array, datatype)
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)
+        elif datatype in ("FP16", "BF16"):
+            raise ServeError(
+                f"sending {datatype} data via JSON is not supported. Please use the binary "
+                "data format for output",
+                ErrorCode.INVALID_ARG,
+            )
         else:
             entry["data"] = _json_data(array, datatype)
         entries.append(entry)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..utils.dtypes import numpy_to_triton_type
+from ..utils.dtypes import code_of_array, numpy_to_triton_type
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
 
@@ -52,7 +52,11 @@ def check_inputs(
         if spec is None:
             raise InferError(f"unexpected inference input '{name}' for model '{model}'", 3)
         want = str(spec.get("data_type", "")).replace("TYPE_", "").replace("STRING", "BYTES")
-        got = TRITON_NAME.get(int(numpy_to_triton_type(tensor.as_numpy().dtype) or 0), "?")
+        array = tensor.as_numpy()
+        # code_of_array knows ml_dtypes' bfloat16 too (a BF16 input, UV-39)
+        got = TRITON_NAME.get(
+            int(numpy_to_triton_type(array.dtype) or code_of_array(array) or 0), "?"
+        )
         if want and got != want:
             raise InferError(
                 f"{prefix}inference input '{name}' data-type is '{got}', but model '{model}' "

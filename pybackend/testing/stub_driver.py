@@ -22,6 +22,7 @@ from ..ipc.channel import Channel, ChannelClosed
 from ..ipc.protocol import PROTOCOL_VERSION, Location, MessageKind, Owner, ResultKind
 from ..utils import dtypes
 from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
+from ..utils.tensor import _bfloat16
 
 #: The directory holding the ``pybackend`` package and ``triton_python_backend_utils``
 #: (the checkout, or site-packages): the stub imports both from there.
@@ -205,7 +206,10 @@ class StubDriver:
         raw = self._tensor_bytes(td)
         if td.dtype == dtypes.TYPE_BYTES:
             return to_object_array(split_bytes(raw)).reshape(td.dims)
-        return np.frombuffer(raw, dtypes.WIRE_DTYPE[td.dtype]).reshape(td.dims).copy()
+        array = np.frombuffer(raw, dtypes.WIRE_DTYPE[td.dtype]).reshape(td.dims).copy()
+        if td.dtype == dtypes.TYPE_BF16 and _bfloat16() is not None:
+            return array.view(_bfloat16())  # as as_numpy() gives BF16 (UV-39)
+        return array
 
     def _flush_stub_frees(self) -> None:
         if self.pending_stub_frees:
