@@ -29,6 +29,7 @@ class Served:
     version: Optional[int] = None
     reason: str = ""
     in_process: bool = False
+    skipped: bool = False  # not a Python model: listed, never loaded
     lock: threading.Lock = field(default_factory=threading.Lock)
     shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
 
@@ -37,14 +38,25 @@ class Served:
         return self.model is not None
 
 
-def is_python_model(directory: Path) -> bool:
-    """A model directory this server runs: a Python backend config, or a ``model.py`` in a
-    version directory (config.pbtxt may be left to ``auto_complete_config``)."""
-    config = directory / "config.pbtxt"
-    if config.is_file():
-        text = config.read_text(errors="replace")
-        return '"python"' in text or "'python'" in text
-    return any(p.is_dir() and (p / "model.py").is_file() for p in directory.iterdir())
+def not_python(directory: Path) -> str:
+    """Why the model in ``directory`` is not one this server runs ("" when it is: a Python
+    backend config, or a ``model.py`` in a version directory with no backend named, left
+    to ``auto_complete_config``). A config that does not parse is left to the load, which
+    reports it."""
+    if not (directory / "config.pbtxt").is_file():
+        has_model_py = any(p.is_dir() and (p / "model.py").is_file() for p in directory.iterdir())
+        return "" if has_model_py else "no config.pbtxt and no <version>/model.py"
+    try:
+        config = load_config(directory)
+    except Exception:  # noqa: BLE001 - reported by the load
+        return ""
+    backend = str(config.get("backend") or config.get("platform") or "")
+    if backend in ("", "python"):
+        return ""
+    return (
+        f"the development server runs Python models only (this one is for '{backend}'); "
+        "serve the repository with tritonserver (pybackend serve) for the others"
+    )
 
 
 class ServedModels:
@@ -60,7 +72,13 @@ class ServedModels:
 
     def load(self) -> "ServedModels":
         for directory in sorted(p for p in self.repository.iterdir() if p.is_dir()):
-            if directory.name.startswith(".") or not is_python_model(directory):
+            if directory.name.startswith("."):
+                continue
+            reason = not_python(directory)
+            if reason:  # listed in the index with the reason; not counted for readiness
+                self.models[directory.name] = Served(
+                    directory.name, directory, reason=reason, skipped=True
+                )
                 continue
             self.models[directory.name] = start_model(directory, self.in_process)
         return self
@@ -73,7 +91,8 @@ class ServedModels:
 
     @property
     def all_ready(self) -> bool:
-        return all(s.ready for s in self.models.values())
+        """Every Python model loaded (the others are never served here)."""
+        return all(s.ready for s in self.models.values() if not s.skipped)
 
     def get(self, name: str, version: Optional[str] = None) -> Served:
         """The loaded model, or the server's NOT_FOUND for an unknown name or version (with
@@ -82,7 +101,11 @@ class ServedModels:
         if served is None or not served.ready:
             text = f"Request for unknown model: '{name}' is not found"
             if served is not None:
-                text += f" (it failed to load: {served.reason})"
+                text += (
+                    f" ({served.reason})"
+                    if served.skipped
+                    else (f" (it failed to load: {served.reason})")
+                )
             raise ServeError(text, ErrorCode.NOT_FOUND)
         if version not in (None, "", str(served.version)):
             raise ServeError(

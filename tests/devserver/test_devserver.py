@@ -101,6 +101,21 @@ def test_a_model_that_fails_to_load_is_reported_and_the_rest_served(
         assert out.tolist() == [10, 11, 12, 13]
 
 
+def test_models_of_other_backends_are_listed_not_served(tmp_path: Path) -> None:
+    _copy_model("add_sub", tmp_path)
+    (tmp_path / "detector" / "1").mkdir(parents=True)
+    (tmp_path / "detector" / "config.pbtxt").write_text('backend: "onnxruntime"\n')
+    with DevServer(tmp_path, echo_logs=False) as server:
+        url = server.http_url
+        assert exchange(url, "GET", "/v2/health/ready")[0] == 200
+        index = exchange(url, "POST", "/v2/repository/index")[1]
+        (detector,) = [m for m in index if m["name"] == "detector"]
+        assert detector["state"] == "UNAVAILABLE"
+        assert "Python models only" in detector["reason"] and "onnxruntime" in detector["reason"]
+        status, body = exchange(url, "GET", "/v2/models/detector")
+        assert status == 404 and "onnxruntime" in body["error"]
+
+
 def test_a_stub_that_dies_fails_its_request_and_is_restarted(tmp_path: Path) -> None:
     """As under the backend: the request that crashed the stub fails with the exit named,
     the server and its other models stay up, and the next request gets a fresh stub."""
