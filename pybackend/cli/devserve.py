@@ -16,7 +16,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description=(
             "Serve the Python models of MODEL_REPOSITORY on tritonserver's HTTP/REST and gRPC "
             "protocols from this Python environment, without a tritonserver binary: "
-            "tritonclient, curl and perf_analyzer talk to it as to tritonserver. One "
+            "tritonclient and curl talk to it as to tritonserver. One "
             "instance per model, no dynamic batching, no metrics endpoint: for development "
             "(`pybackend serve` runs a real tritonserver)."
         ),

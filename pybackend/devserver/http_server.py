@@ -1,6 +1,6 @@
 """The KServe v2 HTTP/REST endpoints tritonserver serves for inference, health, metadata,
 configuration and the repository index, over the standard library's threading HTTP server.
-tritonclient.http, curl and perf_analyzer's HTTP mode talk to it as to tritonserver."""
+tritonclient.http and curl talk to it as to tritonserver."""
 
 from __future__ import annotations
 
