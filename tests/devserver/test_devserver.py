@@ -286,11 +286,28 @@ class TritonPythonModel:
 """
 
 
+def _write_counter(repository: Path) -> None:
+    _write_model(repository, "counter", CANCEL_AWARE)
+    config = repository / "counter" / "config.pbtxt"
+    config.write_text(config.read_text() + "model_transaction_policy { decoupled: true }\n")
+
+
+def _responses_before_cancel(server: DevServer) -> int:
+    """How many responses the counter model sent before it saw is_cancelled() (it logs
+    that), waited for up to 10 s."""
+    model = server.models.get("counter").model
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = [r.message for r in model.logs if "cancelled after" in r.message]
+        if lines:
+            return int(lines[0].split()[2])
+        time.sleep(0.05)
+    raise AssertionError("the model never saw the cancel")
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_client_that_cancels_its_stream_cancels_the_request(mode: str, tmp_path: Path) -> None:
-    _write_model(tmp_path, "counter", CANCEL_AWARE)
-    config = tmp_path / "counter" / "config.pbtxt"
-    config.write_text(config.read_text() + "model_transaction_policy { decoupled: true }\n")
+    _write_counter(tmp_path)
     got = threading.Semaphore(0)
     with DevServer(
         tmp_path, grpc_port=0, in_process=mode == "inprocess", echo_logs=False
@@ -304,23 +321,14 @@ def test_a_client_that_cancels_its_stream_cancels_the_request(mode: str, tmp_pat
             assert got.acquire(timeout=30)
         client.stop_stream(cancel_requests=True)
         client.close()
-        model = server.models.get("counter").model
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not any(
-            "cancelled after" in r.message for r in model.logs
-        ):
-            time.sleep(0.05)
-        (line,) = [r.message for r in model.logs if "cancelled after" in r.message]
-    assert int(line.split()[2]) < 500
+        assert _responses_before_cancel(server) < 500
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_client_that_leaves_generate_stream_cancels_the_request(
     mode: str, tmp_path: Path
 ) -> None:
-    _write_model(tmp_path, "counter", CANCEL_AWARE)
-    config = tmp_path / "counter" / "config.pbtxt"
-    config.write_text(config.read_text() + "model_transaction_policy { decoupled: true }\n")
+    _write_counter(tmp_path)
     with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
         body = json.dumps({"INPUT0": [0.0]}).encode()
         with socket.create_connection(("127.0.0.1", server.http_port), timeout=30) as conn:
@@ -336,11 +344,4 @@ def test_a_client_that_leaves_generate_stream_cancels_the_request(
                 assert chunk, received
                 received += chunk
         assert received.startswith(b"HTTP/1.1 200")
-        model = server.models.get("counter").model
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not any(
-            "cancelled after" in r.message for r in model.logs
-        ):
-            time.sleep(0.05)
-        (line,) = [r.message for r in model.logs if "cancelled after" in r.message]
-    assert int(line.split()[2]) < 500
+        assert _responses_before_cancel(server) < 500
