@@ -35,6 +35,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run model.py in this process (breakpoint() works) instead of stub processes",
     )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="load a model again when a file in its directory changes",
+    )
     parser.set_defaults(run=run)
 
 
@@ -57,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             http_port=args.http_port,
             grpc_port=grpc_port,
             in_process=args.in_process,
+            reload=args.reload,
         )
     except (FileNotFoundError, OSError) as e:
         print(f"pybackend devserve: {e}", file=sys.stderr)

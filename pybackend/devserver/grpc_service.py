@@ -222,6 +222,17 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
             resp.models.add(**entry)
         return resp
 
+    def RepositoryModelLoad(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            self.models.load_model(request.model_name)
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)
+        return service_pb2.RepositoryModelLoadResponse()
+
+    def RepositoryModelUnload(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.models.unload_model(request.model_name)
+        return service_pb2.RepositoryModelUnloadResponse()
+
     # ------------------------------------------------------------------ inference
 
     def ModelInfer(self, request: Any, context: Any) -> Any:  # noqa: N802

@@ -26,6 +26,7 @@ EXTENSIONS = ["binary_tensor_data", "parameters", "model_repository", "model_con
 
 EVENT_STREAM = "text/event-stream; charset=utf-8"
 
+_CONTROL = re.compile(r"^/v2/repository/models/(?P<name>[^/]+)/(?P<action>load|unload)$")
 _MODEL = re.compile(r"^/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<rest>/.*)?$")
 
 
@@ -84,6 +85,10 @@ class _Handler(BaseHTTPRequestHandler):
             return "GET", lambda _: self._empty(200 if models.all_ready else 400)
         if path == "/v2/repository/index":
             return "POST", lambda _: self._json(models.index())
+        control = _CONTROL.match(path)
+        if control is not None:
+            name, action = control["name"], control["action"]
+            return "POST", lambda _: self._control(name, action)
         m = _MODEL.match(path)
         if m is None:
             return None
@@ -108,6 +113,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.models.get(name, version)
         except ServeError:
             return self._send_error(400, "Model version not ready")
+        self._empty(200)
+
+    def _control(self, name: str, action: str) -> None:
+        models = self.server.models
+        (models.load_model if action == "load" else models.unload_model)(name)
         self._empty(200)
 
     def _infer(self, name: str, version: Optional[str], body: bytes) -> None:

@@ -9,14 +9,16 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..testing.config import load_config
-from ..testing.harness import ModelHarness
+from ..testing.harness import ModelHarness, forget_imports
 from ..testing.stub_model import StubModel
 from ..utils.errors import ErrorCode
 from .errors import ServeError
 from .tensors import declared_types, wire_name
+
+UNLOADED = "unloaded"
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Served:
     reason: str = ""
     in_process: bool = False
     skipped: bool = False  # not a Python model: listed, never loaded
+    signature: Tuple[int, int] = (0, 0)  # files_signature() when it was loaded
     lock: threading.Lock = field(default_factory=threading.Lock)
     shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
 
@@ -83,6 +86,59 @@ class ServedModels:
             self.models[directory.name] = start_model(directory, self.in_process)
         return self
 
+    def load_model(self, name: str) -> None:
+        """``POST /v2/repository/models/<name>/load``: (re)load the model from its directory,
+        reading its files as they are now. As tritonserver does, the loaded version keeps
+        serving until the new one is ready, and keeps serving if the new one fails."""
+        directory = self.repository / name
+        if not directory.is_dir():
+            raise ServeError(f"failed to load '{name}', failed to poll from model repository")
+        reason = not_python(directory)
+        if reason:
+            raise ServeError(f"failed to load '{name}': {reason}", ErrorCode.UNSUPPORTED)
+        if self.in_process:
+            for version_dir in directory.iterdir():
+                forget_imports(version_dir)
+        served = start_model(directory, self.in_process)
+        old = self.models.get(name)
+        if not served.ready and old is not None and old.ready:
+            old.signature = served.signature  # this edit was tried: no retry until the next
+            raise ServeError(
+                f"load failed for model '{name}': {served.reason} (the loaded version "
+                "keeps serving)",
+                ErrorCode.INVALID_ARG,
+            )
+        self.models[name] = served
+        if old is not None:
+            with old.lock:
+                self._stop(old)
+        if not served.ready:
+            raise ServeError(
+                f"load failed for model '{name}': {served.reason}", ErrorCode.INVALID_ARG
+            )
+
+    def unload_model(self, name: str) -> None:
+        """``POST /v2/repository/models/<name>/unload``: finalize it; it stays listed."""
+        served = self.models.get(name)
+        if served is not None and served.model is not None:
+            with served.lock:
+                self._stop(served)
+            served.reason = UNLOADED
+
+    @staticmethod
+    def _stop(served: Served) -> None:
+        model, served.model = served.model, None
+        if model is not None:
+            model.close()
+
+    def changed(self) -> List[str]:
+        """The models whose files changed since they were loaded (``--reload``)."""
+        return [
+            s.name
+            for s in self.models.values()
+            if not s.skipped and s.signature != files_signature(s.directory)
+        ]
+
     def close(self) -> None:
         for served in reversed(list(self.models.values())):
             if served.model is not None:
@@ -101,11 +157,8 @@ class ServedModels:
         if served is None or not served.ready:
             text = f"Request for unknown model: '{name}' is not found"
             if served is not None:
-                text += (
-                    f" ({served.reason})"
-                    if served.skipped
-                    else (f" (it failed to load: {served.reason})")
-                )
+                plain = served.skipped or served.reason == UNLOADED
+                text += f" ({served.reason})" if plain else f" (it failed to load: {served.reason})"
             raise ServeError(text, ErrorCode.NOT_FOUND)
         if version not in (None, "", str(served.version)):
             raise ServeError(
@@ -128,9 +181,25 @@ class ServedModels:
         return out
 
 
+def files_signature(directory: Path) -> Tuple[int, int]:
+    """(newest modification time, number of files) under a model directory, bytecode
+    caches aside: any edit, new or deleted file changes it."""
+    newest, count = 0, 0
+    for path in directory.rglob("*"):
+        if "__pycache__" in path.parts or not path.is_file():
+            continue
+        try:
+            newest = max(newest, path.stat().st_mtime_ns)
+        except OSError:
+            continue  # removed meanwhile
+        count += 1
+    return newest, count
+
+
 def start_model(directory: Path, in_process: bool) -> Served:
     """The model in ``directory``, started; or, where it failed, why."""
     served = Served(directory.name, directory, in_process=in_process)
+    served.signature = files_signature(directory)
     kind = ModelHarness if in_process else StubModel
     try:
         config = load_config(directory)
@@ -166,6 +235,7 @@ def revive(served: Served) -> None:
     model.close()
     replacement = start_model(served.directory, served.in_process)
     served.model, served.reason = replacement.model, replacement.reason
+    served.signature = replacement.signature
     served.shown[:] = [0, 0]
     if served.model is None:
         raise ServeError(

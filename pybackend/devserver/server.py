@@ -10,9 +10,11 @@ import threading
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from .errors import ServeError
 from .http_server import DevHTTPServer
 from .models import Served, ServedModels
 
+RELOAD_POLL_S = 0.5  # how often --reload looks at the model directories
 LEVELS = {0: "I", 1: "W", 2: "E", 3: "V"}  # pb_utils.Logger levels, as the server's log marks them
 
 
@@ -20,7 +22,8 @@ class DevServer:
     """Loads the models, then serves them on ``host``: HTTP on ``http_port`` and gRPC on
     ``grpc_port`` (0: a free port; ``grpc_port=None``: no gRPC). A context manager;
     ``in_process=True`` runs model.py in this process (``breakpoint()`` works), else each
-    model runs in a stub process of its own, as under tritonserver."""
+    model runs in a stub process of its own, as under tritonserver; ``reload=True`` loads
+    a model again when a file in its directory changes."""
 
     def __init__(
         self,
@@ -31,11 +34,13 @@ class DevServer:
         grpc_port: Optional[int] = None,
         in_process: bool = False,
         echo_logs: bool = True,
+        reload: bool = False,
     ) -> None:
         self.models = ServedModels(model_repository, in_process=in_process)
         self.host = host
         self._ports = (http_port, grpc_port)
         self.echo_logs = echo_logs
+        self.reload = reload
         self.http: Optional[DevHTTPServer] = None
         self.grpc: Any = None
         self.grpc_port: Optional[int] = None
@@ -73,6 +78,8 @@ class DevServer:
                 self.grpc, self.grpc_port = start_grpc(self.models, self.host, grpc_port)
             if self.echo_logs:
                 self._thread(self._echo, "devserver-logs")
+            if self.reload:
+                self._thread(self._watch, "devserver-reload")
             # HTTP last: once its health endpoint answers, everything else is up.
             self._thread(self.http.serve_forever, "devserver-http")
             self._serving = True
@@ -105,6 +112,17 @@ class DevServer:
         while not self._stop.wait(0.5):
             pass
 
+    def _watch(self) -> None:
+        """``reload``: a model whose files changed is loaded again (its model.py re-read,
+        ``initialize`` run again), as a load request would do."""
+        while not self._stop.wait(RELOAD_POLL_S):
+            for name in self.models.changed():
+                print(f"pybackend devserver: {name} changed, reloading", file=sys.stderr)
+                try:
+                    self.models.load_model(name)
+                except ServeError as e:
+                    print(f"pybackend devserver: {e.message}", file=sys.stderr, flush=True)
+
     # ------------------------------------------------------------------ model output
 
     def _echo(self) -> None:
@@ -136,12 +154,13 @@ def serve(
     http_port: int = 8000,
     grpc_port: Optional[int] = 8001,
     in_process: bool = False,
+    reload: bool = False,
 ) -> None:
     """Serve ``model_repository`` until Ctrl-C (UV-42): tritonserver's HTTP and gRPC
     endpoints for its Python models, in this environment."""
     server = DevServer(
         model_repository, host=host, http_port=http_port, grpc_port=grpc_port,
-        in_process=in_process,
+        in_process=in_process, reload=reload,
     )  # fmt: skip
     try:
         server.start()

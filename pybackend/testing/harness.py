@@ -391,7 +391,7 @@ class ModelHarness(ModelOnDisk):
                 sys.path.append(path)
         # A package of our own per model and version, so two models' "1/model.py" do not
         # share a module, and relative imports of the model's siblings work as in the stub.
-        package = f"_pybackend_harness_{abs(hash(str(self.version_dir)))}"
+        package = _package_of(self.version_dir)
         if package not in sys.modules:
             pkg = types.ModuleType(package)
             pkg.__path__ = [str(self.version_dir)]  # type: ignore[attr-defined]
@@ -549,6 +549,18 @@ class ModelHarness(ModelOnDisk):
         """The request's client cancelled: its ``is_cancelled()`` turns true."""
         with self._transport.lock:
             self._transport.cancelled.add(token)
+
+
+def _package_of(version_dir: Path) -> str:
+    return f"_pybackend_harness_{abs(hash(str(version_dir)))}"
+
+
+def forget_imports(version_dir: Union[str, Path]) -> None:
+    """Drop what the harness imported from ``version_dir`` (its model.py and siblings), so
+    that the next harness of that model imports the files as they are now (a reload)."""
+    package = _package_of(Path(version_dir).resolve())
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
 
 
 class _BatchError(Exception):

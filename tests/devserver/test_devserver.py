@@ -345,3 +345,80 @@ def test_a_client_that_leaves_generate_stream_cancels_the_request(
                 received += chunk
         assert received.startswith(b"HTTP/1.1 200")
         assert _responses_before_cancel(server) < 500
+
+
+SCALE = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        x = pb_utils.get_input_tensor_by_name(requests[0], "INPUT0").as_numpy()
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * FACTOR)])]
+"""
+
+
+def _scale(server: DevServer) -> float:
+    body, headers = infer_body(
+        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
+    )
+    status, answer = exchange(server.http_url, "POST", "/v2/models/scale/infer", body, headers)
+    assert status == 200, answer
+    return answer["outputs"][0]["data"][0]
+
+
+def _edit_factor(repository: Path, factor: int) -> None:
+    model_py = repository / "scale" / "1" / "model.py"
+    model_py.write_text(f"FACTOR = {factor}\n{SCALE}")
+    os.utime(model_py, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))  # a newer mtime
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_load_and_unload_requests_read_the_model_again(mode: str, tmp_path: Path) -> None:
+    _write_model(tmp_path, "scale", f"FACTOR = 2\n{SCALE}")
+    with DevServer(
+        tmp_path, grpc_port=0, in_process=mode == "inprocess", echo_logs=False
+    ) as server:
+        assert _scale(server) == 2
+        _edit_factor(tmp_path, 3)
+        assert _scale(server) == 2  # nothing reloads on its own without reload=True
+        client = httpclient.InferenceServerClient(server.http_url)
+        client.unload_model("scale")
+        assert not client.is_model_ready("scale")
+        status, body = exchange(server.http_url, "GET", "/v2/models/scale")
+        assert status == 404 and "(unloaded)" in body["error"]
+        client.load_model("scale")
+        assert _scale(server) == 3
+        _edit_factor(tmp_path, 5)
+        grpcclient.InferenceServerClient(server.grpc_url).load_model("scale")
+        assert _scale(server) == 5
+        with pytest.raises(Exception, match="failed to poll from model repository"):
+            client.load_model("nope")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reload_picks_up_an_edited_model(
+    mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _write_model(tmp_path, "scale", f"FACTOR = 2\n{SCALE}")
+    with DevServer(
+        tmp_path, in_process=mode == "inprocess", echo_logs=False, reload=True
+    ) as server:
+        assert _scale(server) == 2
+        _edit_factor(tmp_path, 7)
+        deadline = time.monotonic() + 20
+        while _scale(server) != 7:
+            assert time.monotonic() < deadline, "the edit was not picked up in 20 s"
+            time.sleep(0.1)
+        # A model.py that no longer imports: the error is reported, the loaded version
+        # keeps serving, and the broken edit is not tried again and again.
+        (tmp_path / "scale" / "1" / "model.py").write_text("import no_such_module\n")
+        os.utime(tmp_path / "scale" / "1" / "model.py", ns=(time.time_ns() + 2 * 10**9,) * 2)
+        deadline = time.monotonic() + 20
+        while "no_such_module" not in capfd.readouterr().err:
+            assert time.monotonic() < deadline, "the broken edit was not reported in 20 s"
+            assert _scale(server) == 7
+            time.sleep(0.1)
+        time.sleep(1.5)
+        assert "no_such_module" not in capfd.readouterr().err
+        assert _scale(server) == 7
