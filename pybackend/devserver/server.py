@@ -164,14 +164,23 @@ def serve(
     )  # fmt: skip
     try:
         server.start()
-        print(
-            f"pybackend devserver: {len(server.models.models)} model(s), HTTP on "
-            f"{server.http_url}" + (f", gRPC on {server.grpc_url}" if server.grpc else ""),
-            file=sys.stderr,
-            flush=True,
-        )
+        _banner(server)
         server.wait()
     except KeyboardInterrupt:
         pass  # Ctrl-C: stop serving, finalize the models
     finally:
         server.close()
+
+
+def _banner(server: DevServer) -> None:
+    """The endpoints and every model with its state, as the server starts serving."""
+    lines = [
+        f"pybackend devserver: {len(server.models.models)} model(s), HTTP on "
+        f"{server.http_url}" + (f", gRPC on {server.grpc_url}" if server.grpc else "")
+    ]
+    for entry in server.models.index():
+        why = f": {entry['reason']}" if entry.get("reason") else ""
+        lines.append(
+            f"  {entry['name']} (version {entry.get('version', '-')}) {entry['state']}{why}"
+        )
+    print("\n".join(lines), file=sys.stderr, flush=True)
