@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ..testing.harness_errors import InferError
 from ..testing.inputs import check_inputs
 from ..utils.errors import ErrorCode
 from ..utils.tensor import Tensor
+from .batcher import Batcher, batching_of
 from .call import InferCall
 from .errors import ServeError
 from .models import Served, revive
@@ -39,13 +40,42 @@ def _model(served: Served) -> Any:
 
 def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
     """The outputs of one request to a model that answers with one response. Requests run
-    side by side up to the harness, which runs one ``execute`` at a time, as one instance."""
+    side by side up to the harness, which runs one ``execute`` at a time, as one instance;
+    a model with a dynamic batcher gets the requests that meet there in one ``execute``."""
     if served.model.decoupled:
         raise ServeError(DECOUPLED_ON_HTTP, ErrorCode.UNSUPPORTED)
+    batcher = _batcher(served)
+    if batcher is not None:
+        return batcher.submit(call)
     try:
         return _model(served).infer(call.inputs, **_kwargs(call))
     except InferError as e:
         raise ServeError(e.message, e.code) from None
+
+
+def _batcher(served: Served) -> Optional[Batcher]:
+    """The model's dynamic batcher, started with its first request."""
+    with served.lock:
+        if served.batcher is None:
+            batching = batching_of(served.model.config)
+            if batching is not None:
+                served.batcher = Batcher(
+                    served.name, *batching, lambda calls: _run_batch(served, calls)
+                )
+        return served.batcher
+
+
+def _run_batch(served: Served, calls: List[InferCall]) -> List[Any]:
+    options = [
+        {
+            "requested_outputs": c.requested,
+            "request_id": c.request_id,
+            "parameters": c.parameters or None,
+        }
+        for c in calls
+    ]
+    answers = _model(served).infer_batch([c.inputs for c in calls], options=options)
+    return [ServeError(a.message, a.code) if isinstance(a, InferError) else a for a in answers]
 
 
 def check(served: Served, call: InferCall) -> None:

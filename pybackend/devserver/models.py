@@ -33,6 +33,7 @@ class Served:
     in_process: bool = False
     skipped: bool = False  # not a Python model: listed, never loaded
     signature: Tuple[int, int] = (0, 0)  # files_signature() when it was loaded
+    batcher: Any = None  # its dynamic batcher (inference.py), from the first request on
     lock: threading.Lock = field(default_factory=threading.Lock)
     shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
 
@@ -128,6 +129,9 @@ class ServedModels:
     @staticmethod
     def _stop(served: Served) -> None:
         model, served.model = served.model, None
+        batcher, served.batcher = served.batcher, None
+        if batcher is not None:
+            batcher.close()
         if model is not None:
             model.close()
 
@@ -141,9 +145,7 @@ class ServedModels:
 
     def close(self) -> None:
         for served in reversed(list(self.models.values())):
-            if served.model is not None:
-                model, served.model = served.model, None
-                model.close()
+            self._stop(served)
 
     @property
     def all_ready(self) -> bool:

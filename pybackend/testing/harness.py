@@ -22,7 +22,7 @@ import sys
 import threading
 import types
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -272,6 +272,38 @@ class ModelHarness(ModelOnDisk):
             else:
                 out.append(self._error(message))
         return out
+
+    def infer_batch(
+        self,
+        batch: Sequence[Inputs],
+        *,
+        requested_outputs: Sequence[str] = (),
+        options: Optional[Sequence[Mapping[str, Any]]] = None,
+    ) -> List[Union[Dict[str, np.ndarray], InferError]]:
+        """Several requests in one ``execute``, as the dynamic batcher hands them over.
+        ``options``: per request, ``requested_outputs``, ``request_id`` and ``parameters``
+        as :meth:`request` takes them. Per request: its outputs, or its error as an
+        :class:`InferError` (returned, not raised: one request's error leaves the others'
+        answers). A request the server would refuse gets that error and stays out of the
+        batch, as in the server."""
+        if self.decoupled:
+            raise TypeError("infer_batch is for models that answer with one response")
+        results: List[Any] = [None] * len(batch)
+        admitted: List[Tuple[int, InferenceRequest]] = []
+        for i, inputs in enumerate(batch):
+            opts = {"requested_outputs": requested_outputs, **(options[i] if options else {})}
+            try:
+                admitted.append((i, self.request(inputs, **opts)))
+            except InferError as e:
+                results[i] = e
+        if admitted:
+            responses = self.execute([req for _, req in admitted])
+            for (i, req), resp in zip(admitted, responses):
+                try:
+                    results[i] = _outputs(None if resp is None else self._checked(resp, req), req)
+                except InferError as e:
+                    results[i] = e
+        return results
 
     def infer(self, inputs: Inputs, **kwargs: Any) -> Dict[str, np.ndarray]:
         """One request; its outputs by name (only ``requested_outputs`` when given). An

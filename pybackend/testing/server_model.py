@@ -112,6 +112,32 @@ class ServerModel:
         finally:
             client.close()
 
+    def infer_batch(
+        self,
+        batch: Sequence[Inputs],
+        *,
+        requested_outputs: Sequence[str] = (),
+        options: Optional[Sequence[Mapping[str, Any]]] = None,
+    ) -> List[Union[Dict[str, np.ndarray], InferError]]:
+        """The requests sent at once; the server's dynamic batcher decides whether they
+        meet in one ``execute`` (in-process and in a stub process they always do). Per
+        request: its outputs, or its error as an :class:`InferError`."""
+        results: List[Any] = [None] * len(batch)
+
+        def one(i: int) -> None:
+            opts = {"requested_outputs": requested_outputs, **(options[i] if options else {})}
+            try:
+                results[i] = self.infer(batch[i], **opts)
+            except InferError as e:
+                results[i] = e
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(batch))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results
+
     def infer_stream(
         self,
         inputs: Inputs,

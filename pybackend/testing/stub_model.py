@@ -34,7 +34,8 @@ from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
-from .outputs import check_outputs, requested_outputs
+from .outputs import check_outputs
+from .outputs import requested_outputs as requested_outputs_of
 from .sequence import request_fields
 from .stub_driver import StubDriver
 from .stub_services import StubServices, register, unregister
@@ -313,7 +314,7 @@ class StubModel(ModelOnDisk):
     ) -> List[Dict[str, np.ndarray]]:
         driver = self._started()
         arrays = {k: _array(v) for k, v in inputs.items()}
-        requested = requested_outputs(self.config, requested, self.model_name)
+        requested = requested_outputs_of(self.config, requested, self.model_name)
         self.check_request(arrays, request_id)
         correlation_id, flags = sequence
         arrays.update(self.admit_sequence(correlation_id, flags))
@@ -371,7 +372,7 @@ class StubModel(ModelOnDisk):
         """Start a request whose responses go to ``emit(response, final)`` as the stub
         sends them (a BLS call's stream); returns its token (for :meth:`cancel`)."""
         driver = self._started()
-        requested = requested_outputs(self.config, requested, self.model_name)
+        requested = requested_outputs_of(self.config, requested, self.model_name)
         token = next(self._tokens)
         self._live[token] = emit
 
@@ -416,26 +417,9 @@ class StubModel(ModelOnDisk):
             "parameters": parameters_json(parameters),
         }
         while True:
-            with self._lock:
-                watchdog = self._watchdog(driver)
-                try:
-                    result = driver.execute(
-                        [arrays],
-                        batch_id=next(self._batches),
-                        requested=[list(requested)],
-                        request_kwargs=[dict(kwargs)],
-                    )
-                except (ChannelClosed, OSError, AssertionError) as e:
-                    if watchdog is not None and watchdog.fired:
-                        raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
-                    raise InferError(self._died(e), ErrorCode.INTERNAL) from None
-                finally:
-                    if watchdog is not None:
-                        watchdog.cancel()
-            if "error" in result:
-                code, message = result["error"]
-                raise InferError(message, code)
-            (item,) = result["items"]
+            (item,) = self._run_batch(driver, [arrays], [requested], [kwargs])
+            if isinstance(item, InferError):
+                raise item
             if item.get("release_flags") != RELEASE_RESCHEDULE:
                 break
             # Released with RESCHEDULE: the same request (token, inputs, id) comes back in a
@@ -446,6 +430,86 @@ class StubModel(ModelOnDisk):
         else:
             sent = [item]
         return [self._checked(r) for r in sent]
+
+    def _run_batch(
+        self,
+        driver: StubDriver,
+        batch: List[Dict[str, np.ndarray]],
+        requested: Sequence[Sequence[str]],
+        kwargs: List[Dict[str, Any]],
+    ) -> List[Any]:
+        """One EXECUTE of ``batch`` (``requested``: each request's outputs): each request's
+        item (a response, or ``none`` where its sender answers), or the InferError every
+        request gets when the batch failed or the stub died or timed out in it."""
+        with self._lock:
+            watchdog = self._watchdog(driver)
+            try:
+                result = driver.execute(
+                    batch,
+                    batch_id=next(self._batches),
+                    requested=[list(r) for r in requested],
+                    request_kwargs=[dict(k) for k in kwargs],
+                )
+            except (ChannelClosed, OSError, AssertionError) as e:
+                if watchdog is not None and watchdog.fired:
+                    raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
+                raise InferError(self._died(e), ErrorCode.INTERNAL) from None
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+        if "error" in result:
+            code, message = result["error"]
+            return [InferError(message, code) for _ in batch]
+        return list(result["items"])
+
+    def infer_batch(
+        self,
+        batch: Sequence[Inputs],
+        *,
+        requested_outputs: Sequence[str] = (),
+        options: Optional[Sequence[Mapping[str, Any]]] = None,
+    ) -> List[Union[Dict[str, np.ndarray], InferError]]:
+        """Several requests in one ``execute``, as the dynamic batcher hands them over.
+        ``options``: per request, ``requested_outputs``, ``request_id`` and ``parameters``
+        as :meth:`infer` takes them. Per request: its outputs, or its error as an
+        :class:`InferError` (returned, not raised: one request's error leaves the others'
+        answers). A request the server would refuse gets that error and stays out of the
+        batch, as in the server."""
+        if self.decoupled:
+            raise TypeError("infer_batch is for models that answer with one response")
+        driver = self._started()
+        results: List[Any] = [None] * len(batch)
+        admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any]]] = []
+        for i, inputs in enumerate(batch):
+            opts = dict(options[i]) if options is not None else {}
+            request_id = str(opts.get("request_id", ""))
+            arrays = {k: _array(v) for k, v in inputs.items()}
+            try:
+                wanted = opts.get("requested_outputs", requested_outputs)
+                requested = requested_outputs_of(self.config, wanted, self.model_name)
+                self.check_request(arrays, request_id)
+            except InferError as e:
+                results[i] = e
+                continue
+            kwargs = {
+                "token": next(self._tokens),
+                "request_id": request_id,
+                "parameters": parameters_json(opts.get("parameters")),
+            }
+            admitted.append((i, arrays, requested, kwargs))
+        if admitted:
+            items = self._run_batch(
+                driver, [a[1] for a in admitted], [a[2] for a in admitted], [a[3] for a in admitted]
+            )
+            for (i, _, requested, _), item in zip(admitted, items):
+                if isinstance(item, InferError):
+                    results[i] = item
+                    continue
+                try:
+                    results[i] = _outputs(self._checked(item), requested)
+                except InferError as e:
+                    results[i] = e
+        return results
 
     def _checked(self, resp: Dict[str, Any]) -> Dict[str, Any]:
         """``resp``, or the error the backend sends instead when an output does not match

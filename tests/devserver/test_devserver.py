@@ -422,3 +422,28 @@ def test_reload_picks_up_an_edited_model(
         time.sleep(1.5)
         assert "no_such_module" not in capfd.readouterr().err
         assert _scale(server) == 7
+
+
+def test_concurrent_requests_meet_in_one_execute_under_a_dynamic_batcher(
+    devserver: DevServer,
+) -> None:
+    """stacked_scale (dynamic_batching, 50 ms queue delay, max_batch_size 16) reports how
+    many rows its execute computed: requests sent together share executes, as under
+    tritonserver, and each gets its own rows back."""
+    client = httpclient.InferenceServerClient(devserver.http_url, concurrency=8)
+    weights = np.triu(np.ones((8, 8), np.float32))
+    try:
+        pending = []
+        for i in range(8):
+            x = httpclient.InferInput("INPUT0", [1, 8], "FP32")
+            x.set_data_from_numpy(np.full((1, 8), i, np.float32))
+            pending.append((i, client.async_infer("stacked_scale", [x])))
+        seen = []
+        for i, request in pending:
+            result = request.get_result()
+            want = np.full((1, 8), i, np.float32) @ weights
+            np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), want)
+            seen.append(int(result.as_numpy("BATCH_ROWS")[0, 0]))
+    finally:
+        client.close()
+    assert max(seen) > 1, seen

@@ -1,0 +1,102 @@
+"""The dynamic batcher of a model with ``dynamic_batching`` and a ``max_batch_size``:
+requests that arrive together meet in one ``execute``, as under tritonserver, so that
+``pb_utils.batch_requests`` and other batch-aware code see real batches in development.
+
+Requests are gathered in arrival order until their rows (each request's batch dimension)
+would pass ``max_batch_size`` or ``max_queue_delay_microseconds`` has passed since the
+first; preferred batch sizes, priorities and queue policies are not modelled."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from .call import InferCall
+from .errors import ServeError
+
+Item = Tuple[InferCall, "Future[Dict[str, np.ndarray]]"]
+
+
+def batching_of(config: Mapping[str, Any]) -> Optional[Tuple[int, float]]:
+    """(max_batch_size, queue delay in seconds) when the model has a dynamic batcher."""
+    max_batch = int(config.get("max_batch_size", 0) or 0)
+    batching = config.get("dynamic_batching")
+    if batching is None or max_batch <= 0:
+        return None
+    delay_us = int(batching.get("max_queue_delay_microseconds", 0) or 0)
+    return max_batch, delay_us / 1e6
+
+
+def rows(call: InferCall) -> int:
+    """A request's batch size: the first dimension of its inputs."""
+    for array in call.inputs.values():
+        return int(array.shape[0]) if array.ndim else 1
+    return 1
+
+
+class Batcher:
+    """Runs ``run_batch(calls) -> [outputs or ServeError]`` on the batches it gathers, on
+    a thread of its own; :meth:`submit` waits for one request's answer."""
+
+    def __init__(
+        self,
+        name: str,
+        max_batch: int,
+        delay_s: float,
+        run_batch: Callable[[List[InferCall]], List[Any]],
+    ) -> None:
+        self.max_batch = max_batch
+        self.delay_s = delay_s
+        self._run_batch = run_batch
+        self._queue: "queue.Queue[Optional[Item]]" = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name=f"batcher-{name}", daemon=True)
+        self._thread.start()
+
+    def submit(self, call: InferCall) -> Dict[str, np.ndarray]:
+        future: "Future[Dict[str, np.ndarray]]" = Future()
+        self._queue.put((call, future))
+        return future.result()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(30)
+
+    def _loop(self) -> None:
+        carry: Optional[Item] = None
+        while True:
+            first = carry if carry is not None else self._queue.get()
+            carry = None
+            if first is None:
+                return
+            batch, size = [first], rows(first[0])
+            deadline = time.monotonic() + self.delay_s
+            while size < self.max_batch:
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None or size + rows(item[0]) > self.max_batch:
+                    carry = item  # the next batch starts with it (or the loop ends)
+                    if item is None:
+                        self._run(batch)
+                        return
+                    break
+                batch.append(item)
+                size += rows(item[0])
+            self._run(batch)
+
+    def _run(self, batch: List[Item]) -> None:
+        try:
+            answers = self._run_batch([call for call, _ in batch])
+        except Exception as e:  # noqa: BLE001 - every waiting client gets the failure
+            answers = [ServeError(f"{type(e).__name__}: {e}") for _ in batch]
+        for (_, future), answer in zip(batch, answers):
+            if isinstance(answer, Exception):
+                future.set_exception(answer)
+            else:
+                future.set_result(answer)
