@@ -17,18 +17,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "Serve the Python models of MODEL_REPOSITORY on tritonserver's HTTP/REST and gRPC "
             "protocols from this Python environment, without a tritonserver binary: "
             "tritonclient and curl talk to it as to tritonserver. One "
-            "instance per model, no dynamic batching, no metrics endpoint: for development "
+            "instance per model, no metrics endpoint: for development "
             "(`pybackend serve` runs a real tritonserver)."
         ),
     )
     parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--http-port", type=int, default=8000, help="0: any free port")
+    parser.add_argument(
+        "--http-port", type=int, default=8000, help="HTTP port (default 8000; 0: any free port)"
+    )
     parser.add_argument(
         "--grpc-port",
         type=int,
         default=8001,
-        help="0: any free port; -1: no gRPC endpoint (needs tritonclient[grpc] otherwise)",
+        help="gRPC port (default 8001; 0: any free port; -1: no gRPC endpoint)",
     )
     parser.add_argument(
         "--in-process",
