@@ -17,6 +17,12 @@ TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's mes
 }  # fmt: skip
 
 
+def triton_code(array: Any) -> int:
+    """The Triton type code of an array's data (0: none), ml_dtypes' bfloat16 included
+    (UV-39: BF16 inputs and outputs are ml_dtypes arrays)."""
+    return int(numpy_to_triton_type(array.dtype) or code_of_array(array) or 0)
+
+
 def check_inputs(
     config: Mapping[str, Any], model: str, tensors: List[Tensor], request_id: str = ""
 ) -> None:
@@ -52,11 +58,7 @@ def check_inputs(
         if spec is None:
             raise InferError(f"unexpected inference input '{name}' for model '{model}'", 3)
         want = str(spec.get("data_type", "")).replace("TYPE_", "").replace("STRING", "BYTES")
-        array = tensor.as_numpy()
-        # code_of_array knows ml_dtypes' bfloat16 too (a BF16 input, UV-39)
-        got = TRITON_NAME.get(
-            int(numpy_to_triton_type(array.dtype) or code_of_array(array) or 0), "?"
-        )
+        got = TRITON_NAME.get(triton_code(tensor.as_numpy()), "?")
         if want and got != want:
             raise InferError(
                 f"{prefix}inference input '{name}' data-type is '{got}', but model '{model}' "

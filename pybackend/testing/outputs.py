@@ -8,10 +8,9 @@ from typing import Any, Dict, List, Mapping, Sequence
 
 import numpy as np
 
-from ..utils.dtypes import code_of_array, numpy_to_triton_type
 from ..utils.errors import ErrorCode
 from .harness_errors import InferError
-from .inputs import TRITON_NAME
+from .inputs import TRITON_NAME, triton_code
 
 
 def requested_outputs(
@@ -58,7 +57,7 @@ def _wrong(
             f"{what} is not declared in the model configuration (it declares {names}): "
             "return only declared outputs, or add it to config.pbtxt"
         )
-    code = int(numpy_to_triton_type(array.dtype) or code_of_array(array) or 0)
+    code = triton_code(array)
     actual = "TYPE_STRING" if code == 13 else "TYPE_" + TRITON_NAME.get(code, "INVALID")
     want_type = str(spec.get("data_type", ""))
     if want_type and actual != want_type:
