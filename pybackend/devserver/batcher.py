@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ..utils.errors import ErrorCode
 from .call import InferCall
 from .errors import ServeError
 
@@ -54,17 +55,28 @@ class Batcher:
         self.delay_s = delay_s
         self._run_batch = run_batch
         self._queue: "queue.Queue[Optional[Item]]" = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
         self._thread = threading.Thread(target=self._loop, name=f"batcher-{name}", daemon=True)
         self._thread.start()
 
     def submit(self, call: InferCall) -> Dict[str, np.ndarray]:
         future: "Future[Dict[str, np.ndarray]]" = Future()
-        self._queue.put((call, future))
+        with self._lock:  # nothing is queued behind the end mark close() puts
+            if self._closed:
+                raise ServeError(
+                    "the model was unloaded or reloaded while the request came in: send it again",
+                    ErrorCode.UNAVAILABLE,
+                )
+            self._queue.put((call, future))
         return future.result()
 
     def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(30)
+        """Answers what is queued, then stops."""
+        with self._lock:
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
 
     def _loop(self) -> None:
         carry: Optional[Item] = None

@@ -212,7 +212,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
     def ModelConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
         served = self._get(request.name, request.version, context)
         config = json_format.ParseDict(
-            served.model.config, model_config_pb2.ModelConfig(), ignore_unknown_fields=True
+            served.config, model_config_pb2.ModelConfig(), ignore_unknown_fields=True
         )
         return service_pb2.ModelConfigResponse(config=config)
 
@@ -238,7 +238,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
     def ModelInfer(self, request: Any, context: Any) -> Any:  # noqa: N802
         served = self._get(request.model_name, request.model_version, context)
         try:
-            if served.model.decoupled:
+            if served.decoupled:
                 raise ServeError(DECOUPLED_ON_UNARY, ErrorCode.UNSUPPORTED)
             call = parse_request(request, served.name)
             outputs = infer(served, call)
@@ -300,7 +300,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
             )
             return
         declared = output_types(served)
-        decoupled = served.model.decoupled
+        decoupled = served.decoupled
         for outputs, error in stream(served, call, cancel):
             if error is not None:
                 yield service_pb2.ModelStreamInferResponse(

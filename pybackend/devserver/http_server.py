@@ -98,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
         if rest == "/ready":
             return "GET", lambda _: self._ready(name, version)
         if rest == "/config":
-            return "GET", lambda _: self._json(models.get(name, version).model.config)
+            return "GET", lambda _: self._json(models.get(name, version).config)
         if rest == "/infer":
             return "POST", lambda body: self._infer(name, version, body)
         if rest in ("/generate", "/generate_stream"):
@@ -144,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         answers them here (its 200 for a model that sent other than one response to
         ``generate`` is not copied: the text is, with 400)."""
         served = self.server.models.get(name, version)
-        call = parse_generate(body, served.model.config)
+        call = parse_generate(body, served.config)
         check(served, call)
         cancel = threading.Event()  # set when the client goes away mid-stream
         answers = stream(served, call, cancel)

@@ -42,22 +42,23 @@ def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
     """The outputs of one request to a model that answers with one response. Requests run
     side by side up to the harness, which runs one ``execute`` at a time, as one instance;
     a model with a dynamic batcher gets the requests that meet there in one ``execute``."""
-    if served.model.decoupled:
+    if served.decoupled:
         raise ServeError(DECOUPLED_ON_HTTP, ErrorCode.UNSUPPORTED)
-    batcher = _batcher(served)
-    if batcher is not None:
-        return batcher.submit(call)
-    try:
-        return _model(served).infer(call.inputs, **_kwargs(call))
-    except InferError as e:
-        raise ServeError(e.message, e.code) from None
+    with served.use():
+        batcher = _batcher(served)
+        if batcher is not None:
+            return batcher.submit(call)
+        try:
+            return _model(served).infer(call.inputs, **_kwargs(call))
+        except InferError as e:
+            raise ServeError(e.message, e.code) from None
 
 
 def _batcher(served: Served) -> Optional[Batcher]:
     """The model's dynamic batcher, started with its first request."""
     with served.lock:
         if served.batcher is None:
-            batching = batching_of(served.model.config)
+            batching = batching_of(served.config)
             if batching is not None:
                 served.batcher = Batcher(
                     served.name, *batching, lambda calls: _run_batch(served, calls)
@@ -83,7 +84,7 @@ def check(served: Served, call: InferCall) -> None:
     never starts: the client gets a plain error, not an event)."""
     tensors = [Tensor(name, array) for name, array in call.inputs.items()]
     try:
-        check_inputs(served.model.config, served.name, tensors, call.request_id)
+        check_inputs(served.config, served.name, tensors, call.request_id)
     except InferError as e:
         raise ServeError(e.message, e.code) from None
 
@@ -104,15 +105,18 @@ def stream(
 
     def run() -> None:
         try:
-            _model(served).infer_stream(
-                call.inputs,
-                timeout,
-                on_response=lambda outputs: results.put((outputs, None)),
-                cancel_event=cancel,
-                **_kwargs(call),
-            )
+            with served.use():
+                _model(served).infer_stream(
+                    call.inputs,
+                    timeout,
+                    on_response=lambda outputs: results.put((outputs, None)),
+                    cancel_event=cancel,
+                    **_kwargs(call),
+                )
         except InferError as e:
             results.put((None, ServeError(e.message, e.code)))
+        except ServeError as e:  # unloaded meanwhile
+            results.put((None, e))
         except Exception as e:  # noqa: BLE001 - a broken harness must end the stream too
             results.put((None, ServeError(f"{type(e).__name__}: {e}")))
         finally:

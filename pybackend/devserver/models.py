@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from ..testing.config import load_config
 from ..testing.harness import ModelHarness, forget_imports
 from ..testing.stub_model import StubModel
 from ..utils.errors import ErrorCode
+from ..utils.helpers import using_decoupled_model_transaction_policy
 from .errors import ServeError
 from .tensors import declared_types, wire_name
 
 UNLOADED = "unloaded"
+STOP_WAIT_S = 60.0  # how long stopping a model waits for the requests using it
 
 
 @dataclass
@@ -34,12 +37,45 @@ class Served:
     skipped: bool = False  # not a Python model: listed, never loaded
     signature: Tuple[int, int] = (0, 0)  # files_signature() when it was loaded
     batcher: Any = None  # its dynamic batcher (inference.py), from the first request on
+    config: Dict[str, Any] = field(default_factory=dict)  # as the model was started with
     lock: threading.Lock = field(default_factory=threading.Lock)
     shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
+    # Requests using the model now; stopping it waits for them (use()).
+    users: int = 0
+    stopping: bool = False
+    idle: threading.Condition = field(default_factory=threading.Condition)
 
     @property
     def ready(self) -> bool:
-        return self.model is not None
+        return self.model is not None and not self.stopping
+
+    @property
+    def decoupled(self) -> bool:
+        return bool(using_decoupled_model_transaction_policy(self.config))
+
+    @contextmanager
+    def use(self) -> Iterator[None]:
+        """Around a request: the model is not stopped (unloaded, reloaded) under it."""
+        with self.idle:
+            if not self.ready:
+                raise ServeError(
+                    f"model '{self.name}' was unloaded or reloaded while the request came in: "
+                    "send it again",
+                    ErrorCode.UNAVAILABLE,
+                )
+            self.users += 1
+        try:
+            yield
+        finally:
+            with self.idle:
+                self.users -= 1
+                self.idle.notify_all()
+
+    def drain(self, timeout: float = STOP_WAIT_S) -> None:
+        """Refuse new requests and wait (bounded) for those using the model to finish."""
+        with self.idle:
+            self.stopping = True
+            self.idle.wait_for(lambda: self.users == 0, timeout)
 
 
 def not_python(directory: Path) -> str:
@@ -111,8 +147,7 @@ class ServedModels:
             )
         self.models[name] = served
         if old is not None:
-            with old.lock:
-                self._stop(old)
+            self._stop(old)
         if not served.ready:
             raise ServeError(
                 f"load failed for model '{name}': {served.reason}", ErrorCode.INVALID_ARG
@@ -122,16 +157,20 @@ class ServedModels:
         """``POST /v2/repository/models/<name>/unload``: finalize it; it stays listed."""
         served = self.models.get(name)
         if served is not None and served.model is not None:
-            with served.lock:
-                self._stop(served)
-            served.reason = UNLOADED
+            served.reason = UNLOADED  # what a request meanwhile is told
+            self._stop(served)
 
     @staticmethod
     def _stop(served: Served) -> None:
-        model, served.model = served.model, None
-        batcher, served.batcher = served.batcher, None
+        served.drain()
+        # The batcher first: closing it answers what it holds, with the model still there
+        # (its batches take the lock to find the model, so nothing is closed under it).
+        with served.lock:
+            batcher, served.batcher = served.batcher, None
         if batcher is not None:
             batcher.close()
+        with served.lock:
+            model, served.model = served.model, None
         if model is not None:
             model.close()
 
@@ -210,6 +249,7 @@ def start_model(directory: Path, in_process: bool) -> Served:
         model = kind(directory, model_name=name)
         served.version = model.version
         served.model = model.start()
+        served.config = served.model.config
     except Exception as e:  # noqa: BLE001 - config errors, and model code may raise anything
         served.model = None
         served.reason = str(e) or type(e).__name__
@@ -249,7 +289,7 @@ def revive(served: Served) -> None:
 
 def metadata(served: Served) -> Dict[str, Any]:
     """``GET /v2/models/<name>``: tritonserver's model metadata."""
-    config = served.model.config
+    config = served.config
     batch = [-1] if int(config.get("max_batch_size", 0) or 0) > 0 else []
 
     def tensors(section: str) -> List[Dict[str, Any]]:
@@ -272,4 +312,4 @@ def metadata(served: Served) -> Dict[str, Any]:
 
 
 def output_types(served: Served) -> Dict[str, str]:
-    return declared_types(served.model.config, "output")
+    return declared_types(served.config, "output")

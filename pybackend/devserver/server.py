@@ -130,18 +130,19 @@ class DevServer:
         stderr lines, on this process's stderr with the model's name."""
         while not self._stop.wait(0.2):
             for served in list(self.models.models.values()):
-                if served.model is not None:
-                    _echo_new(served)
+                model = served.model  # once: a reload may take it away meanwhile
+                if model is not None:
+                    _echo_new(served, model)
 
 
-def _echo_new(served: Served) -> None:
-    logs = list(served.model.logs)
+def _echo_new(served: Served, model: Any) -> None:
+    logs = list(model.logs)
     for record in logs[served.shown[0] :]:
         level = LEVELS.get(record.level, "I")
         where = f"{Path(record.filename).name}:{record.line}"
         print(f"{level} [{served.name}] {where}: {record.message}", file=sys.stderr, flush=True)
     served.shown[0] = len(logs)
-    lines = list(getattr(served.model, "output", []))
+    lines = list(getattr(model, "output", []))
     for line in lines[served.shown[1] :]:
         print(f"[{served.name}] {line}", file=sys.stderr, flush=True)
     served.shown[1] = len(lines)

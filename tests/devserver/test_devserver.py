@@ -447,3 +447,35 @@ def test_concurrent_requests_meet_in_one_execute_under_a_dynamic_batcher(
     finally:
         client.close()
     assert max(seen) > 1, seen
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reloading_a_batching_model_under_load_answers_every_request(
+    mode: str, tmp_path: Path
+) -> None:
+    """Requests in flight while stacked_scale (a dynamic batcher) is loaded again all come
+    back: answered, or told to send again; none hangs."""
+    _copy_model("stacked_scale", tmp_path)
+    body, headers = infer_body(
+        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 8], "data": [1] * 8}]}
+    )
+    with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
+        statuses: List[int] = []
+
+        def client() -> None:
+            for _ in range(15):
+                status, answer = exchange(
+                    server.http_url, "POST", "/v2/models/stacked_scale/infer", body, headers
+                )
+                assert status in (200, 503), answer
+                statuses.append(status)
+
+        threads = [threading.Thread(target=client) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for _ in range(3):
+            server.models.load_model("stacked_scale")
+        for thread in threads:
+            thread.join(60)
+            assert not thread.is_alive(), "a request hung across a reload"
+    assert len(statuses) == 60 and statuses.count(200) > 0
