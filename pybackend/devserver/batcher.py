@@ -92,11 +92,11 @@ class Batcher:
                     item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     break
-                if item is None or size + rows(item[0]) > self.max_batch:
-                    carry = item  # the next batch starts with it (or the loop ends)
-                    if item is None:
-                        self._run(batch)
-                        return
+                if item is None:  # closed: this batch is the last
+                    self._run(batch)
+                    return
+                if size + rows(item[0]) > self.max_batch:
+                    carry = item  # the next batch starts with it
                     break
                 batch.append(item)
                 size += rows(item[0])

@@ -76,6 +76,12 @@ def check_inputs(
                 f"{_dims(expected_shape)}, got {_dims(shape)}. {_BATCH_NOTE if batch else ''}",
                 3,
             )
+    max_batch = int(config.get("max_batch_size", 0) or 0)
+    rows = max((int(t.shape()[0]) for t in given.values() if t.shape()), default=0)
+    if batch and rows > max_batch:
+        raise InferError(
+            f"{prefix}inference request batch-size must be <= {max_batch} for '{model}'", 3
+        )
 
 
 _BATCH_NOTE = (

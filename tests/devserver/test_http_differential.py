@@ -89,6 +89,21 @@ CASES: Dict[str, Case] = {
     "a wrong shape": _post("add_sub", {"inputs": _with(0, shape=[2, 2], data=[[1, 2], [3, 4]])}),
     "data that does not fill the shape": _post("add_sub", {"inputs": _with(0, shape=[5])}),
     "FP16 as JSON": _post("add_sub", {"inputs": _with(0, datatype="FP16")}),
+    "a batch larger than max_batch_size": _post(
+        "stacked_scale",
+        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [17, 8], "data": [1] * 136}]},
+    ),
+    "a batch of max_batch_size": _post(
+        "stacked_scale",
+        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [16, 8], "data": [1] * 128}]},
+    ),
+    "a batch too large, with an id": _post(
+        "string_echo",
+        {
+            "id": "x",
+            "inputs": [{"name": "INPUT0", "datatype": "BYTES", "shape": [9, 1], "data": ["a"] * 9}],
+        },
+    ),
     "an unknown output": _post("add_sub", {"inputs": ADD_SUB, "outputs": [{"name": "NOPE"}]}),
     "an unknown model": _post("nope", {"inputs": ADD_SUB}),
     "inputs not a list": _post("add_sub", {"inputs": "x"}),
