@@ -469,12 +469,7 @@ class StubModel(ModelOnDisk):
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> List[Union[Dict[str, np.ndarray], InferError]]:
-        """Several requests in one ``execute``, as the dynamic batcher hands them over.
-        ``options``: per request, ``requested_outputs``, ``request_id`` and ``parameters``
-        as :meth:`infer` takes them. Per request: its outputs, or its error as an
-        :class:`InferError` (returned, not raised: one request's error leaves the others'
-        answers). A request the server would refuse gets that error and stays out of the
-        batch, as in the server."""
+        """As :meth:`ModelHarness.infer_batch`: one EXECUTE for the batch."""
         if self.decoupled:
             raise TypeError("infer_batch is for models that answer with one response")
         driver = self._started()
