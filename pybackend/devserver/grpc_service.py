@@ -16,6 +16,7 @@ from .. import __version__
 from ..utils.errors import ErrorCode
 from .call import InferCall, split_parameters
 from .errors import ServeError
+from .http_server import EXTENSIONS, SERVER_NAME
 from .inference import infer, stream
 from .models import ServedModels, metadata, output_types
 from .tensors import FIXED, datatype_of, element_count, from_raw, to_raw
@@ -199,8 +200,6 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
         return service_pb2.ModelReadyResponse(ready=True)
 
     def ServerMetadata(self, request: Any, context: Any) -> Any:  # noqa: N802
-        from .http_server import EXTENSIONS, SERVER_NAME
-
         return service_pb2.ServerMetadataResponse(
             name=SERVER_NAME, version=__version__, extensions=EXTENSIONS
         )

@@ -13,6 +13,7 @@ from ..testing.inputs import TRITON_NAME
 from ..utils.bytes_codec import BytesTensorError, decode_object_array, serialize_to_bytes
 from ..utils.dtypes import TYPE_BF16, WIRE_DTYPE, code_of_array
 from ..utils.errors import ErrorCode
+from ..utils.tensor import _bfloat16
 from .errors import ServeError
 
 #: Fixed-size datatypes by wire name (BF16 apart: numpy has no bfloat16 of its own).
@@ -42,15 +43,15 @@ def element_count(shape: Sequence[int]) -> int:
 
 
 def bfloat16() -> Any:
-    try:
-        import ml_dtypes
-    except ImportError:
+    """pb_utils' bfloat16 dtype (ml_dtypes), or the reason there is none."""
+    dtype = _bfloat16()
+    if dtype is None:
         raise ServeError(
             "BF16 tensors need the ml_dtypes package in the server's environment "
             "(pip install ml_dtypes)",
             ErrorCode.UNSUPPORTED,
-        ) from None
-    return np.dtype(ml_dtypes.bfloat16)
+        )
+    return dtype
 
 
 def from_raw(name: str, datatype: str, shape: Sequence[int], raw: Any, model: str) -> np.ndarray:
