@@ -13,6 +13,7 @@ import pytest
 import tritonclient.http as httpclient
 from reliability_support import infer, start, stubs, wait_for
 
+from conformance_support.control import unloaded
 from conformance_support.metrics_endpoint import samples, scrape
 
 # Triton names a group's instances <group>_<index>; the group is chaos_0.
@@ -98,7 +99,10 @@ def test_unloading_removes_the_series_and_the_switch_turns_them_off():
         client = httpclient.InferenceServerClient(on.http_url)
         try:
             client.unload_model("chaos")
-            wait_for("the unload", lambda: not stubs(on, "chaos") or None, timeout=30)
+            # The stubs exit before their instances are finalized (which is what removes
+            # the series); the server reports the model UNAVAILABLE only after both.
+            unloaded(on, "chaos")
+            assert not stubs(on, "chaos")
         finally:
             client.close()
         assert series(on, "pybackend_stub_ready") == {}

@@ -51,24 +51,31 @@ def without_load_context(message: str) -> str:
     return _LOAD_CONTEXT.sub("", message)
 
 
-def model_state(server: Any, name: str) -> str:
-    """The model's state in the repository index ('' when it never was loaded)."""
+def model_states(server: Any, name: str) -> set[str]:
+    """The states of the model's versions in the repository index (empty when it never was
+    loaded). The index has one entry per version, so one state alone could hide a version
+    that is still unloading."""
     client = http_client(server)
     try:
-        states = {e["name"]: e.get("state", "") for e in client.get_model_repository_index()}
+        index = client.get_model_repository_index()
     finally:
         client.close()
-    return states.get(name, "")
+    return {e.get("state", "") for e in index if e["name"] == name}
+
+
+def unloaded(server: Any, name: str, timeout: float = 30.0) -> None:
+    """Wait until Triton reports every version of ``name`` unavailable (instances finalized)."""
+    wait_for(lambda: model_states(server, name) <= {"UNAVAILABLE", ""}, timeout, f"unload {name}")
 
 
 def unload(server: Any, name: str, timeout: float = 30.0) -> None:
-    """Unload ``name`` and wait until Triton reports it unavailable (instances finalized)."""
+    """Unload ``name`` and wait until it is unloaded (see ``unloaded``)."""
     client = http_client(server)
     try:
         client.unload_model(name)
     finally:
         client.close()
-    wait_for(lambda: model_state(server, name) in ("UNAVAILABLE", ""), timeout, f"unload {name}")
+    unloaded(server, name, timeout)
 
 
 def is_ready(server: Any, name: str, version: str = "") -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conformance_support.clients import bytes_input, infer, text_output
-from conformance_support.control import is_ready, model_state, unload, wait_for
+from conformance_support.control import is_ready, unload, unloaded
 
 # The original aborts tritonserver intermittently when a model-control call fails
 # (boost::interprocess::lock_exception, SIGABRT): its side of these texts was recorded from
@@ -43,10 +43,6 @@ def call(server: Any, mode: str, **kwargs: Any) -> dict:
     inputs = {"MODE": bytes_input(mode), "ARGS": bytes_input(json.dumps(kwargs))}
     reply = infer(server, "http", "mc_controller", inputs, client_timeout=120)
     return json.loads(text_output(reply, "RESULT"))
-
-
-def unloaded(server: Any, name: str) -> None:
-    wait_for(lambda: model_state(server, name) in ("UNAVAILABLE", ""), 30, f"unload {name}")
 
 
 def test_load_query_and_unload(server):
