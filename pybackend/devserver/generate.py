@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from ..testing.results import parameters_of
 from ..utils.errors import ErrorCode
 from .call import InferCall
 from .errors import ServeError
@@ -92,6 +93,7 @@ def encode_generated(
 ) -> bytes:
     """One response as tritonserver writes it: keys in order, a one-element output bare."""
     body: Dict[str, Any] = {name: _value(array) for name, array in outputs.items()}
+    body.update(parameters_of(outputs))  # the response's parameters sit beside its outputs
     if request_id:
         body["id"] = request_id
     body["model_name"] = model

@@ -13,6 +13,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .. import __version__
+from ..testing.results import grpc_parameter, parameters_of
 from ..utils.errors import ErrorCode
 from .call import InferCall, split_parameters
 from .errors import ServeError
@@ -68,11 +69,6 @@ def start_grpc(models: ServedModels, host: str, port: int) -> Tuple[Any, int]:
     return server, bound
 
 
-def _parameter(p: Any) -> Any:
-    which = p.WhichOneof("parameter_choice")
-    return getattr(p, which) if which else None
-
-
 def parse_request(request: Any, model: str) -> InferCall:
     """A ``ModelInferRequest`` as the harness takes it (tritonserver's texts for what it
     refuses)."""
@@ -91,7 +87,7 @@ def parse_request(request: Any, model: str) -> InferCall:
         else:
             array = _from_contents(tensor, shape, model)
         call.inputs[tensor.name] = array
-    params = {k: _parameter(v) for k, v in request.parameters.items()}
+    params = {k: grpc_parameter(v) for k, v in request.parameters.items()}
     call.sequence, call.parameters = split_parameters(params)
     call.requested = [o.name for o in request.outputs]
     return call
@@ -135,9 +131,21 @@ def response_message(
         entry = resp.outputs.add(name=out_name, datatype=datatype)
         entry.shape.extend(int(d) for d in array.shape)
         resp.raw_output_contents.append(to_raw(array, datatype))
+    for key, value in parameters_of(outputs).items():
+        _set_parameter(resp.parameters[key], value)
     if final is not None:
         resp.parameters["triton_final_response"].bool_param = final
     return resp
+
+
+def _set_parameter(parameter: Any, value: Any) -> None:
+    """One ``InferParameter`` from a response parameter (bool, int or str)."""
+    if isinstance(value, bool):
+        parameter.bool_param = value
+    elif isinstance(value, int):
+        parameter.int64_param = value
+    else:
+        parameter.string_param = str(value)
 
 
 class _Streamed:
@@ -286,7 +294,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
         """One request of a stream: its responses, then (when the client asked for it with
         ``triton_enable_empty_final_response``) an empty one flagged final, as tritonserver
         sends them; an error goes in ``error_message``."""
-        empty_final = _parameter(request.parameters["triton_enable_empty_final_response"]) \
+        empty_final = grpc_parameter(request.parameters["triton_enable_empty_final_response"]) \
             if "triton_enable_empty_final_response" in request.parameters else False  # fmt: skip
         head = {"model_name": request.model_name, "model_version": request.model_version}
         try:

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ..testing.results import parameters_of
 from ..utils.errors import ErrorCode
 from .call import InferCall, split_parameters
 from .errors import ServeError
@@ -140,6 +141,9 @@ def encode_response(
         header["id"] = call.request_id
     header["model_name"] = model
     header["model_version"] = str(version)
+    parameters = parameters_of(outputs)
+    if parameters:
+        header["parameters"] = parameters
     entries: List[Dict[str, Any]] = []
     blobs: List[bytes] = []
     for name, array in outputs.items():

@@ -4,6 +4,7 @@ in a real stub process, or through a real tritonserver (docs/testing.md)."""
 from .config import ConfigError, load_config, parse_config
 from .harness import ModelHarness
 from .harness_errors import InferError
+from .results import Outputs
 from .server_model import ServerModel
 from .stub_model import StubModel
 from .transport import LogRecord, MetricRecord, harness_transport
@@ -14,6 +15,7 @@ __all__ = [
     "LogRecord",
     "MetricRecord",
     "ModelHarness",
+    "Outputs",
     "ServerModel",
     "StubModel",
     "harness_transport",

@@ -50,6 +50,7 @@ from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
+from .results import Outputs, parameters_from_json
 from .sequence import request_fields
 from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
@@ -279,7 +280,7 @@ class ModelHarness(ModelOnDisk):
         *,
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
-    ) -> List[Union[Dict[str, np.ndarray], InferError]]:
+    ) -> List[Union[Outputs, InferError]]:
         """Several requests in one ``execute``, as the dynamic batcher hands them over.
         ``options``: per request, ``requested_outputs``, ``request_id`` and ``parameters``
         as :meth:`request` takes them. Per request: its outputs, or its error as an
@@ -305,7 +306,7 @@ class ModelHarness(ModelOnDisk):
                     results[i] = e
         return results
 
-    def infer(self, inputs: Inputs, **kwargs: Any) -> Dict[str, np.ndarray]:
+    def infer(self, inputs: Inputs, **kwargs: Any) -> Outputs:
         """One request; its outputs by name (only ``requested_outputs`` when given). An
         error response raises :class:`InferError` with its message."""
         req = self.request(inputs, **kwargs)
@@ -322,10 +323,10 @@ class ModelHarness(ModelOnDisk):
         inputs: Inputs,
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
-        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
         **kwargs: Any,
-    ) -> List[Dict[str, np.ndarray]]:
+    ) -> List[Outputs]:
         """A decoupled model's responses to one request, as outputs by name (an error
         response raises :class:`InferError`); the same call as :class:`ServerModel`'s.
 
@@ -360,9 +361,12 @@ class ModelHarness(ModelOnDisk):
         (waited for at most ``timeout`` seconds: senders may answer from threads)."""
         req = inputs if isinstance(inputs, InferenceRequest) else self.request(inputs)
         (ret,) = self.execute([req])
-        if ret is not None:  # the batch failed: what was sent, then the error
+        if ret is not None:
             with self._cond:
-                return list(self._streams.pop(req._token, [])) + [ret]
+                sent = list(self._streams.pop(req._token, []))
+            # A model that is not decoupled answers once (returned, or sent with FINAL: then
+            # ret is that response); a decoupled one's batch failed: what was sent, the error.
+            return [ret] if not self.decoupled else sent + [ret]
         with self._cond:
             if not self._cond.wait_for(lambda: self._done.get(req._token, False), timeout):
                 raise InferError(
@@ -375,10 +379,16 @@ class ModelHarness(ModelOnDisk):
         self,
         req: InferenceRequest,
         timeout: float,
-        on_response: Callable[[Dict[str, np.ndarray]], None],
+        on_response: Callable[[Outputs], None],
     ) -> List[InferenceResponse]:
         """:meth:`stream`, handing each response on as the model sends it (a listener
         takes them at the send, so a model that streams from inside ``execute`` is live)."""
+        if not self.decoupled:  # its one answer comes when execute is done: nothing to stream
+            responses = [self._checked(r, req) for r in self.stream(req, timeout)]
+            for resp in responses:
+                if not resp.has_error():
+                    on_response(_outputs(resp, req))
+            return responses
         token = req._token
         sent: List[InferenceResponse] = []
         final = threading.Event()
@@ -633,7 +643,7 @@ def _refused(model: str, message: str, decoupled_call: bool) -> Any:
 
 def stream_outputs(
     responses: List[InferenceResponse], req: InferenceRequest, cancelled: bool
-) -> List[Dict[str, np.ndarray]]:
+) -> List[Outputs]:
     out = []
     for resp in responses:
         err = resp.error()
@@ -643,13 +653,17 @@ def stream_outputs(
     return out
 
 
-def _outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Dict[str, np.ndarray]:
+def _outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Outputs:
     if resp is None:
         raise InferError("no response")
     err = resp.error()
     if err is not None:
         raise InferError(err.message(), int(err.code()))
-    return {t.name(): _as_client_sees(t.as_numpy()) for t in _filtered(resp, req).output_tensors()}
+    kept = _filtered(resp, req)
+    return Outputs(
+        ((t.name(), _as_client_sees(t.as_numpy())) for t in kept.output_tensors()),
+        parameters_from_json(kept.parameters()),
+    )
 
 
 def _as_client_sees(array: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from .harness_errors import InferError
+from .results import Outputs, parameters_from_grpc
 
 Inputs = Mapping[str, Any]
 
@@ -95,7 +96,7 @@ class ServerModel:
 
     def infer(
         self, inputs: Inputs, *, requested_outputs: Sequence[str] = (), **kwargs: Any
-    ) -> Dict[str, np.ndarray]:
+    ) -> Outputs:
         import tritonclient.http as httpclient
         from tritonclient.utils import InferenceServerException
 
@@ -107,8 +108,9 @@ class ServerModel:
                 result = client.infer(self.model_name, ins, outputs=outs, **kwargs)
             except InferenceServerException as e:
                 raise InferError(e.message()) from None
-            names = [o["name"] for o in result.get_response().get("outputs", [])]
-            return {n: result.as_numpy(n) for n in names}
+            response = result.get_response()
+            names = [o["name"] for o in response.get("outputs", [])]
+            return Outputs(((n, result.as_numpy(n)) for n in names), response.get("parameters"))
         finally:
             client.close()
 
@@ -118,7 +120,7 @@ class ServerModel:
         *,
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
-    ) -> List[Union[Dict[str, np.ndarray], InferError]]:
+    ) -> List[Union[Outputs, InferError]]:
         """The requests sent at once; the server's dynamic batcher decides whether they
         meet in one ``execute`` (in-process and in a stub process they always do). Per
         request: its outputs, or its error as an :class:`InferError`."""
@@ -143,10 +145,10 @@ class ServerModel:
         inputs: Inputs,
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
-        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
         **kwargs: Any,
-    ) -> List[Dict[str, np.ndarray]]:
+    ) -> List[Outputs]:
         """A decoupled model's responses to one request, over a gRPC stream.
         ``cancel_after=n``: the client cancels the stream once ``n`` responses came (``0``:
         right after sending) and returns those; the server tells the model, whose
@@ -165,7 +167,7 @@ class ServerModel:
             client.async_stream_infer(
                 self.model_name, ins, enable_empty_final_response=True, **kwargs
             )
-            responses: List[Dict[str, np.ndarray]] = []
+            responses: List[Outputs] = []
             deadline = time.monotonic() + timeout
             while True:
                 if (cancel_after is not None and len(responses) >= cancel_after) or (
@@ -189,7 +191,12 @@ class ServerModel:
                     raise InferError(str(error.message() if hasattr(error, "message") else error))
                 response = result.get_response()
                 if response.outputs:
-                    responses.append({o.name: result.as_numpy(o.name) for o in response.outputs})
+                    responses.append(
+                        Outputs(
+                            ((o.name, result.as_numpy(o.name)) for o in response.outputs),
+                            parameters_from_grpc(response.parameters),
+                        )
+                    )
                     if on_response is not None:
                         on_response(responses[-1])
                 final = response.parameters.get("triton_final_response")

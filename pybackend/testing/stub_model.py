@@ -36,6 +36,7 @@ from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
+from .results import Outputs, parameters_from_json
 from .sequence import request_fields
 from .stub_driver import StubDriver
 from .stub_services import StubServices, register, unregister
@@ -254,7 +255,7 @@ class StubModel(ModelOnDisk):
         sequence_id: Union[int, str] = 0,
         sequence_start: bool = False,
         sequence_end: bool = False,
-    ) -> Dict[str, np.ndarray]:
+    ) -> Outputs:
         """One request; its outputs by name. An error response raises :class:`InferError`.
         The sequence arguments are tritonclient's (see :meth:`ModelHarness.request`)."""
         responses = self._request(
@@ -274,10 +275,10 @@ class StubModel(ModelOnDisk):
         inputs: Inputs,
         timeout: float = 30.0,
         cancel_after: Optional[int] = None,
-        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
         **kwargs: Any,
-    ) -> List[Dict[str, np.ndarray]]:
+    ) -> List[Outputs]:
         """A decoupled model's responses to one request, until the response sender's FINAL
         (waited for at most ``timeout`` seconds). ``cancel_after``, ``on_response``,
         ``cancel_event``: as :meth:`ModelHarness.infer_stream` (the stub's
@@ -309,9 +310,9 @@ class StubModel(ModelOnDisk):
         parameters: Optional[Mapping[str, Any]],
         timeout: float,
         cancel_after: Optional[int] = None,
-        on_response: Optional[Callable[[Dict[str, np.ndarray]], None]] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
-    ) -> List[Dict[str, np.ndarray]]:
+    ) -> List[Outputs]:
         driver = self._started()
         arrays = {k: _array(v) for k, v in inputs.items()}
         requested = requested_outputs_of(self.config, requested, self.model_name)
@@ -468,7 +469,7 @@ class StubModel(ModelOnDisk):
         *,
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
-    ) -> List[Union[Dict[str, np.ndarray], InferError]]:
+    ) -> List[Union[Outputs, InferError]]:
         """As :meth:`ModelHarness.infer_batch`: one EXECUTE for the batch."""
         if self.decoupled:
             raise TypeError("infer_batch is for models that answer with one response")
@@ -486,7 +487,7 @@ class StubModel(ModelOnDisk):
             except InferError as e:
                 results[i] = e
                 continue
-            kwargs = {
+            kwargs: Dict[str, Any] = {
                 "token": next(self._tokens),
                 "request_id": request_id,
                 "parameters": parameters_json(opts.get("parameters")),
@@ -496,11 +497,16 @@ class StubModel(ModelOnDisk):
             items = self._run_batch(
                 driver, [a[1] for a in admitted], [a[2] for a in admitted], [a[3] for a in admitted]
             )
-            for (i, _, requested, _), item in zip(admitted, items):
+            for (i, _, requested, kwargs), item in zip(admitted, items):
                 if isinstance(item, InferError):
                     results[i] = item
                     continue
                 try:
+                    if item.get("none"):  # its response sender answered (once, with FINAL)
+                        sent = self._sent(driver, kwargs["token"], 30.0)
+                        if len(sent) != 1:
+                            raise InferError(f"the model sent {len(sent)} responses, not 1")
+                        item = sent[0]
                     results[i] = _outputs(self._checked(item), requested)
                 except InferError as e:
                     results[i] = e
@@ -586,9 +592,7 @@ class _Live:
     """An ``infer_stream`` whose responses go to ``on_response`` as the stub sends them
     (taken on the driver's reader thread, like a BLS call's stream)."""
 
-    def __init__(
-        self, requested: Sequence[str], on_response: Callable[[Dict[str, np.ndarray]], None]
-    ) -> None:
+    def __init__(self, requested: Sequence[str], on_response: Callable[[Outputs], None]) -> None:
         self.requested = requested
         self.on_response = on_response
         self.sent: List[Dict[str, Any]] = []
@@ -661,7 +665,7 @@ def _array(value: Any) -> np.ndarray:
 
 def _stream_outputs(
     sent: List[Dict[str, Any]], requested: Sequence[str], cancelled: bool
-) -> List[Dict[str, np.ndarray]]:
+) -> List[Outputs]:
     out = []
     for resp in sent:
         err = resp.get("error")
@@ -671,10 +675,13 @@ def _stream_outputs(
     return out
 
 
-def _outputs(resp: Dict[str, Any], requested: Sequence[str]) -> Dict[str, np.ndarray]:
+def _outputs(resp: Dict[str, Any], requested: Sequence[str]) -> Outputs:
     if resp.get("error") is not None:
         code, message = resp["error"]
         raise InferError(message, code)
     outputs: Dict[str, np.ndarray] = resp["outputs"]
     # Only the requested outputs, as Triton returns them (all when none are named).
-    return {n: a for n, a in outputs.items() if not requested or n in requested}
+    return Outputs(
+        ((n, a) for n, a in outputs.items() if not requested or n in requested),
+        parameters_from_json(resp.get("parameters")),
+    )
