@@ -8,6 +8,8 @@ import argparse
 import importlib.util
 import sys
 
+from .stop_signals import stop_on_signals
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         grpc_port = None
+    stop_on_signals()
     try:
         serve(
             args.model_repository,

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import signal
 import sys
 import time
 import urllib.error
 import urllib.request
-from types import FrameType
 
 from pybackend.server import ServerError, TritonServer
 from pybackend.server.processes import port_is_free
+
+from .stop_signals import stop_on_signals
 
 #: tritonserver's customary ports; used when free so that familiar URLs work.
 DEFAULT_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
@@ -137,10 +137,6 @@ def _try_request(server: TritonServer, models: list[dict]) -> bool:
     return True
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def run(args: argparse.Namespace) -> int:
     ports = {
         name: _pick_port(getattr(args, f"{name}_port"), default, args.host)
@@ -163,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         print(f"pybackend serve: {exc}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    stop_on_signals()
     try:
         with server:
             models = _models(server)

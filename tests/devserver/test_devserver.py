@@ -23,7 +23,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from http_exchange import exchange, infer_body
 
-from integration_support import EXAMPLES_REPOSITORY, REPO_ROOT
+from integration_support import EXAMPLES_REPOSITORY, REPO_ROOT, SIGINT_IGNORED
 from pybackend.devserver import DevServer
 from pybackend.server.processes import free_ports
 
@@ -194,10 +194,13 @@ def test_model_logs_and_prints_reach_the_terminal(
     assert "printed from execute" in seen
 
 
-def test_the_command_line_serves_until_interrupted() -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_the_command_line_serves_until_interrupted(stop_signal: signal.Signals) -> None:
     http_port, grpc_port = free_ports(2)
+    # Started with SIGINT ignored (a script's background job): Ctrl-C must stop it all the same.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pybackend.cli", "devserve", str(EXAMPLES_REPOSITORY),
+        [sys.executable, "-c", SIGINT_IGNORED, sys.executable, "-m", "pybackend.cli",
+         "devserve", str(EXAMPLES_REPOSITORY),
          "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
     )  # fmt: skip
@@ -218,7 +221,7 @@ def test_the_command_line_serves_until_interrupted() -> None:
         out = client.infer("add_sub", _add_sub_inputs(grpcclient)).as_numpy("OUTPUT0")
         assert out.tolist() == [10, 11, 12, 13]
         client.close()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop_signal)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err.decode()
         assert f"HTTP on 127.0.0.1:{http_port}" in err.decode()

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from integration_support import EXAMPLES_REPOSITORY
+from integration_support import EXAMPLES_REPOSITORY, SIGINT_IGNORED
 
 ANY_PORTS = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]
 EXPECTED_SUM = [11.0, 22.0, 33.0, 44.0]
@@ -63,8 +63,12 @@ def test_serve_check_prints_endpoints_and_a_working_request(backend_kind: str) -
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_serve_foreground_until_signal(backend_kind: str, stop_signal: signal.Signals) -> None:
+    # Started with SIGINT ignored (a script's background job): Ctrl-C must stop it all the same.
     proc = subprocess.Popen(
-        _serve_command(backend_kind), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, "-c", SIGINT_IGNORED, *_serve_command(backend_kind)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
