@@ -35,6 +35,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="gRPC port (default 8001; 0: any free port; -1: no gRPC endpoint)",
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8002,
+        help="port of /metrics, the models' custom metrics (default 8002; 0: any free port; "
+        "-1: none)",
+    )
+    parser.add_argument(
         "--in-process",
         action="store_true",
         help="run model.py in this process (breakpoint() works) instead of stub processes",
@@ -66,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             host=args.host,
             http_port=args.http_port,
             grpc_port=grpc_port,
+            metrics_port=None if args.metrics_port < 0 else args.metrics_port,
             in_process=args.in_process,
             reload=args.reload,
         )

@@ -1,7 +1,7 @@
 """:class:`DevServer`: a model repository's Python models behind tritonserver's HTTP (and,
 where grpcio is installed, gRPC) endpoints, in this Python environment, with no
-tritonserver binary and no container. For development: one instance per model, no
-dynamic batching, no metrics endpoint (docs/devserver.md)."""
+tritonserver binary and no container. For development: one instance per model; the metrics
+endpoint shows the models' custom metrics only (docs/devserver.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, Optional, Union
 
 from .errors import ServeError
 from .http_server import DevHTTPServer
+from .metrics import MetricsServer, exposition, sources
 from .models import Served, ServedModels
 
 RELOAD_POLL_S = 0.5  # how often --reload looks at the model directories
@@ -19,8 +20,9 @@ LEVELS = {0: "I", 1: "W", 2: "E", 3: "V"}  # pb_utils.Logger levels, as the serv
 
 
 class DevServer:
-    """Loads the models, then serves them on ``host``: HTTP on ``http_port`` and gRPC on
-    ``grpc_port`` (0: a free port; ``grpc_port=None``: no gRPC). A context manager;
+    """Loads the models, then serves them on ``host``: HTTP on ``http_port``, gRPC on
+    ``grpc_port`` and the models' custom metrics on ``metrics_port`` (``/metrics``; 0: a
+    free port; ``None``: not served). A context manager;
     ``in_process=True`` runs model.py in this process (``breakpoint()`` works), else each
     model runs in a stub process of its own, as under tritonserver; ``reload=True`` loads
     a model again when a file in its directory changes."""
@@ -32,6 +34,7 @@ class DevServer:
         host: str = "127.0.0.1",
         http_port: int = 0,
         grpc_port: Optional[int] = None,
+        metrics_port: Optional[int] = None,
         in_process: bool = False,
         echo_logs: bool = True,
         reload: bool = False,
@@ -39,6 +42,9 @@ class DevServer:
         self.models = ServedModels(model_repository, in_process=in_process)
         self.host = host
         self._ports = (http_port, grpc_port)
+        self._metrics_port = metrics_port
+        self.metrics: Optional[MetricsServer] = None
+        self._metrics_serving = False
         self.echo_logs = echo_logs
         self.reload = reload
         self.http: Optional[DevHTTPServer] = None
@@ -61,6 +67,12 @@ class DevServer:
     def grpc_url(self) -> str:
         return f"{self.host}:{self.grpc_port}"
 
+    @property
+    def metrics_url(self) -> str:
+        """The metrics endpoint's URL (``http://host:port/metrics``)."""
+        port = self.metrics.server_address[1] if self.metrics is not None else 0
+        return f"http://{self.host}:{port}/metrics"
+
     def __enter__(self) -> "DevServer":
         return self.start()
 
@@ -76,6 +88,10 @@ class DevServer:
                 from .grpc_service import start_grpc
 
                 self.grpc, self.grpc_port = start_grpc(self.models, self.host, grpc_port)
+            if self._metrics_port is not None:
+                self.metrics = MetricsServer((self.host, self._metrics_port), self.metrics_text)
+                self._thread(self.metrics.serve_forever, "devserver-metrics")
+                self._metrics_serving = True
             if self.echo_logs:
                 self._thread(self._echo, "devserver-logs")
             if self.reload:
@@ -105,7 +121,17 @@ class DevServer:
         if self.grpc is not None:
             self.grpc.stop(grace=1.0).wait()
             self.grpc = None
+        if self.metrics is not None:
+            if self._metrics_serving:  # as for HTTP: shutdown() needs a started loop
+                self.metrics.shutdown()
+                self._metrics_serving = False
+            self.metrics.server_close()
+            self.metrics = None
         self.models.close()
+
+    def metrics_text(self) -> str:
+        """The models' custom metrics, as the metrics endpoint answers."""
+        return exposition(sources(s.model for s in list(self.models.models.values())))
 
     def wait(self) -> None:
         """Block until :meth:`close` (from another thread) or Ctrl-C."""
@@ -154,14 +180,15 @@ def serve(
     host: str = "127.0.0.1",
     http_port: int = 8000,
     grpc_port: Optional[int] = 8001,
+    metrics_port: Optional[int] = 8002,
     in_process: bool = False,
     reload: bool = False,
 ) -> None:
     """Serve ``model_repository`` until Ctrl-C (UV-42): tritonserver's HTTP and gRPC
-    endpoints for its Python models, in this environment."""
+    endpoints for its Python models, and their custom metrics, in this environment."""
     server = DevServer(
         model_repository, host=host, http_port=http_port, grpc_port=grpc_port,
-        in_process=in_process, reload=reload,
+        metrics_port=metrics_port, in_process=in_process, reload=reload,
     )  # fmt: skip
     try:
         server.start()
@@ -177,7 +204,9 @@ def _banner(server: DevServer) -> None:
     """The endpoints and every model with its state, as the server starts serving."""
     lines = [
         f"pybackend devserver: {len(server.models.models)} model(s), HTTP on "
-        f"{server.http_url}" + (f", gRPC on {server.grpc_url}" if server.grpc else "")
+        f"{server.http_url}"
+        + (f", gRPC on {server.grpc_url}" if server.grpc else "")
+        + (f", metrics on {server.metrics_url}" if server.metrics else "")
     ]
     for entry in server.models.index():
         why = f": {entry['reason']}" if entry.get("reason") else ""

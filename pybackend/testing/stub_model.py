@@ -126,6 +126,11 @@ class StubModel(ModelOnDisk):
         """The model's custom metrics, by id."""
         return dict(self._services.metrics) if self._services is not None else {}
 
+    @property
+    def metric_families(self) -> Dict[int, Tuple[str, str, int]]:
+        """The model's live metric families, by id: (name, description, kind)."""
+        return dict(self._services.families) if self._services is not None else {}
+
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> "StubModel":

@@ -237,13 +237,16 @@ class StubServices:
         for _ in range(r.u32()):
             key = r.str()
             labels[key] = r.str()
+        buckets = list(r.unpack(struct.Struct(f"<{r.u32()}d"))) if r.u8() else None
         with self._lock:
             family = self.families.get(fid)
             if family is None:
                 self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no family")
                 return
             mid = self._next_id()
-            self.metrics[mid] = MetricRecord(family[0], family[2], labels)
+            self.metrics[mid] = MetricRecord(
+                family[0], family[2], labels, family_id=fid, buckets=buckets
+            )
         self._reply(msg, payload=_ID.pack(mid))
 
     def _on_metric_op(self, msg: Any) -> None:

@@ -40,6 +40,8 @@ class MetricRecord:
     labels: Dict[str, str]
     value: float = 0.0
     observations: List[float] = field(default_factory=list)
+    family_id: int = 0
+    buckets: Optional[List[float]] = None  # a histogram's upper bounds
 
 
 class HarnessTransport(Transport):
@@ -133,7 +135,9 @@ class HarnessTransport(Transport):
         with self.lock:
             name, _, kind = self.families[family_id]
             mid = next(self._ids)
-            self.metrics[mid] = MetricRecord(name, kind, dict(labels))
+            self.metrics[mid] = MetricRecord(
+                name, kind, dict(labels), family_id=family_id, buckets=buckets
+            )
             return mid
 
     def metric_op(self, op: str, metric_id: int, value: float) -> float:

@@ -3,11 +3,16 @@ contract it is held to), in both of its modes."""
 
 from __future__ import annotations
 
+import pathlib
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from integration_support import EXAMPLES_REPOSITORY
+# conformance_support.metrics_endpoint reads the metrics endpoints for the metrics tests here.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "conformance"))
+
+from integration_support import EXAMPLES_REPOSITORY  # noqa: E402
 from pybackend.devserver import DevServer
 
 

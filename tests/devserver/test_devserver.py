@@ -196,12 +196,12 @@ def test_model_logs_and_prints_reach_the_terminal(
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_the_command_line_serves_until_interrupted(stop_signal: signal.Signals) -> None:
-    http_port, grpc_port = free_ports(2)
+    http_port, grpc_port, metrics_port = free_ports(3)
     # Started with SIGINT ignored (a script's background job): Ctrl-C must stop it all the same.
     proc = subprocess.Popen(
         [sys.executable, "-c", SIGINT_IGNORED, sys.executable, "-m", "pybackend.cli",
-         "devserve", str(EXAMPLES_REPOSITORY),
-         "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
+         "devserve", str(EXAMPLES_REPOSITORY), "--http-port", str(http_port),
+         "--grpc-port", str(grpc_port), "--metrics-port", str(metrics_port)],
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
     )  # fmt: skip
     try:
@@ -225,6 +225,7 @@ def test_the_command_line_serves_until_interrupted(stop_signal: signal.Signals) 
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err.decode()
         assert f"HTTP on 127.0.0.1:{http_port}" in err.decode()
+        assert f"metrics on http://127.0.0.1:{metrics_port}/metrics" in err.decode()
     finally:
         if proc.poll() is None:
             proc.kill()
