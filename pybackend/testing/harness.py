@@ -161,6 +161,7 @@ class ModelHarness(ModelOnDisk):
                 t.fakes.pop(name, None)
             for token in [k for k, h in t.by_token.items() if h is self]:
                 del t.by_token[token]
+        t.forget_families_of(self)
         uninstall_if_idle(t)
 
     def initialize_args(self) -> Dict[str, str]:

@@ -55,6 +55,10 @@ class HarnessTransport(Transport):
         self.local = threading.local()  # .harness: the one whose model runs on this thread
         self.families: Dict[int, Tuple[str, str, int]] = {}
         self.metrics: Dict[int, MetricRecord] = {}
+        # family id -> the harness whose model created it: closing the harness removes the
+        # family (as unloading does in the server) even where a reference cycle of the
+        # model's keeps the MetricFamily object, whose __del__ would delete it, alive.
+        self.family_owners: Dict[int, "ModelHarness"] = {}
         self._ids = itertools.count(1)
 
     # ------------------------------------------------------------------ routing
@@ -120,14 +124,25 @@ class HarnessTransport(Transport):
         return super().model_control(op, **kwargs)
 
     def metric_family_new(self, name: str, description: str, kind: int) -> int:
+        owner = self.current()
         with self.lock:
             fid = next(self._ids)
             self.families[fid] = (name, description, kind)
+            if owner is not None:
+                self.family_owners[fid] = owner
             return fid
 
     def metric_family_delete(self, family_id: int) -> None:
         with self.lock:
             self.families.pop(family_id, None)
+            self.family_owners.pop(family_id, None)
+
+    def forget_families_of(self, harness: "ModelHarness") -> None:
+        """The families ``harness``'s model created, gone with it (its model closed)."""
+        with self.lock:
+            owned = [fid for fid, h in self.family_owners.items() if h is harness]
+        for fid in owned:
+            self.metric_family_delete(fid)
 
     def metric_new(
         self, family_id: int, labels: Dict[str, str], buckets: Optional[List[float]]

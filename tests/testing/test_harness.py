@@ -279,6 +279,35 @@ def test_metrics_and_logs_are_captured(tmp_path: Path) -> None:
         assert [(r.level, r.message) for r in model.logs] == [(1, "batch of 2"), (1, "batch of 1")]
 
 
+CYCLIC_METRICS = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        kind = pb_utils.MetricFamily.COUNTER
+        self.family = pb_utils.MetricFamily(name="cyclic_total", description="x", kind=kind)
+        self.me = self  # a reference cycle: only the collector would free the family
+"""
+
+
+def test_closing_removes_the_models_metric_families(tmp_path: Path) -> None:
+    """As unloading in the server does, even where the model's MetricFamily outlives it."""
+    import gc
+
+    from pybackend.testing import harness_transport
+
+    def names() -> list:
+        return [family[0] for family in harness_transport().families.values()]
+
+    gc.disable()
+    try:
+        with ModelHarness(_write_model(tmp_path, "cyclic", CYCLIC_METRICS)):
+            assert "cyclic_total" in names()
+        assert "cyclic_total" not in names()
+    finally:
+        gc.enable()
+
+
 def test_plain_pb_utils_is_back_after_the_last_harness() -> None:
     """Outside a harness pb_utils behaves as after a plain import (BLS is unsupported)."""
     from pybackend.utils import transport
