@@ -4,6 +4,7 @@ server's own ``nv_*`` families are not there: nothing here measures what they co
 
 from __future__ import annotations
 
+import bisect
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Tuple
 
@@ -65,7 +66,7 @@ def _samples(name: str, record: MetricRecord) -> List[str]:
         f"{name}_sum{_labels(labels)} {_number(record.value)}",
     ]
     for bound in [*(record.buckets or []), float("inf")]:
-        count = sum(1 for v in seen if v <= bound)
+        count = bisect.bisect_right(seen, bound)  # observations <= bound: seen is sorted
         out.append(f"{name}_bucket{_labels({**labels, 'le': _number(bound)})} {count}")
     return out
 

@@ -124,12 +124,12 @@ class StubModel(ModelOnDisk):
     @property
     def metrics(self) -> Dict[int, MetricRecord]:
         """The model's custom metrics, by id."""
-        return dict(self._services.metrics) if self._services is not None else {}
+        return self._services.metric_snapshot()[1] if self._services is not None else {}
 
     @property
     def metric_families(self) -> Dict[int, Tuple[str, str, int]]:
         """The model's live metric families, by id: (name, description, kind)."""
-        return dict(self._services.families) if self._services is not None else {}
+        return self._services.metric_snapshot()[0] if self._services is not None else {}
 
     # ------------------------------------------------------------------ lifecycle
 

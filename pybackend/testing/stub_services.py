@@ -212,6 +212,12 @@ class StubServices:
 
     # ------------------------------------------------------------------ metrics
 
+    def metric_snapshot(self) -> Tuple[Dict[int, Tuple[str, str, int]], Dict[int, MetricRecord]]:
+        """Copies of the families and metrics, taken while the reader thread cannot change
+        them (a metrics endpoint reads them from its own thread)."""
+        with self._lock:
+            return dict(self.families), dict(self.metrics)
+
     def _next_id(self) -> int:
         self._ids += 1
         return self._ids
