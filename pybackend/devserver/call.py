@@ -3,6 +3,7 @@ protocol brought it."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Tuple
 
@@ -30,6 +31,8 @@ class InferCall:
     request_id: str = ""
     parameters: Dict[str, Any] = field(default_factory=dict)
     sequence: Dict[str, Any] = field(default_factory=dict)
+    # When it arrived: a batched request's queue time in the statistics counts from here.
+    queued_ns: int = field(default_factory=time.monotonic_ns)
 
 
 def split_parameters(params: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:

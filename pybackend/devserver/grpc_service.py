@@ -20,6 +20,7 @@ from .errors import ServeError
 from .http_server import EXTENSIONS, SERVER_NAME
 from .inference import infer, stream
 from .models import ServedModels, metadata, output_types
+from .statistics import model_statistics
 from .tensors import FIXED, datatype_of, element_count, from_raw, to_raw
 
 try:
@@ -222,6 +223,13 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
             served.config, model_config_pb2.ModelConfig(), ignore_unknown_fields=True
         )
         return service_pb2.ModelConfigResponse(config=config)
+
+    def ModelStatistics(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            stats = model_statistics(self.models, request.name, request.version)
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)
+        return json_format.ParseDict(stats, service_pb2.ModelStatisticsResponse())
 
     def RepositoryIndex(self, request: Any, context: Any) -> Any:  # noqa: N802
         resp = service_pb2.RepositoryIndexResponse()

@@ -72,6 +72,7 @@ def _run_batch(served: Served, calls: List[InferCall]) -> List[Any]:
             "requested_outputs": c.requested,
             "request_id": c.request_id,
             "parameters": c.parameters or None,
+            "queued_ns": c.queued_ns,
         }
         for c in calls
     ]

@@ -276,6 +276,8 @@ def revive(served: Served) -> None:
     )
     model.close()
     replacement = start_model(served.directory, served.in_process)
+    if replacement.model is not None:  # the same model version: its statistics go on
+        replacement.model.statistics = model.statistics
     served.model, served.reason = replacement.model, replacement.reason
     served.signature = replacement.signature
     served.shown[:] = [0, 0]

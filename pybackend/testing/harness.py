@@ -20,6 +20,7 @@ import inspect
 import json
 import sys
 import threading
+import time
 import types
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -52,6 +53,7 @@ from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs, parameters_from_json
 from .sequence import request_fields
+from .statistics import ExecuteTimes
 from .transport import FINAL, BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 Inputs = Mapping[str, Any]
@@ -94,6 +96,7 @@ class ModelHarness(ModelOnDisk):
         self._listeners: Dict[int, Any] = {}
         self._cond = threading.Condition()
         self._execute_lock = threading.RLock()
+        self._queued: Dict[int, int] = {}  # token -> when the request arrived (statistics)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,10 +196,13 @@ class ModelHarness(ModelOnDisk):
         sequence_id: Union[int, str] = 0,
         sequence_start: bool = False,
         sequence_end: bool = False,
+        queued_ns: Optional[int] = None,
     ) -> InferenceRequest:
         """An incoming request, as the backend builds it, with ``inputs`` as tensors.
         ``sequence_id``/``sequence_start``/``sequence_end`` as tritonclient's: the correlation
-        id and flags, checked and given control inputs as the sequence batcher does."""
+        id and flags, checked and given control inputs as the sequence batcher does.
+        ``queued_ns``: when it arrived (``time.monotonic_ns()``; now by default), where its
+        queue time in :attr:`statistics` starts."""
         tensors = [
             v if isinstance(v, Tensor) else Tensor(k, np.asarray(v)) for k, v in inputs.items()
         ]
@@ -210,6 +216,7 @@ class ModelHarness(ModelOnDisk):
         token = next(t.tokens)
         with t.lock:
             t.by_token[token] = self
+        self._queued[token] = queued_ns if queued_ns is not None else time.monotonic_ns()
         return InferenceRequest._incoming(
             token,
             request_id,
@@ -246,19 +253,42 @@ class ModelHarness(ModelOnDisk):
         return out
 
     def _execute_once(self, reqs: List[InferenceRequest]) -> List[Any]:
+        # One execute at a time, as the stub runs them (requests from several threads
+        # queue here); re-entrant, so a model that calls itself through BLS runs the call
+        # nested instead of hanging the test.
+        with self._execute_lock:
+            times = ExecuteTimes()
+            out = self._execute_timed(reqs, times)
+            self._record(reqs, out, times.finish())
+        return out
+
+    def _execute_timed(self, reqs: List[InferenceRequest], times: ExecuteTimes) -> List[Any]:
         try:
-            # One execute at a time, as the stub runs them (requests from several threads
-            # queue here); re-entrant, so a model that calls itself through BLS runs the
-            # call nested instead of hanging the test.
-            with self._execute_lock, self._running():
+            with self._running():
+                times.mark_inputs_ready()  # the requests are built: handing them over is all
                 ret = self.model.execute(reqs)
                 if inspect.iscoroutine(ret):
                     ret = self._run(ret)
+                times.mark_returned()
             return self._responses(reqs, ret)
         except _BatchError as e:
             return self._failed(reqs, str(e))
         except Exception as e:  # noqa: BLE001 - model code may raise anything
             return self._failed(reqs, format_exception(e))
+
+    def _record(self, reqs: List[InferenceRequest], out: List[Any], times: ExecuteTimes) -> None:
+        """The execute in :attr:`statistics`, with the requests it finished (an error
+        response fails its request; ``None``, its sender answers, completes it)."""
+        outcomes = [
+            (
+                self._queued.pop(req._token, times.start),
+                self.batch_size(t.shape() for t in req.inputs()),
+                not (isinstance(resp, InferenceResponse) and resp.has_error()),
+            )
+            for req, resp in zip(reqs, out)
+            if req._release_flags != RELEASE_RESCHEDULE
+        ]
+        self.statistics.record(times, outcomes)
 
     def _failed(self, reqs: List[InferenceRequest], message: str) -> List[Any]:
         """A failed batch: every request gets the error, except one whose sender already
@@ -283,8 +313,8 @@ class ModelHarness(ModelOnDisk):
         options: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> List[Union[Outputs, InferError]]:
         """Several requests in one ``execute``, as the dynamic batcher hands them over.
-        ``options``: per request, ``requested_outputs``, ``request_id`` and ``parameters``
-        as :meth:`request` takes them. Per request: its outputs, or its error as an
+        ``options``: per request, ``requested_outputs``, ``request_id``, ``parameters`` and
+        ``queued_ns`` as :meth:`request` takes them. Per request: its outputs, or its error as an
         :class:`InferError` (returned, not raised: one request's error leaves the others'
         answers). A request the server would refuse gets that error and stays out of the
         batch, as in the server."""
@@ -549,6 +579,7 @@ class ModelHarness(ModelOnDisk):
         except InferError as e:
             return _refused(self.model_name, e.message, decoupled_call)
         if self.decoupled and not decoupled_call:
+            self._queued.pop(req._token, None)  # never executed: not in the statistics
             return _refused(self.model_name, DECOUPLED_ONLY.format(self.model_name), False)
         if not self.decoupled:
             (resp,) = self.execute([req])

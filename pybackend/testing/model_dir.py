@@ -5,12 +5,13 @@ name. The in-process harness and the stub-process model both start from it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Union
 
 from ..utils.errors import TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
 from .config import load_config, normalize
 from .sequence import CorrelationId, Sequences
+from .statistics import InferenceStatistics, batch_size_of
 
 
 class ModelOnDisk:
@@ -39,6 +40,8 @@ class ModelOnDisk:
         self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
         self._sequences: Optional[Sequences] = None
         self._sequences_of: Optional[Dict[str, Any]] = None  # the config it was made for
+        #: What tritonserver's statistics endpoint would say of this model (statistics.py).
+        self.statistics = InferenceStatistics()
 
     def admit_sequence(self, correlation_id: CorrelationId, flags: int) -> Dict[str, Any]:
         """The sequence batcher's checks of a request (raises InferError) and the control
@@ -47,6 +50,10 @@ class ModelOnDisk:
             self._sequences = Sequences(self.config, self.model_name)
             self._sequences_of = self.config
         return self._sequences.admit(correlation_id, flags)
+
+    def batch_size(self, shapes: Iterable[Sequence[int]]) -> int:
+        """A request's batch size for the statistics (its inputs' ``shapes``)."""
+        return batch_size_of(int(self.config.get("max_batch_size", 0) or 0), shapes)
 
     @property
     def decoupled(self) -> bool:

@@ -23,6 +23,7 @@ from ..ipc.protocol import PROTOCOL_VERSION, Location, MessageKind, Owner, Resul
 from ..utils import dtypes
 from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
 from ..utils.tensor import _bfloat16
+from .statistics import ExecuteTimes
 
 #: The directory holding the ``pybackend`` package and ``triton_python_backend_utils``
 #: (the checkout, or site-packages): the stub imports both from there.
@@ -294,9 +295,11 @@ class StubDriver:
         arena: Optional[bool] = None,
         requested: Optional[Sequence[Sequence[str]]] = None,
         request_kwargs: Optional[Sequence[Dict[str, Any]]] = None,
+        times: Optional[ExecuteTimes] = None,
     ) -> Dict[str, Any]:
         """Run one batch; returns {"error": (code, msg)} or {"items": [...]} where each
-        item is None or a materialized response dict."""
+        item is None or a materialized response dict. ``times`` gets the marks the backend
+        takes: inputs in shared memory, RESULT read."""
         descs = []
         for i, inputs in enumerate(requests):
             kw = dict(request_kwargs[i]) if request_kwargs else {}
@@ -320,6 +323,8 @@ class StubDriver:
         for seg, off in pins:
             self.arena.incref(seg, off)
         self._flush_stub_frees()
+        if times is not None:
+            times.mark_inputs_ready()
         self.sync.send(MessageKind.EXECUTE, codec.encode_execute(descs), batch_id)
         msg = self.sync.recv()
         while msg.kind == MessageKind.FREE or msg.kind in self.sync_handlers:
@@ -328,6 +333,8 @@ class StubDriver:
             else:
                 self.sync_handlers[msg.kind](msg)
             msg = self.sync.recv()
+        if times is not None:
+            times.mark_returned()
         try:
             return self._finish_execute(msg, batch_id)
         finally:

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -38,6 +39,7 @@ from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs, parameters_from_json
 from .sequence import request_fields
+from .statistics import ExecuteTimes
 from .stub_driver import StubDriver
 from .stub_services import StubServices, register, unregister
 from .transport import FINAL, BlsFake, LogRecord, MetricRecord
@@ -422,8 +424,9 @@ class StubModel(ModelOnDisk):
             "flags": flags,
             "parameters": parameters_json(parameters),
         }
+        queued = time.monotonic_ns()
         while True:
-            (item,) = self._run_batch(driver, [arrays], [requested], [kwargs])
+            (item,) = self._run_batch(driver, [arrays], [requested], [kwargs], [queued])
             if isinstance(item, InferError):
                 raise item
             if item.get("release_flags") != RELEASE_RESCHEDULE:
@@ -443,30 +446,70 @@ class StubModel(ModelOnDisk):
         batch: List[Dict[str, np.ndarray]],
         requested: Sequence[Sequence[str]],
         kwargs: List[Dict[str, Any]],
+        queued: Sequence[int],
     ) -> List[Any]:
-        """One EXECUTE of ``batch`` (``requested``: each request's outputs): each request's
-        item (a response, or ``none`` where its sender answers), or the InferError every
-        request gets when the batch failed or the stub died or timed out in it."""
+        """One EXECUTE of ``batch`` (``requested``: each request's outputs; ``queued``: when
+        each arrived, for :attr:`statistics`): each request's item (a response, or ``none``
+        where its sender answers), or the InferError every request gets when the batch
+        failed or the stub died or timed out in it."""
         with self._lock:
-            watchdog = self._watchdog(driver)
+            times = ExecuteTimes()
             try:
-                result = driver.execute(
-                    batch,
-                    batch_id=next(self._batches),
-                    requested=[list(r) for r in requested],
-                    request_kwargs=[dict(k) for k in kwargs],
-                )
-            except (ChannelClosed, OSError, AssertionError) as e:
-                if watchdog is not None and watchdog.fired:
-                    raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
-                raise InferError(self._died(e), ErrorCode.INTERNAL) from None
-            finally:
-                if watchdog is not None:
-                    watchdog.cancel()
+                items = self._run_batch_locked(driver, batch, requested, kwargs, times)
+            except InferError:
+                self._record(batch, queued, [None] * len(batch), times.finish())
+                raise
+            self._record(batch, queued, items, times.finish())
+        return items
+
+    def _run_batch_locked(
+        self,
+        driver: StubDriver,
+        batch: List[Dict[str, np.ndarray]],
+        requested: Sequence[Sequence[str]],
+        kwargs: List[Dict[str, Any]],
+        times: ExecuteTimes,
+    ) -> List[Any]:
+        watchdog = self._watchdog(driver)
+        try:
+            result = driver.execute(
+                batch,
+                batch_id=next(self._batches),
+                requested=[list(r) for r in requested],
+                request_kwargs=[dict(k) for k in kwargs],
+                times=times,
+            )
+        except (ChannelClosed, OSError, AssertionError) as e:
+            if watchdog is not None and watchdog.fired:
+                raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
+            raise InferError(self._died(e), ErrorCode.INTERNAL) from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
         if "error" in result:
             code, message = result["error"]
             return [InferError(message, code) for _ in batch]
         return list(result["items"])
+
+    def _record(
+        self,
+        batch: List[Dict[str, np.ndarray]],
+        queued: Sequence[int],
+        items: Sequence[Any],
+        times: ExecuteTimes,
+    ) -> None:
+        """The execute in :attr:`statistics` (an item that is an error, or none where the
+        batch failed, fails its request; one released to come back is left out)."""
+        outcomes = [
+            (
+                when,
+                self.batch_size(a.shape for a in arrays.values()),
+                isinstance(item, dict) and not item.get("error"),
+            )
+            for arrays, when, item in zip(batch, queued, items)
+            if not (isinstance(item, dict) and item.get("release_flags") == RELEASE_RESCHEDULE)
+        ]
+        self.statistics.record(times, outcomes)
 
     def infer_batch(
         self,
@@ -480,7 +523,7 @@ class StubModel(ModelOnDisk):
             raise TypeError("infer_batch is for models that answer with one response")
         driver = self._started()
         results: List[Any] = [None] * len(batch)
-        admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any]]] = []
+        admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any], int]] = []
         for i, inputs in enumerate(batch):
             opts = dict(options[i]) if options is not None else {}
             request_id = str(opts.get("request_id", ""))
@@ -497,12 +540,12 @@ class StubModel(ModelOnDisk):
                 "request_id": request_id,
                 "parameters": parameters_json(opts.get("parameters")),
             }
-            admitted.append((i, arrays, requested, kwargs))
+            queued = opts.get("queued_ns")
+            admitted.append((i, arrays, requested, kwargs, queued or time.monotonic_ns()))
         if admitted:
-            items = self._run_batch(
-                driver, [a[1] for a in admitted], [a[2] for a in admitted], [a[3] for a in admitted]
-            )
-            for (i, _, requested, kwargs), item in zip(admitted, items):
+            _, arrays_of, requested_of, kwargs_of, queued_of = (list(c) for c in zip(*admitted))
+            items = self._run_batch(driver, arrays_of, requested_of, kwargs_of, queued_of)
+            for (i, _, requested, kwargs, _), item in zip(admitted, items):
                 if isinstance(item, InferError):
                     results[i] = item
                     continue
