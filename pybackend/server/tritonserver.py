@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -67,6 +68,20 @@ def _describe_exit(code: int) -> str:
 
 def _tail(text: str, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _tied_to_this_process(command: list[str]) -> list[str]:
+    """``command`` run so that the server gets SIGTERM when this process dies, however it
+    dies (a launcher killed with SIGKILL left tritonserver and its stubs running, holding
+    their ports): util-linux's ``setpriv --pdeathsig`` sets the death signal, which
+    survives its exec of the server. Only from the main thread: the kernel sends it when
+    the *thread* that started the child ends, and a worker thread may end long before this
+    process does. Without setpriv the server is not tied (stop() and the finalizer still
+    stop it on every ordinary exit)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or threading.current_thread() is not threading.main_thread():
+        return command
+    return [setpriv, "--pdeathsig", "TERM", "--", *command]
 
 
 def _emergency_kill(pid: int) -> None:
@@ -195,7 +210,7 @@ class TritonServer:
         fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             self._proc = subprocess.Popen(
-                self.command,
+                _tied_to_this_process(self.command),
                 stdin=subprocess.DEVNULL,
                 stdout=fd,
                 stderr=subprocess.STDOUT,

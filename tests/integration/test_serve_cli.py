@@ -15,6 +15,7 @@ import urllib.request
 import pytest
 
 from integration_support import EXAMPLES_REPOSITORY, SIGINT_IGNORED
+from pybackend.server.processes import descendants, kill_quietly, wait_gone
 
 ANY_PORTS = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]
 EXPECTED_SUM = [11.0, 22.0, 33.0, 44.0]
@@ -100,3 +101,33 @@ def test_serve_reports_a_missing_repository(tmp_path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "does not exist" in done.stderr
+
+
+def test_a_killed_serve_takes_its_server_and_stubs_along() -> None:
+    # SIGKILL leaves serve no chance to stop its tritonserver: the server must not outlive it
+    # (an orphaned server keeps its ports and its stubs keep their memory).
+    proc = subprocess.Popen(
+        _serve_command("ours"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    tree: set[int] = set()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "press Ctrl-C to stop" in line:
+                break
+        else:
+            pytest.fail("serve exited before it was ready")
+        tree = descendants(proc.pid)
+        assert len(tree) >= 2, "expected tritonserver and at least one stub"
+        proc.kill()
+        proc.wait()
+        left = wait_gone(tree, 30.0)
+        assert not left, f"outlived the killed serve: {sorted(left)}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in tree:
+            kill_quietly(pid)
+        if proc.stdout is not None:
+            proc.stdout.close()
