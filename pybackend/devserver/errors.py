@@ -1,20 +1,21 @@
 """An error the development server answers with, and the HTTP status tritonserver gives
-each Triton error code (observed on tritonserver 2.51: INVALID_ARG 400, NOT_FOUND 404,
-INTERNAL 500, UNSUPPORTED 501)."""
+each Triton error code (observed on tritonserver 2.51, also for a model's error response:
+tests/devserver/test_error_codes_differential.py; UNKNOWN, ALREADY_EXISTS and CANCELLED are
+400, not the 500, 409 and 499 their names suggest)."""
 
 from __future__ import annotations
 
 from ..utils.errors import ErrorCode
 
 HTTP_STATUS = {
-    ErrorCode.UNKNOWN: 500,
+    ErrorCode.UNKNOWN: 400,
     ErrorCode.INTERNAL: 500,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.INVALID_ARG: 400,
     ErrorCode.UNAVAILABLE: 503,
     ErrorCode.UNSUPPORTED: 501,
-    ErrorCode.ALREADY_EXISTS: 409,
-    ErrorCode.CANCELLED: 499,
+    ErrorCode.ALREADY_EXISTS: 400,
+    ErrorCode.CANCELLED: 400,
 }
 
 
