@@ -33,6 +33,8 @@ class InferCall:
     sequence: Dict[str, Any] = field(default_factory=dict)
     # When it arrived: a batched request's queue time in the statistics counts from here.
     queued_ns: int = field(default_factory=time.monotonic_ns)
+    # Outputs the client wants written into its shared memory: name -> (region, offset, size)
+    shm_outputs: Dict[str, Tuple[str, int, int]] = field(default_factory=dict)
 
 
 def split_parameters(params: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:

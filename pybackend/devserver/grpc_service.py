@@ -8,7 +8,7 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent import futures
-from typing import Any, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .errors import ServeError
 from .http_server import EXTENSIONS, SERVER_NAME
 from .inference import infer, stream
 from .models import ServedModels, metadata, output_types
+from .shm_regions import CUDA_UNSUPPORTED, Place, Regions, place_of, required
 from .statistics import model_statistics
 from .tensors import FIXED, datatype_of, element_count, from_raw, to_raw
 
@@ -56,13 +57,13 @@ _CONTENTS = {
 }  # fmt: skip
 
 
-def start_grpc(models: ServedModels, host: str, port: int) -> Tuple[Any, int]:
+def start_grpc(models: ServedModels, regions: Regions, host: str, port: int) -> Tuple[Any, int]:
     """A started ``grpc.Server`` and the port it listens on."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="devserver-grpc"),
         options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
     )
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(_Service(models), server)
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(_Service(models, regions), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen for gRPC on {host}:{port}")
@@ -70,28 +71,43 @@ def start_grpc(models: ServedModels, host: str, port: int) -> Tuple[Any, int]:
     return server, bound
 
 
-def parse_request(request: Any, model: str) -> InferCall:
+def parse_request(request: Any, model: str, regions: Optional[Regions] = None) -> InferCall:
     """A ``ModelInferRequest`` as the harness takes it (tritonserver's texts for what it
-    refuses)."""
+    refuses). Inputs in shared memory are read from ``regions``; the raw contents are the
+    other inputs', in order."""
+    places = [place_of(_parameters(t.parameters)) for t in request.inputs]
     raw: List[bytes] = list(request.raw_input_contents)
-    if raw and len(raw) != len(request.inputs):
+    carried = sum(place is None for place in places)
+    if raw and len(raw) != carried:
         raise ServeError(
-            f"expected {len(request.inputs)} raw input contents but got {len(raw)} "
-            f"for model '{model}'",
+            f"expected {carried} raw input contents but got {len(raw)} for model '{model}'",
             ErrorCode.INVALID_ARG,
         )
     call = InferCall(inputs={}, request_id=request.id)
-    for i, tensor in enumerate(request.inputs):
+    contents = iter(raw)
+    for tensor, place in zip(request.inputs, places):
         shape = [int(d) for d in tensor.shape]
-        if raw:
-            array = from_raw(tensor.name, tensor.datatype, shape, raw[i], model)
+        if place is not None:
+            data = required(regions, tensor.name).read(place)
+            array = from_raw(tensor.name, tensor.datatype, shape, data, model, request.id)
+        elif raw:
+            array = from_raw(tensor.name, tensor.datatype, shape, next(contents), model, request.id)
         else:
             array = _from_contents(tensor, shape, model)
         call.inputs[tensor.name] = array
-    params = {k: grpc_parameter(v) for k, v in request.parameters.items()}
+    params = _parameters(request.parameters)
     call.sequence, call.parameters = split_parameters(params)
-    call.requested = [o.name for o in request.outputs]
+    for out in request.outputs:
+        call.requested.append(out.name)
+        place = place_of(_parameters(out.parameters))
+        if place is not None:
+            required(regions, out.name).check(place)
+            call.shm_outputs[out.name] = place
     return call
+
+
+def _parameters(parameters: Any) -> Dict[str, Any]:
+    return {k: grpc_parameter(v) for k, v in parameters.items()}
 
 
 def _from_contents(tensor: Any, shape: List[int], model: str) -> np.ndarray:
@@ -123,15 +139,24 @@ def response_message(
     outputs: Mapping[str, np.ndarray],
     declared: Mapping[str, str],
     final: Optional[bool] = None,
+    shm: Tuple[Mapping[str, Place], Optional[Regions]] = ({}, None),
 ) -> Any:
+    """The response; ``shm``: the outputs the client placed in its shared memory and the
+    regions, where they are written (their raw contents stay empty, as tritonserver's)."""
     resp = service_pb2.ModelInferResponse(
         model_name=name, model_version=str(version or 1), id=request_id
     )
+    places, regions = shm
     for out_name, array in outputs.items():
         datatype = datatype_of(array, declared.get(out_name))
         entry = resp.outputs.add(name=out_name, datatype=datatype)
         entry.shape.extend(int(d) for d in array.shape)
-        resp.raw_output_contents.append(to_raw(array, datatype))
+        raw = to_raw(array, datatype)
+        place = places.get(out_name)
+        if place is not None:
+            required(regions, out_name).write(place, raw, out_name)
+            raw = b""
+        resp.raw_output_contents.append(raw)
     for key, value in parameters_of(outputs).items():
         _set_parameter(resp.parameters[key], value)
     if final is not None:
@@ -190,8 +215,9 @@ class _Streamed:
 
 
 class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[misc]
-    def __init__(self, models: ServedModels) -> None:
+    def __init__(self, models: ServedModels, regions: Regions) -> None:
         self.models = models
+        self.regions = regions
 
     # ------------------------------------------------------------------ health, metadata
 
@@ -231,6 +257,41 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
             context.abort(STATUS[e.code], e.message)
         return json_format.ParseDict(stats, service_pb2.ModelStatisticsResponse())
 
+    # ------------------------------------------------------------------ shared memory
+
+    def SystemSharedMemoryStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+        resp = service_pb2.SystemSharedMemoryStatusResponse()
+        try:
+            for region in self.regions.status(request.name):
+                resp.regions[region["name"]].CopyFrom(
+                    json_format.ParseDict(
+                        region, service_pb2.SystemSharedMemoryStatusResponse.RegionStatus()
+                    )
+                )
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)
+        return resp
+
+    def SystemSharedMemoryRegister(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            self.regions.register(request.name, request.key, request.offset, request.byte_size)
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)
+        return service_pb2.SystemSharedMemoryRegisterResponse()
+
+    def SystemSharedMemoryUnregister(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self.regions.unregister(request.name)
+        return service_pb2.SystemSharedMemoryUnregisterResponse()
+
+    def CudaSharedMemoryStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return service_pb2.CudaSharedMemoryStatusResponse()  # no GPU: none registered
+
+    def CudaSharedMemoryRegister(self, request: Any, context: Any) -> Any:  # noqa: N802
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, CUDA_UNSUPPORTED)
+
+    def CudaSharedMemoryUnregister(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return service_pb2.CudaSharedMemoryUnregisterResponse()
+
     def RepositoryIndex(self, request: Any, context: Any) -> Any:  # noqa: N802
         resp = service_pb2.RepositoryIndexResponse()
         for entry in self.models.index():
@@ -255,11 +316,12 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
         try:
             if served.decoupled:
                 raise ServeError(DECOUPLED_ON_UNARY, ErrorCode.UNSUPPORTED)
-            call = parse_request(request, served.name)
+            call = parse_request(request, served.name, self.regions)
             outputs = infer(served, call)
             return response_message(
-                served.name, served.version, call.request_id, outputs, output_types(served)
-            )
+                served.name, served.version, call.request_id, outputs, output_types(served),
+                shm=(call.shm_outputs, self.regions),
+            )  # fmt: skip
         except ServeError as e:
             context.abort(STATUS[e.code], e.message)
 
@@ -307,7 +369,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
         head = {"model_name": request.model_name, "model_version": request.model_version}
         try:
             served = self.models.get(request.model_name, request.model_version)
-            call = parse_request(request, served.name)
+            call = parse_request(request, served.name, self.regions)
         except ServeError as e:
             yield service_pb2.ModelStreamInferResponse(
                 error_message=e.message,
@@ -325,7 +387,7 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
                 return
             message = response_message(
                 served.name, served.version, call.request_id, outputs or {}, declared,
-                final=not decoupled,
+                final=not decoupled, shm=(call.shm_outputs, self.regions),
             )  # fmt: skip
             yield service_pb2.ModelStreamInferResponse(infer_response=message)
         if decoupled and empty_final:

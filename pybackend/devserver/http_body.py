@@ -14,14 +14,18 @@ from ..testing.results import parameters_of
 from ..utils.errors import ErrorCode
 from .call import InferCall, split_parameters
 from .errors import ServeError
+from .shm_regions import Regions, place_of, required
 from .tensors import FIXED, element_count, from_raw, to_raw
 
 #: tritonserver's text for JSON data whose element count does not fit its shape (INTERNAL).
 DATA_SHAPE = "Unable to parse 'data': Shape does not match true shape of 'data' field"
 
 
-def parse_request(body: bytes, header_length: Optional[int], model: str) -> InferCall:
-    """``body`` of ``POST .../infer``; raises :class:`ServeError` with Triton's texts."""
+def parse_request(
+    body: bytes, header_length: Optional[int], model: str, regions: Optional[Regions] = None
+) -> InferCall:
+    """``body`` of ``POST .../infer``; raises :class:`ServeError` with Triton's texts.
+    ``regions``: the registered shared memory that inputs may come from and outputs go to."""
     split = len(body) if header_length is None else header_length
     try:
         header = json.loads(body[:split])
@@ -35,7 +39,7 @@ def parse_request(body: bytes, header_length: Optional[int], model: str) -> Infe
     binary = memoryview(body)[split:]
     call = InferCall(inputs={}, request_id=str(header.get("id", "")))
     for spec in inputs:
-        array, used = _input(spec, binary, model)
+        array, used = _input(spec, binary, model, call.request_id, regions)
         binary = binary[used:]
         call.inputs[str(spec["name"])] = array
     if len(binary):
@@ -55,10 +59,25 @@ def parse_request(body: bytes, header_length: Optional[int], model: str) -> Infe
             )
         call.requested.append(name)
         call.binary[name] = bool(out_params.get("binary_data", call.binary_default))
+        place = place_of(out_params)
+        if place is not None:
+            if out_params.get("binary_data"):  # tritonclient itself sends it false
+                raise ServeError(
+                    "Output can't set both 'shared_memory_region' and 'binary_data'",
+                    ErrorCode.INVALID_ARG,
+                )
+            required(regions, name).check(place)
+            call.shm_outputs[name] = place
     return call
 
 
-def _input(spec: Mapping[str, Any], binary: memoryview, model: str) -> Tuple[np.ndarray, int]:
+def _input(
+    spec: Mapping[str, Any],
+    binary: memoryview,
+    model: str,
+    request_id: str,
+    regions: Optional[Regions],
+) -> Tuple[np.ndarray, int]:
     """One input's array and the number of binary bytes it took."""
     name = str(spec.get("name", ""))
     datatype = str(spec.get("datatype", ""))
@@ -79,12 +98,10 @@ def _input(spec: Mapping[str, Any], binary: memoryview, model: str) -> Tuple[np.
             "'parameters', 'shared_memory_region' in 'parameters'. But set " + " ".join(given),
             ErrorCode.INVALID_ARG,
         )
-    if "shared_memory_region" in params:
-        raise ServeError(
-            "shared memory regions are not supported by the development server "
-            f"(input '{name}'): send the data in the request",
-            ErrorCode.UNSUPPORTED,
-        )
+    place = place_of(params)
+    if place is not None:
+        raw = required(regions, name).read(place)
+        return from_raw(name, datatype, shape, raw, model, request_id), 0
     size = params.get("binary_data_size")
     if size is not None:
         size = int(size)
@@ -94,7 +111,7 @@ def _input(spec: Mapping[str, Any], binary: memoryview, model: str) -> Tuple[np.
                 f"additional bytes for model '{model}'",
                 ErrorCode.INVALID_ARG,
             )
-        return from_raw(name, datatype, shape, binary[:size].tobytes(), model), size
+        return from_raw(name, datatype, shape, binary[:size].tobytes(), model, request_id), size
     if datatype in ("FP16", "BF16"):
         raise ServeError(
             f"receiving {datatype} data via JSON is not supported. Please use the binary "
@@ -133,9 +150,11 @@ def encode_response(
     call: InferCall,
     outputs: Mapping[str, np.ndarray],
     datatypes: Mapping[str, str],
+    regions: Optional[Regions] = None,
 ) -> Tuple[bytes, Optional[int]]:
     """The response body and, when some output travels in binary, its JSON header's length
-    (for ``Inference-Header-Content-Length``)."""
+    (for ``Inference-Header-Content-Length``). Outputs the client placed in its shared
+    memory are written there and listed without data, as tritonserver lists them."""
     header: Dict[str, Any] = {}
     if call.request_id:
         header["id"] = call.request_id
@@ -149,7 +168,10 @@ def encode_response(
     for name, array in outputs.items():
         datatype = datatypes[name]
         entry: Dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(array.shape)}
-        if call.binary.get(name, call.binary_default):
+        place = call.shm_outputs.get(name)
+        if place is not None:
+            required(regions, name).write(place, to_raw(array, datatype), name)
+        elif call.binary.get(name, call.binary_default):
             raw = to_raw(array, datatype)
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)

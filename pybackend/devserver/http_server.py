@@ -19,6 +19,7 @@ from .generate import NOT_ONE_RESPONSE, encode_generated, event, parse_generate
 from .http_body import encode_response, error_body, parse_request
 from .inference import check, infer, stream
 from .models import ServedModels, metadata, output_types
+from .shm_regions import CUDA_UNSUPPORTED, Regions
 from .statistics import model_statistics
 from .tensors import datatype_of
 
@@ -29,11 +30,16 @@ EXTENSIONS = [
     "model_repository",
     "model_configuration",
     "statistics",
+    "system_shared_memory",
 ]
 
 EVENT_STREAM = "text/event-stream; charset=utf-8"
 
 _CONTROL = re.compile(r"^/v2/repository/models/(?P<name>[^/]+)/(?P<action>load|unload)$")
+_SHM = re.compile(
+    r"^/v2/(?P<kind>system|cuda)sharedmemory(?:/region/(?P<name>[^/]+))?"
+    r"/(?P<action>status|register|unregister)$"
+)
 _MODEL = re.compile(r"^/v2/models/(?P<name>[^/]+)(?:/versions/(?P<version>[^/]+))?(?P<rest>/.*)?$")
 
 
@@ -42,9 +48,10 @@ class DevHTTPServer(ThreadingHTTPServer):
     # Many clients open a connection per request; the default backlog of 5 refuses some.
     request_queue_size = 128
 
-    def __init__(self, address: Tuple[str, int], models: ServedModels) -> None:
+    def __init__(self, address: Tuple[str, int], models: ServedModels, regions: Regions) -> None:
         super().__init__(address, _Handler)
         self.models = models
+        self.regions = regions
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -96,6 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
             return "GET", lambda _: self._empty(200 if models.all_ready else 400)
         if path == "/v2/repository/index":
             return "POST", lambda _: self._json(models.index())
+        shm = _SHM.match(path)
+        if shm is not None:
+            return self._shm_route(shm["kind"], shm["name"] or "", shm["action"])
         control = _CONTROL.match(path)
         if control is not None:
             name, action = control["name"], control["action"]
@@ -121,7 +131,37 @@ class _Handler(BaseHTTPRequestHandler):
             return "POST", lambda body: self._generate(name, version, body, streaming)
         return None
 
+    def _shm_route(self, kind: str, name: str, action: str) -> Tuple[str, Callable[[bytes], None]]:
+        if action == "status":
+            return "GET", lambda _: self._shm_status(kind, name)
+        return "POST", lambda body: self._shm_change(kind, name, action, body)
+
     # ------------------------------------------------------------------ handlers
+
+    def _shm_status(self, kind: str, name: str) -> None:
+        # No GPU here: no CUDA region was ever registered, as on a tritonserver without one.
+        self._json(self.server.regions.status(name) if kind == "system" else [])
+
+    def _shm_change(self, kind: str, name: str, action: str, body: bytes) -> None:
+        regions = self.server.regions
+        if action == "unregister":
+            if kind == "system":
+                regions.unregister(name)
+            return self._empty(200)
+        if kind == "cuda":
+            raise ServeError(CUDA_UNSUPPORTED, ErrorCode.UNSUPPORTED)
+        if not name:
+            return self._send_error(404, "Not Found")
+        try:
+            spec = json.loads(body or b"{}")
+            key, offset, size = str(spec["key"]), int(spec.get("offset", 0)), int(spec["byte_size"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ServeError(
+                f"failed to parse the register request for region '{name}': {e}",
+                ErrorCode.INVALID_ARG,
+            ) from None
+        regions.register(name, key, offset, size)
+        self._empty(200)
 
     def _ready(self, name: str, version: Optional[str]) -> None:
         try:
@@ -138,12 +178,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _infer(self, name: str, version: Optional[str], body: bytes) -> None:
         served = self.server.models.get(name, version)
         length = self.headers.get("Inference-Header-Content-Length")
-        call = parse_request(body, int(length) if length is not None else None, served.name)
+        regions = self.server.regions
+        call = parse_request(
+            body, int(length) if length is not None else None, served.name, regions
+        )
         outputs = infer(served, call)
         declared = output_types(served)
         datatypes = {n: datatype_of(a, declared.get(n)) for n, a in outputs.items()}
         payload, header_length = encode_response(
-            served.name, int(served.version or 1), call, outputs, datatypes
+            served.name, int(served.version or 1), call, outputs, datatypes, regions
         )
         if header_length is None:
             return self._send(200, payload, "application/json")

@@ -14,6 +14,7 @@ from .errors import ServeError
 from .http_server import DevHTTPServer
 from .metrics import MetricsServer, exposition, sources
 from .models import Served, ServedModels
+from .shm_regions import Regions
 
 RELOAD_POLL_S = 0.5  # how often --reload looks at the model directories
 LEVELS = {0: "I", 1: "W", 2: "E", 3: "V"}  # pb_utils.Logger levels, as the server's log marks them
@@ -40,6 +41,8 @@ class DevServer:
         reload: bool = False,
     ) -> None:
         self.models = ServedModels(model_repository, in_process=in_process)
+        #: The clients' registered system shared memory (both protocols share them).
+        self.regions = Regions()
         self.host = host
         self._ports = (http_port, grpc_port)
         self._metrics_port = metrics_port
@@ -83,11 +86,13 @@ class DevServer:
         try:
             self.models.load()
             http_port, grpc_port = self._ports
-            self.http = DevHTTPServer((self.host, http_port), self.models)
+            self.http = DevHTTPServer((self.host, http_port), self.models, self.regions)
             if grpc_port is not None:
                 from .grpc_service import start_grpc
 
-                self.grpc, self.grpc_port = start_grpc(self.models, self.host, grpc_port)
+                self.grpc, self.grpc_port = start_grpc(
+                    self.models, self.regions, self.host, grpc_port
+                )
             if self._metrics_port is not None:
                 self.metrics = MetricsServer((self.host, self._metrics_port), self.metrics_text)
                 self._thread(self.metrics.serve_forever, "devserver-metrics")
@@ -128,6 +133,7 @@ class DevServer:
             self.metrics.server_close()
             self.metrics = None
         self.models.close()
+        self.regions.close()
 
     def metrics_text(self) -> str:
         """The models' custom metrics, as the metrics endpoint answers."""

@@ -54,7 +54,9 @@ def bfloat16() -> Any:
     return dtype
 
 
-def from_raw(name: str, datatype: str, shape: Sequence[int], raw: Any, model: str) -> np.ndarray:
+def from_raw(
+    name: str, datatype: str, shape: Sequence[int], raw: Any, model: str, request_id: str = ""
+) -> np.ndarray:
     """An input tensor from its raw bytes; a size that does not fit the shape is refused."""
     count = element_count(shape)
     if datatype == "BYTES":
@@ -73,6 +75,7 @@ def from_raw(name: str, datatype: str, shape: Sequence[int], raw: Any, model: st
     size = len(memoryview(raw).cast("B"))
     if size != count * dtype.itemsize:
         raise ServeError(
+            f"[request id: {request_id or '<id_unknown>'}] "
             f"input byte size mismatch for input '{name}' for model '{model}'. "
             f"Expected {count * dtype.itemsize}, got {size}",
             ErrorCode.INVALID_ARG,
