@@ -44,9 +44,10 @@ def exposition(found: Iterable[Source]) -> str:
         for name, description, kind in by_id.values():
             families.setdefault(name, (description, kind))
             series.setdefault(name, [])
+        live = {name for name, _, _ in by_id.values()}
         for record in records:
-            if record.family_id in by_id:
-                series[by_id[record.family_id][0]].append(record)
+            if record.family in live:  # a series lives while a family of its name does
+                series[record.family].append(record)
     lines: List[str] = []
     for name, (description, kind) in families.items():
         lines.append(f"# HELP {name} {description}")

@@ -145,7 +145,7 @@ class StubModel(ModelOnDisk):
         if reply.get("model_config"):
             self.config = complete(json.loads(reply["model_config"]), self.model_name)
         driver = self._spawn()
-        self._services = StubServices(driver, self._fakes)
+        self._services = StubServices(driver, self._fakes, self.instance_name)
         reply = driver.init(
             self.model_file,
             self.config,

@@ -20,6 +20,7 @@ from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .bls_responses import DECOUPLED_ONLY, refused_text
 from .harness_errors import InferError
+from .metric_store import MetricError, MetricStore, metric_refusal
 from .stub_driver import StubDriver
 from .transport import FINAL, BlsFake, MetricRecord, not_ready_text
 
@@ -49,12 +50,14 @@ def unregister(model: "StubModel") -> None:
 class StubServices:
     """Installs the driver's handlers; ``fakes`` answer BLS calls to models by name."""
 
-    def __init__(self, driver: StubDriver, fakes: Mapping[str, BlsFake]) -> None:
+    def __init__(
+        self, driver: StubDriver, fakes: Mapping[str, BlsFake], instance_name: str = ""
+    ) -> None:
         self.driver = driver
         self.fakes = dict(fakes)
-        self.families: Dict[int, Tuple[str, str, int]] = {}
-        self.metrics: Dict[int, MetricRecord] = {}
-        self._ids = 0
+        self.instance_name = instance_name  # named in the metrics API's refusals
+        #: The stub's custom metrics, as the server keeps them.
+        self.metric_store = MetricStore()
         self._lock = threading.Lock()
         self._streams: Dict[int, Tuple["StubModel", int]] = {}  # BLS call id -> live stream
         d = driver
@@ -213,28 +216,23 @@ class StubServices:
     # ------------------------------------------------------------------ metrics
 
     def metric_snapshot(self) -> Tuple[Dict[int, Tuple[str, str, int]], Dict[int, MetricRecord]]:
-        """Copies of the families and metrics, taken while the reader thread cannot change
-        them (a metrics endpoint reads them from its own thread)."""
-        with self._lock:
-            return dict(self.families), dict(self.metrics)
-
-    def _next_id(self) -> int:
-        self._ids += 1
-        return self._ids
+        """Copies of the families and series (a metrics endpoint reads them from its own
+        thread while the reader thread changes them)."""
+        return self.metric_store.snapshot()
 
     def _on_family_new(self, msg: Any) -> None:
         r = codec.Reader(msg.body)
         kind = r.u8()
         name, description = r.str(), r.str()
-        with self._lock:
-            fid = self._next_id()
-            self.families[fid] = (name, description, kind)
+        try:
+            fid = self.metric_store.family_new(name, description, kind)
+        except MetricError as e:
+            return self._refuse(msg, ErrorCode.INVALID_ARG, str(e))
         self._reply(msg, payload=_ID.pack(fid))
 
     def _on_family_delete(self, msg: Any) -> None:
         (fid,) = _ID.unpack_from(msg.body, 0)
-        with self._lock:
-            self.families.pop(fid, None)
+        self.metric_store.family_delete(fid)
 
     def _on_metric_new(self, msg: Any) -> None:
         r = codec.Reader(msg.body)
@@ -244,15 +242,10 @@ class StubServices:
             key = r.str()
             labels[key] = r.str()
         buckets = list(r.unpack(struct.Struct(f"<{r.u32()}d"))) if r.u8() else None
-        with self._lock:
-            family = self.families.get(fid)
-            if family is None:
-                self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no family")
-                return
-            mid = self._next_id()
-            self.metrics[mid] = MetricRecord(
-                family[0], family[2], labels, family_id=fid, buckets=buckets
-            )
+        try:
+            mid = self.metric_store.metric_new(fid, labels, buckets)
+        except KeyError:
+            return self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no family")
         self._reply(msg, payload=_ID.pack(mid))
 
     def _on_metric_op(self, msg: Any) -> None:
@@ -260,21 +253,19 @@ class StubServices:
             (mid,), value = _ID.unpack_from(msg.body, 0), 0.0
         else:
             mid, value = _ID_VALUE.unpack_from(msg.body, 0)
-        with self._lock:
-            m = self.metrics.get(mid)
-            if m is None:
-                self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no metric")
-                return
-            if msg.kind == MessageKind.METRIC_INCREMENT:
-                m.value += value
-            elif msg.kind == MessageKind.METRIC_SET:
-                m.value = value
-            elif msg.kind == MessageKind.METRIC_OBSERVE:
-                m.observations.append(value)
-                m.value += value
-            current = m.value
+        try:
+            current = self.metric_store.op(_METRIC_OPS[msg.kind], mid, value)
+        except KeyError:
+            return self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no metric")
+        except MetricError as e:
+            return self._refuse(msg, ErrorCode.INVALID_ARG, str(e))
         payload = _F64.pack(current) if msg.kind == MessageKind.METRIC_VALUE else b""
         self._reply(msg, payload=payload)
+
+    def _refuse(self, msg: Any, code: int, message: str) -> None:
+        self._reply(
+            msg, ok=False, code=int(code), message=metric_refusal(self.instance_name, message)
+        )
 
     def _reply(
         self, msg: Any, *, ok: bool = True, code: int = 0, message: str = "", payload: bytes = b""
@@ -285,6 +276,14 @@ class StubServices:
             )
         except (ChannelClosed, OSError):
             pass  # the stub is gone; its reader ends on the next recv
+
+
+_METRIC_OPS = {
+    MessageKind.METRIC_VALUE: "value",
+    MessageKind.METRIC_INCREMENT: "increment",
+    MessageKind.METRIC_SET: "set",
+    MessageKind.METRIC_OBSERVE: "observe",
+}
 
 
 def _error_desc(code: int, message: str) -> codec.ResponseDesc:

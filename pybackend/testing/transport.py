@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
 from .bls_responses import BlsResponses
+from .metric_store import MetricError, MetricRecord, MetricStore, metric_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..utils.request import InferenceRequest
@@ -33,17 +34,6 @@ class LogRecord:
     message: str
 
 
-@dataclass
-class MetricRecord:
-    family: str
-    kind: int
-    labels: Dict[str, str]
-    value: float = 0.0
-    observations: List[float] = field(default_factory=list)
-    family_id: int = 0
-    buckets: Optional[List[float]] = None  # a histogram's upper bounds
-
-
 class HarnessTransport(Transport):
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -53,13 +43,12 @@ class HarnessTransport(Transport):
         self.cancelled: Set[int] = set()  # tokens whose client cancelled
         self.tokens = itertools.count(1)
         self.local = threading.local()  # .harness: the one whose model runs on this thread
-        self.families: Dict[int, Tuple[str, str, int]] = {}
-        self.metrics: Dict[int, MetricRecord] = {}
+        #: The custom metrics of the models run in this process, as the server keeps them.
+        self.metric_store = MetricStore()
         # family id -> the harness whose model created it: closing the harness removes the
         # family (as unloading does in the server) even where a reference cycle of the
         # model's keeps the MetricFamily object, whose __del__ would delete it, alive.
         self.family_owners: Dict[int, "ModelHarness"] = {}
-        self._ids = itertools.count(1)
 
     # ------------------------------------------------------------------ routing
 
@@ -123,18 +112,30 @@ class HarnessTransport(Transport):
                 return name in self.fakes or any(h.model_name == name for h in self.harnesses)
         return super().model_control(op, **kwargs)
 
+    @property
+    def families(self) -> Dict[int, Tuple[str, str, int]]:
+        """The live metric families by id (name, description, kind)."""
+        return self.metric_store.families
+
+    @property
+    def metrics(self) -> Dict[int, MetricRecord]:
+        """The series by id: one per family name and label set."""
+        return self.metric_store.metrics
+
     def metric_family_new(self, name: str, description: str, kind: int) -> int:
         owner = self.current()
-        with self.lock:
-            fid = next(self._ids)
-            self.families[fid] = (name, description, kind)
-            if owner is not None:
+        try:
+            fid = self.metric_store.family_new(name, description, kind)
+        except MetricError as e:
+            raise TritonModelException(self._refused(owner, str(e))) from None
+        if owner is not None:
+            with self.lock:
                 self.family_owners[fid] = owner
-            return fid
+        return fid
 
     def metric_family_delete(self, family_id: int) -> None:
+        self.metric_store.family_delete(family_id)
         with self.lock:
-            self.families.pop(family_id, None)
             self.family_owners.pop(family_id, None)
 
     def forget_families_of(self, harness: "ModelHarness") -> None:
@@ -147,25 +148,19 @@ class HarnessTransport(Transport):
     def metric_new(
         self, family_id: int, labels: Dict[str, str], buckets: Optional[List[float]]
     ) -> int:
-        with self.lock:
-            name, _, kind = self.families[family_id]
-            mid = next(self._ids)
-            self.metrics[mid] = MetricRecord(
-                name, kind, dict(labels), family_id=family_id, buckets=buckets
-            )
-            return mid
+        return self.metric_store.metric_new(family_id, labels, buckets)
 
     def metric_op(self, op: str, metric_id: int, value: float) -> float:
-        with self.lock:
-            m = self.metrics[metric_id]
-            if op == "increment":
-                m.value += value
-            elif op == "set":
-                m.value = value
-            elif op == "observe":
-                m.observations.append(value)
-                m.value += value
-            return m.value
+        try:
+            return self.metric_store.op(op, metric_id, value)
+        except MetricError as e:
+            raise TritonModelException(self._refused(self.current(), str(e))) from None
+
+    @staticmethod
+    def _refused(owner: Optional["ModelHarness"], message: str) -> str:
+        """The server's refusal as the model reads it, naming its instance (as the backend
+        names it in its reply to the stub)."""
+        return metric_refusal(owner.instance_name, message) if owner is not None else message
 
 
 def not_ready_text(name: str) -> str:

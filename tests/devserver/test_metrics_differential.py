@@ -83,21 +83,3 @@ def test_only_metrics_is_served(servers: Tuple[Any, Any]) -> None:
         urllib.request.urlopen(dev.metrics_url.replace("/metrics", "/other"), timeout=10)
     info.value.close()  # the error holds the connection
     assert info.value.code == 404
-
-
-@pytest.mark.parametrize("mode", ["stub", "inprocess"])
-def test_an_unloaded_models_metrics_are_gone(mode: str, tmp_path: Path) -> None:
-    shutil.copytree(CUSTOM_METRICS, tmp_path / "custom_metrics")
-    with DevServer(
-        tmp_path, metrics_port=0, in_process=mode == "inprocess", echo_logs=False
-    ) as dev:
-        _apply(dev, [1.0])
-        assert samples(scrape(dev), "pbconf_requests_total")
-        client = httpclient.InferenceServerClient(dev.http_url)
-        try:
-            client.unload_model("custom_metrics")
-            assert "pbconf_" not in scrape(dev)
-            client.load_model("custom_metrics")  # back, its series starting again
-        finally:
-            client.close()
-        assert set(samples(scrape(dev), "pbconf_requests_total").values()) == {0.0}

@@ -173,6 +173,25 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
     "decoupled/async_stream": [
         (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True}) for m in ("await", "task")
     ],
+    # What the server's metrics API refuses, refused offline with its texts.
+    "metrics/custom_metrics": [
+        (m, {"MODE": s(m), "VALUES": np.array([1.0, 2.0])}, {})
+        for m in (
+            "apply",
+            "misuse:counter_negative_increment",
+            "misuse:counter_set",
+            "misuse:counter_observe",
+            "misuse:gauge_observe",
+            "misuse:gauge_negative_increment",
+            "misuse:histogram_increment",
+            "misuse:histogram_set",
+            "misuse:histogram_value",
+            "misuse:same_name_other_kind",
+            "misuse:same_name_same_kind",
+            "apply",
+        )
+    ],
+    "local/metric_sharing": [("first", {"X": np.ones(1, np.float32)}, {})] * 2,
 }
 
 
@@ -292,6 +311,48 @@ OTHERS = {
 }
 
 
+#: Families of one name share their series, and metrics of one label set are one series
+#: whichever family object made them; a histogram keeps its first buckets.
+METRIC_SHARING = """
+import json
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        family = pb_utils.MetricFamily
+        self.first = family(name="pbtest_shared_total", description="d", kind=family.COUNTER)
+        self.second = family(name="pbtest_shared_total", description="d", kind=family.COUNTER)
+        self.a = self.first.Metric(labels={"k": "v"})
+        self.b = self.second.Metric(labels={"k": "v"})
+        self.other = self.second.Metric(labels={"k": "w"})
+        self.gauges = family(name="pbtest_shared_gauge", description="g", kind=family.GAUGE)
+        self.ga, self.gb = self.gauges.Metric(labels={}), self.gauges.Metric(labels={})
+        self.hist = family(name="pbtest_shared_hist", description="h", kind=family.HISTOGRAM)
+        self.ha = self.hist.Metric(labels={}, buckets=[1.0])
+        self.hb = self.hist.Metric(labels={}, buckets=[2.0])
+
+    def execute(self, requests):
+        self.a.increment(3)
+        self.ga.set(5)
+        self.gb.increment(1)
+        self.ha.observe(0.5)
+        self.hb.observe(1.5)
+        seen = {
+            "a": self.a.value(), "b": self.b.value(), "other": self.other.value(),
+            "ga": self.ga.value(), "gb": self.gb.value(),
+        }
+        out = np.array([json.dumps(seen).encode()], dtype=object)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", out)]) for _ in requests]
+"""
+METRIC_SHARING_IO = """
+backend: "python"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Copies of the models: some write reports into their model directory."""
@@ -303,6 +364,9 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / "bls_mixed" / "1").mkdir(parents=True)
     (root / "bls_mixed" / "1" / "model.py").write_text(MIXED_CALLER)
     (root / "bls_mixed" / "config.pbtxt").write_text(MIXED_CALLER_IO)
+    (root / "metric_sharing" / "1").mkdir(parents=True)
+    (root / "metric_sharing" / "1" / "model.py").write_text(METRIC_SHARING)
+    (root / "metric_sharing" / "config.pbtxt").write_text(METRIC_SHARING_IO)
     for name, max_batch_size in (("sequence_controls", 0), ("sequence_controls_batched", 4)):
         (root / name / "1").mkdir(parents=True)
         (root / name / "1" / "model.py").write_text(SEQUENCE_CONTROLS)
