@@ -41,8 +41,10 @@ def rows(call: InferCall) -> int:
 
 
 class Batcher:
-    """Runs ``run_batch(calls) -> [outputs or ServeError]`` on the batches it gathers, on
-    a thread of its own; :meth:`submit` waits for one request's answer."""
+    """Runs ``run_batch(calls) -> [outputs or ServeError]`` on the batches it gathers, up
+    to ``workers`` batches at a time (one per instance of the model); :meth:`submit` waits
+    for one request's answer. A batch is gathered only once a worker is free, so requests
+    that arrive while every instance is busy meet in the next batch, as in tritonserver."""
 
     def __init__(
         self,
@@ -50,10 +52,14 @@ class Batcher:
         max_batch: int,
         delay_s: float,
         run_batch: Callable[[List[InferCall]], List[Any]],
+        workers: int = 1,
     ) -> None:
         self.max_batch = max_batch
         self.delay_s = delay_s
         self._run_batch = run_batch
+        self._name = name
+        self._workers = max(1, workers)
+        self._free = threading.Semaphore(self._workers)
         self._queue: "queue.Queue[Optional[Item]]" = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
@@ -72,18 +78,22 @@ class Batcher:
         return future.result()
 
     def close(self) -> None:
-        """Answers what is queued, then stops."""
+        """Answers what is queued, then stops (once the batches running are answered)."""
         with self._lock:
             self._closed = True
             self._queue.put(None)
         self._thread.join()
+        for _ in range(self._workers):
+            self._free.acquire()
 
     def _loop(self) -> None:
         carry: Optional[Item] = None
         while True:
+            self._free.acquire()  # a worker (instance) is free: gather its batch
             first = carry if carry is not None else self._queue.get()
             carry = None
             if first is None:
+                self._free.release()
                 return
             batch, size = [first], rows(first[0])
             deadline = time.monotonic() + self.delay_s
@@ -93,16 +103,29 @@ class Batcher:
                 except queue.Empty:
                     break
                 if item is None:  # closed: this batch is the last
-                    self._run(batch)
+                    self._start(batch)
                     return
                 if size + rows(item[0]) > self.max_batch:
                     carry = item  # the next batch starts with it
                     break
                 batch.append(item)
                 size += rows(item[0])
-            self._run(batch)
+            self._start(batch)
+
+    def _start(self, batch: List[Item]) -> None:
+        """The batch on a thread of its own, which frees its worker when answered."""
+        if self._workers == 1:  # no other batch can run meanwhile: no thread needed
+            return self._run(batch)
+        name = f"batch-{self._name}"
+        threading.Thread(target=self._run, args=(batch,), name=name, daemon=True).start()
 
     def _run(self, batch: List[Item]) -> None:
+        try:
+            self._answer(batch)
+        finally:
+            self._free.release()
+
+    def _answer(self, batch: List[Item]) -> None:
         try:
             answers = self._run_batch([call for call, _ in batch])
         except Exception as e:  # noqa: BLE001 - every waiting client gets the failure

@@ -16,7 +16,7 @@ from ..utils.tensor import Tensor
 from .batcher import Batcher, batching_of
 from .call import InferCall
 from .errors import ServeError
-from .models import Served, revive
+from .models import Served
 
 #: tritonserver's answer to a decoupled model on HTTP's ``/infer`` (2.51, status 501).
 DECOUPLED_ON_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
@@ -31,13 +31,6 @@ def _kwargs(call: InferCall) -> Dict[str, Any]:
     }
 
 
-def _model(served: Served) -> Any:
-    """The served model's harness, with a fresh stub where the last one died."""
-    with served.lock:
-        revive(served)
-        return served.model
-
-
 def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
     """The outputs of one request to a model that answers with one response. Requests run
     side by side up to the harness, which runs one ``execute`` at a time, as one instance;
@@ -49,7 +42,8 @@ def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
         if batcher is not None:
             return batcher.submit(call)
         try:
-            return _model(served).infer(call.inputs, **_kwargs(call))
+            with served.instance(call.sequence.get("sequence_id")) as model:
+                return model.infer(call.inputs, **_kwargs(call))
         except InferError as e:
             raise ServeError(e.message, e.code) from None
 
@@ -61,7 +55,10 @@ def _batcher(served: Served) -> Optional[Batcher]:
             batching = batching_of(served.config)
             if batching is not None:
                 served.batcher = Batcher(
-                    served.name, *batching, lambda calls: _run_batch(served, calls)
+                    served.name,
+                    *batching,
+                    lambda calls: _run_batch(served, calls),
+                    workers=len(served.instances),  # a batch per instance at a time
                 )
         return served.batcher
 
@@ -76,7 +73,8 @@ def _run_batch(served: Served, calls: List[InferCall]) -> List[Any]:
         }
         for c in calls
     ]
-    answers = _model(served).infer_batch([c.inputs for c in calls], options=options)
+    with served.instance() as model:
+        answers = model.infer_batch([c.inputs for c in calls], options=options)
     return [ServeError(a.message, a.code) if isinstance(a, InferError) else a for a in answers]
 
 
@@ -106,8 +104,8 @@ def stream(
 
     def run() -> None:
         try:
-            with served.use():
-                _model(served).infer_stream(
+            with served.use(), served.instance(call.sequence.get("sequence_id")) as model:
+                model.infer_stream(
                     call.inputs,
                     timeout,
                     on_response=lambda outputs: results.put((outputs, None)),

@@ -17,21 +17,19 @@ KINDS = {0: "counter", 1: "gauge", 2: "histogram"}  # pb_utils.MetricFamily's ki
 
 
 def sources(models: Iterable[Any]) -> List[Source]:
-    """The metrics of the served harnesses: each stub process keeps its own, the models
-    run in this process share one record."""
-    found: List[Source] = []
-    shared = False
+    """The metrics of the served harnesses: each model's stub processes share a registry,
+    the models run in this process share one, each read once."""
+    stores: List[Any] = []
     for model in models:
-        if model is None:
-            continue
-        if hasattr(model, "metric_families"):  # StubModel
-            found.append((model.metric_families, model.metrics.values()))
-        else:
-            shared = True
-    if shared:
-        transport = harness_transport()
-        with transport.lock:
-            found.append((dict(transport.families), list(transport.metrics.values())))
+        store = getattr(model, "metric_store", None)  # StubModel
+        if model is not None and store is None:
+            store = harness_transport().metric_store
+        if store is not None and all(store is not seen for seen in stores):
+            stores.append(store)
+    found: List[Source] = []
+    for store in stores:
+        families, metrics = store.snapshot()
+        found.append((families, metrics.values()))
     return found
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +27,11 @@ STOP_WAIT_S = 60.0  # how long stopping a model waits for the requests using it
 
 @dataclass
 class Served:
-    """One model directory: its harness when it loaded, else why not."""
+    """One model directory: its instances (a harness each) when it loaded, else why not."""
 
     name: str
     directory: Path
-    model: Any = None
+    instances: List[Any] = field(default_factory=list)
     version: Optional[int] = None
     reason: str = ""
     in_process: bool = False
@@ -39,15 +40,47 @@ class Served:
     batcher: Any = None  # its dynamic batcher (inference.py), from the first request on
     config: Dict[str, Any] = field(default_factory=dict)  # as the model was started with
     lock: threading.Lock = field(default_factory=threading.Lock)
-    shown: List[int] = field(default_factory=lambda: [0, 0])  # logs, output lines printed
+    # Per instance: log records and output lines printed so far.
+    shown: Dict[int, List[int]] = field(default_factory=dict)
+    busy: List[int] = field(default_factory=list)  # per instance: requests using it now
     # Requests using the model now; stopping it waits for them (use()).
     users: int = 0
     stopping: bool = False
     idle: threading.Condition = field(default_factory=threading.Condition)
 
     @property
+    def model(self) -> Any:
+        """The first instance (what the model's configuration and metrics are read from),
+        None when it is not loaded."""
+        return self.instances[0] if self.instances else None
+
+    @property
     def ready(self) -> bool:
-        return self.model is not None and not self.stopping
+        return bool(self.instances) and not self.stopping
+
+    @contextmanager
+    def instance(self, correlation_id: Any = None) -> Iterator[Any]:
+        """An instance for one request, as tritonserver's schedulers pick one: the least
+        busy, or for a model with a sequence batcher, the one a sequence's correlation id
+        stays on (its state lives there). A stub that died is replaced first."""
+        with self.lock:
+            if not self.instances:
+                raise ServeError(
+                    f"model '{self.name}' was unloaded while the request came in: send it again",
+                    ErrorCode.UNAVAILABLE,
+                )
+            if correlation_id and "sequence_batching" in self.config:
+                index = _stable_hash(correlation_id) % len(self.instances)
+            else:
+                index = min(range(len(self.instances)), key=self.busy.__getitem__)
+            revive(self, index)
+            self.busy[index] += 1
+            model = self.instances[index]
+        try:
+            yield model
+        finally:
+            with self.lock:
+                self.busy[index] -= 1
 
     @property
     def decoupled(self) -> bool:
@@ -156,7 +189,7 @@ class ServedModels:
     def unload_model(self, name: str) -> None:
         """``POST /v2/repository/models/<name>/unload``: finalize it; it stays listed."""
         served = self.models.get(name)
-        if served is not None and served.model is not None:
+        if served is not None and served.instances:
             served.reason = UNLOADED  # what a request meanwhile is told
             self._stop(served)
 
@@ -170,8 +203,8 @@ class ServedModels:
         if batcher is not None:
             batcher.close()
         with served.lock:
-            model, served.model = served.model, None
-        if model is not None:
+            instances, served.instances = served.instances, []
+        for model in reversed(instances):
             model.close()
 
     def changed(self) -> List[str]:
@@ -238,55 +271,88 @@ def files_signature(directory: Path) -> Tuple[int, int]:
 
 
 def start_model(directory: Path, in_process: bool) -> Served:
-    """The model in ``directory``, started; or, where it failed, why."""
+    """The model in ``directory``, started with every instance its ``instance_group`` asks
+    for; or, where it failed, why."""
     served = Served(directory.name, directory, in_process=in_process)
     served.signature = files_signature(directory)
-    kind = ModelHarness if in_process else StubModel
     try:
         config = load_config(directory)
-        name = str(config.get("name") or directory.name)
-        served.name = name
-        model = kind(directory, model_name=name)
-        served.version = model.version
-        served.model = model.start()
-        served.config = served.model.config
+        served.name = str(config.get("name") or directory.name)
+        first = _start_instance(served, None, None)
+        served.instances.append(first)
+        served.version = first.version
+        served.config = first.config
+        for name in instance_names(first.config)[1:]:
+            served.instances.append(_start_instance(served, name, first))
     except Exception as e:  # noqa: BLE001 - config errors, and model code may raise anything
-        served.model = None
+        for model in reversed(served.instances):
+            model.close()
+        served.instances = []
         served.reason = str(e) or type(e).__name__
         print(
             f"pybackend devserver: model '{served.name}' failed to load: {served.reason}",
             file=sys.stderr,
             flush=True,
         )
+    served.busy = [0] * len(served.instances)
     return served
 
 
-def revive(served: Served) -> None:
-    """A stub process that died (model code crashed it, or it was killed) is replaced
-    by a fresh one that runs ``initialize`` again, as the backend restarts a stub;
+def _start_instance(served: Served, instance_name: Optional[str], first: Any) -> Any:
+    """One instance, started. Those after the first share its statistics and (stub
+    processes) its metrics registry: the instances of one tritonserver model count into one
+    statistics entry and share their custom metrics' series."""
+    kwargs: Dict[str, Any] = {"model_name": served.name, "instance_name": instance_name}
+    if not served.in_process and first is not None:
+        kwargs["metric_store"] = first.metric_store
+    kind = ModelHarness if served.in_process else StubModel
+    model = kind(served.directory, **kwargs).start()
+    if first is not None:
+        model.statistics = first.statistics
+    return model
+
+
+def instance_names(config: Dict[str, Any]) -> List[str]:
+    """The instances' names, as tritonserver names them: ``<group>_<k>`` for each group
+    and each of its ``count`` instances."""
+    return [
+        f"{group['name']}_{k}"
+        for group in config.get("instance_group", [])
+        for k in range(int(group.get("count", 1) or 1))
+    ]
+
+
+def revive(served: Served, index: int) -> None:
+    """An instance whose stub process died (model code crashed it, or it was killed) is
+    replaced by a fresh one that runs ``initialize`` again, as the backend restarts a stub;
     called before each request with ``served.lock`` held."""
-    model = served.model
-    if model is None or getattr(model, "alive", True):
+    model = served.instances[index]
+    if getattr(model, "alive", True):
         return
     print(
-        f"pybackend devserver: the stub process of model '{served.name}' exited; "
-        "starting a new one",
+        f"pybackend devserver: the stub process of model '{served.name}' "
+        f"({model.instance_name}) exited; starting a new one",
         file=sys.stderr,
         flush=True,
     )
     model.close()
-    replacement = start_model(served.directory, served.in_process)
-    if replacement.model is not None:  # the same model version: its statistics go on
-        replacement.model.statistics = model.statistics
-    served.model, served.reason = replacement.model, replacement.reason
-    served.signature = replacement.signature
-    served.shown[:] = [0, 0]
-    if served.model is None:
+    others = [m for m in served.instances if m is not model]
+    try:
+        replacement = _start_instance(served, model.instance_name, others[0] if others else None)
+    except Exception as e:  # noqa: BLE001 - model code may raise anything
         raise ServeError(
-            f"model '{served.name}' could not be restarted after its stub process "
-            f"exited: {served.reason}",
+            f"model '{served.name}' could not be restarted after its stub process exited: {e}",
             ErrorCode.UNAVAILABLE,
-        )
+        ) from None
+    # The same model version: its statistics go on (a lone instance's store is new).
+    replacement.statistics = model.statistics
+    served.instances[index] = replacement
+    served.shown.pop(index, None)
+
+
+def _stable_hash(value: Any) -> int:
+    """The same number for a correlation id in every run (``hash`` of a str is not)."""
+    return zlib.crc32(str(value).encode())
 
 
 def metadata(served: Served) -> Dict[str, Any]:

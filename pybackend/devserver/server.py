@@ -8,12 +8,12 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, List, Optional, Union
 
 from .errors import ServeError
 from .http_server import DevHTTPServer
 from .metrics import MetricsServer, exposition, sources
-from .models import Served, ServedModels
+from .models import ServedModels
 from .shm_regions import Regions
 
 RELOAD_POLL_S = 0.5  # how often --reload looks at the model directories
@@ -137,7 +137,8 @@ class DevServer:
 
     def metrics_text(self) -> str:
         """The models' custom metrics, as the metrics endpoint answers."""
-        return exposition(sources(s.model for s in list(self.models.models.values())))
+        served = list(self.models.models.values())
+        return exposition(sources(m for s in served for m in list(s.instances)))
 
     def wait(self) -> None:
         """Block until :meth:`close` (from another thread) or Ctrl-C."""
@@ -162,22 +163,24 @@ class DevServer:
         stderr lines, on this process's stderr with the model's name."""
         while not self._stop.wait(0.2):
             for served in list(self.models.models.values()):
-                model = served.model  # once: a reload may take it away meanwhile
-                if model is not None:
-                    _echo_new(served, model)
+                instances = list(served.instances)  # once: a reload may take them meanwhile
+                for index, model in enumerate(instances):
+                    label = served.name if len(instances) == 1 else model.instance_name
+                    _echo_new(served.shown.setdefault(index, [0, 0]), label, model)
 
 
-def _echo_new(served: Served, model: Any) -> None:
+def _echo_new(shown: List[int], label: str, model: Any) -> None:
+    """What ``model`` logged and printed since ``shown`` (records, lines) was counted."""
     logs = list(model.logs)
-    for record in logs[served.shown[0] :]:
+    for record in logs[shown[0] :]:
         level = LEVELS.get(record.level, "I")
         where = f"{Path(record.filename).name}:{record.line}"
-        print(f"{level} [{served.name}] {where}: {record.message}", file=sys.stderr, flush=True)
-    served.shown[0] = len(logs)
+        print(f"{level} [{label}] {where}: {record.message}", file=sys.stderr, flush=True)
+    shown[0] = len(logs)
     lines = list(getattr(model, "output", []))
-    for line in lines[served.shown[1] :]:
-        print(f"[{served.name}] {line}", file=sys.stderr, flush=True)
-    served.shown[1] = len(lines)
+    for line in lines[shown[1] :]:
+        print(f"[{label}] {line}", file=sys.stderr, flush=True)
+    shown[1] = len(lines)
 
 
 def serve(

@@ -34,6 +34,7 @@ from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
+from .metric_store import MetricStore
 from .model_dir import ModelOnDisk
 from .outputs import check_outputs
 from .outputs import requested_outputs as requested_outputs_of
@@ -71,6 +72,7 @@ class StubModel(ModelOnDisk):
         python: Optional[str] = None,
         debug: str = "",
         execute_timeout: Optional[float] = None,
+        metric_store: Optional[MetricStore] = None,
     ) -> None:
         super().__init__(
             model_dir,
@@ -93,6 +95,9 @@ class StubModel(ModelOnDisk):
         self.execute_timeout = execute_timeout
         self._driver: Optional[StubDriver] = None
         self._services: Optional[StubServices] = None
+        #: Where the model's custom metrics are kept (``metric_store=``: one shared with
+        #: other instances of the model, as tritonserver's registry is).
+        self.metric_store = metric_store if metric_store is not None else MetricStore()
         self._lock = threading.Lock()  # one execute at a time, as the backend sends them
         self._tokens = itertools.count(1)
         self._batches = itertools.count(1)
@@ -125,13 +130,13 @@ class StubModel(ModelOnDisk):
 
     @property
     def metrics(self) -> Dict[int, MetricRecord]:
-        """The model's custom metrics, by id."""
-        return self._services.metric_snapshot()[1] if self._services is not None else {}
+        """The model's custom metrics (one record per series), by id."""
+        return self.metric_store.snapshot()[1]
 
     @property
     def metric_families(self) -> Dict[int, Tuple[str, str, int]]:
         """The model's live metric families, by id: (name, description, kind)."""
-        return self._services.metric_snapshot()[0] if self._services is not None else {}
+        return self.metric_store.snapshot()[0]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,7 +150,7 @@ class StubModel(ModelOnDisk):
         if reply.get("model_config"):
             self.config = complete(json.loads(reply["model_config"]), self.model_name)
         driver = self._spawn()
-        self._services = StubServices(driver, self._fakes, self.instance_name)
+        self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
         reply = driver.init(
             self.model_file,
             self.config,
@@ -168,6 +173,8 @@ class StubModel(ModelOnDisk):
         driver, self._driver = self._driver, None
         if driver is not None:
             self._shutdown(driver)
+        if self._services is not None:
+            self._services.forget_families()
 
     def _run_auto_complete(self) -> Dict[str, Any]:
         driver = self._spawn()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import struct
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
@@ -51,13 +51,19 @@ class StubServices:
     """Installs the driver's handlers; ``fakes`` answer BLS calls to models by name."""
 
     def __init__(
-        self, driver: StubDriver, fakes: Mapping[str, BlsFake], instance_name: str = ""
+        self,
+        driver: StubDriver,
+        fakes: Mapping[str, BlsFake],
+        instance_name: str = "",
+        metric_store: Optional[MetricStore] = None,
     ) -> None:
         self.driver = driver
         self.fakes = dict(fakes)
         self.instance_name = instance_name  # named in the metrics API's refusals
-        #: The stub's custom metrics, as the server keeps them.
-        self.metric_store = MetricStore()
+        #: Where the stub's custom metrics go, as the server keeps them (the instances of
+        #: one model may share one, as they share tritonserver's registry).
+        self.metric_store = metric_store if metric_store is not None else MetricStore()
+        self._families: Set[int] = set()  # the ones this stub made
         self._lock = threading.Lock()
         self._streams: Dict[int, Tuple["StubModel", int]] = {}  # BLS call id -> live stream
         d = driver
@@ -228,11 +234,23 @@ class StubServices:
             fid = self.metric_store.family_new(name, description, kind)
         except MetricError as e:
             return self._refuse(msg, ErrorCode.INVALID_ARG, str(e))
+        with self._lock:
+            self._families.add(fid)
         self._reply(msg, payload=_ID.pack(fid))
 
     def _on_family_delete(self, msg: Any) -> None:
         (fid,) = _ID.unpack_from(msg.body, 0)
+        with self._lock:
+            self._families.discard(fid)
         self.metric_store.family_delete(fid)
+
+    def forget_families(self) -> None:
+        """The families the stub made and left (it exited, or died), gone with it, as the
+        backend removes a stub's families when the stub ends."""
+        with self._lock:
+            families, self._families = self._families, set()
+        for fid in families:
+            self.metric_store.family_delete(fid)
 
     def _on_metric_new(self, msg: Any) -> None:
         r = codec.Reader(msg.body)
