@@ -5,7 +5,6 @@ CANCELLED are 400 on HTTP, not what their names suggest)."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Tuple
@@ -14,10 +13,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from http_exchange import exchange
+from side_by_side import MODES, copied, side_by_side
 from tritonclient.utils import InferenceServerException
-
-from pybackend.devserver import DevServer
-from pybackend.server import TritonServer
 
 RETURN_RULES = (
     Path(__file__).resolve().parents[1]
@@ -38,18 +35,12 @@ CODES = [
 ]
 
 
-@pytest.fixture(scope="module", params=["stub", "inprocess"])
+@pytest.fixture(scope="module", params=MODES)
 def servers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Tuple[Any, Any]]:
-    repo = tmp_path_factory.mktemp("codes")
-    shutil.copytree(RETURN_RULES, repo / "return_rules")
-    in_process = request.param == "inprocess"
-    with (
-        TritonServer(repo) as real,
-        DevServer(repo, grpc_port=0, in_process=in_process, echo_logs=False) as dev,
-    ):
-        yield real, dev
+    with side_by_side(copied(tmp_path_factory, "codes", RETURN_RULES), request.param) as pair:
+        yield pair
 
 
 def _http(server: Any, mode: str) -> Tuple[int, Any]:

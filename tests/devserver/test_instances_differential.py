@@ -15,10 +15,9 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from side_by_side import MODES, side_by_side
 
 from conformance_support.metrics_endpoint import samples, scrape
-from pybackend.devserver import DevServer
-from pybackend.server import TritonServer
 
 SLOW = """
 import json
@@ -87,7 +86,7 @@ def _write(root: Path, name: str, source: str, config: str) -> None:
     (root / name / "config.pbtxt").write_text(config)
 
 
-@pytest.fixture(scope="module", params=["stub", "inprocess"])
+@pytest.fixture(scope="module", params=MODES)
 def servers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Tuple[Any, Any]]:
@@ -97,12 +96,8 @@ def servers(
     _write(repo, "slow_batched", SLOW, SLOW_CONFIG.format(max_batch_size=2, batching=batching))
     _write(repo, "sequence", SEQUENCE, SEQUENCE_CONFIG)
     shutil.copytree(METRICS_SHARED, repo / "metrics_shared")
-    in_process = request.param == "inprocess"
-    with (
-        TritonServer(repo) as real,
-        DevServer(repo, metrics_port=0, in_process=in_process, echo_logs=False) as dev,
-    ):
-        yield real, dev
+    with side_by_side(repo, request.param) as pair:
+        yield pair
 
 
 def _x(value: float, batched: bool = False) -> List[Any]:

@@ -4,7 +4,6 @@ one family) read the same from both, HELP and TYPE lines included."""
 
 from __future__ import annotations
 
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,10 +13,9 @@ from typing import Any, Tuple
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from side_by_side import MODES, copied, side_by_side
 
 from conformance_support.metrics_endpoint import samples, scrape
-from pybackend.devserver import DevServer
-from pybackend.server import TritonServer
 
 CUSTOM_METRICS = (
     Path(__file__).resolve().parents[1] / "conformance" / "metrics" / "models" / "custom_metrics"
@@ -25,18 +23,12 @@ CUSTOM_METRICS = (
 FAMILIES = ["pbconf_requests_total", "pbconf_last_value", "pbconf_value_distribution"]
 
 
-@pytest.fixture(scope="module", params=["stub", "inprocess"])
+@pytest.fixture(scope="module", params=MODES)
 def servers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Tuple[Any, Any]]:
-    repo = tmp_path_factory.mktemp("metrics")
-    shutil.copytree(CUSTOM_METRICS, repo / "custom_metrics")
-    in_process = request.param == "inprocess"
-    with (
-        TritonServer(repo) as real,
-        DevServer(repo, metrics_port=0, in_process=in_process, echo_logs=False) as dev,
-    ):
-        yield real, dev
+    with side_by_side(copied(tmp_path_factory, "metrics", CUSTOM_METRICS), request.param) as pair:
+        yield pair
 
 
 def _apply(server: Any, values: list) -> None:

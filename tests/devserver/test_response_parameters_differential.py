@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import queue
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -17,9 +16,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from http_exchange import exchange, infer_body
-
-from pybackend.devserver import DevServer
-from pybackend.server import TritonServer
+from side_by_side import MODES, copied, side_by_side
 
 TESTS = Path(__file__).resolve().parents[1]
 MODELS = [
@@ -28,19 +25,13 @@ MODELS = [
 ]
 
 
-@pytest.fixture(scope="module", params=["stub", "inprocess"])
+@pytest.fixture(scope="module", params=MODES)
 def servers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Tuple[Any, Any]]:
-    repo = tmp_path_factory.mktemp("response_parameters")
-    for model in MODELS:
-        shutil.copytree(model, repo / model.name)
-    in_process = request.param == "inprocess"
-    with (
-        TritonServer(repo) as real,
-        DevServer(repo, grpc_port=0, in_process=in_process, echo_logs=False) as dev,
-    ):
-        yield real, dev
+    repo = copied(tmp_path_factory, "response_parameters", *MODELS)
+    with side_by_side(repo, request.param) as pair:
+        yield pair
 
 
 def _path(which: str) -> Dict[str, Any]:

@@ -20,12 +20,12 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 from http_exchange import exchange
+from side_by_side import MODES, side_by_side
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 from integration_support import EXAMPLES_REPOSITORY
 from pybackend.devserver import DevServer
-from pybackend.server import TritonServer
 
 A = np.arange(4, dtype=np.float32)
 B = np.full(4, 0.5, dtype=np.float32)
@@ -46,17 +46,9 @@ def keys() -> Iterator[Dict[str, Any]]:
         shm.destroy_shared_memory_region(handle)
 
 
-@pytest.fixture(scope="module", params=["stub", "inprocess"])
+@pytest.fixture(scope="module", params=MODES)
 def servers(request: pytest.FixtureRequest, keys: Dict[str, Any]) -> Iterator[Tuple[Any, Any]]:
-    with (
-        TritonServer(EXAMPLES_REPOSITORY) as real,
-        DevServer(
-            EXAMPLES_REPOSITORY,
-            grpc_port=0,
-            in_process=request.param == "inprocess",
-            echo_logs=False,
-        ) as dev,
-    ):
+    with side_by_side(EXAMPLES_REPOSITORY, request.param) as (real, dev):
         for server in (real, dev):
             client = httpclient.InferenceServerClient(server.http_url)
             for role in ("in", "out"):

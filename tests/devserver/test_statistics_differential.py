@@ -8,7 +8,6 @@ version."""
 from __future__ import annotations
 
 import queue
-import shutil
 import threading
 from collections.abc import Iterator
 from typing import Any, Dict, Tuple
@@ -18,11 +17,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from http_exchange import exchange
+from side_by_side import MODES, copied, side_by_side
 from tritonclient.utils import InferenceServerException
 
 from integration_support import EXAMPLES_REPOSITORY
-from pybackend.devserver import DevServer
-from pybackend.server import TritonServer
 
 MODELS = [
     "add_sub",
@@ -37,13 +35,11 @@ MODELS = [
 BATCH_REQUESTS = 4  # of 2 rows each: together batched_scale's max_batch_size of 8
 
 
-@pytest.fixture(scope="module", params=["stub", "inprocess"])
+@pytest.fixture(scope="module", params=MODES)
 def servers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Tuple[Any, Any]]:
-    repo = tmp_path_factory.mktemp("statistics")
-    for name in MODELS:
-        shutil.copytree(EXAMPLES_REPOSITORY / name, repo / name)
+    repo = copied(tmp_path_factory, "statistics", *(EXAMPLES_REPOSITORY / m for m in MODELS))
     # A queue delay far longer than the test, so the batch is the four requests filling
     # max_batch_size on both servers, however slow the machine.
     config = repo / "batched_scale" / "config.pbtxt"
@@ -52,15 +48,10 @@ def servers(
             "max_queue_delay_microseconds: 50000", "max_queue_delay_microseconds: 30000000"
         )
     )
-    with (
-        TritonServer(repo) as real,
-        DevServer(
-            repo, grpc_port=0, in_process=request.param == "inprocess", echo_logs=False
-        ) as dev,
-    ):
-        for server in (real, dev):
+    with side_by_side(repo, request.param) as pair:
+        for server in pair:
             _run_workload(server)
-        yield real, dev
+        yield pair
 
 
 def _input(module: Any, name: str, array: np.ndarray, datatype: str) -> Any:
