@@ -150,6 +150,42 @@ def test_a_stub_that_dies_fails_its_request_and_is_restarted(tmp_path: Path) -> 
         assert server.models.get("crasher").model.pid not in (None, first_stub)
 
 
+def test_a_dead_instance_is_replaced_alone(tmp_path: Path) -> None:
+    """Of a model's two instances, the one whose stub died is restarted at its next
+    request; the other keeps its stub, and the model's statistics go on counting."""
+    _write_model(
+        tmp_path,
+        "pair",
+        "import triton_python_backend_utils as pb_utils\n\n"
+        "class TritonPythonModel:\n    def execute(self, requests):\n"
+        "        x = pb_utils.get_input_tensor_by_name(requests[0], 'INPUT0')\n"
+        "        return [pb_utils.InferenceResponse([pb_utils.Tensor('OUTPUT0', x.as_numpy())])]\n",
+    )
+    config = tmp_path / "pair" / "config.pbtxt"
+    config.write_text(config.read_text() + "instance_group [ { kind: KIND_CPU, count: 2 } ]\n")
+    with DevServer(tmp_path, echo_logs=False) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        tensor = httpclient.InferInput("INPUT0", [1], "FP32")
+        tensor.set_data_from_numpy(np.array([1.5], np.float32))
+        try:
+            client.infer("pair", [tensor])
+            served = server.models.get("pair")
+            before = [m.pid for m in served.instances]
+            os.kill(before[0], signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while served.instances[0].alive and time.monotonic() < deadline:
+                time.sleep(0.02)
+            for _ in range(2):
+                assert client.infer("pair", [tensor]).as_numpy("OUTPUT0").tolist() == [1.5]
+            after = [m.pid for m in served.instances]
+            stats = client.get_inference_statistics("pair")["model_stats"][0]
+        finally:
+            client.close()
+    assert after[1] == before[1]
+    assert after[0] not in (None, before[0])
+    assert stats["inference_count"] == 3
+
+
 def test_concurrent_clients_each_get_their_own_answer(devserver: DevServer) -> None:
     client = httpclient.InferenceServerClient(devserver.http_url, concurrency=8)
     try:
