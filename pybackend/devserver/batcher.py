@@ -3,8 +3,9 @@ requests that arrive together meet in one ``execute``, as under tritonserver, so
 ``pb_utils.batch_requests`` and other batch-aware code see real batches in development.
 
 Requests are gathered in arrival order until their rows (each request's batch dimension)
-would pass ``max_batch_size`` or ``max_queue_delay_microseconds`` has passed since the
-first; preferred batch sizes, priorities and queue policies are not modelled."""
+reach the largest preferred batch size (``max_batch_size`` when none is named), would pass
+``max_batch_size``, or ``max_queue_delay_microseconds`` has passed since the first;
+priorities and queue policies are not modelled."""
 
 from __future__ import annotations
 
@@ -23,14 +24,18 @@ from .errors import ServeError
 Item = Tuple[InferCall, "Future[Dict[str, np.ndarray]]"]
 
 
-def batching_of(config: Mapping[str, Any]) -> Optional[Tuple[int, float]]:
-    """(max_batch_size, queue delay in seconds) when the model has a dynamic batcher."""
+def batching_of(config: Mapping[str, Any]) -> Optional[Tuple[int, float, int]]:
+    """(max_batch_size, queue delay in seconds, the batch size that goes at once) when the
+    model has a dynamic batcher: a batch that reaches the largest of its preferred batch
+    sizes (``max_batch_size`` when it names none) does not wait out the delay."""
     max_batch = int(config.get("max_batch_size", 0) or 0)
     batching = config.get("dynamic_batching")
     if batching is None or max_batch <= 0:
         return None
     delay_us = int(batching.get("max_queue_delay_microseconds", 0) or 0)
-    return max_batch, delay_us / 1e6
+    preferred = [int(p) for p in batching.get("preferred_batch_size", []) or []]
+    target = min(max(preferred, default=max_batch), max_batch)
+    return max_batch, delay_us / 1e6, target
 
 
 def rows(call: InferCall) -> int:
@@ -53,9 +58,12 @@ class Batcher:
         delay_s: float,
         run_batch: Callable[[List[InferCall]], List[Any]],
         workers: int = 1,
+        target: Optional[int] = None,
     ) -> None:
         self.max_batch = max_batch
         self.delay_s = delay_s
+        # A batch of this many rows goes at once (the largest preferred batch size).
+        self.target = min(target or max_batch, max_batch)
         self._run_batch = run_batch
         self._name = name
         self._workers = max(1, workers)
@@ -97,7 +105,7 @@ class Batcher:
                 return
             batch, size = [first], rows(first[0])
             deadline = time.monotonic() + self.delay_s
-            while size < self.max_batch:
+            while size < self.target:
                 try:
                     item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:

@@ -54,11 +54,14 @@ def _batcher(served: Served) -> Optional[Batcher]:
         if served.batcher is None:
             batching = batching_of(served.config)
             if batching is not None:
+                max_batch, delay_s, target = batching
                 served.batcher = Batcher(
                     served.name,
-                    *batching,
+                    max_batch,
+                    delay_s,
                     lambda calls: _run_batch(served, calls),
                     workers=len(served.instances),  # a batch per instance at a time
+                    target=target,
                 )
         return served.batcher
 
