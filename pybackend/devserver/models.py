@@ -299,12 +299,15 @@ def start_model(directory: Path, in_process: bool) -> Served:
 
 
 def _start_instance(served: Served, instance_name: Optional[str], first: Any) -> Any:
-    """One instance, started. Those after the first share its statistics and (stub
-    processes) its metrics registry: the instances of one tritonserver model count into one
-    statistics entry and share their custom metrics' series."""
+    """One instance, started. Those after the first (and a restarted one) take its
+    completed config, statistics and (stub processes) metrics registry: the instances of
+    one tritonserver model count into one statistics entry and share their custom metrics'
+    series."""
     kwargs: Dict[str, Any] = {"model_name": served.name, "instance_name": instance_name}
-    if not served.in_process and first is not None:
-        kwargs["metric_store"] = first.metric_store
+    if first is not None:  # auto_complete_config ran once, for the first, as in the server
+        kwargs.update(config=first.config, auto_complete=False)
+        if not served.in_process:
+            kwargs["metric_store"] = first.metric_store
     kind = ModelHarness if served.in_process else StubModel
     model = kind(served.directory, **kwargs).start()
     if first is not None:
@@ -336,16 +339,14 @@ def revive(served: Served, index: int) -> None:
         flush=True,
     )
     model.close()
-    others = [m for m in served.instances if m is not model]
     try:
-        replacement = _start_instance(served, model.instance_name, others[0] if others else None)
+        # The same model version: its config, statistics and metrics registry go on.
+        replacement = _start_instance(served, model.instance_name, model)
     except Exception as e:  # noqa: BLE001 - model code may raise anything
         raise ServeError(
             f"model '{served.name}' could not be restarted after its stub process exited: {e}",
             ErrorCode.UNAVAILABLE,
         ) from None
-    # The same model version: its statistics go on (a lone instance's store is new).
-    replacement.statistics = model.statistics
     served.instances[index] = replacement
     served.shown.pop(index, None)
 

@@ -74,6 +74,7 @@ class ModelHarness(ModelOnDisk):
         instance_name: Optional[str] = None,
         bls: Optional[Mapping[str, BlsFake]] = None,
         model_file: str = "model.py",
+        auto_complete: bool = True,
     ) -> None:
         super().__init__(
             model_dir,
@@ -82,6 +83,7 @@ class ModelHarness(ModelOnDisk):
             model_name=model_name,
             instance_name=instance_name,
             model_file=model_file,
+            auto_complete=auto_complete,
         )
         self.logs: List[LogRecord] = []
         self.model: Any = None
@@ -126,7 +128,7 @@ class ModelHarness(ModelOnDisk):
             module = self._import()
             try:  # the stub's loader, so its checks and texts are the ones a model meets
                 cls = loader.model_class(module)
-                if hasattr(cls, "auto_complete_config"):
+                if self.auto_complete and hasattr(cls, "auto_complete_config"):
                     init = {"model_config": json.dumps(self.config), "model_name": self.model_name}
                     completed = json.loads(loader.auto_complete(module, init))
                     self.config = complete(completed, self.model_name)

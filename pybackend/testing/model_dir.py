@@ -28,8 +28,12 @@ class ModelOnDisk:
         model_name: Optional[str] = None,
         instance_name: Optional[str] = None,
         model_file: str = "model.py",
+        auto_complete: bool = True,
     ) -> None:
         self.model_dir = Path(model_dir).resolve()
+        #: Whether starting runs ``auto_complete_config`` (the server runs it once per
+        #: model: another instance of a started model starts from its completed config).
+        self.auto_complete = auto_complete
         self.version = version if version is not None else latest_version(self.model_dir)
         self.version_dir = self.model_dir / str(self.version)
         self.model_file = self.version_dir / model_file

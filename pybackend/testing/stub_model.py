@@ -68,6 +68,7 @@ class StubModel(ModelOnDisk):
         instance_name: Optional[str] = None,
         bls: Optional[Mapping[str, BlsFake]] = None,
         model_file: str = "model.py",
+        auto_complete: bool = True,
         env: Optional[Mapping[str, str]] = None,
         python: Optional[str] = None,
         debug: str = "",
@@ -81,6 +82,7 @@ class StubModel(ModelOnDisk):
             model_name=model_name,
             instance_name=instance_name,
             model_file=model_file,
+            auto_complete=auto_complete,
         )
         #: What the stub wrote to its stdout and stderr, line by line.
         self.output: List[str] = []
@@ -146,9 +148,10 @@ class StubModel(ModelOnDisk):
         if not self.model_file.is_file():
             raise TritonModelException(f"Python model file not found in '{self.model_file}'")
         self._use_execution_env()
-        reply = self._run_auto_complete()
-        if reply.get("model_config"):
-            self.config = complete(json.loads(reply["model_config"]), self.model_name)
+        if self.auto_complete:
+            reply = self._run_auto_complete()
+            if reply.get("model_config"):
+                self.config = complete(json.loads(reply["model_config"]), self.model_name)
         driver = self._spawn()
         self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
         reply = driver.init(

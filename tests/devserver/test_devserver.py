@@ -152,12 +152,19 @@ def test_a_stub_that_dies_fails_its_request_and_is_restarted(tmp_path: Path) -> 
 
 def test_a_dead_instance_is_replaced_alone(tmp_path: Path) -> None:
     """Of a model's two instances, the one whose stub died is restarted at its next
-    request; the other keeps its stub, and the model's statistics go on counting."""
+    request; the other keeps its stub, and the model's statistics go on counting.
+    ``auto_complete_config`` runs once for the model, as in the server: not per instance,
+    not at a restart."""
     _write_model(
         tmp_path,
         "pair",
-        "import triton_python_backend_utils as pb_utils\n\n"
-        "class TritonPythonModel:\n    def execute(self, requests):\n"
+        "import os\nimport triton_python_backend_utils as pb_utils\n\n"
+        "class TritonPythonModel:\n"
+        "    @staticmethod\n    def auto_complete_config(config):\n"
+        "        with open(os.path.join(os.path.dirname(__file__), 'completed'), 'a') as f:\n"
+        "            f.write('x')\n"
+        "        return config\n\n"
+        "    def execute(self, requests):\n"
         "        x = pb_utils.get_input_tensor_by_name(requests[0], 'INPUT0')\n"
         "        return [pb_utils.InferenceResponse([pb_utils.Tensor('OUTPUT0', x.as_numpy())])]\n",
     )
@@ -184,6 +191,7 @@ def test_a_dead_instance_is_replaced_alone(tmp_path: Path) -> None:
     assert after[1] == before[1]
     assert after[0] not in (None, before[0])
     assert stats["inference_count"] == 3
+    assert (tmp_path / "pair" / "1" / "completed").read_text() == "x"
 
 
 def test_concurrent_clients_each_get_their_own_answer(devserver: DevServer) -> None:
