@@ -207,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--py-spy", default=shutil.which("py-spy"), help="py-spy executable")
     args = p.parse_args(argv)
+    if args.py_spy and not shutil.which(args.py_spy):
+        # Found out before minutes of load, not as a traceback after the clean phase.
+        p.error(f"--py-spy {args.py_spy}: no such executable (pip install py-spy)")
     build.ensure_built()
     (workload,) = select([args.workload])
     with tempfile.TemporaryDirectory(prefix="pybackend-breakdown-") as tmp:
