@@ -2,18 +2,27 @@
 requests that arrive together meet in one ``execute``, as under tritonserver, so that
 ``pb_utils.batch_requests`` and other batch-aware code see real batches in development.
 
-Requests are gathered in arrival order until their rows (each request's batch dimension)
-reach the largest preferred batch size (``max_batch_size`` when none is named), would pass
-``max_batch_size``, or ``max_queue_delay_microseconds`` has passed since the first;
-priorities and queue policies are not modelled."""
+When an instance is free, the queued requests (in arrival order, up to ``max_batch_size``
+rows) are sent by the rules observed on tritonserver 2.51 (tests/devserver/
+test_batching_differential.py):
+
+- once the oldest has waited ``max_queue_delay_microseconds`` (when that is set): all of them;
+- else, when their rows reach a preferred batch size at a request boundary: the first
+  requests up to the largest such size, at once (the rest make a later batch), with or
+  without a queue delay;
+- else, when no queue delay is set, or the next request would pass ``max_batch_size``: all;
+- else they wait for more requests or for the delay.
+
+Priorities and queue policies are not modelled."""
 
 from __future__ import annotations
 
 import queue
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -24,18 +33,16 @@ from .errors import ServeError
 Item = Tuple[InferCall, "Future[Dict[str, np.ndarray]]"]
 
 
-def batching_of(config: Mapping[str, Any]) -> Optional[Tuple[int, float, int]]:
-    """(max_batch_size, queue delay in seconds, the batch size that goes at once) when the
-    model has a dynamic batcher: a batch that reaches the largest of its preferred batch
-    sizes (``max_batch_size`` when it names none) does not wait out the delay."""
+def batching_of(config: Mapping[str, Any]) -> Optional[Tuple[int, float, Tuple[int, ...]]]:
+    """(max_batch_size, queue delay in seconds, preferred batch sizes) when the model has a
+    dynamic batcher."""
     max_batch = int(config.get("max_batch_size", 0) or 0)
     batching = config.get("dynamic_batching")
     if batching is None or max_batch <= 0:
         return None
     delay_us = int(batching.get("max_queue_delay_microseconds", 0) or 0)
-    preferred = [int(p) for p in batching.get("preferred_batch_size", []) or []]
-    target = min(max(preferred, default=max_batch), max_batch)
-    return max_batch, delay_us / 1e6, target
+    preferred = tuple(int(p) for p in batching.get("preferred_batch_size", []) or [])
+    return max_batch, delay_us / 1e6, preferred
 
 
 def rows(call: InferCall) -> int:
@@ -43,6 +50,32 @@ def rows(call: InferCall) -> int:
     for array in call.inputs.values():
         return int(array.shape[0]) if array.ndim else 1
     return 1
+
+
+def plan(
+    sizes: Sequence[int], max_batch: int, preferred: Sequence[int], delayed: bool, waited: bool
+) -> Optional[int]:
+    """How many of the queued requests (their rows in ``sizes``, oldest first) go now as one
+    batch, or None to wait for more. ``delayed``: a queue delay is set; ``waited``: the
+    oldest has waited it out."""
+    total = count = best = 0
+    full = False
+    for n in sizes:
+        if count and total + n > max_batch:
+            full = True  # the batch cannot grow past this request
+            break
+        total += n
+        count += 1
+        if total in preferred:
+            best = count
+        if total >= max_batch:
+            full = True
+            break
+    if delayed and waited:
+        return count
+    if best:
+        return best
+    return count if full or not delayed else None
 
 
 class Batcher:
@@ -58,12 +91,11 @@ class Batcher:
         delay_s: float,
         run_batch: Callable[[List[InferCall]], List[Any]],
         workers: int = 1,
-        target: Optional[int] = None,
+        preferred: Sequence[int] = (),
     ) -> None:
         self.max_batch = max_batch
         self.delay_s = delay_s
-        # A batch of this many rows goes at once (the largest preferred batch size).
-        self.target = min(target or max_batch, max_batch)
+        self.preferred = tuple(preferred)
         self._run_batch = run_batch
         self._name = name
         self._workers = max(1, workers)
@@ -95,30 +127,49 @@ class Batcher:
             self._free.acquire()
 
     def _loop(self) -> None:
-        carry: Optional[Item] = None
+        waiting: Deque[Item] = deque()  # queued here, oldest first, none sent yet
+        closing = False
         while True:
             self._free.acquire()  # a worker (instance) is free: gather its batch
-            first = carry if carry is not None else self._queue.get()
-            carry = None
-            if first is None:
-                self._free.release()
-                return
-            batch, size = [first], rows(first[0])
-            deadline = time.monotonic() + self.delay_s
-            while size < self.target:
-                try:
-                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            while True:
+                if not waiting:
+                    if closing:
+                        self._free.release()
+                        return
+                    first = self._queue.get()
+                    if first is None:
+                        self._free.release()
+                        return
+                    waiting.append(first)
+                closing = self._drain(waiting) or closing
+                oldest_ns = waiting[0][0].queued_ns
+                waited_s = (time.monotonic_ns() - oldest_ns) / 1e9
+                sizes = [rows(call) for call, _ in waiting]
+                delayed = self.delay_s > 0 or closing  # closing: all that waits goes now
+                waited = waited_s >= self.delay_s or closing
+                count = plan(sizes, self.max_batch, self.preferred, delayed, waited)
+                if count is not None:
+                    self._start([waiting.popleft() for _ in range(count)])
+                    break
+                try:  # wait for one more request, or for the delay to run out
+                    item = self._queue.get(timeout=max(0.0, self.delay_s - waited_s))
                 except queue.Empty:
-                    break
-                if item is None:  # closed: this batch is the last
-                    self._start(batch)
-                    return
-                if size + rows(item[0]) > self.max_batch:
-                    carry = item  # the next batch starts with it
-                    break
-                batch.append(item)
-                size += rows(item[0])
-            self._start(batch)
+                    continue
+                if item is None:
+                    closing = True
+                else:
+                    waiting.append(item)
+
+    def _drain(self, waiting: Deque[Item]) -> bool:
+        """Moves what is queued now into ``waiting``; True when the end mark was among it."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            waiting.append(item)
 
     def _start(self, batch: List[Item]) -> None:
         """The batch on a thread of its own, which frees its worker when answered."""

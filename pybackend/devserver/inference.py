@@ -54,14 +54,14 @@ def _batcher(served: Served) -> Optional[Batcher]:
         if served.batcher is None:
             batching = batching_of(served.config)
             if batching is not None:
-                max_batch, delay_s, target = batching
+                max_batch, delay_s, preferred = batching
                 served.batcher = Batcher(
                     served.name,
                     max_batch,
                     delay_s,
                     lambda calls: _run_batch(served, calls),
                     workers=len(served.instances),  # a batch per instance at a time
-                    target=target,
+                    preferred=preferred,
                 )
         return served.batcher
 
