@@ -13,16 +13,21 @@ test_batching_differential.py):
 - else, when no queue delay is set, or the next request would pass ``max_batch_size``: all;
 - else they wait for more requests or for the delay.
 
-Priorities and queue policies are not modelled."""
+Queue policies and priority levels (``default_queue_policy``, ``priority_queue_policy``,
+``priority_levels``), also as observed: a request's ``priority`` (1 first; 0 or past the
+levels: the default level) orders the queue, arrival order within a level; a request past a
+level's ``max_queue_size`` is refused at once; one that has waited longer than its level's
+``default_timeout_microseconds`` is refused when a batch is next formed (REJECT) or goes
+behind the others of its level (DELAY). A request's own ``timeout`` is not acted on."""
 
 from __future__ import annotations
 
 import queue
 import threading
 import time
-from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -43,6 +48,49 @@ def batching_of(config: Mapping[str, Any]) -> Optional[Tuple[int, float, Tuple[i
     delay_us = int(batching.get("max_queue_delay_microseconds", 0) or 0)
     preferred = tuple(int(p) for p in batching.get("preferred_batch_size", []) or [])
     return max_batch, delay_us / 1e6, preferred
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    """One priority level's ModelQueuePolicy (0: no limit, no timeout)."""
+
+    max_queue_size: int = 0
+    timeout_s: float = 0.0
+    delay_on_timeout: bool = False  # timeout_action DELAY (else REJECT)
+
+
+@dataclass(frozen=True)
+class QueueRules:
+    """The queue settings of a ``dynamic_batching`` section."""
+
+    levels: int = 0  # priority_levels; 0: one queue
+    default_level: int = 0
+    default: QueuePolicy = QueuePolicy()
+    per_level: Dict[int, QueuePolicy] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, batching: Mapping[str, Any]) -> "QueueRules":
+        def policy(p: Mapping[str, Any]) -> QueuePolicy:
+            return QueuePolicy(
+                max_queue_size=int(p.get("max_queue_size", 0) or 0),
+                timeout_s=int(p.get("default_timeout_microseconds", 0) or 0) / 1e6,
+                delay_on_timeout=str(p.get("timeout_action", "REJECT")) == "DELAY",
+            )
+
+        levels = int(batching.get("priority_levels", 0) or 0)
+        per = batching.get("priority_queue_policy") or {}
+        return cls(
+            levels=levels,
+            default_level=int(batching.get("default_priority_level", 0) or 0),
+            default=policy(batching.get("default_queue_policy") or {}),
+            per_level={int(k): policy(v) for k, v in per.items()},
+        )
+
+    def level_of(self, priority: int) -> int:
+        return priority if 1 <= priority <= self.levels else self.default_level
+
+    def policy_of(self, level: int) -> QueuePolicy:
+        return self.per_level.get(level, self.default)
 
 
 def rows(call: InferCall) -> int:
@@ -92,10 +140,14 @@ class Batcher:
         run_batch: Callable[[List[InferCall]], List[Any]],
         workers: int = 1,
         preferred: Sequence[int] = (),
+        rules: QueueRules = QueueRules(),
     ) -> None:
         self.max_batch = max_batch
         self.delay_s = delay_s
         self.preferred = tuple(preferred)
+        self.rules = rules
+        self._queued: Dict[int, int] = {}  # requests waiting per priority level
+        self._delayed: Set[int] = set()  # id() of the calls a DELAY timeout put behind
         self._run_batch = run_batch
         self._name = name
         self._workers = max(1, workers)
@@ -114,6 +166,14 @@ class Batcher:
                     "the model was unloaded or reloaded while the request came in: send it again",
                     ErrorCode.UNAVAILABLE,
                 )
+            level = self.rules.level_of(call.priority)
+            limit = self.rules.policy_of(level).max_queue_size
+            if limit and self._queued.get(level, 0) >= limit:
+                raise ServeError(
+                    f"[request id: {call.request_id or '<id_unknown>'}] Exceeds maximum queue size",
+                    ErrorCode.UNAVAILABLE,
+                )
+            self._queued[level] = self._queued.get(level, 0) + 1
             self._queue.put((call, future))
         return future.result()
 
@@ -127,7 +187,7 @@ class Batcher:
             self._free.acquire()
 
     def _loop(self) -> None:
-        waiting: Deque[Item] = deque()  # queued here, oldest first, none sent yet
+        waiting: List[Item] = []  # queued here in arrival order, none sent yet
         closing = False
         while True:
             self._free.acquire()  # a worker (instance) is free: gather its batch
@@ -142,14 +202,22 @@ class Batcher:
                         return
                     waiting.append(first)
                 closing = self._drain(waiting) or closing
-                oldest_ns = waiting[0][0].queued_ns
+                self._expire(waiting)
+                if not waiting:
+                    continue
+                order = sorted(waiting, key=self._rank)  # stable: arrival order within
+                oldest_ns = order[0][0].queued_ns
                 waited_s = (time.monotonic_ns() - oldest_ns) / 1e9
-                sizes = [rows(call) for call, _ in waiting]
-                delayed = self.delay_s > 0 or closing  # closing: all that waits goes now
-                waited = waited_s >= self.delay_s or closing
+                sizes = [rows(call) for call, _ in order]
+                delayed = self.delay_s > 0 and not closing  # closing: all that waits goes
+                waited = waited_s >= self.delay_s
                 count = plan(sizes, self.max_batch, self.preferred, delayed, waited)
                 if count is not None:
-                    self._start([waiting.popleft() for _ in range(count)])
+                    batch = order[:count]
+                    taken = {id(item) for item in batch}
+                    waiting[:] = [item for item in waiting if id(item) not in taken]
+                    self._leave(batch)
+                    self._start(batch)
                     break
                 try:  # wait for one more request, or for the delay to run out
                     item = self._queue.get(timeout=max(0.0, self.delay_s - waited_s))
@@ -160,7 +228,40 @@ class Batcher:
                 else:
                     waiting.append(item)
 
-    def _drain(self, waiting: Deque[Item]) -> bool:
+    def _rank(self, item: Item) -> Tuple[int, bool]:
+        call = item[0]
+        return self.rules.level_of(call.priority), id(call) in self._delayed
+
+    def _expire(self, waiting: List[Item]) -> None:
+        """Applies the levels' queue timeouts: REJECT answers a request that waited too long
+        with an error, DELAY puts it behind the others of its level."""
+        now = time.monotonic_ns()
+        rejected = []
+        for item in waiting:
+            call = item[0]
+            policy = self.rules.policy_of(self.rules.level_of(call.priority))
+            if not policy.timeout_s or (now - call.queued_ns) / 1e9 < policy.timeout_s:
+                continue
+            if policy.delay_on_timeout:
+                self._delayed.add(id(call))
+            else:
+                rejected.append(item)
+        if rejected:
+            gone = {id(item) for item in rejected}
+            waiting[:] = [item for item in waiting if id(item) not in gone]
+            self._leave(rejected)
+            for _, future in rejected:
+                future.set_exception(ServeError("Request timeout expired", ErrorCode.UNAVAILABLE))
+
+    def _leave(self, items: List[Item]) -> None:
+        """``items`` left the queue (batched or refused)."""
+        with self._lock:
+            for call, _ in items:
+                level = self.rules.level_of(call.priority)
+                self._queued[level] -= 1
+                self._delayed.discard(id(call))
+
+    def _drain(self, waiting: List[Item]) -> bool:
         """Moves what is queued now into ``waiting``; True when the end mark was among it."""
         while True:
             try:

@@ -11,8 +11,8 @@ import numpy as np
 
 SEQUENCE = ("sequence_id", "sequence_start", "sequence_end")
 #: Request parameters the protocols use themselves; the rest reach the model in
-#: ``request.parameters()``. priority and timeout are accepted and have nothing to act on
-#: (one instance serves requests in order).
+#: ``request.parameters()``. priority orders a dynamic batcher's queue (batcher.py); a
+#: request's own timeout is accepted and not acted on.
 RESERVED = {
     *SEQUENCE,
     "binary_data_output",
@@ -35,6 +35,16 @@ class InferCall:
     queued_ns: int = field(default_factory=time.monotonic_ns)
     # Outputs the client wants written into its shared memory: name -> (region, offset, size)
     shm_outputs: Dict[str, Tuple[str, int, int]] = field(default_factory=dict)
+    priority: int = 0  # 0: the model's default priority level
+
+    def set_parameters(self, params: Mapping[str, Any]) -> None:
+        """The request's parameters: tritonclient's sequence arguments and priority, and
+        the model's own."""
+        self.sequence, self.parameters = split_parameters(params)
+        try:
+            self.priority = max(0, int(params.get("priority", 0) or 0))
+        except (TypeError, ValueError):
+            self.priority = 0
 
 
 def split_parameters(params: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:

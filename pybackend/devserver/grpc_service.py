@@ -15,7 +15,7 @@ import numpy as np
 from .. import __version__
 from ..testing.results import grpc_parameter, parameters_of
 from ..utils.errors import ErrorCode
-from .call import InferCall, split_parameters
+from .call import InferCall
 from .errors import ServeError
 from .http_server import EXTENSIONS, SERVER_NAME
 from .inference import infer, stream
@@ -96,7 +96,7 @@ def parse_request(request: Any, model: str, regions: Optional[Regions] = None) -
             array = _from_contents(tensor, shape, model)
         call.inputs[tensor.name] = array
     params = _parameters(request.parameters)
-    call.sequence, call.parameters = split_parameters(params)
+    call.set_parameters(params)
     for out in request.outputs:
         call.requested.append(out.name)
         place = place_of(_parameters(out.parameters))

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..testing.results import parameters_of
 from ..utils.errors import ErrorCode
-from .call import InferCall, split_parameters
+from .call import InferCall
 from .errors import ServeError
 from .shm_regions import Regions, place_of, required
 from .tensors import FIXED, element_count, from_raw, to_raw
@@ -48,7 +48,7 @@ def parse_request(
         )
     params = header.get("parameters") or {}
     call.binary_default = bool(params.get("binary_data_output", False))
-    call.sequence, call.parameters = split_parameters(params)
+    call.set_parameters(params)
     for out in header.get("outputs") or []:
         name = str(out["name"])
         out_params = out.get("parameters") or {}

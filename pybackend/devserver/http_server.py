@@ -77,19 +77,24 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         try:
-            route = self._route(path)
-            if route is None:
-                return self._send_error(404, "Not Found")
-            allowed, handler = route
-            if method != allowed:
-                return self._send_error(405, "Method Not Allowed")
-            handler(body)
-        except ServeError as e:
-            self._send_error(e.http_status, e.message)
+            try:
+                route = self._route(path)
+                if route is None:
+                    return self._send_error(404, "Not Found")
+                allowed, handler = route
+                if method != allowed:
+                    return self._send_error(405, "Method Not Allowed")
+                handler(body)
+            except ServeError as e:
+                self._send_error(e.http_status, e.message)
+            except OSError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the server stays up whatever a model does
+                self._send_error(500, f"{type(e).__name__}: {e}")
         except OSError:
-            self.close_connection = True  # the client went away: nobody to answer
-        except Exception as e:  # noqa: BLE001 - the server stays up whatever a model does
-            self._send_error(500, f"{type(e).__name__}: {e}")
+            # The client went away (also while its request waited, as a refused one's
+            # answer finds): nobody to answer, and nothing worth a traceback.
+            self.close_connection = True
 
     def _route(self, path: str) -> Optional[Tuple[str, Callable[[bytes], None]]]:
         models = self.server.models

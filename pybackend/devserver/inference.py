@@ -13,7 +13,7 @@ from ..testing.harness_errors import InferError
 from ..testing.inputs import check_inputs
 from ..utils.errors import ErrorCode
 from ..utils.tensor import Tensor
-from .batcher import Batcher, batching_of
+from .batcher import Batcher, QueueRules, batching_of
 from .call import InferCall
 from .errors import ServeError
 from .models import Served
@@ -62,6 +62,7 @@ def _batcher(served: Served) -> Optional[Batcher]:
                     lambda calls: _run_batch(served, calls),
                     workers=len(served.instances),  # a batch per instance at a time
                     preferred=preferred,
+                    rules=QueueRules.of(served.config["dynamic_batching"]),
                 )
         return served.batcher
 
