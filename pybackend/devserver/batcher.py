@@ -18,7 +18,8 @@ Queue policies and priority levels (``default_queue_policy``, ``priority_queue_p
 levels: the default level) orders the queue, arrival order within a level; a request past a
 level's ``max_queue_size`` is refused at once; one that has waited longer than its level's
 ``default_timeout_microseconds`` is refused when a batch is next formed (REJECT) or goes
-behind the others of its level (DELAY). A request's own ``timeout`` is not acted on."""
+behind the others of its level (DELAY). A request's own ``timeout`` replaces that default
+where ``allow_timeout_override`` is set and it is shorter (never where there is none)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,14 @@ class QueuePolicy:
     max_queue_size: int = 0
     timeout_s: float = 0.0
     delay_on_timeout: bool = False  # timeout_action DELAY (else REJECT)
+    allow_override: bool = False  # a request's own shorter timeout counts
+
+    def timeout_of(self, call: InferCall) -> float:
+        """Seconds ``call`` may wait in the queue (0: no limit)."""
+        own = call.timeout_us / 1e6
+        if self.allow_override and 0 < own < self.timeout_s:
+            return own
+        return self.timeout_s
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class QueueRules:
                 max_queue_size=int(p.get("max_queue_size", 0) or 0),
                 timeout_s=int(p.get("default_timeout_microseconds", 0) or 0) / 1e6,
                 delay_on_timeout=str(p.get("timeout_action", "REJECT")) == "DELAY",
+                allow_override=bool(p.get("allow_timeout_override", False)),
             )
 
         levels = int(batching.get("priority_levels", 0) or 0)
@@ -240,7 +250,8 @@ class Batcher:
         for item in waiting:
             call = item[0]
             policy = self.rules.policy_of(self.rules.level_of(call.priority))
-            if not policy.timeout_s or (now - call.queued_ns) / 1e9 < policy.timeout_s:
+            limit = policy.timeout_of(call)
+            if not limit or (now - call.queued_ns) / 1e9 < limit:
                 continue
             if policy.delay_on_timeout:
                 self._delayed.add(id(call))

@@ -11,8 +11,8 @@ import numpy as np
 
 SEQUENCE = ("sequence_id", "sequence_start", "sequence_end")
 #: Request parameters the protocols use themselves; the rest reach the model in
-#: ``request.parameters()``. priority orders a dynamic batcher's queue (batcher.py); a
-#: request's own timeout is accepted and not acted on.
+#: ``request.parameters()``. priority and timeout (µs) act on a dynamic batcher's queue
+#: (batcher.py).
 RESERVED = {
     *SEQUENCE,
     "binary_data_output",
@@ -36,15 +36,22 @@ class InferCall:
     # Outputs the client wants written into its shared memory: name -> (region, offset, size)
     shm_outputs: Dict[str, Tuple[str, int, int]] = field(default_factory=dict)
     priority: int = 0  # 0: the model's default priority level
+    timeout_us: int = 0  # 0: the queue policy's default
 
     def set_parameters(self, params: Mapping[str, Any]) -> None:
         """The request's parameters: tritonclient's sequence arguments and priority, and
         the model's own."""
         self.sequence, self.parameters = split_parameters(params)
-        try:
-            self.priority = max(0, int(params.get("priority", 0) or 0))
-        except (TypeError, ValueError):
-            self.priority = 0
+        self.priority = _count(params.get("priority"))
+        self.timeout_us = _count(params.get("timeout"))
+
+
+def _count(value: Any) -> int:
+    """A non-negative integer parameter; 0 when absent or not a number."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def split_parameters(params: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:

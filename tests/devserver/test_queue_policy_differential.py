@@ -1,7 +1,8 @@
 """The development server's dynamic-batcher queue against tritonserver 2.51's: priority
 levels order the queue, a full level refuses at once, a request that waited past its
-level's timeout is refused (REJECT) or goes behind the others (DELAY), with the same texts
-and statuses on both protocols, and in the same order of execution."""
+level's timeout (or its own shorter one, where allowed) is refused (REJECT) or goes behind
+the others (DELAY), with the same texts and statuses on both protocols, and in the same
+order of execution."""
 
 from __future__ import annotations
 
@@ -67,6 +68,25 @@ CASES: Dict[str, Tuple[str, List[Dict[str, Any]], List[Outcome]]] = {
         "priority_levels: 2 default_priority_level: 2",
         [{"priority": 2}, {"priority": 2}, {"priority": 1}, {}, {"priority": 5}],
         [2, 3, 1, 4, 5],
+    ),
+    # A request's own timeout counts where the policy allows it and it is shorter than the
+    # default: here both wait 0.8 s, only the 0.1 s one is refused.
+    "override": (
+        "default_queue_policy { allow_timeout_override: true "
+        "default_timeout_microseconds: 5000000 }",
+        [{"timeout": 100000}, {"timeout": 10000000}],
+        [EXPIRED, 1],
+    ),
+    # Never where no default is set, nor where the policy does not allow it.
+    "no_default": (
+        "default_queue_policy { allow_timeout_override: true }",
+        [{"timeout": 100000}],
+        [1],
+    ),
+    "not_allowed": (
+        "default_queue_policy { default_timeout_microseconds: 5000000 }",
+        [{"timeout": 100000}],
+        [1],
     ),
     "level_size": (
         "priority_levels: 2 default_priority_level: 2 "
