@@ -113,7 +113,7 @@ def rows(call: InferCall) -> int:
 def plan(
     sizes: Sequence[int], max_batch: int, preferred: Sequence[int], delayed: bool, waited: bool
 ) -> Optional[int]:
-    """How many of the queued requests (their rows in ``sizes``, oldest first) go now as one
+    """How many of the queued requests (their rows in ``sizes``, in queue order) go now as one
     batch, or None to wait for more. ``delayed``: a queue delay is set; ``waited``: the
     oldest has waited it out."""
     total = count = best = 0
@@ -151,11 +151,13 @@ class Batcher:
         workers: int = 1,
         preferred: Sequence[int] = (),
         rules: QueueRules = QueueRules(),
+        on_expired: Callable[[InferCall], None] = lambda call: None,
     ) -> None:
         self.max_batch = max_batch
         self.delay_s = delay_s
         self.preferred = tuple(preferred)
         self.rules = rules
+        self._on_expired = on_expired  # a queue timeout refused this call (statistics)
         self._queued: Dict[int, int] = {}  # requests waiting per priority level
         self._delayed: Set[int] = set()  # id() of the calls a DELAY timeout put behind
         self._run_batch = run_batch
@@ -261,7 +263,8 @@ class Batcher:
             gone = {id(item) for item in rejected}
             waiting[:] = [item for item in waiting if id(item) not in gone]
             self._leave(rejected)
-            for _, future in rejected:
+            for call, future in rejected:
+                self._on_expired(call)
                 future.set_exception(ServeError("Request timeout expired", ErrorCode.UNAVAILABLE))
 
     def _leave(self, items: List[Item]) -> None:

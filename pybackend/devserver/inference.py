@@ -63,6 +63,10 @@ def _batcher(served: Served) -> Optional[Batcher]:
                     workers=len(served.instances),  # a batch per instance at a time
                     preferred=preferred,
                     rules=QueueRules.of(served.config["dynamic_batching"]),
+                    # The instances share one statistics entry (models.py).
+                    on_expired=lambda call: served.instances[0].statistics.record_expired(
+                        call.queued_ns
+                    ),
                 )
         return served.batcher
 

@@ -12,7 +12,8 @@ tritonserver's rules, as 2.51 applies them with either Python backend:
 - a request that fails in its execute counts only in ``fail`` (queue start to the error);
 - every execute counts once in ``execution_count`` and in ``batch_stats`` under the batch's
   size (the sum of its requests'), whatever became of its requests;
-- a request refused before it reached the model (wrong shape, unknown input) counts nowhere.
+- a request refused before it reached the model (wrong shape, unknown input, a full queue)
+  counts nowhere; one a dynamic batcher's queue timeout refused counts only in ``fail``.
 
 Cache, response and memory statistics stay empty, as tritonserver has them for these models.
 """
@@ -113,6 +114,11 @@ class InferenceStatistics:
                 self.queue.add(times.start - queued)
                 for name, ns in zip(STAGES, durations):
                     self.stages[name].add(ns)
+
+    def record_expired(self, queued_ns: int) -> None:
+        """A request that its queue policy's timeout refused before any execute."""
+        with self._lock:
+            self.fail.add(time.monotonic_ns() - queued_ns)
 
     def snapshot(self) -> Dict[str, Any]:
         """tritonserver's ``model_stats`` entry, less the model's name and version."""

@@ -146,6 +146,16 @@ def _outcomes(server: Any, model: str, sent: List[Dict[str, Any]], protocol: str
     return [r - holder if isinstance(r, int) else r for r in results[1:]]
 
 
+def _counts(server: Any, model: str) -> Dict[str, int]:
+    client = httpclient.InferenceServerClient(server.http_url)
+    try:
+        stats = client.get_inference_statistics(model)["model_stats"][0]
+    finally:
+        client.close()
+    counts = {k: int(v["count"]) for k, v in stats["inference_stats"].items()}
+    return {**counts, "executions": int(stats["execution_count"])}
+
+
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("model", list(CASES))
 def test_the_queue_acts_as_tritonservers(
@@ -156,6 +166,9 @@ def test_the_queue_acts_as_tritonservers(
     got_real = _outcomes(real, model, sent, protocol)
     got_dev = _outcomes(dev, model, sent, protocol)
     assert got_dev == got_real
+    # A full queue's refusals count nowhere, a timeout's in fail (both servers have seen the
+    # same requests of this model so far).
+    assert _counts(dev, model) == _counts(real, model)
     status = "StatusCode.UNAVAILABLE" if protocol == "grpc" else "[503]"
     for outcome, want in zip(got_real, expected):
         if isinstance(want, int):
