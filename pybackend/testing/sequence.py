@@ -2,13 +2,17 @@
 offline harness: the correlation id and START/END flags a client sets (tritonclient's
 ``sequence_id``, ``sequence_start``, ``sequence_end``), the server's refusals of a request
 that names no sequence or continues one that never started, and the control inputs
-(``sequence_batching.control_input``) it adds. Checked against tritonserver 2.51 by
-tests/testing/test_offline_conformance.py. Not simulated: idle timeouts, routing to
-instances, batching of several sequences, string correlation ids with control inputs."""
+(``sequence_batching.control_input``) it adds, and its idle timeout: a sequence with no
+request for ``max_sequence_idle_microseconds`` (1 s when unset) is ended, so the next
+request must START it again. Checked against tritonserver 2.51 by
+tests/testing/test_offline_conformance.py and tests/devserver/test_sequence_idle_differential.py.
+Not simulated: routing to instances, batching of several sequences, string correlation ids
+with control inputs."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Set, Tuple, Union
+import time
+from typing import Any, Dict, Mapping, Tuple, Union
 
 import numpy as np
 
@@ -50,7 +54,9 @@ class Sequences:
         self.controls = (batching or {}).get("control_input", []) if self.enabled else []
         self.batched = int(config.get("max_batch_size", 0)) > 0
         self.model_name = model_name
-        self.open: Set[CorrelationId] = set()
+        idle_us = int((batching or {}).get("max_sequence_idle_microseconds", 0) or 0)
+        self.idle_s = idle_us / 1e6 if idle_us > 0 else 1.0  # tritonserver's default
+        self.open: Dict[CorrelationId, float] = {}  # -> monotonic time of its last request
 
     def admit(self, correlation_id: CorrelationId, flags: int) -> Dict[str, np.ndarray]:
         """Check a request as the server does (raises :class:`InferError` with its text);
@@ -63,17 +69,20 @@ class Sequences:
                 "non-empty correlation ID",
                 ErrorCode.INVALID_ARG,
             )
-        if flags & START:
-            self.open.add(correlation_id)
-        elif correlation_id not in self.open:
+        now = time.monotonic()
+        last = self.open.get(correlation_id)
+        if last is not None and now - last > self.idle_s:
+            del self.open[correlation_id]  # idle too long: the server ended it
+        if not flags & START and correlation_id not in self.open:
             raise InferError(
                 f"inference request for sequence {correlation_id} to model "
                 f"'{self.model_name}' must specify the START flag on the first request of the "
                 "sequence",
                 ErrorCode.INVALID_ARG,
             )
+        self.open[correlation_id] = now
         if flags & END:
-            self.open.discard(correlation_id)
+            del self.open[correlation_id]
         return {c["name"]: self._control(c, correlation_id, flags) for c in self.controls}
 
     def _control(
