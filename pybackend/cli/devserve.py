@@ -51,6 +51,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="load a model again when a file in its directory changes",
     )
+    parser.add_argument(
+        "--log-verbose",
+        type=int,
+        default=0,
+        metavar="LEVEL",
+        help="as tritonserver's: from 1 the models' VERBOSE log records are shown too "
+        "(default 0; clients change it with update_log_settings)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -76,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
             metrics_port=None if args.metrics_port < 0 else args.metrics_port,
             in_process=args.in_process,
             reload=args.reload,
+            log_verbose=max(0, args.log_verbose),
         )
     except (FileNotFoundError, OSError) as e:
         print(f"pybackend devserve: {e}", file=sys.stderr)

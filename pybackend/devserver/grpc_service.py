@@ -19,6 +19,7 @@ from .call import InferCall
 from .errors import ServeError
 from .http_server import EXTENSIONS, SERVER_NAME
 from .inference import infer, stream
+from .log_settings import LogSettings
 from .models import ServedModels, metadata, output_types
 from .shm_regions import CUDA_UNSUPPORTED, Place, Regions, place_of, required
 from .statistics import model_statistics
@@ -57,13 +58,20 @@ _CONTENTS = {
 }  # fmt: skip
 
 
-def start_grpc(models: ServedModels, regions: Regions, host: str, port: int) -> Tuple[Any, int]:
+def start_grpc(
+    models: ServedModels,
+    regions: Regions,
+    host: str,
+    port: int,
+    log_settings: Optional[LogSettings] = None,
+) -> Tuple[Any, int]:
     """A started ``grpc.Server`` and the port it listens on."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="devserver-grpc"),
         options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
     )
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(_Service(models, regions), server)
+    service = _Service(models, regions, log_settings or LogSettings())
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(service, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen for gRPC on {host}:{port}")
@@ -215,9 +223,10 @@ class _Streamed:
 
 
 class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[misc]
-    def __init__(self, models: ServedModels, regions: Regions) -> None:
+    def __init__(self, models: ServedModels, regions: Regions, log_settings: LogSettings) -> None:
         self.models = models
         self.regions = regions
+        self.log_settings = log_settings
 
     # ------------------------------------------------------------------ health, metadata
 
@@ -256,6 +265,19 @@ class _Service(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[m
         except ServeError as e:
             context.abort(STATUS[e.code], e.message)
         return json_format.ParseDict(stats, service_pb2.ModelStatisticsResponse())
+
+    def LogSettings(self, request: Any, context: Any) -> Any:  # noqa: N802
+        changes = {key: getattr(value, value.WhichOneof("parameter_choice") or "bool_param")
+                   for key, value in request.settings.items()}  # fmt: skip
+        try:
+            settings = self.log_settings.update(changes, grpc=True)
+        except ServeError as e:
+            context.abort(STATUS[e.code], e.message)
+        resp = service_pb2.LogSettingsResponse()
+        for key, value in settings.items():
+            field = {bool: "bool_param", int: "uint32_param"}.get(type(value), "string_param")
+            setattr(resp.settings[key], field, value)
+        return resp
 
     # ------------------------------------------------------------------ shared memory
 

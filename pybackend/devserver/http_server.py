@@ -18,6 +18,7 @@ from .errors import ServeError
 from .generate import NOT_ONE_RESPONSE, encode_generated, event, parse_generate
 from .http_body import encode_response, error_body, parse_request
 from .inference import check, infer, stream
+from .log_settings import LogSettings
 from .models import ServedModels, metadata, output_types
 from .shm_regions import CUDA_UNSUPPORTED, Regions
 from .statistics import model_statistics
@@ -31,6 +32,7 @@ EXTENSIONS = [
     "model_configuration",
     "statistics",
     "system_shared_memory",
+    "logging",
 ]
 
 EVENT_STREAM = "text/event-stream; charset=utf-8"
@@ -48,10 +50,17 @@ class DevHTTPServer(ThreadingHTTPServer):
     # Many clients open a connection per request; the default backlog of 5 refuses some.
     request_queue_size = 128
 
-    def __init__(self, address: Tuple[str, int], models: ServedModels, regions: Regions) -> None:
+    def __init__(
+        self,
+        address: Tuple[str, int],
+        models: ServedModels,
+        regions: Regions,
+        log_settings: Optional[LogSettings] = None,
+    ) -> None:
         super().__init__(address, _Handler)
         self.models = models
         self.regions = regions
+        self.log_settings = log_settings or LogSettings()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -108,6 +117,8 @@ class _Handler(BaseHTTPRequestHandler):
             return "GET", lambda _: self._empty(200 if models.all_ready else 400)
         if path == "/v2/repository/index":
             return "POST", lambda _: self._json(models.index())
+        if path == "/v2/logging":  # GET reads the settings, POST changes them
+            return self.command, self._logging
         shm = _SHM.match(path)
         if shm is not None:
             return self._shm_route(shm["kind"], shm["name"] or "", shm["action"])
@@ -142,6 +153,17 @@ class _Handler(BaseHTTPRequestHandler):
         return "POST", lambda body: self._shm_change(kind, name, action, body)
 
     # ------------------------------------------------------------------ handlers
+
+    def _logging(self, body: bytes) -> None:
+        settings = self.server.log_settings
+        if self.command == "GET":
+            return self._json(settings.snapshot())
+        try:
+            changes = json.loads(body or b"{}")
+        except ValueError as e:
+            raise ServeError(f"failed to parse the request JSON buffer: {e}") from None
+        # Anything but an object changes nothing, as in tritonserver.
+        self._json(settings.update(changes if isinstance(changes, dict) else {}))
 
     def _shm_status(self, kind: str, name: str) -> None:
         # No GPU here: no CUDA region was ever registered, as on a tritonserver without one.

@@ -12,6 +12,7 @@ from typing import Any, List, Optional, Union
 
 from .errors import ServeError
 from .http_server import DevHTTPServer
+from .log_settings import LogSettings
 from .metrics import MetricsServer, exposition, sources
 from .models import ServedModels
 from .shm_regions import Regions
@@ -39,10 +40,14 @@ class DevServer:
         in_process: bool = False,
         echo_logs: bool = True,
         reload: bool = False,
+        log_verbose: int = 0,
     ) -> None:
         self.models = ServedModels(model_repository, in_process=in_process)
         #: The clients' registered system shared memory (both protocols share them).
         self.regions = Regions()
+        # /v2/logging; also which model logs are shown (tritonserver's --log-verbose)
+        self.log_settings = LogSettings()
+        self.log_settings.update({"log_verbose_level": log_verbose})
         self.host = host
         self._ports = (http_port, grpc_port)
         self._metrics_port = metrics_port
@@ -86,12 +91,14 @@ class DevServer:
         try:
             self.models.load()
             http_port, grpc_port = self._ports
-            self.http = DevHTTPServer((self.host, http_port), self.models, self.regions)
+            self.http = DevHTTPServer(
+                (self.host, http_port), self.models, self.regions, self.log_settings
+            )
             if grpc_port is not None:
                 from .grpc_service import start_grpc
 
                 self.grpc, self.grpc_port = start_grpc(
-                    self.models, self.regions, self.host, grpc_port
+                    self.models, self.regions, self.host, grpc_port, self.log_settings
                 )
             if self._metrics_port is not None:
                 self.metrics = MetricsServer((self.host, self._metrics_port), self.metrics_text)
@@ -166,13 +173,17 @@ class DevServer:
                 instances = list(served.instances)  # once: a reload may take them meanwhile
                 for index, model in enumerate(instances):
                     label = served.name if len(instances) == 1 else model.instance_name
-                    _echo_new(served.shown.setdefault(index, [0, 0]), label, model)
+                    shown = served.shown.setdefault(index, [0, 0])
+                    _echo_new(shown, label, model, self.log_settings)
 
 
-def _echo_new(shown: List[int], label: str, model: Any) -> None:
-    """What ``model`` logged and printed since ``shown`` (records, lines) was counted."""
+def _echo_new(shown: List[int], label: str, model: Any, settings: LogSettings) -> None:
+    """What ``model`` logged (the records ``settings`` lets through) and printed since
+    ``shown`` (records, lines) was counted."""
     logs = list(model.logs)
     for record in logs[shown[0] :]:
+        if not settings.shows(record.level):
+            continue
         level = LEVELS.get(record.level, "I")
         where = f"{Path(record.filename).name}:{record.line}"
         print(f"{level} [{label}] {where}: {record.message}", file=sys.stderr, flush=True)
@@ -192,12 +203,14 @@ def serve(
     metrics_port: Optional[int] = 8002,
     in_process: bool = False,
     reload: bool = False,
+    log_verbose: int = 0,
 ) -> None:
     """Serve ``model_repository`` until Ctrl-C (UV-42): tritonserver's HTTP and gRPC
     endpoints for its Python models, and their custom metrics, in this environment."""
     server = DevServer(
         model_repository, host=host, http_port=http_port, grpc_port=grpc_port,
         metrics_port=metrics_port, in_process=in_process, reload=reload,
+        log_verbose=log_verbose,
     )  # fmt: skip
     try:
         server.start()
