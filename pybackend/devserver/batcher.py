@@ -17,8 +17,9 @@ Queue policies and priority levels (``default_queue_policy``, ``priority_queue_p
 ``priority_levels``), also as observed: a request's ``priority`` (1 first; 0 or past the
 levels: the default level) orders the queue, arrival order within a level; a request past a
 level's ``max_queue_size`` is refused at once; one that has waited longer than its level's
-``default_timeout_microseconds`` is refused when a batch is next formed (REJECT) or goes
-behind the others of its level (DELAY). A request's own ``timeout`` replaces that default
+``default_timeout_microseconds`` is refused when a batch is next formed (REJECT), or is
+kept (DELAY; here it goes behind the others of its level, which is where tritonserver most
+often runs it, but not always). A request's own ``timeout`` replaces that default
 where ``allow_timeout_override`` is set and it is shorter (never where there is none)."""
 
 from __future__ import annotations
@@ -226,9 +227,7 @@ class Batcher:
                 count = plan(sizes, self.max_batch, self.preferred, delayed, waited)
                 if count is not None:
                     batch = order[:count]
-                    taken = {id(item) for item in batch}
-                    waiting[:] = [item for item in waiting if id(item) not in taken]
-                    self._leave(batch)
+                    self._leave(waiting, batch)
                     self._start(batch)
                     break
                 try:  # wait for one more request, or for the delay to run out
@@ -260,15 +259,16 @@ class Batcher:
             else:
                 rejected.append(item)
         if rejected:
-            gone = {id(item) for item in rejected}
-            waiting[:] = [item for item in waiting if id(item) not in gone]
-            self._leave(rejected)
+            self._leave(waiting, rejected)
             for call, future in rejected:
                 self._on_expired(call)
                 future.set_exception(ServeError("Request timeout expired", ErrorCode.UNAVAILABLE))
 
-    def _leave(self, items: List[Item]) -> None:
-        """``items`` left the queue (batched or refused)."""
+    def _leave(self, waiting: List[Item], items: List[Item]) -> None:
+        """``items`` leave the queue (batched or refused): out of ``waiting`` and the
+        counts."""
+        gone = {id(item) for item in items}
+        waiting[:] = [item for item in waiting if id(item) not in gone]
         with self._lock:
             for call, _ in items:
                 level = self.rules.level_of(call.priority)
