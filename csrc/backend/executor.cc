@@ -129,6 +129,16 @@ void Batch::Decode(const ipc::Message& result) {
       throw ipc::DecodeError("unknown result kind " + std::to_string(static_cast<int>(it.kind)));
     }
   }
+  // The optional trailer: our blocks whose last view died with the batch (the batch's
+  // inputs, mostly). They stay pinned until the outputs are copied, as after a FREE.
+  if (r.remaining() > 0) {
+    uint32_t freed = r.U32();
+    if (r.remaining() != static_cast<size_t>(freed) * 12) {
+      throw ipc::DecodeError("RESULT's freed trailer announces " + std::to_string(freed) +
+                             " blocks but carries " + std::to_string(r.remaining()) + " bytes");
+    }
+    s_.FreeOurBlocks(r, freed);
+  }
   // Sends made during execute travel on async: handle them before touching any request.
   if (!s_.WaitAsyncProcessed(async_seq, s_.options().timeout)) {
     PB_LOG_WARN(s_.log_prefix() + "async messages sent before RESULT did not arrive in time");

@@ -391,6 +391,17 @@ bool StubSession::WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds tim
   }) && static_cast<int32_t>(async_processed_ - seq) >= 0;
 }
 
+void StubSession::FreeOurBlocks(ipc::Reader& r, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t seg = r.U32();
+    uint64_t off = r.U64();
+    if (!arena_.Free(seg, off)) {
+      PB_LOG_WARN(log_prefix_ + "the stub freed an unknown block (segment " + std::to_string(seg) +
+                  ", offset " + std::to_string(off) + ")");
+    }
+  }
+}
+
 bool StubSession::HandleCommon(ipc::Message& msg) {
   using ipc::MessageKind;
   switch (static_cast<MessageKind>(msg.kind)) {
@@ -413,14 +424,7 @@ bool StubSession::HandleCommon(ipc::Message& msg) {
       ipc::Reader r(msg.body.data(), msg.body.size());
       r.U8();
       uint32_t n = r.U32();
-      for (uint32_t i = 0; i < n; ++i) {
-        uint32_t seg = r.U32();
-        uint64_t off = r.U64();
-        if (!arena_.Free(seg, off)) {
-          PB_LOG_WARN(log_prefix_ + "the stub freed an unknown block (segment " +
-                      std::to_string(seg) + ", offset " + std::to_string(off) + ")");
-        }
-      }
+      FreeOurBlocks(r, n);
       return true;
     }
     case MessageKind::LOG: {

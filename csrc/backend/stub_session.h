@@ -122,6 +122,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // Handles SEGMENT_ADD / SEGMENT_DROP / FREE / LOG from either channel. False if `msg` is
   // none of them.
   bool HandleCommon(ipc::Message& msg);
+  // Returns `n` of our blocks, read from `r` as (u32 segment, u64 offset) pairs, to the arena
+  // (a FREE's list, or the freed trailer of a RESULT). Unknown blocks are logged, not fatal.
+  void FreeOurBlocks(ipc::Reader& r, uint32_t n);
 
   bool alive();
   // Marks the stub dead (EOF seen, protocol broken, timed out); the reason is kept for the

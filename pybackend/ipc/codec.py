@@ -11,7 +11,7 @@ import json
 import struct
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
-from .protocol import Location, ResultKind, ResultStatus
+from .protocol import PROTOCOL_VERSION, Location, ResultKind, ResultStatus
 
 U8 = struct.Struct("<B")
 U16 = struct.Struct("<H")
@@ -206,7 +206,10 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
     elif loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         out += BLOCK_REF.pack(t.seg, t.offset)
     else:
-        raise ProtocolError(f"tensor '{t.name}': location {loc} is not supported in protocol v2")
+        raise ProtocolError(
+            f"tensor '{t.name}': location {loc} is not supported in protocol version "
+            f"{PROTOCOL_VERSION}"
+        )
 
 
 def read_tensor(r: Reader) -> TensorDesc:
@@ -219,7 +222,9 @@ def read_tensor(r: Reader) -> TensorDesc:
     if loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         seg, off = r.unpack(BLOCK_REF)
         return TensorDesc(name, dtype, loc, dims, byte_size, seg, off)
-    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v2")
+    raise ProtocolError(
+        f"tensor '{name}': location {loc} is not supported in protocol version {PROTOCOL_VERSION}"
+    )
 
 
 # ---------------------------------------------------------------------------- responses
@@ -414,7 +419,9 @@ def _fast_tensor(
     if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
         seg, off = BLOCK_REF.unpack_from(mv, pos)
         return make(name, dtype, loc, dims, byte_size, seg, off, None), pos + 12
-    raise ProtocolError(f"tensor '{name}': location {loc} is not supported in protocol v2")
+    raise ProtocolError(
+        f"tensor '{name}': location {loc} is not supported in protocol version {PROTOCOL_VERSION}"
+    )
 
 
 def decode_execute(
@@ -485,31 +492,38 @@ def decode_execute(
 
 class ResultDesc:
     """ResultBody. ``error`` set means the whole batch failed; otherwise ``items`` is one
-    ``(kind, release_flags, ResponseDesc | None)`` per request."""
+    ``(kind, release_flags, ResponseDesc | None)`` per request, and ``freed`` the backend
+    blocks (seg, offset) that died with the batch (what a FREE of owner BACKEND carries)."""
 
-    __slots__ = ("error", "async_seq", "items")
+    __slots__ = ("error", "async_seq", "items", "freed")
 
     def __init__(
         self,
         items: Sequence[Tuple[int, int, Optional[ResponseDesc]]] = (),
         async_seq: int = 0,
         error: Optional[Tuple[int, str]] = None,
+        freed: Sequence[Tuple[int, int]] = (),
     ) -> None:
         self.items = list(items)
         self.async_seq = async_seq
         self.error = error
+        self.freed = list(freed)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ResultDesc):
             return NotImplemented
-        return (self.error, self.async_seq, self.items) == (
+        return (self.error, self.async_seq, self.items, self.freed) == (
             other.error,
             other.async_seq,
             other.items,
+            other.freed,
         )
 
     def __repr__(self) -> str:
-        return f"ResultDesc(error={self.error}, async_seq={self.async_seq}, items={self.items})"
+        return (
+            f"ResultDesc(error={self.error}, async_seq={self.async_seq}, items={self.items}, "
+            f"freed={self.freed})"
+        )
 
 
 def encode_result_error(code: int, message: str) -> bytearray:
@@ -527,7 +541,18 @@ def encode_result(result: ResultDesc) -> bytearray:
         out += PER_RESULT.pack(kind, release_flags)
         if kind == ResultKind.RESPONSE:
             put_response(out, resp)  # type: ignore[arg-type]
+    if result.freed:
+        append_freed(out, result.freed)
     return out
+
+
+def append_freed(out: bytearray, blocks: Sequence[Tuple[int, int]]) -> None:
+    """Append the freed-blocks trailer to an encoded OK ResultBody: the backend returns
+    them to its arena as a FREE would, without the FREE's socket message."""
+    out += U32.pack(len(blocks))
+    pack = BLOCK_REF.pack
+    for seg, off in blocks:
+        out += pack(seg, off)
 
 
 def decode_result(body: Buffer) -> ResultDesc:
@@ -547,7 +572,11 @@ def decode_result(body: Buffer) -> ResultDesc:
                 items.append((kind, flags, None))
             else:
                 raise ProtocolError(f"unknown result kind {kind}")
-        res = ResultDesc(items, seq)
+        freed: List[Tuple[int, int]] = []
+        if r.pos < r.end:  # the optional trailer
+            (count,) = r.unpack(U32)
+            freed = [r.unpack(BLOCK_REF) for _ in range(count)]  # type: ignore[misc]
+        res = ResultDesc(items, seq, freed=freed)
     else:
         raise ProtocolError(f"unknown result status {status}")
     r.done()

@@ -185,6 +185,20 @@ class StubState:
         except OSError:
             pass  # the pipe is full: the reader is about to wake anyway
 
+    def take_frees(self, limit: int = FREE_CHUNK) -> List[Tuple[int, int]]:
+        """Up to ``limit`` queued backend blocks, taken off the queue (for a RESULT to carry)."""
+        q = self.backend_frees
+        blocks: List[Tuple[int, int]] = []
+        try:
+            while len(blocks) < limit:
+                blocks.append(q.popleft())
+        except IndexError:
+            pass
+        if not q:
+            self.free_urgent = False
+            self.free_pending_bytes = 0
+        return blocks
+
     def flush_frees(
         self, nonblocking: bool = False, channel: Optional[Channel] = None, ring: bool = True
     ) -> bool:

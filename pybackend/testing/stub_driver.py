@@ -220,6 +220,9 @@ class StubDriver:
     def _on_free(self, body: memoryview) -> None:
         owner, blocks = codec.decode_free(body)
         assert owner == Owner.BACKEND
+        self._free_blocks(blocks)
+
+    def _free_blocks(self, blocks: List[Tuple[int, int]]) -> None:
         for seg, off in blocks:
             self.arena.decref(seg, off)
             self.frees_received.append((seg, off))
@@ -313,7 +316,7 @@ class StubDriver:
                 )
             )
         # Like the real backend: the batch's input blocks stay pinned until the outputs are
-        # read, as the stub returns them (FREE on sync) before RESULT.
+        # read, as the stub returns them with RESULT (its freed trailer).
         pins = [
             (t.seg, t.offset)
             for d in descs
@@ -345,6 +348,7 @@ class StubDriver:
         assert msg.kind == MessageKind.RESULT, msg
         assert msg.id == batch_id
         result = codec.decode_result(msg.body)
+        self._free_blocks(result.freed)
         if result.error is not None:
             return {"error": result.error}
         self.wait_async(result.async_seq)

@@ -62,6 +62,20 @@ def test_result_round_trip() -> None:
     assert codec.decode_result(codec.encode_result(res)) == res
 
 
+def test_result_freed_trailer() -> None:
+    """The freed trailer is optional: absent means none, appended after encoding it reads
+    back as the blocks, and a trailer that does not match its count is refused."""
+    items = [(ResultKind.NONE, 2, None)]
+    plain = codec.encode_result(ResultDesc(items, async_seq=3))
+    assert codec.decode_result(plain).freed == []
+    body = bytearray(plain)
+    codec.append_freed(body, [(0, 4096), (7, 1 << 40)])
+    assert codec.decode_result(body) == ResultDesc(items, 3, freed=[(0, 4096), (7, 1 << 40)])
+    assert codec.encode_result(ResultDesc(items, 3, freed=[(0, 4096), (7, 1 << 40)])) == body
+    with pytest.raises(ProtocolError):
+        codec.decode_result(bytes(body[:-1]))
+
+
 def test_result_batch_error_round_trip() -> None:
     res = ResultDesc(error=(1, "Failed to process the request(s) for model 'm_0_0', message: x"))
     assert codec.decode_result(codec.encode_result(res)) == res

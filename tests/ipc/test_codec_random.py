@@ -63,9 +63,10 @@ def test_execute(reqs: list) -> None:
         max_size=4,
     ),
     u32,
+    st.lists(st.tuples(u32, st.integers(0, 2**64 - 1)), max_size=4),
 )
-def test_result(items: list, seq: int) -> None:
-    res = ResultDesc(items, seq)
+def test_result(items: list, seq: int, freed: list) -> None:
+    res = ResultDesc(items, seq, freed=freed)
     assert codec.decode_result(codec.encode_result(res)) == res
 
 

@@ -64,7 +64,7 @@ def test_every_header_constant_is_in_python() -> None:
 
 
 def test_parser_sees_a_mismatch() -> None:
-    text = HEADER.read_text().replace("PROTOCOL_VERSION = 2;", "PROTOCOL_VERSION = 99;")
+    text = HEADER.read_text().replace("PROTOCOL_VERSION = 3;", "PROTOCOL_VERSION = 99;")
     assert parse_header(text)["PROTOCOL_VERSION"] == 99
 
 

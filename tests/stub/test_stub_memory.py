@@ -175,3 +175,49 @@ def test_blocks_of_a_batch_that_fails_to_decode_are_returned(repo: Path) -> None
         assert "do not hold shape [5]" in result.error[1]
         assert wait_until(lambda: fb.arena.used_bytes == 0), fb.arena.used_bytes
         fb.finalize()
+
+
+RAISE_ON_B = textwrap.dedent(
+    """
+    import triton_python_backend_utils as pb_utils
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            if requests[0].inputs()[0].name() == "B":
+                raise pb_utils.TritonModelException("no B here")
+            return [pb_utils.InferenceResponse([pb_utils.Tensor("O", r.inputs()[0].as_numpy())])
+                    for r in requests]
+    """
+)
+
+
+def test_inputs_that_die_with_the_batch_ride_in_result(repo: Path) -> None:
+    """The batch's input blocks come back in RESULT's freed trailer, with no FREE message of
+    their own on sync (one sendmsg/recvmsg pair less per request); a failed batch's RESULT
+    has no trailer, its inputs come back with a FREE."""
+    mf = write_model(repo, "raise_on_b", RAISE_ON_B)
+    with started(mf) as fb:
+        a = fb.make_input("A", np.arange(2048, dtype=np.float32), arena=True)
+        fb.sync.send(
+            MessageKind.EXECUTE, codec.encode_execute([codec.RequestDesc(1, inputs=[a])]), 5
+        )
+        msg = fb.sync.recv()
+        assert msg.kind == MessageKind.RESULT, msg.kind
+        result = codec.decode_result(msg.body)
+        assert result.error is None
+        assert result.freed == [(a.seg, a.offset)]
+        # The output is a view of that input: the pin (here: our reference) keeps it readable.
+        (kind, _, resp) = result.items[0]
+        out = resp.outputs[0]
+        assert (out.location, out.seg, out.offset) == (Location.BACKEND_ARENA, a.seg, a.offset)
+        fb._free_blocks(result.freed)
+        assert fb.arena.used_bytes == 0
+
+        b = fb.make_input("B", np.zeros(2048, np.float32), arena=True)
+        fb.sync.send(
+            MessageKind.EXECUTE, codec.encode_execute([codec.RequestDesc(2, inputs=[b])]), 6
+        )
+        result = codec.decode_result(fb.sync.recv().body)
+        assert "no B here" in result.error[1] and result.freed == []
+        assert wait_until(lambda: fb.arena.used_bytes == 0), fb.arena.used_bytes
+        fb.finalize()
