@@ -160,7 +160,10 @@ class Placer:
         st = self.state
         arena = st.arena
         assert arena is not None
-        if is_array:
+        # Only a view can lie in shared memory (our arena: Tensor.empty; a backend block:
+        # an input): an array that owns its data came from numpy's allocator, so the two
+        # address lookups (a few µs of Python per output) are skipped for it.
+        if is_array and data.base is not None:
             addr = data.__array_interface__["data"][0]
             hit = arena.locate(addr, n)
             if hit is not None:
