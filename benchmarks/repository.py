@@ -38,6 +38,7 @@ class ModelSpec:
 MODELS: tuple[ModelSpec, ...] = (
     ModelSpec("identity", "identity.py", "max_batch_size: 0\n" + FP32_2D),
     ModelSpec("identity_2inst", "identity.py", "max_batch_size: 0\n" + FP32_2D, instances=2),
+    ModelSpec("fresh", "fresh.py", "max_batch_size: 0\n" + FP32_2D),
     ModelSpec(
         "identity_batch",
         "identity.py",

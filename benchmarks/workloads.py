@@ -60,6 +60,13 @@ WORKLOADS: tuple[Workload, ...] = (
         ("identity",),
     ),
     Workload(
+        "fresh64k_c1",
+        "new 64 KiB output c1",
+        payloads.identity("fresh", (1, _fp32_elems(64 * KIB))),
+        1,
+        ("fresh",),
+    ),
+    Workload(
         "4m_c1",
         "identity 4 MiB c1",
         payloads.identity("identity", (1, _fp32_elems(4 * MIB))),

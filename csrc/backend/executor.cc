@@ -329,8 +329,11 @@ void Batch::Run() {
     uint64_t batch_id = inst_.next_batch_id++;
     std::string error;
     compute_start_ = NowNs();
-    if (!s_.FlushFrees(s_.sync(), &error) ||
-        !s_.SendSync(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(), &error)) {
+    // The stub blocks we have finished with ride in EXECUTE's freed trailer: a FREE message
+    // before it cost a sendmsg here and a socket read in the stub for every batch that
+    // followed one with a new output above the inline threshold.
+    s_.frees().TakeTrailer(w);
+    if (!s_.SendSync(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(), &error)) {
       s_.MarkDead(error);
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }

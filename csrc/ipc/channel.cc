@@ -27,20 +27,25 @@ void PendingFrees::Add(uint32_t seg, uint64_t offset) {
 }
 
 std::vector<uint8_t> PendingFrees::TakeBody(Owner owner) {
+  Writer w;
+  w.U8(static_cast<uint8_t>(owner));
+  TakeTrailer(w);
+  if (w.size() == 1) return {};
+  return std::vector<uint8_t>(w.data(), w.data() + w.size());
+}
+
+void PendingFrees::TakeTrailer(Writer& w) {
   std::vector<std::pair<uint32_t, uint64_t>> blocks;
   {
     std::lock_guard<std::mutex> lock(mu_);
     blocks.swap(blocks_);
   }
-  if (blocks.empty()) return {};
-  Writer w;
-  w.U8(static_cast<uint8_t>(owner));
+  if (blocks.empty()) return;
   w.U32(static_cast<uint32_t>(blocks.size()));
   for (auto& [seg, off] : blocks) {
     w.U32(seg);
     w.U64(off);
   }
-  return std::vector<uint8_t>(w.data(), w.data() + w.size());
 }
 
 bool PendingFrees::empty() {

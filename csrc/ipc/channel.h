@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ipc/arena.h"
+#include "ipc/codec.h"
 #include "ipc/protocol.h"
 
 namespace pybackend::ipc {
@@ -53,6 +54,9 @@ class PendingFrees {
   void Add(uint32_t seg, uint64_t offset);
   // Everything queued so far, encoded as a FREE body for owner `owner`; empty if none.
   std::vector<uint8_t> TakeBody(Owner owner);
+  // Everything queued so far, appended to `w` as a freed trailer (u32 count, then the
+  // (u32 segment, u64 offset) pairs) that ends an EXECUTE body; nothing if none.
+  void TakeTrailer(Writer& w);
   bool empty();
 
  private:

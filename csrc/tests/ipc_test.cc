@@ -205,6 +205,19 @@ static void TestChannel() {
   ipc::Reader fr(free_body.data(), free_body.size());
   EXPECT(fr.U8() == 1 && fr.U32() == 1);
   EXPECT(arena_a.Free(fr.U32(), fr.U64()));
+  EXPECT(frees_b.TakeBody(ipc::Owner::BACKEND).empty());  // nothing queued: no FREE at all
+
+  // The same list as an EXECUTE's freed trailer: u32 count, then the pairs, nothing before.
+  frees_b.Add(3, 4096);
+  frees_b.Add(7, uint64_t{1} << 40);
+  ipc::Writer tw;
+  frees_b.TakeTrailer(tw);
+  ipc::Reader tr(tw.data(), tw.size());
+  EXPECT(tr.U32() == 2 && tr.U32() == 3 && tr.U64() == 4096);
+  EXPECT(tr.U32() == 7 && tr.U64() == uint64_t{1} << 40 && tr.remaining() == 0);
+  ipc::Writer none;
+  frees_b.TakeTrailer(none);
+  EXPECT(none.size() == 0 && frees_b.empty());
 
   // A lying body_len is a protocol error.
   ipc::Header h{1, 0, 99, 0};

@@ -337,7 +337,11 @@ class RequestDesc:
         return f"RequestDesc(token={self.token}, id={self.request_id!r}, inputs={self.inputs})"
 
 
-def encode_execute(requests: Sequence[RequestDesc]) -> bytearray:
+def encode_execute(
+    requests: Sequence[RequestDesc], freed: Sequence[Tuple[int, int]] = ()
+) -> bytearray:
+    """ExecuteBody; ``freed``: stub blocks (seg, offset) the backend hands back with it (the
+    optional trailer, what a FREE of owner STUB carries)."""
     out = bytearray(U32.pack(len(requests)))
     for q in requests:
         out += REQUEST_HEAD.pack(q.token)
@@ -346,6 +350,8 @@ def encode_execute(requests: Sequence[RequestDesc]) -> bytearray:
         out += FLAGS_TIMEOUT.pack(q.flags, q.timeout_us)
         put_str(out, q.parameters)
         put_outputs_and_inputs(out, q.requested_outputs, q.inputs)
+    if freed:
+        append_freed(out, freed)
     return out
 
 
@@ -428,13 +434,15 @@ def decode_execute(
     body: Buffer,
     tensor: Callable[..., Any] = TensorDesc,
     request: Callable[..., Any] = RequestDesc,
+    freed: Optional[List[Tuple[int, int]]] = None,
 ) -> List[Any]:
     """The hot-path decoder: flat offset arithmetic, no per-field method calls.
 
     ``tensor(name, dtype, location, dims, byte_size, seg, offset, data)`` and
     ``request(token, request_id, correlation_id, flags, timeout_us, parameters,
     requested_outputs, inputs)`` build the results (by default ``TensorDesc`` and
-    ``RequestDesc``); the stub passes factories that build its request objects at once."""
+    ``RequestDesc``); the stub passes factories that build its request objects at once.
+    The stub blocks of the freed trailer, if any, are appended to ``freed``."""
     mv = body if isinstance(body, memoryview) else memoryview(body)
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
@@ -480,11 +488,25 @@ def decode_execute(
             requests.append(
                 request(token, request_id, corr, flags, timeout, params, requested, inputs)
             )
+        if pos < end:  # the optional freed trailer
+            blocks = _read_freed(mv, pos, end)
+            if freed is not None:
+                freed += blocks
+            pos = end
     except (struct.error, IndexError):
         raise ProtocolError(f"EXECUTE body of {end} bytes is truncated") from None
-    if pos != end:
-        raise ProtocolError(f"{end - pos} unexpected trailing bytes in body")
     return requests
+
+
+def _read_freed(mv: memoryview, pos: int, end: int) -> List[Tuple[int, int]]:
+    """The freed trailer (u32 count, then count x (u32 seg, u64 offset)) that ends a body."""
+    if end - pos < 4:
+        raise ProtocolError(f"{end - pos} unexpected trailing bytes in body")
+    (n,) = _STR_LEN(mv, pos)
+    pos += 4
+    if end - pos != n * BLOCK_REF.size:
+        raise ProtocolError(f"freed trailer announces {n} blocks but carries {end - pos} bytes")
+    return [BLOCK_REF.unpack_from(mv, pos + i * BLOCK_REF.size) for i in range(n)]
 
 
 # ---------------------------------------------------------------------------- result
@@ -547,8 +569,8 @@ def encode_result(result: ResultDesc) -> bytearray:
 
 
 def append_freed(out: bytearray, blocks: Sequence[Tuple[int, int]]) -> None:
-    """Append the freed-blocks trailer to an encoded OK ResultBody: the backend returns
-    them to its arena as a FREE would, without the FREE's socket message."""
+    """Append the freed trailer to an encoded ExecuteBody or OK ResultBody: the receiver
+    returns the blocks to its arena as a FREE would, without the FREE's socket message."""
     out += U32.pack(len(blocks))
     pack = BLOCK_REF.pack
     for seg, off in blocks:
@@ -574,8 +596,8 @@ def decode_result(body: Buffer) -> ResultDesc:
                 raise ProtocolError(f"unknown result kind {kind}")
         freed: List[Tuple[int, int]] = []
         if r.pos < r.end:  # the optional trailer
-            (count,) = r.unpack(U32)
-            freed = [r.unpack(BLOCK_REF) for _ in range(count)]  # type: ignore[misc]
+            freed = _read_freed(r.buf, r.pos, r.end)
+            r.pos = r.end
         res = ResultDesc(items, seq, freed=freed)
     else:
         raise ProtocolError(f"unknown result status {status}")

@@ -182,16 +182,19 @@ class Dispatcher:
         # descriptors on the hot path.
         self._made = 0  # inputs turned into tensors: from then on, GC returns their blocks
         self._input_blocks = []
+        freed: List[Tuple[int, int]] = []  # our blocks the backend hands back with EXECUTE
         try:
-            return codec.decode_execute(body, self._tensor, self._request)
+            return codec.decode_execute(body, self._tensor, self._request, freed)
         except BaseException:
             # The batch fails: the blocks of inputs not yet wrapped go home right away.
             # (A reference that does not resolve names no block: nothing to return. A
             # body that does not decode names none we can trust.)
+            freed.clear()
             try:
-                descs = codec.decode_execute(body)
+                descs = codec.decode_execute(body, freed=freed)
             except ProtocolError:
                 descs = []
+                freed.clear()
             st = self.state
             rest = [td for d in descs for td in d.inputs][self._made :]
             for td in rest:
@@ -200,6 +203,8 @@ class Dispatcher:
                 ):
                     st.free_backend_block(td.seg, td.offset)
             raise
+        finally:
+            self.state.free_own_blocks(freed)
 
     # ------------------------------------------------------------------ execute
 

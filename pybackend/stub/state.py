@@ -185,6 +185,23 @@ class StubState:
         except OSError:
             pass  # the pipe is full: the reader is about to wake anyway
 
+    def free_own_blocks(self, blocks: List[Tuple[int, int]]) -> None:
+        """Our arena blocks the backend has finished with (a FREE, or EXECUTE's trailer).
+        A block we do not know is logged and skipped: the backend frees what a forged or
+        broken RESULT named too, and that must not cost the other blocks or the batch."""
+        if not blocks:
+            return
+        arena = self.arena
+        if arena is None:
+            raise codec.ProtocolError("the backend freed stub blocks before INIT")
+        for seg, off in blocks:
+            try:
+                arena.decref(seg, off)
+            except codec.ProtocolError as e:
+                self.log.here(WARNING, f"pybackend stub '{self.instance}': ignoring a free: {e}")
+        if arena.has_idle_candidates():
+            self.wake_reader()  # it times the release of idle segments
+
     def take_frees(self, limit: int = FREE_CHUNK) -> List[Tuple[int, int]]:
         """Up to ``limit`` queued backend blocks, taken off the queue (for a RESULT to carry)."""
         q = self.backend_frees
@@ -315,12 +332,9 @@ class StubState:
         try:
             if kind == MessageKind.FREE:
                 owner, blocks = codec.decode_free(msg.body)
-                if owner != Owner.STUB or self.arena is None:
+                if owner != Owner.STUB:
                     raise codec.ProtocolError(f"FREE for owner {owner} reached the stub")
-                for seg, off in blocks:
-                    self.arena.decref(seg, off)
-                if self.arena.has_idle_candidates():
-                    self.wake_reader()  # it times the release of idle segments
+                self.free_own_blocks(blocks)
             elif kind == MessageKind.SEGMENT_ADD:
                 owner, seg, size = codec.decode_segment_add(msg.body)
                 if owner != Owner.BACKEND or len(msg.fds) != 1:

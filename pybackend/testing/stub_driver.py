@@ -325,10 +325,11 @@ class StubDriver:
         ]
         for seg, off in pins:
             self.arena.incref(seg, off)
-        self._flush_stub_frees()
+        # Like the real backend: the stub blocks it has finished with ride in EXECUTE.
+        freed, self.pending_stub_frees = self.pending_stub_frees, []
         if times is not None:
             times.mark_inputs_ready()
-        self.sync.send(MessageKind.EXECUTE, codec.encode_execute(descs), batch_id)
+        self.sync.send(MessageKind.EXECUTE, codec.encode_execute(descs, freed), batch_id)
         msg = self.sync.recv()
         while msg.kind == MessageKind.FREE or msg.kind in self.sync_handlers:
             if msg.kind == MessageKind.FREE:

@@ -41,6 +41,20 @@ def test_execute_round_trip() -> None:
     assert codec.decode_execute(codec.encode_execute(reqs)) == reqs
 
 
+def test_execute_freed_trailer() -> None:
+    """EXECUTE's freed trailer (stub blocks the backend hands back) decodes into the list
+    given for it, leaves the requests as they were, and must match its count."""
+    reqs = sample_requests()
+    body = codec.encode_execute(reqs, freed=[(1, 8192), (2, 0)])
+    freed: list = []
+    assert codec.decode_execute(body, freed=freed) == reqs
+    assert freed == [(1, 8192), (2, 0)]
+    assert codec.decode_execute(body) == reqs  # no list given: checked, then dropped
+    assert len(body) == len(codec.encode_execute(reqs)) + 4 + 2 * 12
+    with pytest.raises(ProtocolError, match="freed trailer"):
+        codec.decode_execute(body[:-1])
+
+
 def test_execute_inline_data_is_a_view_of_the_body() -> None:
     body = bytearray(codec.encode_execute([RequestDesc(1, inputs=[inline("X", b"abcd")])]))
     (req,) = codec.decode_execute(body)

@@ -50,9 +50,11 @@ requests = st.builds(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(requests, max_size=4))
-def test_execute(reqs: list) -> None:
-    assert codec.decode_execute(codec.encode_execute(reqs)) == reqs
+@given(st.lists(requests, max_size=4), st.lists(st.tuples(u32, u64), max_size=4))
+def test_execute(reqs: list, freed: list) -> None:
+    got: list = []
+    assert codec.decode_execute(codec.encode_execute(reqs, freed), freed=got) == reqs
+    assert got == freed
 
 
 @settings(max_examples=200, deadline=None)

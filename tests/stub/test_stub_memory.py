@@ -221,3 +221,41 @@ def test_inputs_that_die_with_the_batch_ride_in_result(repo: Path) -> None:
         assert "no B here" in result.error[1] and result.freed == []
         assert wait_until(lambda: fb.arena.used_bytes == 0), fb.arena.used_bytes
         fb.finalize()
+
+
+FRESH = textwrap.dedent(
+    """
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            # A new 64 KiB output: above the inline threshold, so it goes in the stub arena.
+            return [pb_utils.InferenceResponse([pb_utils.Tensor("O", np.ones(16384, np.float32))])
+                    for r in requests]
+    """
+)
+
+
+def _fresh_output_block(fb, token: int, freed: list) -> tuple:
+    """Runs one batch whose EXECUTE hands back ``freed``; the (seg, offset) of its output."""
+    x = codec.TensorDesc("X", 11, Location.INLINE, (1,), 4, data=b"\0\0\0\0")
+    body = codec.encode_execute([codec.RequestDesc(token, inputs=[x])], freed)
+    fb.sync.send(MessageKind.EXECUTE, body, token)
+    result = codec.decode_result(fb.sync.recv().body)
+    out = result.items[0][2].outputs[0]
+    assert out.location == Location.STUB_ARENA
+    return out.seg, out.offset
+
+
+def test_stub_blocks_freed_by_an_execute_trailer(repo: Path) -> None:
+    """The stub blocks the backend hands back in EXECUTE's trailer are free for that batch's
+    own outputs: a new 64 KiB output lands in the block the previous one used. Without the
+    trailer the block is still held and the next output goes elsewhere."""
+    mf = write_model(repo, "fresh", FRESH)
+    with started(mf) as fb:
+        first = _fresh_output_block(fb, 1, [])
+        kept = _fresh_output_block(fb, 2, [])  # first not handed back: another block
+        assert kept != first
+        assert _fresh_output_block(fb, 3, [first, kept]) == first
+        fb.finalize()
