@@ -133,7 +133,8 @@ void Batch::Decode(const ipc::Message& result) {
   // inputs, mostly). They stay pinned until the outputs are copied, as after a FREE.
   if (r.remaining() > 0) {
     uint32_t freed = r.U32();
-    if (r.remaining() != static_cast<size_t>(freed) * 12) {
+    constexpr size_t kBlockRefBytes = sizeof(uint32_t) + sizeof(uint64_t);  // seg, offset
+    if (r.remaining() != static_cast<size_t>(freed) * kBlockRefBytes) {
       throw ipc::DecodeError("RESULT's freed trailer announces " + std::to_string(freed) +
                              " blocks but carries " + std::to_string(r.remaining()) + " bytes");
     }
