@@ -4,7 +4,7 @@ refused with a clear error)."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -36,6 +36,26 @@ def _bfloat16() -> Any:
         except ImportError:
             _BFLOAT16.append(None)
     return _BFLOAT16[0]
+
+
+def _empty_dtype(name: str, dtype: Any) -> Tuple[np.dtype, int]:
+    """(little-endian dtype, Triton code) for ``Tensor.empty``, or the error it raises."""
+    dt = np.dtype(dtype)
+    if dt.kind in "OSU":
+        raise TritonModelException(
+            f"Tensor.empty('{name}') cannot allocate a BYTES tensor ({dt}): its size is "
+            "known only once serialized. Build it with pb_utils.Tensor(name, array)."
+        )
+    code = dtypes.code_of_array(np.empty(0, dt))
+    if code is None:
+        raise TritonModelException("NumPy dtype is not supported.")
+    if dt.byteorder == ">":
+        dt = dt.newbyteorder("<")
+    return dt, code
+
+
+# dtype argument as given (np.float32, "float32", a dtype...) -> what _empty_dtype made of it
+_EMPTY_DTYPES: Dict[Any, Tuple[np.dtype, int]] = {}
 
 
 def _check_device(device: Tuple[int, int]) -> None:
@@ -106,22 +126,33 @@ class Tensor:
             raise TypeError(f"Tensor name must be a str, got {type(name).__name__}")
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
-        dt = np.dtype(dtype)
-        if dt.kind in "OSU":
-            raise TritonModelException(
-                f"Tensor.empty('{name}') cannot allocate a BYTES tensor ({dt}): its size is "
-                "known only once serialized. Build it with pb_utils.Tensor(name, array)."
-            )
-        if dtypes.code_of_array(np.empty(0, dt)) is None:
-            raise TritonModelException("NumPy dtype is not supported.")
-        if dt.byteorder == ">":
-            dt = dt.newbyteorder("<")
-        dims = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
-        if any(d < 0 for d in dims):
-            raise TritonModelException(
-                f"Tensor.empty('{name}'): shape {list(dims)} has a negative dimension"
-            )
-        return cls(name, _transport._current.empty_array(dims, dt))
+        # Checks by dtype are done once per dtype: this call is on the hot path of every
+        # model that uses it, and numpy calls cost µs each.
+        try:
+            checked = _EMPTY_DTYPES.get(dtype)
+        except TypeError:  # an unhashable dtype spec (a list of fields): not cached
+            checked = _empty_dtype(name, dtype)
+        if checked is None:
+            checked = _empty_dtype(name, dtype)
+            if len(_EMPTY_DTYPES) < 256:
+                _EMPTY_DTYPES[dtype] = checked
+        dt, code = checked
+        if type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape):
+            dims = shape
+        else:
+            dims = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+            if any(d < 0 for d in dims):
+                raise TritonModelException(
+                    f"Tensor.empty('{name}'): shape {list(dims)} has a negative dimension"
+                )
+        array = _transport._current.empty_array(dims, dt)
+        t = cls.__new__(cls)  # what Tensor(name, array) would check holds by construction
+        t._name = name
+        t._dtype = code
+        t._shape = array.shape
+        t._raw = array.view(np.uint16) if code == dtypes.TYPE_BF16 else None
+        t._array = array
+        return t
 
     @classmethod
     def _from_buffer(
