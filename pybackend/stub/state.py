@@ -203,7 +203,8 @@ class StubState:
             self.wake_reader()  # it times the release of idle segments
 
     def take_frees(self, limit: int = FREE_CHUNK) -> List[Tuple[int, int]]:
-        """Up to ``limit`` queued backend blocks, taken off the queue (for a RESULT to carry)."""
+        """Up to ``limit`` queued backend blocks, taken off the queue (for a RESULT to carry,
+        or a FREE)."""
         q = self.backend_frees
         blocks: List[Tuple[int, int]] = []
         try:
@@ -227,12 +228,7 @@ class StubState:
         self.free_urgent = False
         self.free_pending_bytes = 0
         while q:
-            blocks: List[Tuple[int, int]] = []
-            try:
-                while len(blocks) < FREE_CHUNK:
-                    blocks.append(q.popleft())
-            except IndexError:
-                pass
+            blocks = self.take_frees()
             if not blocks:
                 break
             try:
