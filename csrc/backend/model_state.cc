@@ -177,7 +177,7 @@ void ModelState::ReadParameters() {
   if (force_cpu_only_inputs) {
     PB_LOG_VERBOSE("Forcing CPU only input tensors.");
   } else {
-    // GPU tensors are not carried yet (the protocol has no GPU_IPC yet): inputs stay on the CPU.
+    // GPU tensors are not carried (the protocol has no GPU_IPC yet): inputs stay on the CPU.
     PB_LOG_VERBOSE(
         "Input tensors can be both in CPU and GPU. FORCE_CPU_ONLY_INPUT_TENSORS is off.");
   }
