@@ -43,7 +43,7 @@ kill_ours() {
     local pid pids=()
     for pid in $(ls /proc | grep -E '^[0-9]+$'); do
         [ "$pid" = "$$" ] && continue
-        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "PYBACKEND_GPU_CHECK_RUN=$MARKER"; then
+        if grep -qsxzF "PYBACKEND_GPU_CHECK_RUN=$MARKER" "/proc/$pid/environ"; then
             pids+=("$pid")
         fi
     done
@@ -73,7 +73,8 @@ step() {
     echo "=== $name: $* (limit ${limit}s)" >>"$log"
     timeout -k 10 "$limit" "$@" >>"$log" 2>&1
     rc=$?
-    printf '%-10s rc=%-3s %4ss  %s\n' "$name" "$rc" "$(($(date +%s) - t0))" "$*" >>"$SUMMARY"
+    printf '%-10s rc=%-3s %4ss  (log: %s)%s\n' "$name" "$rc" "$(($(date +%s) - t0))" "${log##*/}" \
+        "$(case $rc in 124 | 137) echo ' TIMED OUT' ;; esac)" >>"$SUMMARY"
     return $rc
 }
 

@@ -31,6 +31,8 @@ def probe(title: str, body: Callable[[], object]) -> None:
         result = body()
         if result is not None:
             print(result)
+    except ImportError as exc:
+        print(f"not available: {exc}")
     except Exception:  # noqa: BLE001 - a report: every failure is printed, none stops it
         traceback.print_exc(limit=3, file=sys.stdout)
     sys.stdout.flush()
@@ -38,7 +40,10 @@ def probe(title: str, body: Callable[[], object]) -> None:
 
 def driver() -> str:
     """libcuda.so.1 through ctypes, as the backend loads it (no toolkit needed)."""
-    cuda = ctypes.CDLL("libcuda.so.1")
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        return f"not available: {exc}"
     version, count = ctypes.c_int(), ctypes.c_int()
     init = cuda.cuInit(0)
     cuda.cuDriverGetVersion(ctypes.byref(version))

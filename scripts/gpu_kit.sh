@@ -38,9 +38,11 @@ EOF
 [ -x "$site/pytriton/tritonserver/bin/tritonserver" ] || {
     echo "gpu_kit: no tritonserver under $site/pytriton" >&2; exit 1; }
 
-rm -rf "$DEST.tmp"
-mkdir -p "$DEST.tmp/wheels" "$DEST.tmp/stage/pytriton/tritonserver"
-stage="$DEST.tmp/stage"
+# Built aside (outside the tree, so git never sees a half-built kit), moved in at the end.
+work=$(mktemp -d "${TMPDIR:-/tmp}/pybackend-gpu-kit.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/kit/wheels" "$work/stage/pytriton/tritonserver"
+stage="$work/stage"
 # An empty pytriton/__init__.py makes the unpacked copy a regular package, so it wins over
 # any other pytriton later on sys.path (find_spec never runs it).
 : >"$stage/pytriton/__init__.py"
@@ -49,8 +51,7 @@ mkdir "$stage/nvidia_pytriton.libs"
 find "$site/nvidia_pytriton.libs" -maxdepth 1 -type f ! -name 'libpython*' \
     -exec cp -a {} "$stage/nvidia_pytriton.libs/" \;
 echo "gpu_kit: packing tritonserver (xz, takes a minute)"
-tar -C "$stage" -cf - pytriton nvidia_pytriton.libs | nice xz -6 -T2 >"$DEST.tmp/tritonserver.tar.xz"
-rm -rf "$stage"
+tar -C "$stage" -cf - pytriton nvidia_pytriton.libs | nice xz -6 -T2 >"$work/kit/tritonserver.tar.xz"
 
 # Pin each client package to the version .venv runs.
 pins=()
@@ -64,18 +65,19 @@ echo "gpu_kit: downloading ${pins[*]} for CPython $TARGET_PY"
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
     --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
-    -d "$DEST.tmp/wheels" "${pins[@]}"
+    -d "$work/kit/wheels" "${pins[@]}"
 
+revision=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 (
-    cd "$DEST.tmp"
+    cd "$work/kit"
     {
-        echo "# pybackend GPU kit, built $(date -u +%FT%TZ) from $(git -C "$OLDPWD" rev-parse --short HEAD 2>/dev/null || echo '?')"
+        echo "# pybackend GPU kit, built $(date -u +%FT%TZ) at $revision"
         find . -type f ! -name MANIFEST | sort | while read -r f; do
             printf '%10d  %s  %s\n' "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" "${f#./}"
         done
     } >MANIFEST
 )
 rm -rf "$DEST"
-mv "$DEST.tmp" "$DEST"
+mv "$work/kit" "$DEST"
 cat "$DEST/MANIFEST"
 echo "gpu_kit: $DEST is $(du -sm "$DEST" | cut -f1) MiB (a device call carries at most 64 MiB)"

@@ -5,9 +5,9 @@ check also prints into env.txt."""
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -19,16 +19,13 @@ PROBE_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_env_probe.
 
 
 @pytest.fixture(scope="module")
-def probe() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_env_probe", PROBE_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def probe() -> SimpleNamespace:
+    """The probe script's functions (run as a module without its __main__ part)."""
+    return SimpleNamespace(**runpy.run_path(str(PROBE_SCRIPT), run_name="gpu_env_probe"))
 
 
 def test_torch_computes_on_the_gpu(
-    probe: ModuleType, record_property: Callable[[str, object], None]
+    probe: SimpleNamespace, record_property: Callable[[str, object], None]
 ) -> None:
     import torch
 
@@ -41,7 +38,7 @@ def test_torch_computes_on_the_gpu(
 
 
 def test_cupy_computes_on_the_gpu(
-    probe: ModuleType, record_property: Callable[[str, object], None]
+    probe: SimpleNamespace, record_property: Callable[[str, object], None]
 ) -> None:
     cp = pytest.importorskip("cupy", reason="cupy is not installed on this GPU machine")
     record_property("cupy", probe.cupy_info())
@@ -49,7 +46,7 @@ def test_cupy_computes_on_the_gpu(
 
 
 def test_cuda_ipc_between_processes(
-    probe: ModuleType, record_property: Callable[[str, object], None]
+    probe: SimpleNamespace, record_property: Callable[[str, object], None]
 ) -> None:
     pytest.importorskip("cupy", reason="the IPC probe allocates with cupy")
     worked, description = probe.cuda_ipc()
