@@ -125,7 +125,7 @@ if [ "$build_rc" -ne 0 ]; then
     echo "build failed: tests/gpu not run (see build.log)" >>"$SUMMARY"
 else
     # shellcheck disable=SC2086
-    step pytest "$(($(left) - 20))" "$OUT/pytest.log" "$PY" -m pytest tests/gpu -m gpu -v -rA \
+    step pytest "$(($(left) - 20))" "$OUT/pytest.log" "$PY" -m pytest tests/gpu -m gpu -v -rA -o junit_family=xunit1 \
         -p no:cacheprovider --timeout=240 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
     grep -E '^(=+ .*(passed|failed|skipped|error|no tests ran).* =+)$' "$OUT/pytest.log" | tail -1 >>"$SUMMARY"
     grep -E '^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) ' "$OUT/pytest.log" >>"$SUMMARY"
