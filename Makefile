@@ -29,7 +29,7 @@ help:
 	@echo "make test-pythons   the same under CPython 3.9 and 3.13 (STUB_PYTHONS), where present"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
-	@echo "make wheel          sdist + manylinux wheel in dist/ (docker/README.md: the images)"
+	@echo "make wheel          sdist + manylinux wheel in dist/ (docs/deployment.md)"
 	@echo "make test-wheel     the wheel installed fresh by docker/install.sh, serving the examples"
 	@echo "make test-deploy    hadolint on docker/, manifests schema-checked and checkov-clean"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
