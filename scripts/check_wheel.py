@@ -158,6 +158,23 @@ def stub_interpreters(root: int) -> set[str]:
     return found
 
 
+def leftovers(prefix: Path, wait: float = 10.0) -> list[str]:
+    """Command lines of processes still running from prefix (servers, stubs), after a grace."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(arg.startswith(str(prefix).encode()) for arg in argv[:2]):
+                found.append(b" ".join(argv).decode(errors="replace"))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 def infer_each_example(url: str) -> None:
     client = grpcclient.InferenceServerClient(url)
 
@@ -293,6 +310,9 @@ def main() -> None:
             if not interpreters or interpreters != {str(prefix / "bin" / "python3")}:
                 fail(f"the stubs run {interpreters}, not {prefix}/bin/python3")
         run([pybackend, "serve", str(models), *ports, "--check"], tmp, env)
+        left = leftovers(prefix)
+        if left:
+            fail(f"processes of {prefix} outlived serve: {left}")
     print(
         f"check_wheel: {wheels[0].name}: installed, served, OK ({time.monotonic() - started:.0f} s)"
     )
