@@ -3,7 +3,7 @@
 # runs it on the host into a temporary prefix (scripts/check_wheel.py), so the images' install
 # steps are exercised on every `make test` although no Docker engine runs there.
 #
-#   install.sh [--prefix DIR] [--python PY] [--tritonserver-wheel VERSION]
+#   install.sh [--prefix DIR] [--python PY] [--isolated] [--tritonserver-wheel VERSION]
 #              [--replace-backend BACKENDS_DIR] WHEEL
 #
 # --prefix DIR          virtual environment for pybackend (default /opt/pybackend). It sees the
@@ -11,6 +11,8 @@
 #                       packages installed with the image's pip, and the image's numpy, are found
 #                       by the stubs as they were by the original backend's.
 # --python PY           interpreter that creates it and runs the stubs (default python3)
+# --isolated            the venv does not see the interpreter's site-packages: CI uses it to
+#                       prove that the wheel declares everything it needs
 # --tritonserver-wheel VERSION
 #                       also install the nvidia-pytriton wheel (without its dependencies) for its
 #                       tritonserver binary: the CPU image, which has no NGC tritonserver
@@ -24,11 +26,13 @@ set -euo pipefail
 prefix=/opt/pybackend
 python=python3
 tritonserver_wheel=""
+site=--system-site-packages
 backends=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
+    --isolated) site=""; shift ;;
     --tritonserver-wheel) tritonserver_wheel=$2; shift 2 ;;
     --replace-backend) backends=${2%/}; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -47,9 +51,9 @@ say() { echo "install.sh: $*"; }
 # A venv with pip where the interpreter has ensurepip; otherwise (Ubuntu without python3-venv,
 # as in NGC's image) one without, driven by the interpreter's own pip, which it can see.
 if [ ! -x "$prefix/bin/python3" ]; then
-  if ! "$python" -m venv --system-site-packages "$prefix" 2>/dev/null; then
+  if ! "$python" -m venv $site "$prefix" 2>/dev/null; then
     rm -rf "$prefix"
-    "$python" -m venv --system-site-packages --without-pip "$prefix"
+    "$python" -m venv $site --without-pip "$prefix"
   fi
 fi
 py="$prefix/bin/python3"

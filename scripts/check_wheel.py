@@ -3,7 +3,8 @@
 Run by `make test-wheel` with .venv's Python (the client side: tritonclient and numpy). The
 server side comes only from the wheel: docker/install.sh (the images' recipe) installs it, with
 the nvidia-pytriton wheel's tritonserver, into a fresh virtual environment under a temporary
-directory, and replaces the python backend of a copy of an NGC-style backends directory. Then,
+directory (--isolated: this machine's own site-packages stay out of sight, so a dependency the
+wheel does not declare fails here), and replaces the python backend of a copy of an NGC-style backends directory. Then,
 from a temporary working directory and with no path leading back to the checkout:
 
 - `pybackend --version` names the wheel's version, `pybackend backend-dir` a directory inside
@@ -283,7 +284,7 @@ def main() -> None:
         install = [
             "bash",
             str(REPO / "docker" / "install.sh"),
-            *("--prefix", str(prefix), "--tritonserver-wheel", PYTRITON_VERSION),
+            *("--prefix", str(prefix), "--tritonserver-wheel", PYTRITON_VERSION, "--isolated"),
             *("--replace-backend", str(backends), str(wheels[0])),
         ]
         run(install, tmp, env)
