@@ -4,15 +4,17 @@ Run by `make test-wheel` with .venv's Python (the client side: tritonclient and 
 server side comes only from the wheel: docker/install.sh (the images' recipe) installs it, with
 the nvidia-pytriton wheel's tritonserver, into a fresh virtual environment under a temporary
 directory (--isolated: this machine's own site-packages stay out of sight, so a dependency the
-wheel does not declare fails here), and replaces the python backend of a copy of an NGC-style backends directory. Then,
-from a temporary working directory and with no path leading back to the checkout:
+wheel does not declare fails here), and replaces the python backend of a copy of an NGC-style
+backends directory. Then, from a temporary working directory and with no path leading back to
+the checkout:
 
 - `pybackend --version` names the wheel's version, `pybackend backend-dir` a directory inside
   the new environment, and the stub's native helpers load;
 - the NGC layout: backends/python is ours, the original is kept aside and in backends-original/;
 - tritonserver serves a copy of examples/model_repository through that backends directory, one
   inference per example model (the decoupled one streamed over gRPC), and every stub runs the
-  new environment's interpreter; `pybackend serve --check` (the CPU image's command) answers.
+  new environment's interpreter; `pybackend serve --check` (the CPU image's command) answers,
+  and records that interpreter for the stubs where pip alone left none.
 
 A file missing from the wheel or a broken install step fails `make test`.
 """
@@ -310,7 +312,12 @@ def main() -> None:
             interpreters = stub_interpreters(serve_pid)
             if not interpreters or interpreters != {str(prefix / "bin" / "python3")}:
                 fail(f"the stubs run {interpreters}, not {prefix}/bin/python3")
+        # A wheel installed by pip alone has no python_executable: the launcher writes it.
+        record = backend_dir / "python" / "python_executable"
+        record.unlink()
         run([pybackend, "serve", str(models), *ports, "--check"], tmp, env)
+        if record.read_text().strip() != str(prefix / "bin" / "python3"):
+            fail(f"`pybackend serve` recorded {record.read_text()!r} as the stubs' interpreter")
         left = leftovers(prefix)
         if left:
             fail(f"processes of {prefix} outlived serve: {left}")
