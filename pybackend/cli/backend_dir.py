@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 from pybackend.server import locate
 
@@ -28,20 +26,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _refresh_interpreter_file(backends: Path) -> None:
-    """Point the backend at this interpreter if the recorded one is gone (e.g. a moved wheel).
-
-    Best effort: a read-only install simply keeps what it has.
-    """
-    record = backends / "python" / "python_executable"
-    try:
-        recorded = record.read_text().strip() if record.exists() else ""
-        if not recorded or not os.access(recorded, os.X_OK):
-            record.write_text(sys.executable + "\n")
-    except OSError:
-        pass
-
-
 def run(args: argparse.Namespace) -> int:
     if args.original:
         print(locate.original_backend_dir())
@@ -55,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    _refresh_interpreter_file(backends)
+    locate.record_interpreter()
     return 0

@@ -315,6 +315,7 @@ class TritonServer:
                     f"our backend library {library} is not built; run `pip install -e .` "
                     "(or `make build`) in the pybackend checkout"
                 )
+            locate.record_interpreter()
             return locate.our_backend_dir()
         if self.backend == "original":
             locate.original_venv()  # fail early, before the server starts, if it is missing
