@@ -12,8 +12,8 @@ import pytest
 from conformance_support.clients import infer
 from conformance_support.control import load, unload, wait_for
 
-MODEL = "verbose_identity"
-INSTANCE = f"{MODEL}_0_0"  # group "<model>_0" (the config names one group), instance 0
+MODEL = "log_finalize"  # an identity; one instance, its group named after the model
+INSTANCE = f"{MODEL}_0"
 
 LINES = [
     "TRITONBACKEND_GetBackendAttribute: setting attributes",
