@@ -396,10 +396,10 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
     for (TRITONBACKEND_Request* r : valid) {
       TRITONBACKEND_Response* resp = nullptr;
       if (TakeMessage(TRITONBACKEND_ResponseNew(&resp, r)).empty()) {
-        SendErrorResponse(
-            resp, unloading ? TRITONSERVER_ERROR_UNAVAILABLE : TRITONSERVER_ERROR_INTERNAL,
-            unloading ? "model instance '" + inst.name + "' is unloading" : report,
-            TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+        SendErrorResponse(resp,
+                          unloading ? TRITONSERVER_ERROR_UNAVAILABLE : TRITONSERVER_ERROR_INTERNAL,
+                          unloading ? "model instance '" + inst.name + "' is unloading" : report,
+                          TRITONSERVER_RESPONSE_COMPLETE_FINAL);
       }
       TakeMessage(TRITONBACKEND_RequestRelease(r, TRITONSERVER_REQUEST_RELEASE_ALL));
     }

@@ -278,7 +278,7 @@ void InstanceState::RestartLoop() {
     session_ = std::move(fresh);
     restart_failed_ = false;
     unreported_death_.clear();  // nobody met the dead stub: nothing to report any more
-    cv_.notify_all();  // batches waiting in SessionForBatch
+    cv_.notify_all();           // batches waiting in SessionForBatch
     ++restarts_;
     metrics->Restarted();
     metrics->SetReady(true);

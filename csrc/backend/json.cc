@@ -355,8 +355,8 @@ std::string Pretty(std::string_view text) {
     out.append(static_cast<size_t>(depth) * 4, ' ');
   };
   auto next_token = [&](size_t i) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' ||
-                               text[i] == '\t')) {
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) {
       ++i;
     }
     return i;
