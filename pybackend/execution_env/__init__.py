@@ -21,7 +21,7 @@ from .archive import unpack_cached
 from .cache import cache_root
 from .errors import EnvError
 from .import_root import import_root
-from .layout import dangling_link, python_of
+from .layout import python_of
 
 __all__ = ["EnvError", "PreparedEnv", "package_parent", "prepare"]
 
@@ -56,16 +56,6 @@ def prepare(
     else:
         prefix = path.resolve()
     python = python_of(prefix)
-    dangling = dangling_link(prefix)
-    if python is None and dangling is not None:
-        link, target = dangling
-        raise EnvError(
-            f"EXECUTION_ENV_PATH '{path}': {link} is a link to {target}, which does not exist "
-            "on this machine. A venv made by `python3 -m venv` holds only a link to the "
-            "interpreter it was made with; install that interpreter here (at that path), "
-            "make the venv with `python3 -m venv --copies`, or pack a conda environment "
-            "with conda-pack."
-        )
     if python is None:
         origin = f" (unpacked from {path})" if path.is_file() else ""
         raise EnvError(

@@ -17,13 +17,33 @@ from pathlib import Path
 from typing import Tuple
 
 from .errors import EnvError
-from .layout import python_of
+from .layout import dangling_link, python_of
 
 _CHUNK = 1 << 20
 
 
 def unpack_cached(archive: Path, envs: Path) -> Tuple[Path, str]:
     """The environment unpacked from `archive` under `envs`, and a note for the log."""
+    prefix, note = _unpack_cached(archive, envs)
+    _require_interpreter_here(archive, prefix)
+    return prefix, note
+
+
+def _require_interpreter_here(archive: Path, prefix: Path) -> None:
+    """A venv packed on another machine links to an interpreter this one may not have."""
+    dangling = dangling_link(prefix)
+    if python_of(prefix) is None and dangling is not None:
+        link, target = dangling
+        raise EnvError(
+            f"EXECUTION_ENV_PATH '{archive}': {link} is a link to {target}, which does not "
+            "exist on this machine. A venv made by `python3 -m venv` holds only a link to the "
+            "interpreter it was made with; install that interpreter here (at that path), "
+            "make the venv with `python3 -m venv --copies`, or pack a conda environment "
+            "with conda-pack."
+        )
+
+
+def _unpack_cached(archive: Path, envs: Path) -> Tuple[Path, str]:
     envs.mkdir(parents=True, exist_ok=True)
     digest = _digest(archive, envs / ".index")
     target = envs / digest[:32]
@@ -138,9 +158,13 @@ def _check_member(member: tarfile.TarInfo, dest: Path) -> None:  # pragma: no co
 def _env_top(unpacked: Path) -> Path:
     """conda-pack archives hold the environment's files at the top; `tar -C parent env`
     holds one directory: either is accepted."""
-    if python_of(unpacked) is not None:
+
+    def has_interpreter(prefix: Path) -> bool:  # a dangling link is reported later
+        return python_of(prefix) is not None or dangling_link(prefix) is not None
+
+    if has_interpreter(unpacked):
         return unpacked
     entries = [p for p in unpacked.iterdir() if not p.name.startswith(".")]
-    if len(entries) == 1 and entries[0].is_dir() and python_of(entries[0]) is not None:
+    if len(entries) == 1 and entries[0].is_dir() and has_interpreter(entries[0]):
         return entries[0]
     return unpacked

@@ -399,13 +399,14 @@ def _tar_with(archive: Path, members: list[tuple[str, str | None]]) -> Path:
     return archive
 
 
-def test_a_venv_archive_whose_interpreter_is_missing_here_says_why(tmp_path):
+@pytest.mark.parametrize("top", ["", "venv/"], ids=["conda-pack layout", "one top directory"])
+def test_a_venv_archive_whose_interpreter_is_missing_here_says_why(tmp_path, top):
     archive = _tar_with(
         tmp_path / "env.tar.gz",
         [
-            ("pyvenv.cfg", None),
-            ("bin/python3", "python3.11"),
-            ("bin/python3.11", "/nowhere/python3.11"),
+            (f"{top}pyvenv.cfg", None),
+            (f"{top}bin/python3", "python3.11"),
+            (f"{top}bin/python3.11", "/nowhere/python3.11"),
         ],
     )
     with pytest.raises(EnvError) as failure:
