@@ -39,6 +39,8 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
   Check(TRITONBACKEND_ModelName(model, &name), "TRITONBACKEND_ModelName");
   state->name = name;
   Check(TRITONBACKEND_ModelVersion(model, &state->version), "TRITONBACKEND_ModelVersion");
+  PB_LOG_VERBOSE("TRITONBACKEND_ModelInitialize: " + state->name + " (version " +
+                 std::to_string(state->version) + ")");
   TRITONBACKEND_ArtifactType type;
   const char* location = nullptr;
   Check(TRITONBACKEND_ModelRepository(model, &type, &location), "TRITONBACKEND_ModelRepository");
@@ -63,6 +65,7 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
     state->AutoComplete();
     state->ReadConfig();  // decoupled, max_batch_size may have changed
   }
+  PB_LOG_VERBOSE("model configuration:\n" + json::Pretty(state->config_text));
   return state;
 }
 

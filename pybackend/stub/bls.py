@@ -179,14 +179,20 @@ class BlsClient:
         fut: "asyncio.Future[Any]" = loop.create_future()
         holder: List[_Call] = []
 
+        # Both kinds resolve when the first response (or the final flag) is here, as the
+        # original's does: it runs exec() in an executor thread, and a decoupled exec()
+        # returns its ResponseIterator once the first response arrived. So a model that
+        # iterates it with a plain `for` (NVIDIA's qa async_execute_decouple_bls) does not
+        # block the event loop for a callee that answers in one response.
         def settle() -> None:
             if fut.done() or not holder:
                 return
             call = holder[0]
-            if decoupled:
-                fut.set_result(ResponseIterator(call))
-            elif call.ready():
-                fut.set_result(_first_response(call))
+            if not call.ready():
+                return
+            if call.waiter is wake:
+                call.waiter = None  # a ResponseIterator's `async for` sets its own
+            fut.set_result(ResponseIterator(call) if decoupled else _first_response(call))
 
         def wake() -> None:
             if not fut.done():
@@ -195,9 +201,9 @@ class BlsClient:
                 except RuntimeError:
                     pass  # the loop is closed: nobody awaits this call any more
 
-        call = self._start(request, decoupled, None if decoupled else wake)
+        call = self._start(request, decoupled, wake)
         holder.append(call)
-        settle()  # a decoupled call resolves at once; a quick answer may already be here
+        settle()  # a quick answer may already be here
         return fut
 
     def cancel(self, cid: int) -> None:
