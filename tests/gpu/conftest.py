@@ -15,13 +15,14 @@ import functools
 import importlib
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from gpu_models import write_repository
+from gpu_support import CudaRegion
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
@@ -105,3 +106,19 @@ def grpc(gpu_server: TritonServer) -> Iterator[Any]:
     client = grpcclient.InferenceServerClient(url=gpu_server.grpc_url)
     yield client
     client.close()
+
+
+@pytest.fixture
+def cuda_regions(grpc: Any) -> Iterator[Callable[[int], CudaRegion]]:
+    """make(nbytes): a CUDA shared-memory region of this process registered with the GPU
+    server; every region made is unregistered and freed after the test."""
+    pytest.importorskip("cupy", reason="the client side of CUDA shared memory uses cupy")
+    made: list[CudaRegion] = []
+
+    def make(nbytes: int) -> CudaRegion:
+        made.append(CudaRegion(grpc, f"gpu-test-{os.getpid()}-{len(made)}", nbytes))
+        return made[-1]
+
+    yield make
+    for region in made:
+        region.close()

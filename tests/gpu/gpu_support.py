@@ -1,0 +1,232 @@
+"""What the GPU tests share: inference over gRPC (optionally through CUDA shared memory), the
+backend's own GPU counters read from tritonserver's metrics endpoint, and the device's memory.
+
+Copies are counted, not assumed: pybackend_gpu_copies_total{direction=d2d|d2h|h2d} counts
+every copy the backend makes of a model instance's GPU tensors, and
+pybackend_gpu_ipc_handles_open the stub's allocations the backend has mapped now
+(csrc/backend/instance_metrics.cc). The client side of CUDA shared memory uses cupy: a
+cudaMalloc'd block (an IPC handle names a whole allocation) registered with the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pybackend.server import TritonServer
+
+COPIES = "pybackend_gpu_copies_total"
+HANDLES = "pybackend_gpu_ipc_handles_open"
+DIRECTIONS = ("d2d", "d2h", "h2d")
+#: What the stub logs once when it has to stage GPU outputs through host memory
+#: (pybackend/stub/gpu.py): a zero-copy test fails if it appears.
+STAGING_WARNING = "CUDA IPC is not available here"
+
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+T = TypeVar("T")
+
+#: DLPack device types (__dlpack_device__): host memory and CUDA memory.
+KDL_CPU, KDL_CUDA = 1, 2
+#: Requests per case: every count below is per request, so N of them must count N times.
+N = 3
+#: 1 Mi FP32 elements (4 MiB): the size a real model moves, past every inline path.
+SIZE = 1 << 20
+
+
+def sample() -> np.ndarray:
+    """SIZE distinct values: a copy that lost or shifted bytes shows."""
+    return np.linspace(-1, 1, SIZE, dtype=np.float32)
+
+
+def assert_no_staging(server: TritonServer) -> None:
+    assert STAGING_WARNING not in server.log_text(), (
+        "a stub staged GPU tensors through host memory instead of sharing them over CUDA IPC"
+    )
+
+
+def assert_same_pointer(ptrs: np.ndarray) -> None:
+    """IN through from_dlpack twice, and OUT (from_dlpack of a view of IN) read back: one
+    address, so neither pb_utils.Tensor.from_dlpack nor to_dlpack copied."""
+    assert ptrs[0] != 0 and ptrs.tolist() == [ptrs[0]] * 3, ptrs.tolist()
+
+
+# ------------------------------------------------------------------ inference
+Inputs = Mapping[str, "np.ndarray | tuple[CudaRegion, np.ndarray]"]
+ShmOutputs = Mapping[str, "tuple[CudaRegion, int]"]
+
+
+def infer(
+    client: Any,
+    server: TritonServer,
+    model: str,
+    inputs: Inputs,
+    outputs: Sequence[str],
+    shm_outputs: ShmOutputs | None = None,
+) -> dict[str, np.ndarray]:
+    """One request; an input given as (region, array) is written into that CUDA region and
+    sent through it, an output in shm_outputs (name -> (region, byte size)) is received into
+    its region and read back from the GPU. Returns every output by name."""
+    assert client.is_model_ready(model), (
+        f"{model} did not load; server log tail:\n{server.log_text()[-4000:]}"
+    )
+    infer_inputs, requested = request_parts(inputs, outputs, shm_outputs or {})
+    result = client.infer(model, infer_inputs, outputs=requested, client_timeout=60)
+    return read_outputs(model, result, outputs, shm_outputs or {})
+
+
+def request_parts(
+    inputs: Inputs, outputs: Sequence[str], shm_outputs: ShmOutputs
+) -> tuple[list[Any], list[Any]]:
+    """tritonclient's InferInputs and InferRequestedOutputs of a request (see infer)."""
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    infer_inputs = []
+    for name, value in inputs.items():
+        region, array = value if isinstance(value, tuple) else (None, value)
+        infer_input = grpcclient.InferInput(
+            name, list(array.shape), np_to_triton_dtype(array.dtype)
+        )
+        if region is None:
+            infer_input.set_data_from_numpy(array)
+        else:
+            region.write(array)
+            infer_input.set_shared_memory(region.name, array.nbytes)
+        infer_inputs.append(infer_input)
+    requested = []
+    for name in outputs:
+        requested.append(grpcclient.InferRequestedOutput(name))
+        if name in shm_outputs:
+            region, nbytes = shm_outputs[name]
+            requested[-1].set_shared_memory(region.name, nbytes)
+    return infer_inputs, requested
+
+
+def read_outputs(
+    model: str, result: Any, outputs: Sequence[str], shm_outputs: ShmOutputs
+) -> dict[str, np.ndarray]:
+    from tritonclient.utils import triton_to_np_dtype
+
+    got = {}
+    for name in outputs:
+        if name not in shm_outputs:
+            got[name] = result.as_numpy(name)
+            continue
+        meta = result.get_output(name)
+        assert meta is not None, f"{model} returned no {name}"
+        array = shm_outputs[name][0].read(
+            triton_to_np_dtype(meta.datatype), int(np.prod(meta.shape))
+        )
+        got[name] = array.reshape(list(meta.shape))
+    return got
+
+
+class CudaRegion:
+    """A block of GPU memory of this process, registered with the server as CUDA shared
+    memory (tritonclient's raw handle is the 64-byte cudaIpcMemHandle_t in base64)."""
+
+    def __init__(self, client: Any, name: str, nbytes: int, device: int = 0) -> None:
+        import cupy as cp
+
+        self.client, self.name, self.nbytes = client, name, nbytes
+        with cp.cuda.Device(device):
+            self.memory = cp.cuda.Memory(nbytes)  # cudaMalloc: the allocation's own base
+        handle = cp.cuda.runtime.ipcGetMemHandle(self.memory.ptr)
+        client.register_cuda_shared_memory(name, base64.b64encode(handle), device, nbytes)
+
+    def array(self, dtype: Any, count: int) -> Any:
+        import cupy as cp
+
+        return cp.ndarray((count,), dtype, cp.cuda.MemoryPointer(self.memory, 0))
+
+    def write(self, host: np.ndarray) -> None:
+        assert host.nbytes <= self.nbytes
+        self.array(host.dtype, host.size).set(np.ascontiguousarray(host).reshape(-1))
+
+    def read(self, dtype: Any, count: int) -> np.ndarray:
+        return self.array(dtype, count).get()
+
+    def close(self) -> None:
+        self.client.unregister_cuda_shared_memory(self.name)
+        self.memory = None  # cudaFree when cupy drops it
+
+
+# ------------------------------------------------------------------ the backend's counters
+def _samples(server: TritonServer, name: str) -> list[tuple[dict[str, str], float]]:
+    with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
+        text = reply.read().decode()
+    found = []
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match and match["name"] == name:
+            found.append((dict(_LABEL.findall(match["labels"] or "")), float(match["value"])))
+    return found
+
+
+def copies(server: TritonServer, model: str) -> dict[str, float]:
+    """direction -> copies the backend made of ``model``'s GPU tensors (all its instances)."""
+    counted = dict.fromkeys(DIRECTIONS, 0.0)
+    seen = False
+    for labels, value in _samples(server, COPIES):
+        if labels.get("model") == model:
+            seen = True
+            counted[labels["direction"]] += value
+    assert seen, f"no {COPIES} series for {model} on {server.metrics_url}"
+    return counted
+
+
+def copies_since(server: TritonServer, model: str, before: Mapping[str, float]) -> dict[str, int]:
+    now = copies(server, model)
+    return {d: int(now[d] - before[d]) for d in DIRECTIONS}
+
+
+def ipc_handles(server: TritonServer, model: str) -> float:
+    """How many of ``model``'s stubs' allocations the backend has mapped now."""
+    values = [v for labels, v in _samples(server, HANDLES) if labels.get("model") == model]
+    assert values, f"no {HANDLES} series for {model} on {server.metrics_url}"
+    return sum(values)
+
+
+# ------------------------------------------------------------------ the device
+def device_used_bytes(device: int = 0) -> int:
+    """Device memory in use by every process (the driver's view: total - free)."""
+    import cupy as cp
+
+    with cp.cuda.Device(device):
+        free, total = cp.cuda.runtime.memGetInfo()
+    return int(total - free)
+
+
+def compute_apps() -> str:
+    """nvidia-smi's per-process memory, for failure messages."""
+    try:
+        return subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"(nvidia-smi: {e})"
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float, every: float = 0.2) -> T:
+    """probe() until it returns something other than None; fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)

@@ -1,0 +1,144 @@
+"""Zero copy, shown: through the real tritonserver, every copy the backend makes of a GPU
+tensor is counted (pybackend_gpu_copies_total by direction, from the metrics endpoint) and
+device pointers are compared inside the stub, for torch and cupy and both values of
+FORCE_CPU_ONLY_INPUT_TENSORS. GPU inputs come from the client's CUDA shared memory (cupy
+memory registered through tritonclient's gRPC client), GPU outputs go to the client's CUDA
+shared memory or to gRPC's CPU buffers. The models are in gpu_models.py and gpu_io_models.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import pytest
+from gpu_io_models import VIEW_OUTPUT_NAMES
+from gpu_support import (
+    KDL_CPU,
+    KDL_CUDA,
+    CudaRegion,
+    N,
+    assert_no_staging,
+    assert_same_pointer,
+    copies,
+    copies_since,
+    infer,
+    sample,
+)
+
+if TYPE_CHECKING:
+    from pybackend.server import TritonServer
+
+pytestmark = pytest.mark.gpu
+
+#: What the dlpack models of gpu_models.py compute.
+FRESH_OUTPUT = {"torch_dlpack": lambda x: x * 2 + 1, "cupy_dlpack": lambda x: x * 3}
+
+
+@pytest.mark.parametrize("model", sorted(FRESH_OUTPUT))
+def test_a_gpu_output_into_a_cpu_buffer_is_one_device_to_host_copy(
+    grpc: Any, gpu_server: TritonServer, model: str
+) -> None:
+    """gRPC's response buffers are host memory: the backend copies each GPU output once,
+    device to host, and nothing else."""
+    x = sample()
+    before = copies(gpu_server, model)
+    for _ in range(N):
+        got = infer(grpc, gpu_server, model, {"IN": x}, ["OUT", "IS_CPU"])
+        np.testing.assert_allclose(got["OUT"], FRESH_OUTPUT[model](x), rtol=1e-6)
+        assert got["IS_CPU"].tolist() == [False]
+    assert copies_since(gpu_server, model, before) == {"d2d": 0, "d2h": N, "h2d": 0}
+    assert_no_staging(gpu_server)
+
+
+@pytest.mark.parametrize("model", sorted(FRESH_OUTPUT))
+def test_a_gpu_output_into_cuda_shared_memory_is_one_device_copy(
+    grpc: Any, gpu_server: TritonServer, cuda_regions: Callable[[int], CudaRegion], model: str
+) -> None:
+    """An output the client receives in its CUDA shared memory: Triton's buffer is on the
+    GPU, so the stub's tensor goes there device to device, never through the host."""
+    x = sample()
+    region = cuda_regions(x.nbytes)
+    before = copies(gpu_server, model)
+    for i in range(N):
+        region.write(np.zeros_like(x))  # what is read back was written by this request
+        y = x + i
+        got = infer(grpc, gpu_server, model, {"IN": y}, ["OUT"], {"OUT": (region, y.nbytes)})
+        np.testing.assert_allclose(got["OUT"], FRESH_OUTPUT[model](y), rtol=1e-6)
+    assert copies_since(gpu_server, model, before) == {"d2d": N, "d2h": 0, "h2d": 0}
+    assert_no_staging(gpu_server)
+
+
+@pytest.mark.parametrize("model", ["torch_view_no", "cupy_view_no"])
+def test_a_gpu_input_reaches_the_model_on_the_gpu_and_leaves_without_a_host_copy(
+    grpc: Any,
+    gpu_server: TritonServer,
+    cuda_regions: Callable[[int], CudaRegion],
+    model: str,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """FORCE_CPU_ONLY_INPUT_TENSORS "no": the client's CUDA shared memory input arrives as a
+    GPU tensor on the instance's device; the model returns a view of it (same pointer, read
+    through torch or cupy), and it reaches the client's CUDA output region device to device.
+    as_numpy() of the GPU input names the remedy (UV-27)."""
+    if model.startswith("cupy"):
+        pytest.importorskip("cupy", reason="cupy is not installed on this GPU machine")
+    x = sample()
+    region_in, region_out = cuda_regions(x.nbytes), cuda_regions(x.nbytes)
+    before = copies(gpu_server, model)
+    for i in range(N):
+        y = x - i
+        region_out.write(np.zeros_like(y))
+        got = infer(
+            grpc, gpu_server, model, {"IN": (region_in, y)}, VIEW_OUTPUT_NAMES,
+            {"OUT": (region_out, y.nbytes)},
+        )  # fmt: skip
+        np.testing.assert_array_equal(got["OUT"], y)
+        assert got["IN_IS_CPU"].tolist() == [False]
+        assert got["OUT_IS_CPU"].tolist() == [False]
+        assert got["DEVICE"].tolist() == [KDL_CUDA, 0, 0]  # on device 0, the current one
+        assert_same_pointer(got["PTRS"])
+        error = got["AS_NUMPY_ERROR"][0].decode()
+        assert "FORCE_CPU_ONLY_INPUT_TENSORS" in error and "from_dlpack" in error, error
+    counted = copies_since(gpu_server, model, before)
+    record_property("copies", counted)
+    # No host round trip. One device copy per request puts OUT into the client's region; the
+    # input may take one more: Triton's mapping of a client's region is not an allocation
+    # CUDA IPC can export again, so the backend may stage it into memory the stub can map.
+    assert counted["d2h"] == counted["h2d"] == 0, counted
+    assert counted["d2d"] in (N, 2 * N), counted
+    assert_no_staging(gpu_server)
+
+
+@pytest.mark.parametrize("model", ["torch_view_yes", "torch_view_default"])
+def test_a_gpu_input_arrives_on_the_cpu_when_forced(
+    grpc: Any, gpu_server: TritonServer, cuda_regions: Callable[[int], CudaRegion], model: str
+) -> None:
+    """FORCE_CPU_ONLY_INPUT_TENSORS "yes" (set, or by default): the same CUDA input arrives
+    in host memory, one device-to-host copy per request, and as_numpy() works."""
+    x = sample()
+    region_in = cuda_regions(x.nbytes)
+    before = copies(gpu_server, model)
+    for i in range(N):
+        y = x * (i + 1)
+        got = infer(grpc, gpu_server, model, {"IN": (region_in, y)}, VIEW_OUTPUT_NAMES)
+        np.testing.assert_array_equal(got["OUT"], y)
+        assert got["IN_IS_CPU"].tolist() == [True]
+        assert got["OUT_IS_CPU"].tolist() == [True]
+        assert got["DEVICE"].tolist() == [KDL_CPU, 0, 0]
+        assert got["AS_NUMPY_ERROR"].tolist() == [b""]
+    assert copies_since(gpu_server, model, before) == {"d2d": 0, "d2h": N, "h2d": 0}
+
+
+def test_a_cpu_input_stays_on_the_cpu_when_gpu_inputs_are_allowed(
+    grpc: Any, gpu_server: TritonServer
+) -> None:
+    """FORCE_CPU_ONLY_INPUT_TENSORS "no" lets GPU inputs through; it moves nothing there: a
+    gRPC input (host memory) arrives in host memory with no copy at all."""
+    x = sample()
+    before = copies(gpu_server, "torch_view_no")
+    got = infer(grpc, gpu_server, "torch_view_no", {"IN": x}, VIEW_OUTPUT_NAMES)
+    np.testing.assert_array_equal(got["OUT"], x)
+    assert got["IN_IS_CPU"].tolist() == [True]
+    assert got["DEVICE"].tolist() == [KDL_CPU, 0, 0]
+    assert copies_since(gpu_server, "torch_view_no", before) == {"d2d": 0, "d2h": 0, "h2d": 0}
