@@ -1,37 +1,25 @@
-"""What the GPU tests share: inference over gRPC (optionally through CUDA shared memory), the
-backend's own GPU counters read from tritonserver's metrics endpoint, and the device's memory.
-
-Copies are counted, not assumed: pybackend_gpu_copies_total{direction=d2d|d2h|h2d} counts
-every copy the backend makes of a model instance's GPU tensors, and
-pybackend_gpu_ipc_handles_open the stub's allocations the backend has mapped now
-(csrc/backend/instance_metrics.cc). The client side of CUDA shared memory uses cupy: a
-cudaMalloc'd block (an IPC handle names a whole allocation) registered with the server.
-"""
+"""What the GPU tests share: inference over gRPC (optionally through CUDA shared memory, see
+gpu_client.py), the backend's own GPU counters per model, the device's memory, bounded waits.
+Copies are counted, not assumed: every count here is read from the backend's metrics."""
 
 from __future__ import annotations
 
-import base64
-import re
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import gpu_client
 import numpy as np
+from gpu_client import DIRECTIONS, CudaRegion
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
 
-COPIES = "pybackend_gpu_copies_total"
-HANDLES = "pybackend_gpu_ipc_handles_open"
-DIRECTIONS = ("d2d", "d2h", "h2d")
 #: What the stub logs once when it has to stage GPU outputs through host memory
 #: (pybackend/stub/gpu.py): a zero-copy test fails if it appears.
 STAGING_WARNING = "CUDA IPC is not available here"
 
-_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 T = TypeVar("T")
 
 #: DLPack device types (__dlpack_device__): host memory and CUDA memory.
@@ -130,58 +118,10 @@ def read_outputs(
     return got
 
 
-class CudaRegion:
-    """A block of GPU memory of this process, registered with the server as CUDA shared
-    memory (tritonclient's raw handle is the 64-byte cudaIpcMemHandle_t in base64)."""
-
-    def __init__(self, client: Any, name: str, nbytes: int, device: int = 0) -> None:
-        import cupy as cp
-
-        self.client, self.name, self.nbytes = client, name, nbytes
-        with cp.cuda.Device(device):
-            self.memory = cp.cuda.Memory(nbytes)  # cudaMalloc: the allocation's own base
-        handle = cp.cuda.runtime.ipcGetMemHandle(self.memory.ptr)
-        client.register_cuda_shared_memory(name, base64.b64encode(handle), device, nbytes)
-
-    def array(self, dtype: Any, count: int) -> Any:
-        import cupy as cp
-
-        return cp.ndarray((count,), dtype, cp.cuda.MemoryPointer(self.memory, 0))
-
-    def write(self, host: np.ndarray) -> None:
-        assert host.nbytes <= self.nbytes
-        self.array(host.dtype, host.size).set(np.ascontiguousarray(host).reshape(-1))
-
-    def read(self, dtype: Any, count: int) -> np.ndarray:
-        return self.array(dtype, count).get()
-
-    def close(self) -> None:
-        self.client.unregister_cuda_shared_memory(self.name)
-        self.memory = None  # cudaFree when cupy drops it
-
-
 # ------------------------------------------------------------------ the backend's counters
-def _samples(server: TritonServer, name: str) -> list[tuple[dict[str, str], float]]:
-    with urllib.request.urlopen(server.metrics_url, timeout=10) as reply:
-        text = reply.read().decode()
-    found = []
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match and match["name"] == name:
-            found.append((dict(_LABEL.findall(match["labels"] or "")), float(match["value"])))
-    return found
-
-
 def copies(server: TritonServer, model: str) -> dict[str, float]:
     """direction -> copies the backend made of ``model``'s GPU tensors (all its instances)."""
-    counted = dict.fromkeys(DIRECTIONS, 0.0)
-    seen = False
-    for labels, value in _samples(server, COPIES):
-        if labels.get("model") == model:
-            seen = True
-            counted[labels["direction"]] += value
-    assert seen, f"no {COPIES} series for {model} on {server.metrics_url}"
-    return counted
+    return gpu_client.copies(server.metrics_url, model)
 
 
 def copies_since(server: TritonServer, model: str, before: Mapping[str, float]) -> dict[str, int]:
@@ -191,9 +131,7 @@ def copies_since(server: TritonServer, model: str, before: Mapping[str, float]) 
 
 def ipc_handles(server: TritonServer, model: str) -> float:
     """How many of ``model``'s stubs' allocations the backend has mapped now."""
-    values = [v for labels, v in _samples(server, HANDLES) if labels.get("model") == model]
-    assert values, f"no {HANDLES} series for {model} on {server.metrics_url}"
-    return sum(values)
+    return gpu_client.ipc_handles(server.metrics_url, model)
 
 
 # ------------------------------------------------------------------ the device
