@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 GPU_DIR = Path(__file__).resolve().parent
 SERVER_LOG_ENV = "PYBACKEND_GPU_SERVER_LOG"
+LAST_FILE = "test_gpu_lifetimes.py"
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,7 +61,10 @@ def _import_quietly(name: str) -> ModuleType:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip this directory's tests (before any fixture starts a server) where no GPU is."""
+    """Skip this directory's tests (before any fixture starts a server) where no GPU is.
+    Run the tests that kill stubs and measure the whole device last: a failure there must
+    not take the shared server's other results with it."""
+    items.sort(key=lambda item: Path(str(item.path)).name == LAST_FILE)  # stable
     mine = [item for item in items if GPU_DIR in Path(str(item.path)).parents]
     reason = gpu_unavailable_reason() if mine else None
     if reason is None:
