@@ -6,18 +6,23 @@ placement and zero copies from inside the stub, not from the model's say-so:
 torch_view_no / _yes / _default   OUT = a view of IN (the same memory, no copy) with
     FORCE_CPU_ONLY_INPUT_TENSORS "no", "yes" and unset. IN_IS_CPU and OUT_IS_CPU say where
     the tensors are; DEVICE is IN's __dlpack_device__ and the stub's current CUDA device;
-    PTRS are IN's pointer through torch.from_dlpack, again through a second from_dlpack, and
-    OUT's pointer read back through torch.from_dlpack (all 0 when IN is on the CPU);
-    AS_NUMPY_ERROR is what IN.as_numpy() raised ("" when it worked).
-cupy_view_no      the same through cupy (FORCE_CPU_ONLY_INPUT_TENSORS "no")
+    PTRS are IN's pointer through torch.from_dlpack, again through a second from_dlpack, the
+    pointer of the tensor given to Tensor.from_dlpack, and OUT's pointer read back through
+    torch.from_dlpack (all 0 when IN is on the CPU); AS_NUMPY_ERROR is what IN.as_numpy()
+    raised ("" when it worked).
+torch_copy_no     the same, but OUT is a new GPU tensor (IN * 1): the pipelines use it, so
+    they need no more of pybackend than a GPU output of the stub's own memory
+cupy_view_no      torch_view_no through cupy
 ens_produce       OUT = 2 * IN, a new torch CUDA tensor returned with Tensor.from_dlpack
-ensemble_gpu      ens_produce -> torch_view_no: a GPU tensor passed between two python models
+ensemble_gpu      ens_produce -> torch_copy_no: a GPU tensor passed between two python models
 ensemble_gpu_cpu  ens_produce -> torch_view_yes: the same tensor, forced onto the CPU
-bls_gpu           BLS to torch_view_no with a GPU input tensor and preferred_memory GPU (or
+bls_gpu           BLS to torch_copy_no with a GPU input tensor and preferred_memory GPU (or
     CPU, input PREFER_GPU); returns OUT = the callee's OUT, BLS_OUT_IS_CPU, BLS_OUT_DEVICE
     and the callee's IN_IS_CPU
 gpu_hold          OUT = 2 * IN on the GPU; with HOLD > 0 it writes holding-<pid> into its
     repository and sleeps HOLD seconds while holding its GPU input and output (to be killed)
+isolated_gpu      ISOLATE_GPU "yes": OUT = 2 * IN on the GPU; VISIBLE is the stub's
+    CUDA_VISIBLE_DEVICES, DEVICES torch's device count and current device there
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ _VIEW_OUTPUTS = [
     '{ name: "IN_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
     '{ name: "OUT_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
     '{ name: "DEVICE", data_type: TYPE_INT32, dims: [ 3 ] }',
-    '{ name: "PTRS", data_type: TYPE_INT64, dims: [ 3 ] }',
+    '{ name: "PTRS", data_type: TYPE_INT64, dims: [ 4 ] }',
     '{ name: "AS_NUMPY_ERROR", data_type: TYPE_STRING, dims: [ 1 ] }',
 ]
 #: The names a view model (and the ensembles ending in one) return.
@@ -41,23 +46,24 @@ def _block(items: list[str]) -> str:
     return "[\n  " + ",\n  ".join(items) + "\n]"
 
 
-def _config(name: str, inputs: list[str], outputs: list[str], force_cpu: str | None) -> str:
-    parameters = ""
-    if force_cpu is not None:
-        parameters = (
-            'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" '
-            f'value: {{ string_value: "{force_cpu}" }} }}\n'
-        )
+def _config(name: str, inputs: list[str], outputs: list[str], **parameters: str) -> str:
+    """A KIND_GPU python model's config.pbtxt, with string ``parameters``."""
     return (
         f'name: "{name}"\nbackend: "python"\nmax_batch_size: 0\n'
         f"input {_block(inputs)}\noutput {_block(outputs)}\n"
-        "instance_group [ { kind: KIND_GPU, count: 1 } ]\n" + parameters
+        "instance_group [ { kind: KIND_GPU, count: 1 } ]\n"
+        + "".join(
+            f'parameters: {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
+            for key, value in parameters.items()
+        )
     )
 
 
 # One source for both frameworks: FW is torch or cupy, and the three functions below say how
 # each imports a tensor, reads its pointer and makes the current device.
 _VIEW = """
+import json
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 {framework}
@@ -69,7 +75,8 @@ def flag(name, value):
 
 class TritonPythonModel:
     def initialize(self, args):
-        self.device_id = int(args["model_instance_device_id"])
+        parameters = json.loads(args["model_config"]).get("parameters", {{}})
+        self.view = parameters.get("OUTPUT", {{}}).get("string_value") == "view"
 
     def execute(self, requests):
         responses = []
@@ -78,7 +85,7 @@ class TritonPythonModel:
             as_numpy_error = ""
             if tensor.is_cpu():
                 out = pb_utils.Tensor("OUT", tensor.as_numpy().copy())
-                ptrs = [0, 0, 0]
+                ptrs = [0, 0, 0, 0]
             else:
                 try:
                     tensor.as_numpy()
@@ -86,8 +93,9 @@ class TritonPythonModel:
                     as_numpy_error = str(e)
                 x = import_tensor(tensor)
                 again = import_tensor(tensor)
-                out = pb_utils.Tensor.from_dlpack("OUT", x.reshape(-1))  # a view: no copy
-                ptrs = [pointer(x), pointer(again), pointer(import_tensor(out))]
+                source = x.reshape(-1) if self.view else x * 1  # a view (no copy), or new
+                out = pb_utils.Tensor.from_dlpack("OUT", source)
+                ptrs = [pointer(x), pointer(again), pointer(source), pointer(import_tensor(out))]
             device = [int(d) for d in tensor.__dlpack_device__()] + [current_device()]
             responses.append(pb_utils.InferenceResponse([
                 out,
@@ -169,7 +177,7 @@ class TritonPythonModel:
             memory = pb_utils.TRITONSERVER_MEMORY_GPU if gpu else pb_utils.TRITONSERVER_MEMORY_CPU
             on_gpu = torch.from_numpy(x.copy()).to(self.device)
             reply = pb_utils.InferenceRequest(
-                model_name="torch_view_no",
+                model_name="torch_copy_no",
                 inputs=[pb_utils.Tensor.from_dlpack("IN", on_gpu)],
                 requested_output_names=["OUT", "IN_IS_CPU"],
                 preferred_memory=pb_utils.PreferredMemory(memory, self.device_id),
@@ -221,6 +229,12 @@ class TritonPythonModel:
 """
 
 
+def _view_config(name: str, force_cpu: str | None, output: str) -> str:
+    """A view model's config: FORCE_CPU_ONLY_INPUT_TENSORS (None: unset) and OUTPUT."""
+    forced = {} if force_cpu is None else {"FORCE_CPU_ONLY_INPUT_TENSORS": force_cpu}
+    return _config(name, [_FP32.format("IN")], _VIEW_OUTPUTS, OUTPUT=output, **forced)
+
+
 def _ensemble(name: str, consumer: str) -> str:
     outputs = ", ".join(f'{{ key: "{n}" value: "{n}" }}' for n in VIEW_OUTPUT_NAMES)
     return (
@@ -235,20 +249,42 @@ def _ensemble(name: str, consumer: str) -> str:
     )
 
 
+_ISOLATED = """
+import os
+
+import numpy as np
+import torch
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            y = torch.from_numpy(x.copy()).to(torch.device("cuda", 0)) * 2
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
+            devices = [torch.cuda.device_count(), torch.cuda.current_device()]
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor.from_dlpack("OUT", y),
+                pb_utils.Tensor("VISIBLE", np.array([visible], dtype=object)),
+                pb_utils.Tensor("DEVICES", np.array(devices, dtype=np.int32)),
+            ]))
+        return responses
+"""
+
 _IN = [_FP32.format("IN")]
 _VIEW_TORCH = _VIEW.format(framework=_TORCH)
 
 #: name -> (config.pbtxt, model.py or None for an ensemble)
 MODELS: dict[str, tuple[str, str | None]] = {
-    "torch_view_no": (_config("torch_view_no", _IN, _VIEW_OUTPUTS, "no"), _VIEW_TORCH),
-    "torch_view_yes": (_config("torch_view_yes", _IN, _VIEW_OUTPUTS, "yes"), _VIEW_TORCH),
-    "torch_view_default": (_config("torch_view_default", _IN, _VIEW_OUTPUTS, None), _VIEW_TORCH),
-    "cupy_view_no": (
-        _config("cupy_view_no", _IN, _VIEW_OUTPUTS, "no"),
-        _VIEW.format(framework=_CUPY),
-    ),
-    "ens_produce": (_config("ens_produce", _IN, [_FP32.format("OUT")], None), _PRODUCE),
-    "ensemble_gpu": (_ensemble("ensemble_gpu", "torch_view_no"), None),
+    "torch_view_no": (_view_config("torch_view_no", "no", "view"), _VIEW_TORCH),
+    "torch_copy_no": (_view_config("torch_copy_no", "no", "copy"), _VIEW_TORCH),
+    "torch_view_yes": (_view_config("torch_view_yes", "yes", "view"), _VIEW_TORCH),
+    "torch_view_default": (_view_config("torch_view_default", None, "view"), _VIEW_TORCH),
+    "cupy_view_no": (_view_config("cupy_view_no", "no", "view"), _VIEW.format(framework=_CUPY)),
+    "ens_produce": (_config("ens_produce", _IN, [_FP32.format("OUT")]), _PRODUCE),
+    "ensemble_gpu": (_ensemble("ensemble_gpu", "torch_copy_no"), None),
     "ensemble_gpu_cpu": (_ensemble("ensemble_gpu_cpu", "torch_view_yes"), None),
     "bls_gpu": (
         _config(
@@ -260,7 +296,6 @@ MODELS: dict[str, tuple[str, str | None]] = {
                 '{ name: "BLS_OUT_DEVICE", data_type: TYPE_INT32, dims: [ 2 ] }',
                 '{ name: "CALLEE_IN_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
             ],
-            None,
         ),
         _BLS,
     ),
@@ -269,9 +304,22 @@ MODELS: dict[str, tuple[str, str | None]] = {
             "gpu_hold",
             _IN + ['{ name: "HOLD", data_type: TYPE_INT32, dims: [ 1 ] }'],
             [_FP32.format("OUT")],
-            "no",
+            FORCE_CPU_ONLY_INPUT_TENSORS="no",
         ),
         _HOLD,
+    ),
+    "isolated_gpu": (
+        _config(
+            "isolated_gpu",
+            _IN,
+            [
+                _FP32.format("OUT"),
+                '{ name: "VISIBLE", data_type: TYPE_STRING, dims: [ 1 ] }',
+                '{ name: "DEVICES", data_type: TYPE_INT32, dims: [ 2 ] }',
+            ],
+            ISOLATE_GPU="yes",
+        ),
+        _ISOLATED,
     ),
 }
 

@@ -41,10 +41,15 @@ def assert_no_staging(server: TritonServer) -> None:
     )
 
 
-def assert_same_pointer(ptrs: np.ndarray) -> None:
-    """IN through from_dlpack twice, and OUT (from_dlpack of a view of IN) read back: one
-    address, so neither pb_utils.Tensor.from_dlpack nor to_dlpack copied."""
-    assert ptrs[0] != 0 and ptrs.tolist() == [ptrs[0]] * 3, ptrs.tolist()
+def assert_pointers(ptrs: np.ndarray, view: bool) -> None:
+    """PTRS of a view model: IN imported twice is one address (the input is mapped once, not
+    copied per import), the tensor given to Tensor.from_dlpack and OUT read back through
+    from_dlpack are one address (neither from_dlpack nor to_dlpack copied), and for a view
+    all four are one."""
+    ins, outs = ptrs.tolist()[:2], ptrs.tolist()[2:]
+    assert ins[0] != 0 and ins == [ins[0]] * 2, ptrs.tolist()
+    assert outs[0] != 0 and outs == [outs[0]] * 2, ptrs.tolist()
+    assert (ins[0] == outs[0]) == view, ptrs.tolist()
 
 
 # ------------------------------------------------------------------ inference

@@ -40,7 +40,7 @@ ROUNDS = 200
 #: be 800 MiB; the killed stub's output alone is 128 MiB.
 MEMORY_SLACK = 48 * MiB
 #: Python models whose stubs hand GPU memory to the backend in the many-requests test.
-SHARING_MODELS = ("torch_view_no", "ens_produce", "bls_gpu")
+SHARING_MODELS = ("torch_copy_no", "ens_produce", "bls_gpu")
 
 
 def memory_settles(baseline: int, timeout: float = 20.0) -> int:
@@ -83,7 +83,7 @@ def test_many_requests_leave_device_memory_and_ipc_handles_flat(
 
     def one_round() -> None:
         got = infer(
-            grpc, gpu_server, "torch_view_no", {"IN": (region_in, x)}, ["OUT"],
+            grpc, gpu_server, "torch_copy_no", {"IN": (region_in, x)}, ["OUT"],
             {"OUT": (region_out, x.nbytes)},
         )  # fmt: skip
         np.testing.assert_array_equal(got["OUT"], x)
@@ -155,7 +155,7 @@ def test_a_stub_killed_while_holding_gpu_tensors_leaks_nothing(
         timeout=30,
     )
     # The other models never noticed.
-    got = infer(grpc, gpu_server, "torch_view_no", {"IN": x[:16]}, ["OUT"])
+    got = infer(grpc, gpu_server, "torch_copy_no", {"IN": x[:16]}, ["OUT"])
     np.testing.assert_array_equal(got["OUT"], x[:16])
     # The restarted stub serves (it may take a few seconds to start and import torch).
     wait_for("the restarted gpu_hold to serve", lambda: _served(works), timeout=90, every=1.0)

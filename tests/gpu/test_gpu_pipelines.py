@@ -15,7 +15,7 @@ from gpu_support import (
     KDL_CUDA,
     N,
     assert_no_staging,
-    assert_same_pointer,
+    assert_pointers,
     copies,
     copies_since,
     infer,
@@ -31,12 +31,12 @@ pytestmark = pytest.mark.gpu
 def test_an_ensemble_passes_a_gpu_tensor_between_python_models(
     grpc: Any, gpu_server: TritonServer
 ) -> None:
-    """ens_produce returns a CUDA tensor through Tensor.from_dlpack; torch_view_no (with
+    """ens_produce returns a CUDA tensor through Tensor.from_dlpack; torch_copy_no (with
     FORCE_CPU_ONLY_INPUT_TENSORS "no") receives it on the GPU. The tensor never visits the
     host: one device copy into Triton's GPU buffer for the intermediate tensor, which reaches
     the next stub without a copy; the one device-to-host copy is the final gRPC response."""
     x = sample()
-    before = {m: copies(gpu_server, m) for m in ("ens_produce", "torch_view_no")}
+    before = {m: copies(gpu_server, m) for m in ("ens_produce", "torch_copy_no")}
     for i in range(N):
         y = x + i
         got = infer(grpc, gpu_server, "ensemble_gpu", {"IN": y}, VIEW_OUTPUT_NAMES)
@@ -44,13 +44,13 @@ def test_an_ensemble_passes_a_gpu_tensor_between_python_models(
         assert got["IN_IS_CPU"].tolist() == [False]
         assert got["OUT_IS_CPU"].tolist() == [False]
         assert got["DEVICE"].tolist() == [KDL_CUDA, 0, 0]
-        assert_same_pointer(got["PTRS"])
+        assert_pointers(got["PTRS"], view=False)
     assert copies_since(gpu_server, "ens_produce", before["ens_produce"]) == {
         "d2d": N,
         "d2h": 0,
         "h2d": 0,
     }
-    assert copies_since(gpu_server, "torch_view_no", before["torch_view_no"]) == {
+    assert copies_since(gpu_server, "torch_copy_no", before["torch_copy_no"]) == {
         "d2d": 0,
         "d2h": N,
         "h2d": 0,
@@ -80,13 +80,13 @@ def test_bls_sends_a_gpu_tensor_and_gets_outputs_where_preferred(
     prefer_gpu: bool,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """bls_gpu calls torch_view_no with a torch CUDA tensor as input: the callee receives it
+    """bls_gpu calls torch_copy_no with a torch CUDA tensor as input: the callee receives it
     on the GPU. With preferred_memory GPU the BLS output comes back as a GPU tensor (its
     __dlpack_device__ says CUDA), with CPU as a host tensor. Neither way does a tensor take
     a host round trip: the only device-to-host copy is the one output that must reach host
     memory (the caller's gRPC response, or the callee's output the caller wants on the CPU)."""
     x = sample()
-    models = ("bls_gpu", "torch_view_no")
+    models = ("bls_gpu", "torch_copy_no")
     before = {m: copies(gpu_server, m) for m in models}
     for i in range(N):
         y = x * (i + 2)
