@@ -38,7 +38,7 @@ class CudaRegion:
         with cp.cuda.Device(device):
             self.memory = cp.cuda.Memory(nbytes)
         handle = cp.cuda.runtime.ipcGetMemHandle(self.memory.ptr)
-        client.register_cuda_shared_memory(name, base64.b64encode(handle), device, nbytes)
+        client.register_cuda_shared_memory(name, base64.b64encode(bytes(handle)), device, nbytes)
 
     def array(self, dtype: Any, count: int) -> Any:
         """A cupy array over the region's first ``count`` elements."""
