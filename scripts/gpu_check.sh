@@ -132,7 +132,7 @@ else
     # The tests leave BENCH_RESERVE seconds of the budget to the benchmark.
     # shellcheck disable=SC2086
     step pytest "$(($(left) - 20 - BENCH_RESERVE))" "$OUT/pytest.log" "$PY" -m pytest tests/gpu \
-        -m gpu -v -rA -o junit_family=xunit1 -p no:cacheprovider --timeout=240 \
+        -m gpu -v -rA -o junit_family=xunit1 -p no:cacheprovider --timeout=150 \
         --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
     grep -E '^(=+ .*(passed|failed|skipped|error|no tests ran).* =+)$' "$OUT/pytest.log" | tail -1 >>"$SUMMARY"
     grep -E '^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) ' "$OUT/pytest.log" >>"$SUMMARY"
