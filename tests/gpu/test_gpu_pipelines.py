@@ -32,9 +32,11 @@ def test_an_ensemble_passes_a_gpu_tensor_between_python_models(
     grpc: Any, gpu_server: TritonServer
 ) -> None:
     """ens_produce returns a CUDA tensor through Tensor.from_dlpack; torch_copy_no (with
-    FORCE_CPU_ONLY_INPUT_TENSORS "no") receives it on the GPU. The tensor never visits the
-    host: one device copy into Triton's GPU buffer for the intermediate tensor, which reaches
-    the next stub without a copy; the one device-to-host copy is the final gRPC response."""
+    FORCE_CPU_ONLY_INPUT_TENSORS "no") receives it on the GPU. Inside the pipeline nothing
+    visits the host: each step's GPU output is one device copy into the GPU buffer Triton's
+    ensemble scheduler allocates for it (for the final output too: the scheduler itself, not
+    the backend, copies that into the gRPC response), and the intermediate tensor, in
+    Triton's CUDA pool, reaches the next stub with no copy at all."""
     x = sample()
     before = {m: copies(gpu_server, m) for m in ("ens_produce", "torch_copy_no")}
     for i in range(N):
@@ -51,8 +53,8 @@ def test_an_ensemble_passes_a_gpu_tensor_between_python_models(
         "h2d": 0,
     }
     assert copies_since(gpu_server, "torch_copy_no", before["torch_copy_no"]) == {
-        "d2d": 0,
-        "d2h": N,
+        "d2d": N,
+        "d2h": 0,
         "h2d": 0,
     }
     assert_no_staging(gpu_server)
@@ -62,7 +64,7 @@ def test_an_ensemble_step_forced_to_the_cpu_gets_the_gpu_tensor_in_host_memory(
     grpc: Any, gpu_server: TritonServer
 ) -> None:
     """The same GPU intermediate tensor, to torch_view_yes: it arrives on the CPU, copied
-    device to host once by the backend."""
+    device to host once by the backend; its numpy output needs no copy."""
     x = sample()
     before = copies(gpu_server, "torch_view_yes")
     for _ in range(N):
