@@ -9,15 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
-from gpu_support import infer
+from gpu_support import KDL_CUDA, infer
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
 
 pytestmark = pytest.mark.gpu
 
-#: DLPack's device type of CUDA memory (kDLCUDA), as in __dlpack_device__.
-KDL_CUDA = 2
 #: 16 elements travel inline; 1 Mi elements (4 MiB) take the large-tensor path.
 SIZES = [16, 1 << 20]
 
