@@ -45,12 +45,13 @@ SHARING_MODELS = ("torch_copy_no", "ens_produce", "bls_gpu")
 
 def memory_settles(baseline: int, timeout: float = 20.0) -> int:
     """Wait (bounded) until device memory is back within MEMORY_SLACK of baseline."""
+
+    def probe() -> int | None:
+        used = device_used_bytes()
+        return used if used <= baseline + MEMORY_SLACK else None
+
     try:
-        return wait_for(
-            "device memory to return to its baseline",
-            lambda: used if (used := device_used_bytes()) <= baseline + MEMORY_SLACK else None,
-            timeout,
-        )
+        return wait_for("device memory to return to its baseline", probe, timeout)
     except AssertionError:
         used = device_used_bytes()
         raise AssertionError(
@@ -77,6 +78,10 @@ def handles_settle(server: TritonServer, expected: dict[str, float], timeout: fl
 def test_many_requests_leave_device_memory_and_ipc_handles_flat(
     grpc: Any, gpu_server: TritonServer, cuda_regions: Callable[[int], CudaRegion]
 ) -> None:
+    """ROUNDS rounds of: a CUDA shared-memory input staged by the backend for the stub and a
+    GPU output into the client's region; an ensemble whose intermediate GPU tensor the next
+    stub maps; BLS with a GPU input and a GPU output lent to the stub. Every block lent,
+    mapped or held must come back: device memory and open handles end where they began."""
     x = sample()
     region_in, region_out = cuda_regions(x.nbytes), cuda_regions(x.nbytes)
     prefer_gpu = np.array([True])
