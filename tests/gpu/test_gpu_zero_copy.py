@@ -24,6 +24,7 @@ from gpu_support import (
     copies,
     copies_since,
     infer,
+    needs_framework,
     sample,
 )
 
@@ -42,6 +43,7 @@ def test_a_gpu_output_into_a_cpu_buffer_is_one_device_to_host_copy(
 ) -> None:
     """gRPC's response buffers are host memory: the backend copies each GPU output once,
     device to host, and nothing else."""
+    needs_framework(model)
     x = sample()
     before = copies(gpu_server, model)
     for _ in range(N):
@@ -58,6 +60,7 @@ def test_a_gpu_output_into_cuda_shared_memory_is_one_device_copy(
 ) -> None:
     """An output the client receives in its CUDA shared memory: Triton's buffer is on the
     GPU, so the stub's tensor goes there device to device, never through the host."""
+    needs_framework(model)
     x = sample()
     region = cuda_regions(x.nbytes)
     before = copies(gpu_server, model)
@@ -81,8 +84,7 @@ def test_a_gpu_input_reaches_the_model_on_the_gpu_and_leaves_without_a_host_copy
     GPU tensor on the instance's device; the model returns a view of it (same pointer, read
     through torch or cupy), and it reaches the client's CUDA output region device to device.
     as_numpy() of the GPU input names the remedy (UV-27)."""
-    if model.startswith("cupy"):
-        pytest.importorskip("cupy", reason="cupy is not installed on this GPU machine")
+    needs_framework(model)
     x = sample()
     region_in, region_out = cuda_regions(x.nbytes), cuda_regions(x.nbytes)
     before = copies(gpu_server, model)
