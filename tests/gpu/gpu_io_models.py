@@ -21,6 +21,9 @@ bls_gpu           BLS to torch_copy_no with a GPU input tensor and preferred_mem
     and the callee's IN_IS_CPU
 gpu_hold          OUT = 2 * IN on the GPU; with HOLD > 0 it writes holding-<pid> into its
     repository and sleeps HOLD seconds while holding its GPU input and output (to be killed)
+torch_side_stream OUT = 2 * IN + 1 computed on a side CUDA stream after a ~25 ms spin of the
+    GPU there, returned with Tensor.from_dlpack inside that stream's context: pybackend must
+    order its read after the producer's stream (DLPack's __dlpack__(stream=...))
 isolated_gpu      ISOLATE_GPU "yes": OUT = 2 * IN on the GPU; VISIBLE is the stub's
     CUDA_VISIBLE_DEVICES, DEVICES torch's device count and current device there
 """
@@ -273,6 +276,31 @@ class TritonPythonModel:
         return responses
 """
 
+_SIDE_STREAM = """
+import torch
+import triton_python_backend_utils as pb_utils
+
+SPIN_CYCLES = 50_000_000  # ~25 ms at H100 clocks: far longer than a copy takes
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.device = torch.device("cuda", int(args["model_instance_device_id"]))
+        self.side = torch.cuda.Stream(device=self.device)
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            on_gpu = torch.from_numpy(x.copy()).to(self.device)
+            self.side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(self.side):
+                torch.cuda._sleep(SPIN_CYCLES)  # OUT is written only after this
+                out = pb_utils.Tensor.from_dlpack("OUT", on_gpu * 2 + 1)
+            responses.append(pb_utils.InferenceResponse([out]))
+        return responses
+"""
+
 _IN = [_FP32.format("IN")]
 _VIEW_TORCH = _VIEW.format(framework=_TORCH)
 
@@ -307,6 +335,10 @@ MODELS: dict[str, tuple[str, str | None]] = {
             FORCE_CPU_ONLY_INPUT_TENSORS="no",
         ),
         _HOLD,
+    ),
+    "torch_side_stream": (
+        _config("torch_side_stream", _IN, [_FP32.format("OUT")]),
+        _SIDE_STREAM,
     ),
     "isolated_gpu": (
         _config(

@@ -144,6 +144,20 @@ def test_a_cpu_input_stays_on_the_cpu_when_gpu_inputs_are_allowed(
     assert copies_since(gpu_server, "torch_view_no", before) == {"d2d": 0, "d2h": 0, "h2d": 0}
 
 
+def test_a_gpu_output_of_a_side_stream_is_complete_before_the_backend_reads_it(
+    grpc: Any, gpu_server: TritonServer
+) -> None:
+    """torch_side_stream writes OUT on a side stream after spinning the GPU there for ~25 ms
+    and hands it over at once: pybackend must wait for that stream (DLPack's stream hand-off)
+    before the backend copies, or the client gets the block's previous contents (each
+    request's input differs, so a stale read shows)."""
+    x = sample()
+    for i in range(N):
+        y = x + 10 * i
+        got = infer(grpc, gpu_server, "torch_side_stream", {"IN": y}, ["OUT"])
+        np.testing.assert_allclose(got["OUT"], y * 2 + 1, rtol=1e-6)
+
+
 def test_an_isolated_stub_sees_only_its_own_device(grpc: Any, gpu_server: TritonServer) -> None:
     """ISOLATE_GPU "yes": the stub of a KIND_GPU instance on device 0 runs with
     CUDA_VISIBLE_DEVICES naming that device only (the server's own list, filtered), sees one
