@@ -167,6 +167,13 @@ import torch
 import triton_python_backend_utils as pb_utils
 
 
+def host(tensor):
+    # With preferred_memory GPU every output of the callee comes back on the GPU.
+    if tensor.is_cpu():
+        return tensor.as_numpy().copy()
+    return torch.from_dlpack(tensor).cpu().numpy()
+
+
 class TritonPythonModel:
     def initialize(self, args):
         self.device_id = int(args["model_instance_device_id"])
@@ -193,13 +200,13 @@ class TritonPythonModel:
             else:
                 # A new tensor of ours: the BLS output goes back when `got` is dropped.
                 out = pb_utils.Tensor.from_dlpack("OUT", torch.from_dlpack(got) * 1)
-            callee_in = pb_utils.get_output_tensor_by_name(reply, "IN_IS_CPU").as_numpy()
+            callee_in = host(pb_utils.get_output_tensor_by_name(reply, "IN_IS_CPU"))
             device = [int(d) for d in got.__dlpack_device__()]
             responses.append(pb_utils.InferenceResponse([
                 out,
                 pb_utils.Tensor("BLS_OUT_IS_CPU", np.array([got.is_cpu()], dtype=np.bool_)),
                 pb_utils.Tensor("BLS_OUT_DEVICE", np.array(device, dtype=np.int32)),
-                pb_utils.Tensor("CALLEE_IN_IS_CPU", callee_in.copy()),
+                pb_utils.Tensor("CALLEE_IN_IS_CPU", callee_in),
             ]))
         return responses
 """
