@@ -1,0 +1,216 @@
+"""The model object an attached instance runs: it turns pb_utils requests into PyTriton's
+:class:`~pybackend.pytriton.proxy.types.Request` mappings, calls the bound inference
+callable (plain function, coroutine, generator or async generator) and turns the dicts it
+returns into responses, with PyTriton's output checks."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import traceback
+from typing import Any, Callable, Dict, Iterator, List, Sequence
+
+import numpy as np
+
+from ..stub.dispatch import Dispatcher
+from ..utils.errors import TritonError
+from ..utils.request import InferenceRequest
+from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from ..utils.response import InferenceResponse
+from ..utils.tensor import Tensor as PbTensor
+from .exceptions import PyTritonUnrecoverableError
+from .model_config import Tensor
+from .proxy.types import Request
+
+_ALLOWED_KINDS = "biufOSU"
+
+
+def callable_kind(fn: Callable[..., Any]) -> str:
+    """"asyncgen", "coroutine", "generator" or "plain" (a callable object by its __call__;
+    decorators keep the kind of what they wrap through functools.wraps' __wrapped__)."""
+    target: Any = fn
+    if not inspect.isfunction(target) and not inspect.ismethod(target) and callable(target):
+        target = getattr(target, "__call__", target)
+    target = inspect.unwrap(target)
+    if inspect.isasyncgenfunction(target):
+        return "asyncgen"
+    if inspect.iscoroutinefunction(target):
+        return "coroutine"
+    if inspect.isgeneratorfunction(target):
+        return "generator"
+    return "plain"
+
+
+def to_request(r: InferenceRequest) -> Request:
+    data = {t.name(): t.as_numpy() for t in r.inputs()}
+    text = r.parameters()
+    params = json.loads(text) if text else {}
+    return Request(data=data, parameters=params, requested_output_names=sorted(r.requested_output_names()))
+
+
+class CallableModel:
+    """One instance of a bound model; ``execute`` runs on that instance's thread."""
+
+    def __init__(
+        self,
+        model_name: str,
+        infer_func: Callable[..., Any],
+        outputs: Sequence[Tensor],
+        batching: bool,
+        decoupled: bool,
+        strict: bool,
+        dispatcher: Dispatcher,
+        on_unrecoverable: Callable[[str], None],
+    ) -> None:
+        self.model_name = model_name
+        self._fn = infer_func
+        self._kind = callable_kind(infer_func)
+        self._outputs = {t.name: t for t in outputs}
+        self._batching = batching
+        self._decoupled = decoupled
+        self._strict = strict
+        self._dispatcher = dispatcher
+        self._on_unrecoverable = on_unrecoverable
+
+    # ------------------------------------------------------------------ execute
+
+    def execute(self, requests: List[InferenceRequest]) -> Any:
+        reqs = [to_request(r) for r in requests]
+        if self._decoupled:
+            self._stream(requests, reqs)
+            return None
+        try:
+            results = list(self._results(reqs))
+        except PyTritonUnrecoverableError:
+            self._on_unrecoverable(traceback.format_exc())
+            raise
+        if len(results) != 1:
+            raise ValueError(
+                f"The inference callable of model `{self.model_name}` produced {len(results)} "
+                "results for one batch; only a decoupled model (ModelConfig(decoupled=True)) "
+                "may yield several."
+            )
+        responses = results[0]
+        self._validate(responses, len(requests))
+        return [InferenceResponse(self._tensors(d)) for d in responses]
+
+    def _stream(self, requests: List[InferenceRequest], reqs: List[Request]) -> None:
+        senders = [r.get_response_sender() for r in requests]
+        try:
+            for responses in self._results(reqs):
+                self._validate(responses, len(requests))
+                for sender, d in zip(senders, responses):
+                    sender.send(InferenceResponse(self._tensors(d)))
+        except Exception as e:  # noqa: BLE001 - the callable may raise anything
+            text = traceback.format_exc()
+            error = InferenceResponse(error=TritonError(text))
+            for sender in senders:
+                sender.send(error, flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            if isinstance(e, PyTritonUnrecoverableError):
+                self._on_unrecoverable(text)
+            return
+        for sender in senders:
+            sender.send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    def _results(self, reqs: List[Request]) -> Iterator[Any]:
+        """What the callable gives for one batch, one item per yield. Coroutines and async
+        generators run on the instance's event loop; the results are sent from here."""
+        kind = self._kind
+        if kind == "plain":
+            yield self._fn(reqs)
+        elif kind == "coroutine":
+            yield self._dispatcher.run_coroutine(self._fn(reqs))
+        elif kind == "generator":
+            yield from self._fn(reqs)
+        else:
+            agen = self._fn(reqs)
+            while True:
+                try:
+                    item = self._dispatcher.run_coroutine(agen.__anext__())
+                except StopAsyncIteration:
+                    return
+                yield item
+
+    # ------------------------------------------------------------------ outputs
+
+    def _tensors(self, outputs: Dict[str, np.ndarray]) -> List[PbTensor]:
+        tensors = []
+        for name, value in outputs.items():
+            if value.dtype.kind == "U":
+                value = np.char.encode(value, "utf-8")
+            tensors.append(PbTensor(name, value))
+        return tensors
+
+    def _validate(self, outputs: Any, n_requests: int) -> None:
+        """PyTriton's checks and texts (proxy/validators.py)."""
+        name = self.model_name
+        if not isinstance(outputs, list):
+            raise ValueError(
+                f"Outputs returned by `{name}` model callable must be list of response dicts "
+                f"with numpy arrays. Got outputs={outputs} instead."
+            )
+        if len(outputs) != n_requests:
+            raise ValueError(
+                f"Number of outputs returned by `{name}` inference callable ({len(outputs)}) "
+                f"does not match number of requests ({n_requests}) received from Triton."
+            )
+        for response in outputs:
+            if not isinstance(response, dict):
+                raise ValueError(
+                    f"Outputs returned by `{name}` model callable must be list of response "
+                    f"dicts with numpy arrays. Got response={response} instead."
+                )
+            for key, value in response.items():
+                self._validate_data(key, value)
+                if self._strict:
+                    self._validate_strict(key, value)
+
+    def _validate_data(self, key: Any, value: Any) -> None:
+        name = self.model_name
+        if not isinstance(key, str):
+            raise ValueError(f"Not all keys returned by `{name}` model callable are string")
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"Not all values returned by `{name}` model callable are numpy arrays")
+        if value.dtype.kind not in _ALLOWED_KINDS:
+            raise ValueError(
+                "Only bool, numeric, string, unicode and object arrays are supported by Triton "
+                f"(dtype.kind: {_ALLOWED_KINDS}). Returned `{key}` for model `{name}` has "
+                f"`{value.dtype.kind}` dtype.kind."
+            )
+        if value.dtype.kind == "O" and value.size:
+            first = value.item(0)
+            if isinstance(first, str):
+                raise ValueError(
+                    "Use string/byte-string instead of object for passing string in NumPy "
+                    f"array from model `{name}`."
+                )
+            if not isinstance(first, bytes):
+                raise ValueError(
+                    f"Only bytes as objects dtype are supported by PyTriton. Returned `{key}` "
+                    f"from `{name}` has `{type(first)}` type."
+                )
+
+    def _validate_strict(self, key: str, value: np.ndarray) -> None:
+        name = self.model_name
+        spec = self._outputs.get(key)
+        if spec is None:
+            raise ValueError(f"Returned output `{key}` is not defined in model config for model `{name}`.")
+        objects = (bytes, object, np.bytes_, np.object_)
+        if (value.dtype.kind not in "OSU" and not np.issubdtype(value.dtype, spec.dtype)) or (
+            value.dtype.kind in "OSU" and spec.dtype not in objects
+        ):
+            raise ValueError(
+                f"Returned output `{key}` for model `{name}` has invalid type. "
+                f"Returned: {value.dtype} ({value.dtype.kind}). Expected: {spec.dtype}."
+            )
+        dims = value.shape[1:] if self._batching else value.shape
+        if len(dims) != len(spec.shape):
+            raise ValueError(
+                f"Returned output `{key}` for model `{name}` has invalid shapes. "
+                f"Returned: {dims}. Expected: {spec.shape}."
+            )
+        if any(x != y != -1 for x, y in zip(dims, spec.shape)):
+            raise ValueError(
+                f"Returned output `{key}` for model `{name}` has invalid shapes at one or more "
+                f"positions. Returned: {dims}. Expected: {spec.shape}."
+            )
