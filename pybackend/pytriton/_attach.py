@@ -221,7 +221,9 @@ class AttachListener:
             self._threads.append(thread)
         thread.start()
 
-    def _serve_instance(self, sync_fd: int, async_fd: int, instance: str, factory: ModelFactory) -> None:
+    def _serve_instance(
+        self, sync_fd: int, async_fd: int, instance: str, factory: ModelFactory
+    ) -> None:
         stub = AttachedStub(sync_fd, async_fd, instance, factory)
         self._routing.bind_thread(stub.transport)
         try:

@@ -8,44 +8,30 @@ from __future__ import annotations
 import inspect
 import json
 import traceback
-from typing import Any, Callable, Dict, Iterator, List, Sequence
+from typing import Any, Callable, Dict, Iterator, List
 
 import numpy as np
 
 from ..stub.dispatch import Dispatcher
 from ..utils.errors import TritonError
 from ..utils.request import InferenceRequest
-from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from ..utils.response import InferenceResponse
+from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from ..utils.tensor import Tensor as PbTensor
+from ._context import TritonContext, TritonModelConfig, serving
 from .exceptions import PyTritonUnrecoverableError
-from .model_config import Tensor
 from .proxy.types import Request
 
 _ALLOWED_KINDS = "biufOSU"
-
-
-def callable_kind(fn: Callable[..., Any]) -> str:
-    """"asyncgen", "coroutine", "generator" or "plain" (a callable object by its __call__;
-    decorators keep the kind of what they wrap through functools.wraps' __wrapped__)."""
-    target: Any = fn
-    if not inspect.isfunction(target) and not inspect.ismethod(target) and callable(target):
-        target = getattr(target, "__call__", target)
-    target = inspect.unwrap(target)
-    if inspect.isasyncgenfunction(target):
-        return "asyncgen"
-    if inspect.iscoroutinefunction(target):
-        return "coroutine"
-    if inspect.isgeneratorfunction(target):
-        return "generator"
-    return "plain"
 
 
 def to_request(r: InferenceRequest) -> Request:
     data = {t.name(): t.as_numpy() for t in r.inputs()}
     text = r.parameters()
     params = json.loads(text) if text else {}
-    return Request(data=data, parameters=params, requested_output_names=sorted(r.requested_output_names()))
+    return Request(
+        data=data, parameters=params, requested_output_names=sorted(r.requested_output_names())
+    )
 
 
 class CallableModel:
@@ -53,21 +39,20 @@ class CallableModel:
 
     def __init__(
         self,
-        model_name: str,
+        config: TritonModelConfig,
+        context: TritonContext,
         infer_func: Callable[..., Any],
-        outputs: Sequence[Tensor],
-        batching: bool,
-        decoupled: bool,
         strict: bool,
         dispatcher: Dispatcher,
         on_unrecoverable: Callable[[str], None],
     ) -> None:
-        self.model_name = model_name
+        self.model_name = config.model_name
+        self._config = config
+        self._context = context
         self._fn = infer_func
-        self._kind = callable_kind(infer_func)
-        self._outputs = {t.name: t for t in outputs}
-        self._batching = batching
-        self._decoupled = decoupled
+        self._outputs = {t.name: t for t in config.outputs}
+        self._batching = config.batching
+        self._decoupled = config.decoupled
         self._strict = strict
         self._dispatcher = dispatcher
         self._on_unrecoverable = on_unrecoverable
@@ -80,7 +65,8 @@ class CallableModel:
             self._stream(requests, reqs)
             return None
         try:
-            results = list(self._results(reqs))
+            with serving(self._config, self._context):
+                results = list(self._results(reqs))
         except PyTritonUnrecoverableError:
             self._on_unrecoverable(traceback.format_exc())
             raise
@@ -97,10 +83,11 @@ class CallableModel:
     def _stream(self, requests: List[InferenceRequest], reqs: List[Request]) -> None:
         senders = [r.get_response_sender() for r in requests]
         try:
-            for responses in self._results(reqs):
-                self._validate(responses, len(requests))
-                for sender, d in zip(senders, responses):
-                    sender.send(InferenceResponse(self._tensors(d)))
+            with serving(self._config, self._context):
+                for responses in self._results(reqs):
+                    self._validate(responses, len(requests))
+                    for sender, d in zip(senders, responses):
+                        sender.send(InferenceResponse(self._tensors(d)))
         except Exception as e:  # noqa: BLE001 - the callable may raise anything
             text = traceback.format_exc()
             error = InferenceResponse(error=TritonError(text))
@@ -115,21 +102,21 @@ class CallableModel:
     def _results(self, reqs: List[Request]) -> Iterator[Any]:
         """What the callable gives for one batch, one item per yield. Coroutines and async
         generators run on the instance's event loop; the results are sent from here."""
-        kind = self._kind
-        if kind == "plain":
-            yield self._fn(reqs)
-        elif kind == "coroutine":
-            yield self._dispatcher.run_coroutine(self._fn(reqs))
-        elif kind == "generator":
-            yield from self._fn(reqs)
-        else:
-            agen = self._fn(reqs)
+        # By what the call returns, not by how the callable looks: decorators hide that.
+        result = self._fn(reqs)
+        if inspect.isawaitable(result):
+            yield self._dispatcher.run_coroutine(result)
+        elif inspect.isasyncgen(result):
             while True:
                 try:
-                    item = self._dispatcher.run_coroutine(agen.__anext__())
+                    item = self._dispatcher.run_coroutine(result.__anext__())
                 except StopAsyncIteration:
                     return
                 yield item
+        elif inspect.isgenerator(result):
+            yield from result
+        else:
+            yield result
 
     # ------------------------------------------------------------------ outputs
 
@@ -194,7 +181,9 @@ class CallableModel:
         name = self.model_name
         spec = self._outputs.get(key)
         if spec is None:
-            raise ValueError(f"Returned output `{key}` is not defined in model config for model `{name}`.")
+            raise ValueError(
+                f"Returned output `{key}` is not defined in model config for model `{name}`."
+            )
         objects = (bytes, object, np.bytes_, np.object_)
         if (value.dtype.kind not in "OSU" and not np.issubdtype(value.dtype, spec.dtype)) or (
             value.dtype.kind in "OSU" and spec.dtype not in objects

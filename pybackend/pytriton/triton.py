@@ -21,6 +21,7 @@ from ..server.tritonserver import ServerError, TritonServer
 from ._attach import AttachListener, ModelFactory
 from ._callable import CallableModel
 from ._config import config_pbtxt, model_config_dict, named
+from ._context import TritonContext, TritonModelConfig, inject
 from .exceptions import (
     PyTritonInvalidOperationError,
     PyTritonRuntimeError,
@@ -159,6 +160,7 @@ class _Binding:
     outputs: List[Tensor]
     config: ModelConfig
     strict: bool
+    model_config: TritonModelConfig
 
 
 class Triton:
@@ -190,6 +192,7 @@ class Triton:
         self._stopped = False
         self._stopping = False
         self._fatal: Optional[str] = None
+        self._triton_context = TritonContext()
         atexit.register(self.stop)
 
     # ----------------------------------------------------------------- binding
@@ -211,8 +214,7 @@ class Triton:
             raise PyTritonValidationError("Model name cannot be empty")
         if not _MODEL_NAME.match(model_name):
             raise PyTritonValidationError(
-                "Model name can only contain alphanumeric characters, dots, underscores and "
-                "dashes"
+                "Model name can only contain alphanumeric characters, dots, underscores and dashes"
             )
         funcs = list(infer_func) if isinstance(infer_func, (list, tuple)) else [infer_func]
         if not funcs:
@@ -225,6 +227,19 @@ class Triton:
             named(outputs, "OUTPUT"),
             config or ModelConfig(),
             strict,
+            TritonModelConfig(model_name),
+        )
+        c = binding.config
+        binding.model_config = TritonModelConfig(
+            model_name=model_name,
+            model_version=binding.version,
+            max_batch_size=c.max_batch_size if c.batching else 0,
+            batching=c.batching,
+            batcher=c.batcher,
+            inputs=binding.inputs,
+            outputs=binding.outputs,
+            decoupled=c.decoupled,
+            response_cache=c.response_cache,
         )
         text = config_pbtxt(
             model_config_dict(
@@ -246,6 +261,8 @@ class Triton:
             (model_dir / str(binding.version)).mkdir(exist_ok=True)
             (model_dir / "config.pbtxt").write_text(text)
             self._bindings[model_name] = binding
+            for fn in funcs:
+                inject(self._triton_context, fn, binding.model_config)
             running = self._server is not None
         if running:
             self._load(model_name)
@@ -272,11 +289,9 @@ class Triton:
 
         def make(init: Dict[str, Any], dispatcher: Any) -> CallableModel:
             return CallableModel(
-                model_name,
+                binding.model_config,
+                self._triton_context,
                 fn,
-                binding.outputs,
-                binding.config.batching,
-                binding.config.decoupled,
                 binding.strict,
                 dispatcher,
                 self._on_unrecoverable,
