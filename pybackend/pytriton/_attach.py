@@ -18,6 +18,7 @@ import os
 import select
 import socket
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..ipc.protocol import HEADER, MAX_DATAGRAM, MessageKind
@@ -129,7 +130,7 @@ class AttachedStub(Stub):
         if self.reader is not None:
             self.reader.join(_JOIN_S)
         if self.dispatcher is not None:
-            self.dispatcher.stop_loop()
+            _close_loop(self.dispatcher)
         st.close()
         for fd in (st.wake_r, st.wake_w):
             try:
@@ -138,6 +139,19 @@ class AttachedStub(Stub):
                 pass
         if st.arena is not None:
             st.arena.close()
+
+
+def _close_loop(dispatcher: Dispatcher) -> None:
+    """A stub process never closes its event loop (it exits); this process goes on."""
+    loop = dispatcher.loop
+    if loop is None:
+        return
+    dispatcher.stop_loop()
+    deadline = time.monotonic() + _JOIN_S
+    while loop.is_running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not loop.is_running():
+        loop.close()
 
 
 def _recv_attach(conn: socket.socket) -> Tuple[Dict[str, Any], List[int]]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import inspect
 import json
-import traceback
 from typing import Any, Callable, Dict, Iterator, List
 
 import numpy as np
 
 from ..stub.dispatch import Dispatcher
+from ..stub.tracebacks import format_exception
 from ..utils.errors import TritonError
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
@@ -67,8 +67,8 @@ class CallableModel:
         try:
             with serving(self._config, self._context):
                 results = list(self._results(reqs))
-        except PyTritonUnrecoverableError:
-            self._on_unrecoverable(traceback.format_exc())
+        except PyTritonUnrecoverableError as e:
+            self._on_unrecoverable(format_exception(e))
             raise
         if len(results) != 1:
             raise ValueError(
@@ -89,7 +89,8 @@ class CallableModel:
                     for sender, d in zip(senders, responses):
                         sender.send(InferenceResponse(self._tensors(d)))
         except Exception as e:  # noqa: BLE001 - the callable may raise anything
-            text = traceback.format_exc()
+            # The stub's form for every model error: "<type>: <message>", then the frames.
+            text = format_exception(e)
             error = InferenceResponse(error=TritonError(text))
             for sender in senders:
                 sender.send(error, flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)

@@ -32,6 +32,7 @@ from .model_config import ModelConfig, Tensor
 LOGGER = logging.getLogger("pybackend.pytriton")
 
 MONITORING_PERIOD_S = 10.0
+_STOP_WAIT_S = 120.0
 _MODEL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 # Fields of TritonConfig that are not tritonserver options of the same name.
 _NOT_OPTIONS = {"model_repository", "http_address", "http_port", "grpc_port", "metrics_port"}
@@ -191,6 +192,7 @@ class Triton:
         self._listener: Optional[AttachListener] = None
         self._stopped = False
         self._stopping = False
+        self._stopped_done = threading.Event()
         self._fatal: Optional[str] = None
         self._triton_context = TritonContext()
         atexit.register(self.stop)
@@ -352,17 +354,26 @@ class Triton:
         the listener, and remove the workspace. False when already stopped."""
         with self._lock:
             if self._stopped:
-                return False
-            self._stopped = self._stopping = True
-            self._cv.notify_all()
+                stopping_elsewhere = True
+            else:
+                stopping_elsewhere = False
+                self._stopped = self._stopping = True
+                self._cv.notify_all()
             server, listener = self._server, self._listener
-        atexit.unregister(self.stop)
-        if server is not None:
-            server.stop()
-        if listener is not None:
-            listener.close()
-        if self._own_workspace:
-            shutil.rmtree(self._workspace, ignore_errors=True)
+        if stopping_elsewhere:
+            # Another thread (an unrecoverable error's) is stopping it: return once it is done.
+            self._stopped_done.wait(_STOP_WAIT_S)
+            return False
+        try:
+            atexit.unregister(self.stop)
+            if server is not None:
+                server.stop()
+            if listener is not None:
+                listener.close()
+            if self._own_workspace:
+                shutil.rmtree(self._workspace, ignore_errors=True)
+        finally:
+            self._stopped_done.set()
         return True
 
     def is_alive(self) -> bool:
