@@ -65,19 +65,28 @@ std::unique_ptr<StubProcess> StubProcess::Attach(const std::string& path, const 
   return proc;
 }
 
-bool StubProcess::PollAttachedLocked() {
-  if (released_ || reaped_) return true;
-  if (pidfd_) {
-    pollfd p{pidfd_.get(), POLLIN, 0};
-    if (poll(&p, 1, 0) == 1 && p.revents != 0) reaped_ = true;
-  } else if (kill(pid_, 0) != 0 && errno == ESRCH) {
-    reaped_ = true;
+namespace {
+
+// True once `pid` has ended; waits up to `wait_ms` on its pidfd (-1: none, probe only).
+bool PeerEnded(int pidfd, pid_t pid, int wait_ms) {
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    return poll(&p, 1, wait_ms) == 1 && p.revents != 0;
   }
-  return reaped_;
+  return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+bool StubProcess::PollAttachedLocked() {
+  if (!reaped_ && PeerEnded(pidfd_.get(), pid_, 0)) reaped_ = true;
+  return released_ || reaped_;
 }
 
 std::string StubProcess::AttachedDescriptionLocked() {
-  PollAttachedLocked();
+  // Its sockets close a moment before its pidfd reports the exit: wait that moment, so a
+  // dead process is not described as one that merely hung up.
+  if (!reaped_ && PeerEnded(pidfd_.get(), pid_, 200)) reaped_ = true;
   // Not our child: its exit status is its parent's to read.
   if (reaped_) return "(an attached process, the one that called Triton.bind) has exited";
   return "(an attached process, the one that called Triton.bind) closed its connection or "
