@@ -11,7 +11,6 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import numpy as np
 
-from ..stub.dispatch import Dispatcher
 from ..stub.tracebacks import format_exception
 from ..utils.errors import TritonError
 from ..utils.request import InferenceRequest
@@ -43,7 +42,7 @@ class CallableModel:
         context: TritonContext,
         infer_func: Callable[..., Any],
         strict: bool,
-        dispatcher: Dispatcher,
+        dispatcher: Any,  # runs coroutines: run_coroutine(coro) (the instance's Dispatcher)
         on_unrecoverable: Callable[[str], None],
     ) -> None:
         self.model_name = config.model_name

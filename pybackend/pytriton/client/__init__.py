@@ -14,8 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .._context import TritonModelConfig
-from ..model_config import Tensor
+from .._context import TritonModelConfig, config_from_json
 from .exceptions import (
     PyTritonClientClosedError,
     PyTritonClientError,
@@ -69,41 +68,6 @@ def _lib(scheme: str) -> Any:
     else:
         import tritonclient.http as lib
     return lib
-
-
-_TRITON_TO_NUMPY = {
-    "TYPE_BOOL": np.bool_, "TYPE_UINT8": np.uint8, "TYPE_UINT16": np.uint16,
-    "TYPE_UINT32": np.uint32, "TYPE_UINT64": np.uint64, "TYPE_INT8": np.int8,
-    "TYPE_INT16": np.int16, "TYPE_INT32": np.int32, "TYPE_INT64": np.int64,
-    "TYPE_FP16": np.float16, "TYPE_FP32": np.float32, "TYPE_FP64": np.float64,
-    "TYPE_STRING": np.bytes_,
-}  # fmt: skip
-
-
-def config_from_json(config: Dict[str, Any]) -> TritonModelConfig:
-    """The server's model configuration (JSON) as PyTriton's TritonModelConfig."""
-
-    def tensors(items: List[Dict[str, Any]]) -> List[Tensor]:
-        return [
-            Tensor(
-                shape=tuple(int(d) for d in t.get("dims", [])),
-                dtype=_TRITON_TO_NUMPY.get(t.get("data_type", t.get("dataType", "")), np.bytes_),
-                name=t["name"],
-                optional=bool(t.get("optional", False)),
-            )
-            for t in items
-        ]
-
-    mbs = int(config.get("max_batch_size", config.get("maxBatchSize", 0)) or 0)
-    policy = config.get("model_transaction_policy", config.get("modelTransactionPolicy", {}))
-    return TritonModelConfig(
-        model_name=config.get("name", ""),
-        max_batch_size=mbs,
-        batching=mbs > 0,
-        inputs=tensors(config.get("input", [])),
-        outputs=tensors(config.get("output", [])),
-        decoupled=bool(policy.get("decoupled", False)),
-    )
 
 
 class ModelClient:
