@@ -53,7 +53,7 @@ class RoutingTransport(Transport):
         return getattr(self._local, "transport", None) or self._fallback
 
     @property  # type: ignore[override]
-    def model_dir(self) -> str:
+    def model_dir(self) -> str:  # type: ignore[override]
         return self.current().model_dir
 
     def log(self, level: int, filename: str, line: int, message: str) -> None:

@@ -85,7 +85,7 @@ def serving(config: TritonModelConfig, context: TritonContext) -> Iterator[None]
 def inject(context: TritonContext, fn: Any, config: TritonModelConfig) -> None:
     """Record ``config`` for ``fn`` (PyTriton sets ``__triton_context__`` on it)."""
     context.model_configs[fn] = config
-    target = fn.__self__ if inspect.ismethod(fn) else fn
+    target: Any = fn.__self__ if inspect.ismethod(fn) else fn
     try:
         target.__triton_context__ = context
     except (AttributeError, TypeError):

@@ -251,10 +251,15 @@ class ConstantPadder:
                 fill = self.pad_value if dtype.kind not in "SUO" else b""
                 widths = [(0, 0)] + [(0, t - s) for s, t in zip(a.shape[1:], shape)]
                 arrays[i] = np.pad(a, widths, mode="constant", constant_values=fill).astype(dtype)
-        return [
-            {n: arrays[i] for n, arrays in by_name.items() if arrays[i] is not None}
-            for i in range(len(batches_list))
-        ]
+        out: List[Dict[str, np.ndarray]] = []
+        for i in range(len(batches_list)):
+            item = {}
+            for n, arrays in by_name.items():
+                a = arrays[i]
+                if a is not None:
+                    item[n] = a
+            out.append(item)
+        return out
 
 
 def _common_dtype(dtypes: List[np.dtype]) -> np.dtype:
@@ -323,7 +328,7 @@ def fill_optionals(**defaults: np.ndarray) -> Callable[[Callable[..., Any]], _Wr
         verify(config)
         (requests,) = args
         for request in requests:
-            rows = get_inference_request_batch_size(request) if config.batching else None
+            rows = get_inference_request_batch_size(request) if config.batching else 0
             for name, value in defaults.items():
                 if name in request:
                     continue

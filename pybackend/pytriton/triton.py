@@ -218,7 +218,9 @@ class Triton:
             raise PyTritonValidationError(
                 "Model name can only contain alphanumeric characters, dots, underscores and dashes"
             )
-        funcs = list(infer_func) if isinstance(infer_func, (list, tuple)) else [infer_func]
+        funcs: List[Callable[..., Any]] = (
+            list(infer_func) if isinstance(infer_func, (list, tuple)) else [infer_func]  # type: ignore[list-item]
+        )
         if not funcs:
             raise PyTritonValidationError("At least one inference callable is required.")
         binding = _Binding(
