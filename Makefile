@@ -19,7 +19,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
-.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean
+.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench bench-pytriton lint format clean
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
@@ -28,6 +28,7 @@ help:
 	@echo "make test-pythons   the same under CPython 3.9 and 3.13 (STUB_PYTHONS), where present"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
+	@echo "make bench-pytriton Triton.bind() served by pybackend.pytriton vs nvidia-pytriton"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
 	@echo "make lint | format  ruff check / ruff format"
 	@echo "make clean          remove build outputs (keeps the virtual environments)"
@@ -50,6 +51,24 @@ $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
 	touch $@
 
 venv-orig: $(ORIG_VENV)/.deps-installed
+
+# nvidia-pytriton with its real dependencies (numpy<2, pyzmq, ...), for the bind() benchmark
+# against PyTriton itself (benchmarks/pytriton_bench.py); not needed by the tests. Made from
+# the system Python: NVIDIA's stub links the system's libpython3.X, and PyTriton's proxy
+# (multiprocessing) breaks when the standard library is another release's (a pyenv 3.11.7
+# stdlib under Debian's 3.11.2 libpython fails in multiprocessing.resource_tracker).
+PYTRITON_VENV := .venv-pytriton
+PYTRITON_PYTHON ?= /usr/bin/python3
+$(PYTRITON_VENV)/.deps-installed:
+	scripts/make_venv.sh $(PYTRITON_PYTHON) $(PYTRITON_VENV)
+	$(PYTRITON_VENV)/bin/python -m pip --disable-pip-version-check install \
+		nvidia-pytriton==$(PYTRITON_VERSION) 'numpy<2'
+	touch $@
+
+.venv-pytriton: $(PYTRITON_VENV)/.deps-installed
+
+bench-pytriton: build .venv-pytriton
+	$(PY) -m benchmarks.pytriton_bench $(BENCH_ARGS)
 
 # Always re-run: CMake rebuilds only what changed, and the editable install is cheap.
 build: venv
