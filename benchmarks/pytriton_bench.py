@@ -114,6 +114,8 @@ class BoundServer(BenchServer):
         if self.proc is None:
             return
         tree = descendants(self.proc.pid)
+        # The original backend's regions (PyTriton's side) that a killed stub would leave.
+        regions = procinfo.dev_shm_paths([self.proc.pid, *tree])
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)  # serve() stops everything on Ctrl-C
             try:
@@ -123,6 +125,8 @@ class BoundServer(BenchServer):
                 self.proc.wait()
         for pid in wait_gone(tree, 10.0):
             kill_quietly(pid)
+        for path in regions:
+            Path(path).unlink(missing_ok=True)
         self._log.close()
         self.proc = None
 

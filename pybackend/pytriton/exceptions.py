@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-class PyTritonError(Exception):
-    """Base of every error this API raises."""
+class MessageError(Exception):
+    """An exception with PyTriton's ``.message``."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -13,6 +13,10 @@ class PyTritonError(Exception):
     @property
     def message(self) -> str:
         return self._message
+
+
+class PyTritonError(MessageError):
+    """Base of every error this API raises."""
 
 
 class PyTritonValidationError(PyTritonError):

@@ -207,6 +207,18 @@ class ModelClient:
         outputs = [self._lib.InferRequestedOutput(o.name) for o in self.model_config.outputs]
         return wrapped, outputs
 
+    def _request_args(
+        self, inputs: List[Any], outputs: List[Any], parameters: Any
+    ) -> Dict[str, Any]:
+        return {
+            "model_name": self._model_name,
+            "model_version": self._model_version or "",
+            "inputs": inputs,
+            "outputs": outputs,
+            "request_id": str(next(self._ids)),
+            "parameters": parameters,
+        }
+
     def _infer(
         self, data: Dict[str, np.ndarray], parameters: Any, headers: Any
     ) -> Dict[str, np.ndarray]:
@@ -222,14 +234,7 @@ class ModelClient:
             kwargs["client_timeout"] = self._inference_timeout_s
         try:
             result = self._live().infer(
-                model_name=self._model_name,
-                model_version=self._model_version or "",
-                inputs=inputs,
-                outputs=outputs,
-                request_id=str(next(self._ids)),
-                parameters=parameters,
-                headers=headers,
-                **kwargs,
+                **self._request_args(inputs, outputs, parameters), headers=headers, **kwargs
             )
         except InferenceServerException as e:
             if "Deadline Exceeded" in (e.message() or ""):
@@ -334,12 +339,7 @@ class DecoupledModelClient(ModelClient):
             )
             try:
                 client.async_stream_infer(
-                    model_name=self._model_name,
-                    model_version=self._model_version or "",
-                    inputs=inputs,
-                    outputs=outputs,
-                    request_id=str(next(self._ids)),
-                    parameters=parameters,
+                    **self._request_args(inputs, outputs, parameters),
                     enable_empty_final_response=True,
                 )
                 while True:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
+from ..exceptions import MessageError
 
-class PyTritonClientError(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self._message = message
 
-    @property
-    def message(self) -> str:
-        return self._message
+class PyTritonClientError(MessageError):
+    """Base of the clients' errors (not a PyTritonError, as in PyTriton)."""
 
 
 class PyTritonClientValueError(PyTritonClientError):
