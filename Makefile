@@ -19,7 +19,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
-.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench bench-pytriton lint format clean
+.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench bench-pytriton test-pytriton-numpy1 lint format clean
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
@@ -66,6 +66,10 @@ $(PYTRITON_VENV)/.deps-installed:
 	touch $@
 
 .venv-pytriton: $(PYTRITON_VENV)/.deps-installed
+
+# pybackend.pytriton in a user's environment with numpy 1 (.venv-pytriton's numpy 1.26).
+test-pytriton-numpy1: build .venv-pytriton
+	PYTHONPATH=$(CURDIR) $(PYTRITON_VENV)/bin/python tests/pytriton/examples/smoke.py
 
 bench-pytriton: build .venv-pytriton
 	$(PY) -m benchmarks.pytriton_bench $(BENCH_ARGS)

@@ -26,6 +26,7 @@ from pybackend.pytriton.triton import Triton
 from pybackend.server.processes import alive
 
 EXAMPLE = Path(__file__).parent / "examples" / "add_sub_server.py"
+SMOKE = Path(__file__).parent / "examples" / "smoke.py"
 IO = {
     "inputs": [Tensor(name="x", dtype=np.float32, shape=(-1,))],
     "outputs": [Tensor(name="y", dtype=np.float32, shape=(-1,))],
@@ -210,3 +211,9 @@ def test_user_process_killed_fails_requests_at_once_and_leaves_nothing() -> None
     while any(alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert children and not any(alive(c) for c in children), "tritonserver outlived its user"
+
+
+def test_smoke_script() -> None:
+    """The script `make test-pytriton-numpy1` runs under numpy 1, here under this numpy."""
+    done = subprocess.run([sys.executable, str(SMOKE)], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr
