@@ -143,6 +143,9 @@ def _row(w: Workload, kind: str, s: Summary, rss: int) -> dict[str, object]:
         "tritonserver_cpu": s.share(s.server_cpu_s),
         "user_side_cpu": s.share(s.stub_cpu_s),
         "total_cpu": s.share(s.server_cpu_s + s.stub_cpu_s),
+        "cpu_us_per_req": (s.server_cpu_s + s.stub_cpu_s) * 1e6 / s.completed
+        if s.completed
+        else None,
         "errors": s.errors,
         "user_side_rss_mib": rss / MIB,
     }
@@ -155,12 +158,14 @@ def _fmt(v: object, digits: int = 0) -> str:
 def markdown(rows: list[dict[str, object]]) -> str:
     head = (
         "| workload | impl | req/s | p50 µs | p99 µs | backend µs/req | tritonserver CPU % | "
-        "user side CPU % | total CPU % | errors |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        "user side CPU % | total CPU % | CPU µs/req | errors |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     body = "".join(
         f"| {r['title']} | {r['impl']} | {_fmt(r['req_s'])} | {_fmt(r['p50_us'])} | "
         f"{_fmt(r['p99_us'])} | {_fmt(r['backend_us'])} | {_fmt(r['tritonserver_cpu'])} | "
-        f"{_fmt(r['user_side_cpu'])} | {_fmt(r['total_cpu'])} | {r['errors']} |\n"
+        f"{_fmt(r['user_side_cpu'])} | {_fmt(r['total_cpu'])} | {_fmt(r['cpu_us_per_req'])} | "
+        f"{r['errors']} |\n"
         for r in rows
     )
     return head + body

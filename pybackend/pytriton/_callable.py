@@ -22,6 +22,7 @@ from .exceptions import PyTritonUnrecoverableError
 from .proxy.types import Request
 
 _ALLOWED_KINDS = "biufOSU"
+_OBJECTS = (bytes, object, np.bytes_, np.object_, str, np.str_)
 
 
 def to_request(r: InferenceRequest) -> Request:
@@ -123,8 +124,12 @@ class CallableModel:
     def _tensors(self, outputs: Dict[str, np.ndarray]) -> List[PbTensor]:
         tensors = []
         for name, value in outputs.items():
+            spec = self._outputs.get(name)
             if value.dtype.kind == "U":
                 value = np.char.encode(value, "utf-8")
+            elif spec is not None and spec.dtype not in _OBJECTS and value.dtype != spec.dtype:
+                # PyTriton casts every output to its configured type (float64 -> FP32 ...).
+                value = value.astype(spec.dtype)
             tensors.append(PbTensor(name, value))
         return tensors
 
@@ -184,9 +189,8 @@ class CallableModel:
             raise ValueError(
                 f"Returned output `{key}` is not defined in model config for model `{name}`."
             )
-        objects = (bytes, object, np.bytes_, np.object_)
         if (value.dtype.kind not in "OSU" and not np.issubdtype(value.dtype, spec.dtype)) or (
-            value.dtype.kind in "OSU" and spec.dtype not in objects
+            value.dtype.kind in "OSU" and spec.dtype not in _OBJECTS
         ):
             raise ValueError(
                 f"Returned output `{key}` for model `{name}` has invalid type. "

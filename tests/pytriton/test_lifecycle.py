@@ -60,6 +60,17 @@ def test_exception_is_an_error_response_with_traceback(triton: Triton) -> None:
             client.infer_sample(x)
 
 
+def test_outputs_are_cast_to_their_configured_type(triton: Triton) -> None:
+    triton.bind(
+        "AsFloat64", lambda requests: [{"y": r["x"].astype(np.float64) / 3} for r in requests], **IO
+    )  # type: ignore[arg-type]
+    triton.run()
+    with ModelClient(urls(triton)[0], "AsFloat64") as client:
+        y = client.infer_sample(np.ones(2, np.float32))["y"]
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, np.float32(1 / 3))
+
+
 def test_unrecoverable_error_answers_then_stops_the_server(triton: Triton) -> None:
     def fatal(requests):
         raise PyTritonUnrecoverableError("the GPU fell off the bus")
