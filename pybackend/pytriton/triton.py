@@ -17,6 +17,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from ..server import locate
 from ..server.tritonserver import ServerError, TritonServer
 from ._attach import AttachListener, ModelFactory
 from ._callable import CallableModel
@@ -414,6 +415,11 @@ class Triton:
             option = "--" + f.name.replace("_", "-")
             values = value if isinstance(value, list) else [value]
             extra += [f"{option}={_option_value(v)}" for v in values]
+        if c.cache_directory is None:
+            # As PyTriton: the caches of the wheel's tritonserver (libtritoncache_local.so).
+            caches = locate.tritonserver_binary().parent.parent / "caches"
+            if caches.is_dir():
+                extra.append(f"--cache-directory={caches}")
         stop_timeout = float(max(2 * (c.exit_timeout_secs or 15), 10))
         return TritonServer(
             self._repository,

@@ -161,3 +161,35 @@ def test_use_parameters_and_headers() -> None:
             )
     np.testing.assert_allclose(result["scaled_add"], (a + b) / 4)
     np.testing.assert_allclose(result["scaled_sub"], (a - b) * 3)
+
+
+def test_response_cache_and_log_verbose_options() -> None:
+    """TritonConfig's cache_config and log_verbose reach tritonserver; ModelConfig's
+    response_cache turns the cache on for the model: the second identical request is
+    answered without calling the callable."""
+    calls = []
+
+    def double(requests):
+        calls.append(len(requests))
+        return [{"y": r["x"] * 2} for r in requests]
+
+    config = loopback_config(cache_config=["local,size=1048576"], log_verbose=1)
+    with Triton(config=config) as triton:
+        triton.bind(
+            "Cached",
+            double,
+            inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+            outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,))],
+            config=ModelConfig(max_batch_size=8, response_cache=True),
+        )
+        x = np.arange(3, dtype=np.float32)
+        with ModelClient(urls(triton)[0], "Cached") as client:
+            first = client.infer_sample(x)["y"]
+            second = client.infer_sample(x)["y"]
+        server = triton.server
+        assert server is not None
+        server.log_text()
+    np.testing.assert_array_equal(first, x * 2)
+    np.testing.assert_array_equal(second, x * 2)
+    assert calls == [1]
+    assert "--log-verbose=1" in " ".join(server.command)
