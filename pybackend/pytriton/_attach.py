@@ -139,6 +139,7 @@ class AttachedStub(Stub):
                 pass
         if st.arena is not None:
             st.arena.close()
+        st.peer.close()
 
 
 def _close_loop(dispatcher: Dispatcher) -> None:
