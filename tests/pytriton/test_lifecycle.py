@@ -228,3 +228,37 @@ def test_smoke_script() -> None:
     """The script `make test-pytriton-numpy1` runs under numpy 1, here under this numpy."""
     done = subprocess.run([sys.executable, str(SMOKE)], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr
+
+
+def test_requests_carry_parameters_and_requested_output_names(triton: Triton) -> None:
+    import tritonclient.http as httpclient
+
+    seen: list = []
+
+    def two_outputs(requests):
+        seen.extend((r.parameters, r.requested_output_names) for r in requests)
+        return [{"y": r["x"], "z": r["x"] * 2} for r in requests]
+
+    triton.bind(
+        "TwoOutputs",
+        two_outputs,
+        inputs=IO["inputs"],
+        outputs=[*IO["outputs"], Tensor(name="z", dtype=np.float32, shape=(-1,))],
+    )
+    triton.run()
+    server = triton.server
+    assert server is not None
+    client = httpclient.InferenceServerClient(server.http_url)
+    x = np.ones((1, 2), np.float32)
+    item = httpclient.InferInput("x", list(x.shape), "FP32")
+    item.set_data_from_numpy(x)
+    result = client.infer(
+        "TwoOutputs",
+        [item],
+        outputs=[httpclient.InferRequestedOutput("z")],
+        parameters={"mode": "fast", "n": 3},
+    )
+    client.close()
+    assert seen == [({"mode": "fast", "n": 3}, ["z"])]
+    np.testing.assert_array_equal(result.as_numpy("z"), x * 2)
+    assert result.as_numpy("y") is None  # not requested: not sent
