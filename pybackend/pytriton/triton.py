@@ -5,10 +5,11 @@ copy). See docs/pytriton.md."""
 from __future__ import annotations
 
 import atexit
+import base64
 import dataclasses
 import http.client
+import json
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -17,12 +18,12 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..server import locate
 from ..server.tritonserver import ServerError, TritonServer
 from ._attach import AttachListener, ModelFactory
 from ._callable import CallableModel
 from ._config import config_pbtxt, model_config_dict, named
 from ._context import TritonContext, TritonModelConfig, inject
+from ._triton_config import TritonConfig, server_args
 from .exceptions import (
     PyTritonInvalidOperationError,
     PyTritonRuntimeError,
@@ -35,122 +36,6 @@ LOGGER = logging.getLogger("pybackend.pytriton")
 MONITORING_PERIOD_S = 10.0
 _STOP_WAIT_S = 120.0
 _MODEL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-# Fields of TritonConfig that are not tritonserver options of the same name.
-_NOT_OPTIONS = {"model_repository", "http_address", "http_port", "grpc_port", "metrics_port"}
-
-
-@dataclasses.dataclass
-class TritonConfig:
-    """tritonserver's options (PyTriton's fields); None leaves tritonserver's default.
-    Every field is passed as ``--<field with dashes>=<value>``."""
-
-    model_repository: Optional[Path] = None
-    id: Optional[str] = None
-    log_verbose: Optional[int] = None
-    log_file: Optional[Path] = None
-    exit_timeout_secs: Optional[int] = None
-    exit_on_error: Optional[bool] = None
-    strict_readiness: Optional[bool] = None
-    allow_http: Optional[bool] = None
-    http_address: Optional[str] = None
-    http_port: Optional[int] = None
-    http_header_forward_pattern: Optional[str] = None
-    http_thread_count: Optional[int] = None
-    http_restricted_api: Optional[str] = None
-    allow_grpc: Optional[bool] = None
-    grpc_address: Optional[str] = None
-    grpc_port: Optional[int] = None
-    grpc_header_forward_pattern: Optional[str] = None
-    grpc_infer_allocation_pool_size: Optional[int] = None
-    grpc_use_ssl: Optional[bool] = None
-    grpc_use_ssl_mutual: Optional[bool] = None
-    grpc_server_cert: Optional[Path] = None
-    grpc_server_key: Optional[Path] = None
-    grpc_root_cert: Optional[Path] = None
-    grpc_infer_response_compression_level: Optional[str] = None
-    grpc_keepalive_time: Optional[int] = None
-    grpc_keepalive_timeout: Optional[int] = None
-    grpc_keepalive_permit_without_calls: Optional[bool] = None
-    grpc_http2_max_pings_without_data: Optional[int] = None
-    grpc_http2_min_recv_ping_interval_without_data: Optional[int] = None
-    grpc_http2_max_ping_strikes: Optional[int] = None
-    grpc_restricted_protocol: Optional[str] = None
-    allow_metrics: Optional[bool] = None
-    allow_gpu_metrics: Optional[bool] = None
-    allow_cpu_metrics: Optional[bool] = None
-    metrics_interval_ms: Optional[int] = None
-    metrics_port: Optional[int] = None
-    metrics_address: Optional[str] = None
-    allow_sagemaker: Optional[bool] = None
-    sagemaker_port: Optional[int] = None
-    sagemaker_safe_port_range: Optional[str] = None
-    sagemaker_thread_count: Optional[int] = None
-    allow_vertex_ai: Optional[bool] = None
-    vertex_ai_port: Optional[int] = None
-    vertex_ai_thread_count: Optional[int] = None
-    vertex_ai_default_model: Optional[str] = None
-    metrics_config: Optional[List[str]] = None
-    trace_config: Optional[List[str]] = None
-    cache_config: Optional[List[str]] = None
-    cache_directory: Optional[str] = None
-    buffer_manager_thread_count: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        if self.allow_http not in (True, None) and self.allow_grpc not in (True, None):
-            raise PyTritonValidationError("The `http` or `grpc` endpoint has to be allowed.")
-
-    def to_dict(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, config: Dict[str, Any]) -> TritonConfig:
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        values: Dict[str, Any] = {}
-        for name, value in config.items():
-            if name not in fields:
-                LOGGER.warning("Ignoring %s=%s: TritonConfig has no such field", name, value)
-                continue
-            values[name] = _cast(str(fields[name].type), value)
-        return cls(**values)
-
-    @classmethod
-    def from_env(cls) -> TritonConfig:
-        """PYTRITON_TRITON_CONFIG_<FIELD>=value (lists: <FIELD>_<index>)."""
-        prefix = "PYTRITON_TRITON_CONFIG_"
-        config: Dict[str, Any] = {}
-        lists: Dict[str, Dict[int, str]] = {}
-        for name, value in os.environ.items():
-            if not name.startswith(prefix):
-                continue
-            key = name[len(prefix) :].lower()
-            m = re.match(r"^(.+?)_(\d+)$", key)
-            if m:
-                lists.setdefault(m.group(1), {})[int(m.group(2))] = value
-            else:
-                config[key] = value
-        for key, items in lists.items():
-            config[key] = [items[i] for i in sorted(items)]
-        return cls.from_dict(config)
-
-
-def _cast(type_name: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if "List" in type_name:
-        return value.split(",") if isinstance(value, str) else list(value)
-    if "bool" in type_name:
-        return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
-    if "int" in type_name:
-        return int(value)
-    if "Path" in type_name:
-        return Path(value)
-    return str(value)
-
-
-def _option_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 @dataclasses.dataclass
@@ -163,6 +48,7 @@ class _Binding:
     config: ModelConfig
     strict: bool
     model_config: TritonModelConfig
+    config_json: str = ""  # the configuration as JSON (RemoteTriton loads with it)
 
 
 class Triton:
@@ -190,6 +76,7 @@ class Triton:
         self._lock = threading.RLock()
         self._cv = threading.Condition(self._lock)
         self._server: Optional[TritonServer] = None
+        self._address: Optional[str] = None  # host:port of the server's HTTP endpoint
         self._listener: Optional[AttachListener] = None
         self._stopped = False
         self._stopping = False
@@ -246,16 +133,16 @@ class Triton:
             decoupled=c.decoupled,
             response_cache=c.response_cache,
         )
-        text = config_pbtxt(
-            model_config_dict(
-                model_name,
-                binding.inputs,
-                binding.outputs,
-                binding.config,
-                len(funcs),
-                self._socket_path,
-            )
+        as_dict = model_config_dict(
+            model_name,
+            binding.inputs,
+            binding.outputs,
+            binding.config,
+            len(funcs),
+            self._socket_path,
         )
+        text = config_pbtxt(as_dict)
+        binding.config_json = json.dumps(as_dict)
         with self._lock:
             if self._stopped:
                 raise PyTritonInvalidOperationError("Cannot bind a model to a stopped Triton.")
@@ -268,7 +155,7 @@ class Triton:
             self._bindings[model_name] = binding
             for fn in funcs:
                 inject(self._triton_context, fn, binding.model_config)
-            running = self._server is not None
+            running = self._address is not None
         if running:
             self._load(model_name)
 
@@ -277,7 +164,7 @@ class Triton:
         with self._lock:
             if model_name not in self._bindings:
                 raise PyTritonInvalidOperationError(f"Model {model_name} is not bound.")
-            running = self._server is not None
+            running = self._address is not None
         if running:
             self._repository_call(model_name, "unload")
         with self._lock:
@@ -318,14 +205,14 @@ class Triton:
         with self._lock:
             if self._stopped:
                 raise PyTritonInvalidOperationError("This Triton was stopped; make a new one.")
-            if self._server is not None:
+            if self._address is not None:
                 return
             self._listener = AttachListener(self._socket_path, self._factory)
-            server = self._make_server()
-            self._server = server
             names = list(self._bindings)
         try:
-            server.start()
+            address = self._start()
+            with self._lock:
+                self._address = address
             for name in names:
                 self._load(name)
         except BaseException:
@@ -336,21 +223,17 @@ class Triton:
         """run(), then block until Ctrl-C (or an unrecoverable error) and stop everything.
         Raises PyTritonRuntimeError when tritonserver dies meanwhile."""
         self.run()
-        server = self._server
-        assert server is not None
         try:
             with self._cv:
-                while not self._stopping and server.is_alive():
+                while not self._stopping and self._alive():
                     self._cv.wait(timeout=min(monitoring_period_s, 1.0))
         except KeyboardInterrupt:
             LOGGER.info("SIGINT received, exiting.")
-        died = not self._stopping and not server.is_alive()
+        died = not self._stopping and not self._alive()
+        detail = self._death_detail() if died else ""
         self.stop()
         if died:
-            raise PyTritonRuntimeError(
-                f"tritonserver exited unexpectedly (code {server.returncode}).\n--- log tail "
-                f"---\n{_tail(server.log_text())}"
-            )
+            raise PyTritonRuntimeError(detail)
 
     def stop(self) -> bool:
         """Stop tritonserver (in-flight requests finish first), the instance threads and
@@ -362,15 +245,14 @@ class Triton:
                 stopping_elsewhere = False
                 self._stopped = self._stopping = True
                 self._cv.notify_all()
-            server, listener = self._server, self._listener
+            listener = self._listener
         if stopping_elsewhere:
             # Another thread (an unrecoverable error's) is stopping it: return once it is done.
             self._stopped_done.wait(_STOP_WAIT_S)
             return False
         try:
             atexit.unregister(self.stop)
-            if server is not None:
-                server.stop()
+            self._stop_server()
             if listener is not None:
                 listener.close()
             if self._own_workspace:
@@ -380,8 +262,7 @@ class Triton:
         return True
 
     def is_alive(self) -> bool:
-        server = self._server
-        return server is not None and not self._stopping and server.is_alive()
+        return self._address is not None and not self._stopping and self._alive()
 
     def is_connected(self) -> bool:
         return self.is_alive()
@@ -405,26 +286,46 @@ class Triton:
             self._cv.notify_all()
         threading.Thread(target=self.stop, name="pytriton-stop", daemon=True).start()
 
+    # What RemoteTriton does otherwise: where the server comes from and how it ends.
+
+    def _start(self) -> str:
+        """Start tritonserver; its HTTP address."""
+        server = self._make_server()
+        with self._lock:
+            self._server = server
+        server.start()
+        return server.http_url
+
+    def _alive(self) -> bool:
+        server = self._server
+        return server is not None and server.is_alive()
+
+    def _death_detail(self) -> str:
+        server = self._server
+        assert server is not None
+        return (
+            f"tritonserver exited unexpectedly (code {server.returncode}).\n--- log tail ---\n"
+            f"{_tail(server.log_text())}"
+        )
+
+    def _stop_server(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    def _log_tail(self) -> str:
+        server = self._server
+        return _tail(server.log_text()) if server is not None else ""
+
+    def _load_body(self, binding: _Binding) -> Dict[str, Any]:
+        return {}
+
     def _make_server(self) -> TritonServer:
         c = self._config
-        extra: List[str] = []
-        for f in dataclasses.fields(c):
-            value = getattr(c, f.name)
-            if value is None or f.name in _NOT_OPTIONS:
-                continue
-            option = "--" + f.name.replace("_", "-")
-            values = value if isinstance(value, list) else [value]
-            extra += [f"{option}={_option_value(v)}" for v in values]
-        if c.cache_directory is None:
-            # As PyTriton: the caches of the wheel's tritonserver (libtritoncache_local.so).
-            caches = locate.tritonserver_binary().parent.parent / "caches"
-            if caches.is_dir():
-                extra.append(f"--cache-directory={caches}")
         stop_timeout = float(max(2 * (c.exit_timeout_secs or 15), 10))
         return TritonServer(
             self._repository,
             backend="ours",
-            extra_args=extra,
+            extra_args=server_args(c),
             model_control_mode="explicit",
             host=c.http_address or "0.0.0.0",
             http_port=c.http_port or 8000,
@@ -434,16 +335,24 @@ class Triton:
         )
 
     def _load(self, model_name: str) -> None:
-        self._repository_call(model_name, "load")
+        with self._lock:
+            binding = self._bindings[model_name]
+        self._repository_call(model_name, "load", self._load_body(binding))
 
-    def _repository_call(self, model_name: str, action: str) -> None:
-        server = self._server
-        assert server is not None
+    def _repository_call(
+        self, model_name: str, action: str, body_json: Optional[Dict[str, Any]] = None
+    ) -> None:
+        assert self._address is not None
         path = f"/v2/repository/models/{urllib.parse.quote(model_name)}/{action}"
-        host, port = server.http_url.rsplit(":", 1)
+        host, port = self._address.rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port), timeout=600)
         try:
-            conn.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+            conn.request(
+                "POST",
+                path,
+                body=json.dumps(body_json or {}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
             reply = conn.getresponse()
             body = reply.read().decode(errors="replace")
         except OSError as e:
@@ -453,7 +362,7 @@ class Triton:
         if reply.status != 200:
             raise PyTritonRuntimeError(
                 f"Cannot {action} model {model_name}: {body}\n--- tritonserver log tail ---\n"
-                f"{_tail(server.log_text())}"
+                f"{self._log_tail()}"
             )
 
 
@@ -461,4 +370,80 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-__all__ = ["Triton", "TritonConfig", "ServerError"]
+class RemoteTriton(Triton):
+    """Binds into a tritonserver that already runs, on this host, with pybackend's backend
+    as its python backend and ``--model-control-mode=explicit`` (e.g. ``pybackend serve``):
+    each model is loaded with its configuration through the repository API, and that
+    server's instances attach to this process. stop() unloads them; the server goes on."""
+
+    def __init__(
+        self,
+        url: str,
+        workspace: Union[str, Path, None] = None,
+        access_token: Optional[str] = None,
+    ) -> None:
+        super().__init__(workspace=workspace)  # access_token: accepted, unused (no tokens)
+        parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
+        if parsed.scheme != "http":
+            raise PyTritonValidationError(
+                f"RemoteTriton needs the server's HTTP url (the repository API), got {url}"
+            )
+        self._remote = f"{parsed.hostname}:{parsed.port or 8000}"
+
+    def _start(self) -> str:
+        host, port = self._remote.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            conn.request("GET", "/v2/health/ready")
+            status = conn.getresponse().status
+        except OSError as e:
+            raise PyTritonRuntimeError(
+                f"No Triton Inference Server at {self._remote}: {e}"
+            ) from None
+        finally:
+            conn.close()
+        if status != 200:
+            raise PyTritonRuntimeError(f"Triton Inference Server at {self._remote} is not ready")
+        return self._remote
+
+    def _alive(self) -> bool:
+        host, port = self._remote.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        try:
+            conn.request("GET", "/v2/health/live")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def _death_detail(self) -> str:
+        return f"Triton Inference Server at {self._remote} stopped answering."
+
+    def _stop_server(self) -> None:
+        if self._address is None:
+            return
+        with self._lock:
+            names = list(self._bindings)
+        for name in names:
+            try:
+                self._repository_call(name, "unload")
+            except PyTritonRuntimeError as e:
+                LOGGER.warning("%s", e)
+
+    def _log_tail(self) -> str:
+        return "(the server's log is where that server writes it)"
+
+    def _load_body(self, binding: _Binding) -> Dict[str, Any]:
+        # The configuration, and a version directory for the server to create: the model has
+        # no file of its own (its instances attach to this process).
+        marker = base64.b64encode(b"# served by the process that called RemoteTriton.bind\n")
+        return {
+            "parameters": {
+                "config": binding.config_json,
+                f"file:{binding.version}/model.py": marker.decode(),
+            }
+        }
+
+
+__all__ = ["RemoteTriton", "Triton", "TritonConfig", "ServerError"]
