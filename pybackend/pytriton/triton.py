@@ -366,6 +366,19 @@ class Triton:
             )
 
 
+def _http_status(address: str, path: str) -> Optional[int]:
+    """The status of GET ``path`` at ``host:port``; None when nothing answers."""
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    except OSError:
+        return None
+    finally:
+        conn.close()
+
+
 def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
@@ -391,31 +404,15 @@ class RemoteTriton(Triton):
         self._remote = f"{parsed.hostname}:{parsed.port or 8000}"
 
     def _start(self) -> str:
-        host, port = self._remote.rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=10)
-        try:
-            conn.request("GET", "/v2/health/ready")
-            status = conn.getresponse().status
-        except OSError as e:
-            raise PyTritonRuntimeError(
-                f"No Triton Inference Server at {self._remote}: {e}"
-            ) from None
-        finally:
-            conn.close()
+        status = _http_status(self._remote, "/v2/health/ready")
+        if status is None:
+            raise PyTritonRuntimeError(f"No Triton Inference Server answers at {self._remote}")
         if status != 200:
             raise PyTritonRuntimeError(f"Triton Inference Server at {self._remote} is not ready")
         return self._remote
 
     def _alive(self) -> bool:
-        host, port = self._remote.rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=5)
-        try:
-            conn.request("GET", "/v2/health/live")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        return _http_status(self._remote, "/v2/health/live") == 200
 
     def _death_detail(self) -> str:
         return f"Triton Inference Server at {self._remote} stopped answering."
