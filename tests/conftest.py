@@ -31,6 +31,7 @@ LEAK_CHECKED_DIRS = {
     "reliability",
     "backend",
     "devserver",
+    "gpu",
     "pytriton",
 }
 
