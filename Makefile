@@ -20,7 +20,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
 .PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
-	gpu-kit gpu-check
+	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1
 .PHONY: venv-dist venv-checkov wheel test-wheel test-deploy test-ship
 
 help:
@@ -33,6 +33,7 @@ help:
 	@echo "make wheel          sdist + manylinux wheel in dist/ (docs/deployment.md)"
 	@echo "make test-wheel     the wheel installed fresh by docker/install.sh, serving the examples"
 	@echo "make test-deploy    hadolint on docker/, manifests schema-checked and checkov-clean"
+	@echo "make bench-pytriton Triton.bind() served by pybackend.pytriton vs nvidia-pytriton"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
 	@echo "make lint | format  ruff check / ruff format"
 	@echo "make gpu-kit        pack what the GPU machine lacks into .gpu-kit (docs/gpu.md)"
@@ -57,6 +58,28 @@ $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
 	touch $@
 
 venv-orig: $(ORIG_VENV)/.deps-installed
+
+# nvidia-pytriton with its real dependencies (numpy<2, pyzmq, ...), for the bind() benchmark
+# against PyTriton itself (benchmarks/pytriton_bench.py); not needed by the tests. Made from
+# the system Python: NVIDIA's stub links the system's libpython3.X, and PyTriton's proxy
+# (multiprocessing) breaks when the standard library is another release's (a pyenv 3.11.7
+# stdlib under Debian's 3.11.2 libpython fails in multiprocessing.resource_tracker).
+PYTRITON_VENV := .venv-pytriton
+PYTRITON_PYTHON ?= /usr/bin/python3
+$(PYTRITON_VENV)/.deps-installed:
+	scripts/make_venv.sh $(PYTRITON_PYTHON) $(PYTRITON_VENV)
+	$(PYTRITON_VENV)/bin/python -m pip --disable-pip-version-check install \
+		nvidia-pytriton==$(PYTRITON_VERSION) 'numpy<2'
+	touch $@
+
+.venv-pytriton: $(PYTRITON_VENV)/.deps-installed
+
+# pybackend.pytriton in a user's environment with numpy 1 (.venv-pytriton's numpy 1.26).
+test-pytriton-numpy1: build .venv-pytriton
+	PYTHONPATH=$(CURDIR) $(PYTRITON_VENV)/bin/python tests/pytriton/examples/smoke.py
+
+bench-pytriton: build .venv-pytriton
+	$(PY) -m benchmarks.pytriton_bench $(BENCH_ARGS)
 
 # Always re-run: CMake rebuilds only what changed, and the editable install is cheap.
 build: venv

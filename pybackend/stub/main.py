@@ -29,6 +29,12 @@ from .transport import StubTransport
 
 
 class Stub:
+    # After a successful INIT, keep everything imported so far out of the cyclic collector
+    # (a stub process lives as long as its model; an attached process does not).
+    freeze_gc = True
+    # The reader thread ends the process when the backend goes (a stub has no other use).
+    exit_with_backend = True
+
     def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
         self.instance = instance
         self.state = StubState(sync_fd, async_fd, instance)
@@ -40,10 +46,14 @@ class Stub:
     # ------------------------------------------------------------------ loop
 
     def run(self) -> NoReturn:
-        st = self.state
         utils_transport.set_transport(self.transport)
-        logging.lastResort = RecordForwarder(st.log)
-        st.sync.send(
+        logging.lastResort = RecordForwarder(self.state.log)
+        self.serve()
+        self._exit(0)
+
+    def serve(self) -> None:
+        """HELLO, then every sync message until FINALIZE or the backend's end."""
+        self.state.sync.send(
             MessageKind.HELLO,
             codec.encode_hello(
                 PROTOCOL_VERSION, os.getpid(), platform.python_version(), np.__version__
@@ -53,9 +63,8 @@ class Stub:
             self._serve()
         except ChannelClosed:
             pass  # the backend is gone (EOF, or EPIPE on a reply)
-        self._exit(0)
 
-    def _serve(self) -> NoReturn:
+    def _serve(self) -> None:
         st = self.state
         sync = st.sync
         spin_s = _spin_seconds()
@@ -90,7 +99,7 @@ class Stub:
             elif kind == MessageKind.FINALIZE:
                 error = self._finalize()
                 sync.send(MessageKind.FINALIZE_REPLY, codec.encode_json({"error": error}), msg.id)
-                self._exit(0)
+                return
             elif not st.handle_common(msg):
                 st.log.here(
                     WARNING,
@@ -127,7 +136,7 @@ class Stub:
             self.transport.phase = phase
             self._configure(init)
             if self.reader is None:
-                self.reader = Reader(self.state)
+                self.reader = Reader(self.state, self.exit_with_backend)
                 self.reader.start()
             debug.start(
                 str(init.get("debug") or ""),
@@ -135,7 +144,7 @@ class Stub:
                 self.instance,
                 lambda text: self.state.log.here(WARNING, text),
             )
-            module = loader.import_model(init)
+            module = self._import_model(init)
             if phase == "auto_complete":
                 reply["model_config"] = loader.auto_complete(module, init)
             else:
@@ -151,16 +160,17 @@ class Stub:
                     concurrency_limit(init.get("model_config", ""), decoupled),
                     cancel_on_client_cancel(init.get("model_config", "")),
                 )
-                self.model = loader.instantiate(module, init, dispatcher.run_coroutine)
+                self.model = self._instantiate(module, init, dispatcher)
                 dispatcher.model = self.model
                 self.dispatcher = dispatcher
                 reply["has_is_ready"] = hasattr(self.model, "is_ready")
                 reply["is_async_execute"] = loader.is_async_execute(self.model)
-                # Everything imported so far lives as long as the process: keep it out of
-                # the cyclic collector's generations so collections during execute are
-                # short.
-                gc.collect()
-                gc.freeze()
+                if self.freeze_gc:
+                    # Everything imported so far lives as long as the process: keep it out
+                    # of the cyclic collector's generations so collections during execute
+                    # are short.
+                    gc.collect()
+                    gc.freeze()
             reply["ok"] = True
         except (loader.LoadError, ConfigError) as e:
             reply["error"] = str(e)
@@ -174,6 +184,14 @@ class Stub:
             )
             self.state.log.here(ERROR, f"{what}: {reply['error']}")
         return reply
+
+    def _import_model(self, init: Dict[str, Any]) -> Any:
+        """The module holding TritonPythonModel (model.py)."""
+        return loader.import_model(init)
+
+    def _instantiate(self, module: Any, init: Dict[str, Any], dispatcher: Dispatcher) -> Any:
+        """The model object, initialized."""
+        return loader.instantiate(module, init, dispatcher.run_coroutine)
 
     def _configure(self, init: Dict[str, Any]) -> None:
         st = self.state

@@ -15,6 +15,7 @@ def test_mypy_is_clean() -> None:
         "pybackend/ipc",
         "pybackend/stub",
         "pybackend/testing",
+        "pybackend/pytriton",
         "triton_python_backend_utils.py",
     ]
     out, err, status = api.run(
