@@ -109,6 +109,59 @@ class TritonPythonModel:
             lengths.append(len(json.loads(params)["blob"]))
         return {"lengths": lengths}
 
+    def mode_timeout_log(self, x, request):
+        # qa python_models/bls test_timeout: an 11 s timeout (µs) on a blocking call, one from
+        # another thread and a decoupled one; the callee logs request.timeout() of each
+        # (its dims are [batch, -1]).
+        found = {}
+        for how, timeout in (("blocking", 11000000000), ("thread", 12000000000)):
+            req = identity_request(
+                x[None, :],
+                model_name="bls_queue_timeout",
+                requested_output_names=["OUTPUT0"],
+                timeout=timeout,
+            )
+            if how == "thread":
+                box = []
+                t = threading.Thread(target=lambda: box.append(report(req.exec())))
+                t.start()
+                t.join(60)
+                found[how] = box[0] if box else "no answer"
+            else:
+                found[how] = report(req.exec())
+        req = identity_request(
+            x[None, :],
+            model_name="bls_queue_timeout",
+            requested_output_names=["OUTPUT0"],
+            timeout=13000000000,
+        )
+        found["decoupled"] = [report(r) for r in req.exec(decoupled=True)]
+        return found
+
+    def mode_timeout_expired(self, x, request):
+        # qa python_models/bls test_timeout: 5 µs cannot cover the queue of a callee whose
+        # policy rejects expired requests.
+        found = {}
+        for how in ("blocking", "decoupled", "blocking_thread"):
+            big = np.random.randn(1, 1024 * 1024).astype(np.float32)
+            req = pb_utils.InferenceRequest(
+                model_name="bls_queue_timeout",
+                inputs=[pb_utils.Tensor("INPUT0", big)],
+                requested_output_names=["OUTPUT0"],
+                timeout=5,
+            )
+            if how == "decoupled":
+                found[how] = report(next(req.exec(decoupled=True)))
+            elif how == "blocking_thread":
+                box = []
+                t = threading.Thread(target=lambda: box.append(report(req.exec())))
+                t.start()
+                t.join(60)
+                found[how] = box[0] if box else "no answer"
+            else:
+                found[how] = report(req.exec())
+        return found
+
     def mode_string_correlation_id(self, x, request):
         return report(identity_request(x, correlation_id="session-9").exec())
 
