@@ -49,6 +49,15 @@ def identity_request(x, **kwargs):
     )
 
 
+def report_from_a_thread(req):
+    """report() of a blocking exec() made by a thread of the model (not the one in execute)."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(report(req.exec())))
+    t.start()
+    t.join(60)
+    return box[0] if box else "no answer"
+
+
 def stream_request(count, delay_ms=0):
     return pb_utils.InferenceRequest(
         model_name="bls_stream",
@@ -122,11 +131,7 @@ class TritonPythonModel:
                 timeout=timeout,
             )
             if how == "thread":
-                box = []
-                t = threading.Thread(target=lambda: box.append(report(req.exec())))
-                t.start()
-                t.join(60)
-                found[how] = box[0] if box else "no answer"
+                found[how] = report_from_a_thread(req)
             else:
                 found[how] = report(req.exec())
         req = identity_request(
@@ -153,11 +158,7 @@ class TritonPythonModel:
             if how == "decoupled":
                 found[how] = report(next(req.exec(decoupled=True)))
             elif how == "blocking_thread":
-                box = []
-                t = threading.Thread(target=lambda: box.append(report(req.exec())))
-                t.start()
-                t.join(60)
-                found[how] = box[0] if box else "no answer"
+                found[how] = report_from_a_thread(req)
             else:
                 found[how] = report(req.exec())
         return found
