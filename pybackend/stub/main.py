@@ -210,6 +210,7 @@ class Stub:
     def _finalize(self) -> Optional[str]:
         if self.dispatcher is not None:
             self.dispatcher.stop_loop()
+        self.transport.phase = "finalize"  # BLS is refused from here on, as in the original
         model = self.model
         if model is None or not hasattr(model, "finalize"):
             return None

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..utils.response import InferenceResponse
 
 _TOKEN = struct.Struct("<Q")
+BLS_ONLY_IN_EXECUTE = "BLS is only supported during the 'execute' function."
 _SEND = int(MessageKind.SEND)
 
 
@@ -93,12 +94,19 @@ class StubTransport(MetricsClient, Transport):
                 "yet. Call it from initialize or execute instead."
             )
 
+    def _refuse_in_finalize(self) -> None:
+        # The original's rule and text (spec 2.3); initialize is allowed here (UV-30).
+        if self.phase == "finalize":
+            raise TritonModelException(BLS_ONLY_IN_EXECUTE)
+
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         self._refuse_in_auto_complete("BLS (InferenceRequest.exec)")
+        self._refuse_in_finalize()
         return self.bls.exec(request, decoupled)
 
     def bls_async_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         self._refuse_in_auto_complete("BLS (InferenceRequest.async_exec)")
+        self._refuse_in_finalize()
         return self.bls.async_exec(request, decoupled)
 
     def model_control(self, op: str, **kwargs: Any) -> Any:
