@@ -85,7 +85,9 @@ def _first_response(call: _Call) -> InferenceResponse:
 
 class ResponseIterator:
     """The responses of a decoupled BLS call, as they stream in. Iteration ends after the
-    response flagged final (which may carry no outputs); iterating again replays them."""
+    response flagged final (which may carry no outputs). As in the original, a new loop over
+    an iterator that was read to its end replays every response; one over an iterator left
+    mid-way (a ``break``) goes on from there."""
 
     def __init__(self, call: _Call) -> None:
         self._call = call
@@ -94,7 +96,7 @@ class ResponseIterator:
         self._done = False
 
     def __iter__(self) -> "ResponseIterator":
-        if self._done:
+        if self._done and self._pos >= len(self._cache):
             self._pos = 0
         return self
 

@@ -214,6 +214,36 @@ class TritonPythonModel:
         second = [outputs_of(r) for r in it]
         return {"first": first, "second": second}
 
+    def mode_iterator_protocol(self, x, request):
+        # qa python_models/bls test_response_iterator: 4 responses and an empty final one,
+        # consumed with next(), for-loops, a break, and next() after the end.
+        def values(iterable):
+            return [outputs_of(r).get("OUT", [None])[0] for r in iterable]
+
+        def after_end(it):
+            try:
+                next(it)
+            except StopIteration:
+                return "stop"
+            return "more"
+
+        it = stream_request(4).exec(decoupled=True)
+        steps = {"next": values([next(it)]), "rest": values(it), "after_rest": after_end(it)}
+        steps["replays"] = [values(it) for _ in range(3)]
+        partial = []
+        for r in it:
+            partial.append(outputs_of(r).get("OUT", [None])[0])
+            if len(partial) == 2:
+                break
+        steps["before_break"] = partial
+        steps["next_after_break"] = values([next(it)])
+        steps["loop_after_break"] = values(it)
+        steps["after_loop"] = after_end(it)
+        dropped = stream_request(4).exec(decoupled=True)
+        steps["dropped_first"] = values([next(dropped)])
+        del dropped
+        return steps
+
     def mode_stream_cancel(self, x, request):
         it = stream_request(100, delay_ms=20).exec(decoupled=True)
         seen = []
