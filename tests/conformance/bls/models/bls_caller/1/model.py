@@ -214,6 +214,22 @@ class TritonPythonModel:
         second = [outputs_of(r) for r in it]
         return {"first": first, "second": second}
 
+    def mode_stream_final(self, x, request):
+        # A callee whose last response carries the FINAL flag (qa async_execute_decouple).
+        found = {}
+        for count in (1, 3, 0):
+            req = pb_utils.InferenceRequest(
+                model_name="bls_stream_final",
+                inputs=[pb_utils.Tensor("COUNT", np.array([count], np.int32))],
+                requested_output_names=["OUT"],
+            )
+            it = req.exec(decoupled=True)
+            found[str(count)] = [[t.as_numpy().tolist() for t in r.output_tensors()] for r in it]
+        # decoupled=True to a model that is not (qa bls test_zero_length_io): its one response.
+        it = identity_request(x, requested_output_names=["OUTPUT0"]).exec(decoupled=True)
+        found["identity"] = [outputs_of(r) for r in it]
+        return found
+
     def mode_iterator_protocol(self, x, request):
         # qa python_models/bls test_response_iterator: 4 responses and an empty final one,
         # consumed with next(), for-loops, a break, and next() after the end.
