@@ -11,8 +11,8 @@ grandchildren work too. The route is stream-framed: ``u32 body length, u8 kind, 
 id`` then the body (kind EXEC: a BLS_EXEC body; CANCEL: empty; RESPONSE: a BLS_RESPONSE
 body), every tensor INLINE.
 
-Nothing in the child touches the inherited channels except LOG (one datagram, atomic) and
-this route; the child's copy of the arena refuses to allocate (:func:`_refuse_alloc`).
+The child closes its copies of the stub's channels (its logs go to stderr, which the backend
+forwards too) and its copy of the arena refuses to allocate (:func:`_refuse_alloc`).
 """
 
 from __future__ import annotations
@@ -292,9 +292,17 @@ class ForkRoute:
         parent = os.getppid()
         where = f"pid {parent}, instance '{st.instance}'"
         st.forked = True
-        # Locks another thread of the parent held at the fork stay held in the child forever.
+        # The stub's channels are not the child's: a datagram it sent there would count in
+        # the RESULT ordering (async_seq) of the stub's own messages, and its copies of the
+        # sockets would hide the stub's death (EOF) from the backend. Its logs go to stderr,
+        # which the backend forwards to the server log too.
+        st.log.channel = None
         for ch in (st.sync, st.async_):
-            ch._lock = threading.Lock()
+            ch._lock = threading.Lock()  # a lock another thread held at the fork stays held
+            try:
+                ch.close()
+            except OSError:
+                pass
         st._rpc_lock = threading.Lock()
         st._open_lock = threading.RLock()
         if st.arena is not None:

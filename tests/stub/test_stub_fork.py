@@ -90,6 +90,7 @@ FORKER = textwrap.dedent(
                     "cancelled": attempt(request.is_cancelled),
                     "ready": attempt(lambda: pb_utils.is_model_ready("m")),
                     "empty": empty.as_numpy().shape[0],
+                    "logged": attempt(lambda: pb_utils.Logger.log_info("from the child")),
                 }
             return in_child(child)
     """
@@ -139,3 +140,4 @@ def test_what_a_forked_child_cannot_do_fails_at_once_with_the_reason(repo: Path)
             assert "not supported in a process forked by model.py of instance 'm_0_0'" in text
             assert "Do it in the model's own process" in text
         assert result["empty"] == 4  # Tensor.empty falls back to process memory there
+        assert result["logged"] == ["ok", None]  # to stderr: the channels are the stub's
