@@ -22,7 +22,7 @@ import os
 import socket
 import struct
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..ipc.bls_codec import BlsExecDesc, decode_bls_exec, encode_bls_exec, encode_bls_response
 from ..ipc.channel import Message
@@ -69,16 +69,17 @@ def _recv_exact(sock: socket.socket, n: int) -> Optional[bytearray]:
     return buf
 
 
-def _recv_frame(sock: socket.socket) -> Optional[Tuple[int, int, bytearray]]:
-    """(kind, call id, body), or None at EOF."""
-    head = _recv_exact(sock, FRAME.size)
-    if head is None:
-        return None
-    n, kind, cid = FRAME.unpack(head)
-    body = _recv_exact(sock, n) if n else bytearray()
-    if body is None:
-        return None
-    return kind, cid, body
+def _frames(sock: socket.socket) -> Iterator[Tuple[int, int, bytearray]]:
+    """(kind, call id, body) of each frame until EOF (OSError: the peer died)."""
+    while True:
+        head = _recv_exact(sock, FRAME.size)
+        if head is None:
+            return
+        n, kind, cid = FRAME.unpack(head)
+        body = _recv_exact(sock, n) if n else bytearray()
+        if body is None:
+            return
+        yield kind, cid, body
 
 
 def _inline(name: str, dtype: int, shape: Tuple[int, ...], data: Any) -> TensorDesc:
@@ -116,11 +117,7 @@ class _RouteServer(threading.Thread):
 
     def run(self) -> None:
         try:
-            while True:
-                frame = _recv_frame(self.sock)
-                if frame is None:
-                    break
-                kind, cid, body = frame
+            for kind, cid, body in _frames(self.sock):
                 if kind == EXEC:
                     self._start(cid, body)
                 elif kind == CANCEL:
@@ -229,11 +226,7 @@ class ForkedBlsClient(BlsClient):
 
     def _read(self) -> None:
         try:
-            while True:
-                frame = _recv_frame(self.sock)
-                if frame is None:
-                    break
-                kind, cid, body = frame
+            for kind, cid, body in _frames(self.sock):
                 if kind == RESPONSE:
                     msg = Message(MessageKind.BLS_RESPONSE, 0, cid, memoryview(body), [])
                     self._on_response(msg)

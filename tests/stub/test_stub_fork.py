@@ -11,22 +11,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_backend import FakeBackend, started, write_model  # noqa: E402
-from test_stub_bls import FakeCallee, run_mode  # noqa: E402
+from test_stub_bls import CALL_HELPERS, FakeCallee, run_mode  # noqa: E402
 
 from pybackend.ipc.protocol import Location  # noqa: E402
 
-FORKER = textwrap.dedent(
+FORKER = CALL_HELPERS + textwrap.dedent(
     """
-    import json, os
-    import numpy as np
-    import triton_python_backend_utils as pb_utils
-
-    def call(model, value, decoupled=False):
-        req = pb_utils.InferenceRequest(
-            model_name=model, inputs=[pb_utils.Tensor("IN", value)],
-            requested_output_names=["OUT"])
-        return req.exec(decoupled=decoupled)
-
     def out(resp):
         if resp.has_error():
             return {"error": resp.error().message()}
