@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import asyncio
 
 FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
+# The original's refusal of BLS from finalize (spec 2.3); the offline harness raises it too.
+BLS_ONLY_IN_EXECUTE = "BLS is only supported during the 'execute' function."
 _EMPTY = np.empty(0, np.uint8)
 
 

@@ -10,7 +10,7 @@ from ..ipc import codec
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
-from .bls import BlsClient
+from .bls import BLS_ONLY_IN_EXECUTE, BlsClient
 from .metrics import MetricsClient
 from .model_control import model_control
 from .outputs import Placer
@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..utils.response import InferenceResponse
 
 _TOKEN = struct.Struct("<Q")
-BLS_ONLY_IN_EXECUTE = "BLS is only supported during the 'execute' function."
 _SEND = int(MessageKind.SEND)
 
 
