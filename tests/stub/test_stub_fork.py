@@ -10,10 +10,11 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_backend import FakeBackend, started, write_model  # noqa: E402
+from fake_backend import FakeBackend, started, wait_until, write_model  # noqa: E402
 from test_stub_bls import CALL_HELPERS, FakeCallee, run_mode  # noqa: E402
 
-from pybackend.ipc.protocol import Location  # noqa: E402
+from pybackend.ipc import codec  # noqa: E402
+from pybackend.ipc.protocol import Location, MessageKind, Owner  # noqa: E402
 
 FORKER = CALL_HELPERS + textwrap.dedent(
     """
@@ -68,6 +69,10 @@ FORKER = CALL_HELPERS + textwrap.dedent(
                 return [out(r) for r in it]
             return in_child(child)
 
+        def big_outputs(self):
+            return in_child(lambda: [out(call("big", np.array([i, 1], np.float32)))
+                                     for i in range(3)])
+
         def grandchild(self):
             return in_child(lambda: in_child(
                 lambda: out(call("double", np.array([7], np.float32)))))
@@ -106,6 +111,22 @@ def test_a_forked_child_calls_through_the_stub(repo: Path) -> None:
         assert set(callee.channels) == {"async"}
         assert callee.calls[1].inputs[0].location == Location.STUB_ARENA
         assert callee.calls[0].inputs[0].location == Location.INLINE
+
+
+def test_backend_blocks_of_a_forked_childs_calls_go_home(repo: Path) -> None:
+    # The answers lie in the backend's arena (3 MiB each); the stub copies them to the child
+    # and returns every block.
+    with forker(repo) as fb:
+        FakeCallee(fb)
+        # The real backend announces a new segment on the channel that carries the first
+        # reference to it (here async: the stub makes a child's calls from a thread); the
+        # fake announces on sync, which the stub's main thread, waiting for the child, does
+        # not read meanwhile.
+        fb.arena.announce = lambda seg, size, fd: fb.async_.send(
+            MessageKind.SEGMENT_ADD, codec.encode_segment_add(Owner.BACKEND, seg, size), fds=[fd]
+        )
+        assert run_mode(fb, "big_outputs") == [[0.0, 2.0], [2.0, 2.0], [4.0, 2.0]]
+        assert wait_until(lambda: fb.arena.used_bytes == 0), fb.arena.used_bytes
 
 
 def test_a_forked_childs_cancel_reaches_the_backend(repo: Path) -> None:
