@@ -116,6 +116,8 @@ class TritonPythonModel:
         return {"child": got, "status": status, "after": identity_call(5)}
 
     def mode_spawn(self):
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            result = pool.map(error_text, [0])[0]
-        return {"result": result, "after": identity_call(0)}
+        found = {}
+        for method in ("spawn", "forkserver"):
+            with multiprocessing.get_context(method).Pool(1) as pool:
+                found[method] = pool.map(error_text, [0])[0]
+        return {"result": found, "after": identity_call(0)}
