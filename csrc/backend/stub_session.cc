@@ -139,8 +139,11 @@ json::Value StubSession::Start(const json::Value& init_args) {
                 " (backend config stub-timeout-seconds). " + DeathDetail());
     }
     if (w == Wait::kDead) {
+      // The original's text for a stub lost while it loads (qa L0_backend_python greps the
+      // server log for it, model init_exit), then what we know of the death.
       Throw(TRITONSERVER_ERROR_INTERNAL,
-            what + "the stub went away before sending " + step + ". " + DeathDetail());
+            what + "Stub process '" + opts_.instance_name +
+                "' is not healthy. It went away before sending " + step + ". " + DeathDetail());
     }
     MarkDead(error);
     Throw(TRITONSERVER_ERROR_INTERNAL, what + error + ". " + DeathDetail());

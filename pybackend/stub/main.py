@@ -21,6 +21,7 @@ from ..utils import transport as utils_transport
 from . import debug, loader
 from .async_execute import ConfigError, cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
+from .fork_route import ForkRoute
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
 from .state import StubState
@@ -47,6 +48,10 @@ class Stub:
 
     def run(self) -> NoReturn:
         utils_transport.set_transport(self.transport)
+        ForkRoute(self.transport, self.state)
+        # Processes that model.py starts with multiprocessing's spawn/forkserver inherit this
+        # and can say where they come from when they try BLS (utils/transport.py).
+        os.environ[utils_transport.STUB_INSTANCE_ENV] = self.instance
         logging.lastResort = RecordForwarder(self.state.log)
         self.serve()
         self._exit(0)
@@ -90,6 +95,8 @@ class Stub:
                     )
                 else:
                     body = dispatcher.execute(msg.body)
+                if st.forked:
+                    self._forked_child_returned()
                 sync.send_fast(MessageKind.RESULT, body, msg.id)
             elif kind == MessageKind.LANE:
                 # From now on the backend sleeps on the lane and counts its socket messages.
@@ -105,6 +112,16 @@ class Stub:
                     WARNING,
                     f"pybackend stub '{self.instance}': unexpected sync message kind {kind}",
                 )
+
+    def _forked_child_returned(self) -> NoReturn:
+        """A child that model.py forked (os.fork) returned from execute into the stub's loop:
+        its RESULT would mix with the stub's own on the channel it inherited."""
+        self.state.log.here(
+            ERROR,
+            f"A process forked by model.py of instance '{self.instance}' (pid {os.getpid()}) "
+            "returned from execute; it exits now. End such a process with os._exit() instead.",
+        )
+        os._exit(1)
 
     def _exit(self, code: int) -> NoReturn:
         try:
@@ -133,6 +150,7 @@ class Stub:
         try:
             init = codec.decode_json(body)
             phase = init.get("phase", "initialize")
+            os.environ[utils_transport.STUB_MODEL_ENV] = str(init.get("model_name", ""))
             self.transport.phase = phase
             self._configure(init)
             if self.reader is None:
@@ -210,6 +228,7 @@ class Stub:
     def _finalize(self) -> Optional[str]:
         if self.dispatcher is not None:
             self.dispatcher.stop_loop()
+        self.transport.phase = "finalize"  # BLS is refused from here on, as in the original
         model = self.model
         if model is None or not hasattr(model, "finalize"):
             return None
