@@ -1,5 +1,8 @@
 """The one error of this package."""
 
 
-class EnvError(Exception):
+from ..errors import PybackendError
+
+
+class EnvError(PybackendError):
     """EXECUTION_ENV_PATH cannot be used; the message names the path and the fix."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Union
 
+from ..errors import ConfigError
+
+__all__ = ["ConfigError", "complete", "load_config", "normalize", "parse_config"]
+
 _INT64 = {3, 4, 6, 16, 18}  # FieldDescriptor.TYPE_INT64, UINT64, FIXED64, SFIXED64, SINT64
-
-
-class ConfigError(Exception):
-    """config.pbtxt could not be read (the message says which file and why)."""
 
 
 def _schema() -> Any:
