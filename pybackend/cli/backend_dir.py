@@ -19,6 +19,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "`tritonserver --backend-directory $(pybackend backend-dir)`. "
             "Exits non-zero (after printing) if the library is missing."
         ),
+        epilog=(
+            "example:\n"
+            "  tritonserver --model-repository models "
+            '--backend-directory "$(pybackend backend-dir)"'
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--original",

@@ -22,6 +22,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "run `python -m pybackend.stub --version` with the environment's interpreter. "
             "Exits non-zero with the reason and the fix when the stub could not run there."
         ),
+        epilog="example:\n  pybackend check-env envs/torch.tar.gz --model-dir models/classifier",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", help="the environment: a directory or a tar archive")
     parser.add_argument(

@@ -22,6 +22,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "instance per model, no metrics endpoint: for development "
             "(`pybackend serve` runs a real tritonserver)."
         ),
+        epilog="example:\n  pybackend devserve examples/model_repository --in-process --reload",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")

@@ -1,4 +1,11 @@
-"""Entry point of the `pybackend` command: argument parsing and dispatch to subcommands."""
+"""Entry point of the `pybackend` command: argument parsing and dispatch to subcommands.
+
+Exit codes (every command): 0 success, 1 the command ran and failed (a check found
+errors, a request failed, a file could not be written), 2 the command line is wrong
+(argparse's usage error). A pybackend error (:class:`pybackend.errors.PybackendError`)
+anywhere below a command is reported as one line, ``pybackend COMMAND: message``, with
+exit code 1; other exceptions are bugs and keep their traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,20 @@ import sys
 from collections.abc import Sequence
 
 from pybackend import __version__
-from pybackend.cli import backend_dir, check_env, devserve, serve
+from pybackend.cli import backend_dir, check_env, devserve, new, serve
+from pybackend.errors import PybackendError
+
+EPILOG = """\
+exit codes: 0 success; 1 the command failed (validate: errors found); 2 bad command line.
+`pybackend COMMAND --help` shows a command's options and an example."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pybackend",
         description="A drop-in replacement for Triton Inference Server's Python backend.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pybackend {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -21,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(commands)
     check_env.add_parser(commands)
     devserve.add_parser(commands)
+    new.add_parser(commands)
     return parser
 
 
@@ -33,7 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list, passthrough = args_list[:cut], args_list[cut + 1 :]
     args = build_parser().parse_args(args_list)
     args.passthrough = passthrough
-    return int(args.run(args) or 0)
+    try:
+        return int(args.run(args) or 0)
+    except PybackendError as e:
+        print(f"pybackend {args.command}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -36,6 +36,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "with this package's Python backend, in the foreground until Ctrl-C. "
             "Arguments after a bare `--` are passed to tritonserver unchanged."
         ),
+        epilog=(
+            "examples:\n"
+            "  pybackend serve examples/model_repository --http-port 8000\n"
+            "  pybackend serve models -- --log-verbose=1   # after --: tritonserver's options"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")
     parser.add_argument(
