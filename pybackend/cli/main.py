@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from pybackend import __version__
-from pybackend.cli import backend_dir, check_env, devserve, new, serve
+from pybackend.cli import backend_dir, check_env, devserve, new, serve, validate
 from pybackend.errors import PybackendError
 
 EPILOG = """\
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_env.add_parser(commands)
     devserve.add_parser(commands)
     new.add_parser(commands)
+    validate.add_parser(commands)
     return parser
 
 

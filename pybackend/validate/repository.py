@@ -1,0 +1,104 @@
+"""`pybackend validate PATH`: which models PATH holds (PATH is one model directory or a
+repository of them) and every check on each, in the order the server meets them: the
+config's text, the config, the parameters, then model.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import PybackendError
+from ..testing.config import ConfigSyntaxError, parse_config
+from . import config_checks, parameter_checks, source_checks
+from .findings import ERROR, NOTE, ModelReport
+
+#: ``--run``'s checks (run_checks.check_run), given the report, config and model file.
+RunCheck = Callable[[ModelReport, Dict[str, Any], Path], Optional[Dict[str, Any]]]
+
+
+class ValidateError(PybackendError):
+    """PATH holds no model to check."""
+
+
+def is_model_dir(path: Path) -> bool:
+    return (path / "config.pbtxt").is_file() or any(
+        p.is_dir() and p.name.isdigit() for p in path.iterdir()
+    )
+
+
+def model_dirs(path: Path) -> List[Path]:
+    if not path.is_dir():
+        raise ValidateError(f"{path} is not a directory (give a model directory or a repository)")
+    if is_model_dir(path):
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.is_dir() and is_model_dir(p))
+    if not found:
+        raise ValidateError(
+            f"{path} holds no model: a model directory has config.pbtxt or a version "
+            "directory (1/model.py), a repository has model directories"
+        )
+    return found
+
+
+def validate(path: Path, run: Optional[RunCheck] = None) -> List[ModelReport]:
+    return [validate_model(d, run) for d in model_dirs(path)]
+
+
+def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelReport:
+    report = ModelReport(model_dir.name, model_dir)
+    file = model_dir / "config.pbtxt"
+    text = file.read_text(errors="replace") if file.is_file() else ""
+    try:
+        config = parse_config(text, "config.pbtxt")
+    except ConfigSyntaxError as e:
+        report.add(
+            ERROR,
+            "config-syntax",
+            f"failed to read text proto: {e.reason}",
+            "config.pbtxt",
+            e.line,
+            e.column,
+        )
+        return report
+    backend = config.get("backend") or ""
+    if backend not in ("", "python") or config.get("platform"):
+        report.skipped = f"not a Python model (backend '{backend or config.get('platform')}')"
+        return report
+    if not file.is_file():
+        report.add(NOTE, "config", "no config.pbtxt: the model's auto_complete_config makes it")
+    config_checks.check_identity(report, text, config)
+    config_checks.check_batching(report, text, config)
+    config_checks.check_instance_groups(report, text, config)
+    parameter_checks.check_parameters(report, text, config)
+    versions = config_checks.served_versions(model_dir, config)
+    model_file = config.get("default_model_filename") or "model.py"
+    trees = {}
+    for version in versions:
+        path = model_dir / str(version) / model_file
+        tree = source_checks.parse_model(report, path)
+        if tree is not None:
+            trees[path] = tree
+            source_checks.check_class(report, path, tree)
+            env = parameter_checks.parameters(config).get("EXECUTION_ENV_PATH", "")
+            source_checks.check_imports(report, path, tree, env)
+    completes = any(_completes(tree) for tree in trees.values())
+    if run is not None and trees and not report.count(ERROR):
+        # The configuration auto_complete_config made is the one the server checks.
+        config = run(report, config, next(iter(trees))) or config
+    elif completes:
+        report.add(
+            NOTE,
+            "auto-complete",
+            "model.py has auto_complete_config, which may add inputs, outputs and dims: "
+            "they are checked with --run, on the configuration it makes",
+        )
+        return report
+    config_checks.check_tensors(report, text, config)
+    for path, tree in trees.items():
+        source_checks.check_names(report, path, tree, config)
+    return report
+
+
+def _completes(tree: Any) -> bool:
+    cls, _ = source_checks.model_class(tree)
+    return cls is not None and "auto_complete_config" in source_checks.methods(cls)
