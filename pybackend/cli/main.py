@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from pybackend import __version__
-from pybackend.cli import backend_dir, check_env, devserve, new, serve, validate
+from pybackend.cli import backend_dir, check_env, config, devserve, new, serve, validate
 from pybackend.errors import PybackendError
 
 EPILOG = """\
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     devserve.add_parser(commands)
     new.add_parser(commands)
     validate.add_parser(commands)
+    config.add_parser(commands)
     return parser
 
 

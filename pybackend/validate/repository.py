@@ -92,6 +92,9 @@ def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelRepo
             "model.py has auto_complete_config, which may add inputs, outputs and dims: "
             "they are checked with --run, on the configuration it makes",
         )
+        tensors = (config.get("input") or []) + (config.get("output") or [])
+        if tensors and all(_whole(t) for t in tensors):  # nothing there to complete
+            config_checks.check_tensors(report, text, config)
         return report
     config_checks.check_tensors(report, text, config)
     for path, tree in trees.items():
@@ -102,3 +105,7 @@ def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelRepo
 def _completes(tree: Any) -> bool:
     cls, _ = source_checks.model_class(tree)
     return cls is not None and "auto_complete_config" in source_checks.methods(cls)
+
+
+def _whole(tensor: Dict[str, Any]) -> bool:
+    return tensor.get("data_type", "TYPE_INVALID") != "TYPE_INVALID" and bool(tensor.get("dims"))
