@@ -14,7 +14,16 @@ import sys
 from collections.abc import Sequence
 
 from pybackend import __version__
-from pybackend.cli import backend_dir, check_env, config, devserve, new, serve, validate
+from pybackend.cli import (
+    backend_dir,
+    check_env,
+    config,
+    devserve,
+    infer,
+    new,
+    serve,
+    validate,
+)
 from pybackend.errors import PybackendError
 
 EPILOG = """\
@@ -38,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_parser(commands)
     validate.add_parser(commands)
     config.add_parser(commands)
+    infer.add_parser(commands)
     return parser
 
 
@@ -48,7 +58,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, passthrough = args_list[:cut], args_list[cut + 1 :]
-    args = build_parser().parse_args(args_list)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(args_list)
+    # argparse does not give a positional list the words after an option
+    # (`infer URL MODEL --stream A=1`): a command that takes NAME=VALUE words gets them here.
+    if extra and hasattr(args, "inputs") and all("=" in w and not w.startswith("-") for w in extra):
+        args.inputs += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.passthrough = passthrough
     try:
         return int(args.run(args) or 0)
