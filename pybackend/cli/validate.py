@@ -53,12 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    run_check = None
-    if args.run_model:
-        from pybackend.validate.run_checks import check_run
-
-        run_check = check_run
-    reports = validate(Path(args.path), run_check)
+    reports = validate(Path(args.path), args.run_model)
     errors = sum(r.count(ERROR) for r in reports)
     if args.json:
         warnings = sum(r.count(WARNING) for r in reports)

@@ -40,8 +40,20 @@ def model_dirs(path: Path) -> List[Path]:
     return found
 
 
-def validate(path: Path, run: Optional[RunCheck] = None) -> List[ModelReport]:
-    return [validate_model(d, run) for d in model_dirs(path)]
+def validate(path: Path, run: bool = False) -> List[ModelReport]:
+    """Every model of ``path``; ``run``: also loaded through the offline harness, all of
+    them before any request (so that BLS calls find the others), one request each."""
+    if not run:
+        return [validate_model(d) for d in model_dirs(path)]
+    from .run_checks import Runner
+
+    runner = Runner()
+    try:
+        reports = [validate_model(d, runner) for d in model_dirs(path)]
+        runner.request_all()
+    finally:
+        runner.close()
+    return reports
 
 
 def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelReport:

@@ -153,7 +153,7 @@ def check_names(report: ModelReport, path: Path, tree: ast.Module, config: Dict[
                 report.add(
                     ERROR,
                     "tensor-name",
-                    f"{function}(..., '{name}'): config.pbtxt declares no {kind} '{name}' "
+                    f"{function}(..., '{name}'): the configuration declares no {kind} '{name}' "
                     f"({_listed(declared[kind])}), so this returns None",
                     file,
                     node.lineno,
@@ -166,7 +166,7 @@ def check_names(report: ModelReport, path: Path, tree: ast.Module, config: Dict[
                     report.add(
                         WARNING,
                         "tensor-name",
-                        f"the response holds output '{name}', which config.pbtxt does not "
+                        f"the response holds output '{name}', which the configuration does not "
                         f"declare ({_listed(declared['output'])}): no client can ask for it",
                         file,
                         tensor.lineno,

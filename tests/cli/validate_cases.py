@@ -197,9 +197,9 @@ CASES = {
     "names": Case(
         IO,
         [
-            ("error", "tensor-name", "get_input_tensor_by_name(..., 'INPUT0'): config.pbtxt declares no input 'INPUT0' (it declares 'X'), so this returns None", "1/model.py", 10),
-            ("error", "tensor-name", "get_output_config_by_name(..., 'X'): config.pbtxt declares no output 'X' (it declares 'Y'), so this returns None", "1/model.py", 6),
-            ("warning", "tensor-name", "the response holds output 'OUT', which config.pbtxt does not declare (it declares 'Y'): no client can ask for it", "1/model.py", 13),
+            ("error", "tensor-name", "get_input_tensor_by_name(..., 'INPUT0'): the configuration declares no input 'INPUT0' (it declares 'X'), so this returns None", "1/model.py", 10),
+            ("error", "tensor-name", "get_output_config_by_name(..., 'X'): the configuration declares no output 'X' (it declares 'Y'), so this returns None", "1/model.py", 6),
+            ("warning", "tensor-name", "the response holds output 'OUT', which the configuration does not declare (it declares 'Y'): no client can ask for it", "1/model.py", 13),
         ],
         model_py="""import json
 import triton_python_backend_utils as pb_utils

@@ -1,0 +1,163 @@
+"""`pybackend validate --run`: the model loaded through the offline harness as the server
+loads it (``auto_complete_config``, ``initialize``), then one generated request; outputs
+whose data type or shape differ from the configuration are warnings, since tritonserver
+passes them on as the model made them (issue 19). The configuration auto_complete_config
+made is handed back, for the config checks to run on it."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..stub.tracebacks import format_exception
+from ..testing.harness import ModelHarness
+from ..testing.inputs import TRITON_NAME, triton_code
+from ..utils.dtypes import triton_string_to_numpy
+from ..utils.errors import TritonModelException
+from .findings import ERROR, NOTE, WARNING, ModelReport
+
+STREAM_TIMEOUT_S = 30.0
+
+
+class Runner:
+    """The models of one `validate --run`: all loaded first, then one request each, so
+    that a model's BLS calls reach the others of the repository as in the server."""
+
+    def __init__(self) -> None:
+        self.loaded: List[Tuple[ModelReport, str, ModelHarness]] = []
+
+    def __call__(
+        self, report: ModelReport, config: Dict[str, Any], model_file: Path
+    ) -> Optional[Dict[str, Any]]:
+        """Load the model (auto_complete_config, initialize); the completed config."""
+        file = model_file.relative_to(report.path).as_posix()
+        harness = ModelHarness(
+            report.path, version=int(model_file.parent.name), model_file=model_file.name
+        )
+        with _noted(report, file):
+            try:
+                harness.start()
+            except TritonModelException as e:  # auto_complete_config's, in the server's words
+                report.add(ERROR, "load", f"loading the model fails: {e}", file)
+                return None
+            except Exception as e:  # noqa: BLE001 - the model's import or initialize: anything
+                report.add(ERROR, "load", f"loading the model fails: {format_exception(e)}", file)
+                return None
+        self.loaded.append((report, file, harness))
+        return harness.config
+
+    def request_all(self) -> None:
+        for report, file, harness in self.loaded:
+            with _noted(report, file):
+                _request(report, file, harness)
+
+    def close(self) -> None:
+        for _, _, harness in reversed(self.loaded):
+            harness.close()
+        self.loaded = []
+
+
+@contextlib.contextmanager
+def _noted(report: ModelReport, file: str) -> Iterator[None]:
+    """Python warnings raised meanwhile (by the model's code) become notes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        text = f"a warning while the model ran: {w.category.__name__}: {w.message}"
+        report.add(NOTE, "run", text, file)
+
+
+def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
+    try:
+        inputs = generated_inputs(harness.config)
+        if inputs is None:
+            report.add(
+                NOTE, "run", "no request sent: an input's data type cannot be generated", file
+            )
+            return
+        request = harness.request(inputs)
+        if harness.decoupled:
+            responses = harness.stream(request, STREAM_TIMEOUT_S)
+        else:
+            responses = harness.execute([request])
+    except Exception as e:  # noqa: BLE001 - the model's code again
+        report.add(NOTE, "run", f"the generated request failed: {format_exception(e)}", file)
+        return
+    for response in responses:
+        if response is None:
+            continue
+        if response.has_error():
+            report.add(
+                NOTE,
+                "run",
+                "the generated request (ones, every -1 dimension 1) got an error response, "
+                f"which may be the model's answer to such data: {response.error().message()}",
+                file,
+            )
+            continue
+        arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
+        for text in output_mismatches(harness.config, arrays):
+            report.add(WARNING, "output", text, file)
+
+
+def generated_inputs(config: Mapping[str, Any]) -> Optional[Dict[str, np.ndarray]]:
+    """Ones of each required input's data type, every -1 dimension 1, with a batch of 1
+    where the model batches; None where a data type has no numpy counterpart here."""
+    batched = int(config.get("max_batch_size") or 0) > 0
+    inputs = {}
+    for spec in config.get("input") or []:
+        if spec.get("optional"):
+            continue
+        dtype = triton_string_to_numpy(str(spec.get("data_type")))
+        if dtype is None:
+            return None
+        shape = ([1] if batched else []) + [
+            1 if int(d) == -1 else int(d) for d in spec.get("dims") or []
+        ]
+        if dtype is np.object_:
+            inputs[spec["name"]] = np.full(shape, b"1", dtype=np.object_)
+        else:
+            inputs[spec["name"]] = np.ones(shape, dtype=dtype)
+    return inputs
+
+
+def output_mismatches(config: Mapping[str, Any], outputs: Mapping[str, np.ndarray]) -> List[str]:
+    """The outputs whose data type or shape differ from the configuration. Our own small
+    comparison: the harness's list of mismatches (issue 19, branch `returns`) is not in
+    main yet; once it is, this should use its rules (stub/returns.py OutputRules)."""
+    declared = {str(o.get("name")): o for o in config.get("output") or []}
+    batched = int(config.get("max_batch_size") or 0) > 0
+    found = []
+    for name, array in outputs.items():
+        spec = declared.get(name)
+        if spec is None:
+            found.append(
+                f"output '{name}' is not declared in the configuration: no client can ask for it"
+            )
+            continue
+        code = triton_code(array)
+        actual = "TYPE_STRING" if code == 13 else "TYPE_" + TRITON_NAME.get(code, "INVALID")
+        want_type = str(spec.get("data_type") or "")
+        if want_type and actual != want_type:
+            found.append(
+                f"output '{name}' has data type {actual} but the configuration declares "
+                f"{want_type}: tritonserver passes it on as it is, so clients get "
+                f"{actual[5:]}; convert the array (numpy astype) or fix config.pbtxt"
+            )
+        if "reshape" in spec:
+            continue
+        dims = [int(d) for d in spec.get("dims") or []]
+        want = ([-1] if batched else []) + dims
+        shape = list(array.shape)
+        if len(want) != len(shape) or any(w >= 0 and w != s for w, s in zip(want, shape)):
+            found.append(
+                f"output '{name}' has shape {shape} but the configuration declares {dims}"
+                f"{' after the batch dimension' if batched else ''} (-1: any size): "
+                "tritonserver passes it on as it is; reshape the array or fix config.pbtxt"
+            )
+    return found
