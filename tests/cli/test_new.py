@@ -99,3 +99,29 @@ def test_a_non_empty_directory_needs_force(cli: Cli, tmp_path: Path) -> None:
     assert not (tmp_path / "m" / "config.pbtxt").exists()
     assert cli("new", tmp_path / "m", "--force").returncode == 0
     assert (tmp_path / "m" / "notes.txt").read_text() == "mine"
+
+
+def test_generated_models_pass_in_a_stub_and_through_tritonserver(cli: Cli, tmp_path: Path) -> None:
+    """The same generated tests in the harness's other modes: the model in a real stub
+    process, and served by a real tritonserver with our backend."""
+    for template in ("basic", "batched", "decoupled"):
+        assert cli("new", tmp_path / template, "-t", template).returncode == 0
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--pybackend-mode=stub,server",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "6 passed" in ran.stdout, ran.stdout
