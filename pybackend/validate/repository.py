@@ -57,6 +57,14 @@ def validate(path: Path, run: bool = False) -> List[ModelReport]:
 
 
 def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelReport:
+    report = _checked(model_dir, run)
+    # In reading order: the model, config.pbtxt, then model.py, each by line.
+    place = {"": 0, "config.pbtxt": 1}
+    report.findings.sort(key=lambda f: (place.get(f.file, 2), f.file, f.line))
+    return report
+
+
+def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
     report = ModelReport(model_dir.name, model_dir)
     file = model_dir / "config.pbtxt"
     text = file.read_text(errors="replace") if file.is_file() else ""
