@@ -7,11 +7,13 @@ import os
 import sys
 from pathlib import Path
 
+from pybackend.cli.command import add_command
 from pybackend.server import locate
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "backend-dir",
         help="print the directory for tritonserver --backend-directory",
         description=(
@@ -24,7 +26,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "  tritonserver --model-repository models "
             '--backend-directory "$(pybackend backend-dir)"'
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--original",

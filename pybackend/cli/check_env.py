@@ -9,11 +9,13 @@ import os
 import subprocess
 import sys
 
+from pybackend.cli.command import add_command
 from pybackend.execution_env import EnvError, package_parent, prepare
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "check-env",
         help="check a Python environment (directory or archive) for EXECUTION_ENV_PATH",
         description=(
@@ -23,7 +25,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "Exits non-zero with the reason and the fix when the stub could not run there."
         ),
         epilog="example:\n  pybackend check-env envs/torch.tar.gz --model-dir models/classifier",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", help="the environment: a directory or a tar archive")
     parser.add_argument(

@@ -8,6 +8,7 @@ import argparse
 import difflib
 from pathlib import Path
 
+from pybackend.cli.command import add_command
 from pybackend.validate.completion import rewrite
 
 EXAMPLE = """\
@@ -19,7 +20,8 @@ examples:
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "config",
         help="write into config.pbtxt what the model's auto_complete_config declares",
         description=(
@@ -31,7 +33,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "the file's leading ones are not kept."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("directory", metavar="DIR", help="the model directory")
     parser.add_argument("--dry-run", action="store_true", help="print the file, write nothing")

@@ -11,7 +11,9 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from .infer_client import Client, ClientError, target
+from pybackend.cli.command import add_command
+
+from .infer_client import Client, ClientError, Request, target
 from .infer_inputs import build_inputs
 from .terminal import is_terminal, table
 
@@ -35,7 +37,8 @@ Named = List[Tuple[str, str, np.ndarray]]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "infer",
         help="send a request to a model on a Triton server and print the outputs",
         description=(
@@ -45,7 +48,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "they come (gRPC)."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("url", metavar="URL")
     parser.add_argument("model", metavar="MODEL")
@@ -76,10 +78,8 @@ def run(args: argparse.Namespace) -> int:
                 "and give the server's gRPC address"
             )
         arrays = build_inputs(args.inputs, specs, args.model)
-        call = (client.stream if args.stream else client.infer)(
-            args.model, args.model_version, arrays, specs, args.output
-        )
-        responses = _show(args, call if args.stream else [call])
+        req = Request(args.model, args.model_version, arrays, specs, args.output)
+        responses = _show(args, client.stream(req) if args.stream else [client.infer(req)])
     finally:
         client.close()
     if args.json:

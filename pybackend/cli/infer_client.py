@@ -22,6 +22,15 @@ class ClientError(PybackendError):
 
 
 @dataclass
+class Request:
+    model: str
+    version: str  # "": the server's choice
+    arrays: Outputs  # the inputs by name
+    specs: Sequence[InputSpec]  # the model's inputs, for their data types
+    outputs: Sequence[str]  # those asked for ([]: all)
+
+
+@dataclass
 class Target:
     protocol: str  # http or grpc
     address: str  # host:port
@@ -100,43 +109,29 @@ class Client:
             for i in meta.get("inputs", [])
         ], decoupled
 
-    def _inputs(self, arrays: Outputs, specs: Sequence[InputSpec]) -> List[Any]:
-        types = {s.name: s.datatype for s in specs}
+    def _inputs(self, req: "Request") -> List[Any]:
+        types = {s.name: s.datatype for s in req.specs}
         made = []
-        for name, array in arrays.items():
+        for name, array in req.arrays.items():
             item = self.module.InferInput(name, list(array.shape), types[name])
             item.set_data_from_numpy(array)
             made.append(item)
         return made
 
-    def _outputs(self, names: Sequence[str]) -> Optional[List[Any]]:
-        return [self.module.InferRequestedOutput(n) for n in names] or None
+    def _outputs(self, req: "Request") -> Optional[List[Any]]:
+        return [self.module.InferRequestedOutput(n) for n in req.outputs] or None
 
-    def infer(
-        self,
-        model: str,
-        version: str,
-        arrays: Outputs,
-        specs: Sequence[InputSpec],
-        outputs: Sequence[str],
-    ) -> List[Tuple[str, str, np.ndarray]]:
-        kwargs: Dict[str, Any] = {"model_version": version, "outputs": self._outputs(outputs)}
+    def infer(self, req: "Request") -> List[Tuple[str, str, np.ndarray]]:
+        kwargs: Dict[str, Any] = {"model_version": req.version, "outputs": self._outputs(req)}
         if self.where.protocol == "grpc":
             kwargs["client_timeout"] = self.timeout
         result = self._call(
-            f"model '{model}'",
-            lambda: self.client.infer(model, self._inputs(arrays, specs), **kwargs),
+            f"model '{req.model}'",
+            lambda: self.client.infer(req.model, self._inputs(req), **kwargs),
         )
         return _named(result)
 
-    def stream(
-        self,
-        model: str,
-        version: str,
-        arrays: Outputs,
-        specs: Sequence[InputSpec],
-        outputs: Sequence[str],
-    ) -> Iterator[List[Tuple[str, str, np.ndarray]]]:
+    def stream(self, req: "Request") -> Iterator[List[Tuple[str, str, np.ndarray]]]:
         """A decoupled model's responses, each as it arrives, until the final one; each
         wait for the next is bounded by the timeout."""
         if self.where.protocol != "grpc":
@@ -151,12 +146,12 @@ class Client:
         finished = False
         try:
             self._call(
-                f"model '{model}'",
+                f"model '{req.model}'",
                 lambda: self.client.async_stream_infer(
-                    model,
-                    self._inputs(arrays, specs),
-                    model_version=version,
-                    outputs=self._outputs(outputs),
+                    req.model,
+                    self._inputs(req),
+                    model_version=req.version,
+                    outputs=self._outputs(req),
                     enable_empty_final_response=True,  # how the end of the stream shows
                 ),
             )
@@ -165,10 +160,10 @@ class Client:
                     result, error = events.get(timeout=self.timeout)
                 except queue.Empty:
                     raise ClientError(
-                        f"model '{model}': no response within {self.timeout:g} s (--timeout)"
+                        f"model '{req.model}': no response within {self.timeout:g} s (--timeout)"
                     ) from None
                 if error is not None:
-                    raise ClientError(f"model '{model}': {error.message() or error}")
+                    raise ClientError(f"model '{req.model}': {error.message() or error}")
                 response = result.get_response()
                 named = _named(result)
                 if named:

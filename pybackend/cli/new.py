@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pybackend.cli.command import add_command
+
 from .template_tests import generated_test
 from .templates import TEMPLATES, Model, config_pbtxt, model_py
 from .tensor_specs import SpecError, parse_specs
@@ -32,7 +34,8 @@ DEFAULTS = {  # template -> (inputs, outputs, dims), when --input/--output are n
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     listed = "\n".join(f"  {name:10} {what}" for name, what in TEMPLATES.items())
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "new",
         help="create a model directory (config.pbtxt, 1/model.py, a passing test)",
         description=(
@@ -42,7 +45,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "output's data type: replace that with your computation."
         ),
         epilog=EXAMPLE.format(templates=listed),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("directory", metavar="DIR", help="the model directory to create")
     parser.add_argument("--template", "-t", choices=list(TEMPLATES), default="basic")

@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 
+from pybackend.cli.command import add_command
 from pybackend.server import ServerError, TritonServer
 from pybackend.server.processes import port_is_free
 
@@ -28,7 +29,8 @@ ADD_SUB_REQUEST = {
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "serve",
         help="serve a model repository with a real tritonserver",
         description=(
@@ -41,7 +43,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "  pybackend serve examples/model_repository --http-port 8000\n"
             "  pybackend serve models -- --log-verbose=1   # after --: tritonserver's options"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")
     parser.add_argument(

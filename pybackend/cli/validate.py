@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import List
 
+from pybackend.cli.command import add_command
 from pybackend.validate import ERROR, NOTE, WARNING, ModelReport, validate
 
 from .terminal import paint
@@ -26,7 +27,8 @@ COLOURS = {ERROR: "red", WARNING: "yellow", NOTE: "dim"}
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "validate",
         help="check a model or a repository for what tritonserver would refuse",
         description=(
@@ -38,7 +40,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "are what the server refuses; warnings, what it lets through but is likely wrong."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", metavar="PATH", help="a model directory or a model repository")
     parser.add_argument(

@@ -1,6 +1,5 @@
 """The one error of this package."""
 
-
 from ..errors import PybackendError
 
 
