@@ -7,9 +7,11 @@ made is handed back, for the config checks to run on it."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -20,7 +22,35 @@ from ..utils.dtypes import triton_string_to_numpy
 from ..utils.errors import TritonModelException
 from .findings import ERROR, NOTE, WARNING, ModelReport
 
-STREAM_TIMEOUT_S = 30.0
+#: How long a model may take to load (auto_complete_config and initialize) and to answer
+#: the request (a decoupled model: until its FINAL), before it is given up on.
+LOAD_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+class _Abandoned(Exception):
+    """The model's code did not return in time; its thread is left behind (a daemon)."""
+
+
+def _bounded(step: Callable[[], Any], seconds: float) -> Any:
+    """``step()``'s result or exception, from a thread of its own; _Abandoned when it
+    does not end within ``seconds`` (model code cannot be interrupted, only left)."""
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = step()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run, name="validate-run", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise _Abandoned()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
 
 
 class Runner:
@@ -29,6 +59,7 @@ class Runner:
 
     def __init__(self) -> None:
         self.loaded: List[Tuple[ModelReport, str, ModelHarness]] = []
+        self.abandoned: List[ModelHarness] = []
 
     def __call__(
         self, report: ModelReport, config: Dict[str, Any], model_file: Path
@@ -40,7 +71,11 @@ class Runner:
         )
         with _noted(report, file):
             try:
-                harness.start()
+                _bounded(harness.start, LOAD_TIMEOUT_S)
+            except _Abandoned:
+                text = f"loading the model did not end within {LOAD_TIMEOUT_S:g} s (abandoned)"
+                report.add(ERROR, "load", text, file)
+                return None
             except TritonModelException as e:  # auto_complete_config's, in the server's words
                 report.add(ERROR, "load", f"loading the model fails: {e}", file)
                 return None
@@ -53,11 +88,26 @@ class Runner:
     def request_all(self) -> None:
         for report, file, harness in self.loaded:
             with _noted(report, file):
-                _request(report, file, harness)
+                # Findings go to a report of their own until the request is done: an
+                # abandoned thread may still add some, and they must not show.
+                found = ModelReport(report.name, report.path)
+                try:
+                    _bounded(functools.partial(_request, found, file, harness), REQUEST_TIMEOUT_S)
+                    report.findings += found.findings
+                except _Abandoned:
+                    self.abandoned.append(harness)
+                    report.add(
+                        WARNING,
+                        "run",
+                        f"the generated request got no answer within {REQUEST_TIMEOUT_S:g} s "
+                        "(abandoned): does execute wait for something that never comes?",
+                        file,
+                    )
 
     def close(self) -> None:
         for _, _, harness in reversed(self.loaded):
-            harness.close()
+            if harness not in self.abandoned:  # its execute still runs: finalize would wait
+                harness.close()
         self.loaded = []
 
 
@@ -82,7 +132,7 @@ def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
             return
         request = harness.request(inputs)
         if harness.decoupled:
-            responses = harness.stream(request, STREAM_TIMEOUT_S)
+            responses = harness.stream(request, REQUEST_TIMEOUT_S)
         else:
             responses = harness.execute([request])
     except Exception as e:  # noqa: BLE001 - the model's code again

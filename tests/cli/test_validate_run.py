@@ -156,3 +156,22 @@ def test_the_completed_config_is_checked(cli: Cli, tmp_path: Path) -> None:
     plain = cli("validate", model)
     assert plain.returncode == 0
     assert "model.py has auto_complete_config" in plain.stdout
+
+
+def test_a_model_that_never_answers_is_given_up_on(cli: Cli, tmp_path: Path) -> None:
+    _model(
+        tmp_path,
+        "hangs",
+        IO,
+        "import threading\n\n\n"
+        "class TritonPythonModel:\n"
+        "    def execute(self, requests):\n"
+        "        threading.Event().wait()\n",
+    )
+    done = cli("validate", tmp_path, "--run", timeout=120)
+    assert done.returncode == 0, done.stderr  # a warning: the server would wait as long
+    assert done.stdout.splitlines() == [
+        f"{tmp_path}/hangs/1/model.py: warning: the generated request got no answer within "
+        "30 s (abandoned): does execute wait for something that never comes?",
+        "1 model checked: 1 without errors, 0 with errors (0 errors, 1 warning)",
+    ]
