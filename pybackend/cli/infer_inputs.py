@@ -70,8 +70,16 @@ def _values(value: str, spec: InputSpec) -> np.ndarray:
         data: Any = json.loads(value)
     except ValueError:
         # Not JSON: comma-separated numbers, or for BYTES the text itself.
-        data = [value] if spec.datatype == "BYTES" else value.split(",")
+        data = [value] if spec.datatype == "BYTES" else [_token(v) for v in value.split(",")]
     return _typed(data, spec)
+
+
+def _token(text: str) -> Any:
+    """One comma-separated value as JSON reads it (true, 1, 2.5), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text.strip()
 
 
 def _typed(data: Any, spec: InputSpec) -> np.ndarray:
