@@ -157,3 +157,10 @@ def test_tritonserver_refuses_them_in_the_same_words(
         assert words in said[name] + "\n".join(polled), (name, said[name], polled)
         messages = [f["message"] for f in report[name]["findings"]]
         assert any(words in m for m in messages), (name, messages)
+
+
+def test_colour_only_on_a_terminal(cli_on_terminal: Any, tmp_path: Path) -> None:
+    make(tmp_path, "pref_gt_max", CASES["pref_gt_max"])
+    out = cli_on_terminal("validate", tmp_path)
+    assert f"{tmp_path}/pref_gt_max/config.pbtxt:3: \033[31merror\033[0m: dynamic batching" in out
+    assert "\033[1m1 model checked" in out
