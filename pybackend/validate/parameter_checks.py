@@ -21,6 +21,8 @@ KNOWN = {
     "PYBACKEND_DEBUG",
     async_execute.PARAMETER,
     async_execute.CANCEL_PARAMETER,
+    # Issue 19 (branch returns, not in main when this was written): strict output checks.
+    "PYBACKEND_STRICT_OUTPUTS",
 }
 THREAD_BUDGET_MAX = 1_000_000  # csrc/backend/thread_budget.cc
 

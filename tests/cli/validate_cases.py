@@ -152,7 +152,7 @@ CASES = {
     ),
     "unknown_param": Case(
         param("PYBACKEND_DEBUGGER", "pdb") + IO,
-        [("warning", "parameter", "parameter PYBACKEND_DEBUGGER is not one pybackend reads (PYBACKEND_ASYNC_EXECUTE_CANCEL, PYBACKEND_ASYNC_EXECUTE_CONCURRENCY, PYBACKEND_DEBUG)", "config.pbtxt", 2)],
+        [("warning", "parameter", "parameter PYBACKEND_DEBUGGER is not one pybackend reads (PYBACKEND_ASYNC_EXECUTE_CANCEL, PYBACKEND_ASYNC_EXECUTE_CONCURRENCY, PYBACKEND_DEBUG, PYBACKEND_STRICT_OUTPUTS)", "config.pbtxt", 2)],
     ),
     "env_missing": Case(
         param("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz") + IO,
