@@ -9,7 +9,6 @@ import difflib
 from pathlib import Path
 
 from pybackend.cli.command import add_command
-from pybackend.validate.completion import rewrite
 
 EXAMPLE = """\
 examples:
@@ -43,6 +42,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     file = directory / "config.pbtxt"
+    from pybackend.validate.completion import rewrite  # here: only this command needs it
+
     done = rewrite(directory)
     if args.dry_run:
         print(done.new, end="")

@@ -7,15 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-from typing import Any, Dict, List, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 from pybackend.cli.command import add_command
 
-from .infer_client import Client, ClientError, Request, target
-from .infer_inputs import build_inputs
 from .terminal import is_terminal, table
+
+if TYPE_CHECKING:  # numpy and tritonclient are imported when the command runs
+    import numpy as np
 
 EXAMPLE = """\
 inputs (data types and shapes come from the model's metadata):
@@ -33,7 +32,7 @@ examples:
 exit codes: 0 the model answered, 1 an error (the server's text is printed), 2 bad command line.
 """
 
-Named = List[Tuple[str, str, np.ndarray]]
+Named = List[Tuple[str, str, "np.ndarray"]]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -68,6 +67,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .infer_client import Client, ClientError, Request, target
+    from .infer_inputs import build_inputs
+
     where = target(args.url, args.grpc or (args.stream and "://" not in args.url))
     client = Client(where, args.timeout)
     try:
@@ -127,6 +131,8 @@ def _show(args: argparse.Namespace, responses: Any) -> List[Named]:
 
 
 def _plain(array: np.ndarray) -> Any:
+    import numpy as np
+
     if array.dtype == np.object_:
         flat = [_decoded(v) for v in array.reshape(-1)]
         return np.array(flat, dtype=object).reshape(array.shape).tolist()

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import List
+from typing import Any, List
 
 from pybackend.cli.command import add_command
-from pybackend.validate import ERROR, NOTE, WARNING, ModelReport, validate
 
 from .terminal import paint
 
@@ -22,8 +24,6 @@ examples:
 
 exit codes: 0 no errors (warnings allowed), 1 errors found, 2 bad command line.
 """
-
-COLOURS = {ERROR: "red", WARNING: "yellow", NOTE: "dim"}
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -54,6 +54,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: the other commands do not pay for the checks' imports (the harness).
+    from pybackend.validate import ERROR, WARNING, validate
+    from pybackend.validate.run_checks import PROGRESS_ENV
+
+    if args.run_model and PROGRESS_ENV not in os.environ:
+        return _supervised(args, PROGRESS_ENV)
     reports = validate(Path(args.path), args.run_model)
     errors = sum(r.count(ERROR) for r in reports)
     if args.json:
@@ -65,7 +71,33 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _lines(reports: List[ModelReport]) -> List[str]:
+def _supervised(args: argparse.Namespace, progress_env: str) -> int:
+    """--run in a child process: model code that ends the process (os._exit, a crash)
+    ends that one, and this one says which model it was and what it was doing."""
+    with tempfile.TemporaryDirectory(prefix="pybackend-validate-") as tmp:
+        progress = Path(tmp) / "progress"
+        command = [sys.executable, "-m", "pybackend.cli", "validate", args.path, "--run"]
+        command += ["--json"] if args.json else []
+        done = subprocess.run(command, env={**os.environ, progress_env: str(progress)}, check=False)
+        if done.returncode in (0, 1):
+            return done.returncode
+        where = progress.read_text() if progress.exists() else "starting"
+        how = (
+            f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
+        )
+        print(
+            f"pybackend validate: the model code ended the process ({how}): {where}. --run "
+            "runs models in this process; check that model without --run, or test it in a "
+            "stub process (pybackend.testing.StubModel)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _lines(reports: List[Any]) -> List[str]:
+    from pybackend.validate import ERROR, NOTE, WARNING
+
+    colours = {ERROR: "red", WARNING: "yellow", NOTE: "dim"}
     out: List[str] = []
     for report in reports:
         if report.skipped:
@@ -74,7 +106,7 @@ def _lines(reports: List[ModelReport]) -> List[str]:
         if not report.count(ERROR) and not report.count(WARNING):
             out.append(f"{report.path}: {paint('ok', 'green')}")
         for f in report.findings:
-            severity = paint(f.severity, COLOURS[f.severity])
+            severity = paint(f.severity, colours[f.severity])
             out.append(f"{f.where(report.path)}: {severity}: {f.message}")
     checked = [r for r in reports if not r.skipped]
     bad = sum(1 for r in checked if r.count(ERROR))

@@ -102,16 +102,20 @@ def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
             env = parameter_checks.parameters(config).get("EXECUTION_ENV_PATH", "")
             source_checks.check_imports(report, path, tree, env)
     completes = any(_completes(tree) for tree in trees.values())
+    completed = None
     if run is not None and trees and not report.count(ERROR):
         # The configuration auto_complete_config made is the one the server checks.
-        config = run(report, config, next(iter(trees))) or config
-    elif completes:
-        report.add(
-            NOTE,
-            "auto-complete",
-            "model.py has auto_complete_config, which may add inputs, outputs and dims: "
-            "they are checked with --run, on the configuration it makes",
-        )
+        completed = run(report, config, next(iter(trees)))
+    if completed is not None:
+        config = completed
+    elif completes:  # what the method would add is not known: only whole tensors checked
+        if run is None:
+            report.add(
+                NOTE,
+                "auto-complete",
+                "model.py has auto_complete_config, which may add inputs, outputs and dims: "
+                "they are checked with --run, on the configuration it makes",
+            )
         tensors = (config.get("input") or []) + (config.get("output") or [])
         if tensors and all(_whole(t) for t in tensors):  # nothing there to complete
             config_checks.check_tensors(report, text, config)

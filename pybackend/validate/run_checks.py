@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -26,6 +27,17 @@ from .findings import ERROR, NOTE, WARNING, ModelReport
 #: the request (a decoupled model: until its FINAL), before it is given up on.
 LOAD_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 30.0
+
+
+#: Where the models' progress is written (set by `pybackend validate --run`, which runs
+#: this in a child process, to name the model whose code ended that process).
+PROGRESS_ENV = "PYBACKEND_VALIDATE_PROGRESS"
+
+
+def _progress(report: ModelReport, what: str) -> None:
+    path = os.environ.get(PROGRESS_ENV)
+    if path:
+        Path(path).write_text(f"model '{report.name}' ({report.path}) while {what}")
 
 
 class _Abandoned(Exception):
@@ -69,6 +81,7 @@ class Runner:
         harness = ModelHarness(
             report.path, version=int(model_file.parent.name), model_file=model_file.name
         )
+        _progress(report, "loading (auto_complete_config, initialize)")
         with _noted(report, file):
             try:
                 _bounded(harness.start, LOAD_TIMEOUT_S)
@@ -87,6 +100,7 @@ class Runner:
 
     def request_all(self) -> None:
         for report, file, harness in self.loaded:
+            _progress(report, "executing the generated request")
             with _noted(report, file):
                 # Findings go to a report of their own until the request is done: an
                 # abandoned thread may still add some, and they must not show.

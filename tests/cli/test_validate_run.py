@@ -175,3 +175,23 @@ def test_a_model_that_never_answers_is_given_up_on(cli: Cli, tmp_path: Path) -> 
         "30 s (abandoned): does execute wait for something that never comes?",
         "1 model checked: 1 without errors, 0 with errors (0 errors, 1 warning)",
     ]
+
+
+def test_a_model_that_ends_the_process_is_named(cli: Cli, tmp_path: Path) -> None:
+    _model(
+        tmp_path,
+        "exits",
+        IO,
+        "import os\n\n\n"
+        "class TritonPythonModel:\n"
+        "    def execute(self, requests):\n"
+        "        os._exit(3)\n",
+    )
+    done = cli("validate", tmp_path, "--run")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "pybackend validate: the model code ended the process (exit code 3): model 'exits' "
+        f"({tmp_path}/exits) while executing the generated request. --run runs models in this "
+        "process; check that model without --run, or test it in a stub process "
+        "(pybackend.testing.StubModel)\n"
+    )
