@@ -87,7 +87,7 @@ def _supervised(args: argparse.Namespace, progress_env: str) -> int:
         )
         print(
             f"pybackend validate: the model code ended the process ({how}): {where}. --run "
-            "runs models in this process; check that model without --run, or test it in a "
+            "runs every model in one process; check that model without --run, or test it in a "
             "stub process (pybackend.testing.StubModel)",
             file=sys.stderr,
         )

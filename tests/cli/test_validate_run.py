@@ -191,7 +191,7 @@ def test_a_model_that_ends_the_process_is_named(cli: Cli, tmp_path: Path) -> Non
     assert done.returncode == 1
     assert done.stderr == (
         "pybackend validate: the model code ended the process (exit code 3): model 'exits' "
-        f"({tmp_path}/exits) while executing the generated request. --run runs models in this "
-        "process; check that model without --run, or test it in a stub process "
+        f"({tmp_path}/exits) while executing the generated request. --run runs every model in "
+        "one process; check that model without --run, or test it in a stub process "
         "(pybackend.testing.StubModel)\n"
     )
