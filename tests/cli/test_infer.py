@@ -159,3 +159,21 @@ def test_no_server_there(cli: Cli) -> None:
     done = cli("infer", f"127.0.0.1:{port}", "add_sub", "INPUT0=1")
     assert done.returncode == 1
     assert done.stderr.startswith(f"pybackend infer: cannot reach http://127.0.0.1:{port}: ")
+
+
+def test_against_the_development_server(cli: Cli) -> None:
+    """The same requests to `pybackend devserve` (here in this process), which speaks
+    tritonserver's protocols."""
+    from integration_support import EXAMPLES_REPOSITORY
+    from pybackend.devserver import DevServer
+
+    with DevServer(EXAMPLES_REPOSITORY, grpc_port=0, in_process=True, echo_logs=False) as dev:
+        done = cli("infer", dev.http_url, "add_sub", "INPUT0=1,2,3,4", "INPUT1=[10,20,30,40]")
+        assert done.stdout.splitlines() == ADD_SUB_LINES, done.stderr
+        done = cli("infer", dev.grpc_url, "token_stream", "--stream", "PROMPT=a b")
+        assert done.stdout.splitlines() == [
+            '0\tTOKEN\tBYTES\t[1]\t["B"]',
+            "0\tINDEX\tINT32\t[1]\t[0]",
+            '1\tTOKEN\tBYTES\t[1]\t["A"]',
+            "1\tINDEX\tINT32\t[1]\t[1]",
+        ], done.stderr
