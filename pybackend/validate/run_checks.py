@@ -177,8 +177,9 @@ def generated_inputs(config: Mapping[str, Any]) -> Optional[Dict[str, np.ndarray
     for spec in config.get("input") or []:
         if spec.get("optional"):
             continue
-        dtype = triton_string_to_numpy(str(spec.get("data_type")))
-        if dtype is None:
+        try:
+            dtype = triton_string_to_numpy(str(spec.get("data_type")))
+        except KeyError:  # TYPE_BF16: numpy has no such type
             return None
         shape = ([1] if batched else []) + [
             1 if int(d) == -1 else int(d) for d in spec.get("dims") or []

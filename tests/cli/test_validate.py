@@ -164,3 +164,23 @@ def test_colour_only_on_a_terminal(cli_on_terminal: Any, tmp_path: Path) -> None
     out = cli_on_terminal("validate", tmp_path)
     assert f"{tmp_path}/pref_gt_max/config.pbtxt:3: \033[31merror\033[0m: dynamic batching" in out
     assert "\033[1m1 model checked" in out
+
+
+def test_what_is_not_checked_is_said(cli: Cli, tmp_path: Path) -> None:
+    """An ensemble (another backend) is skipped; a model in an EXECUTION_ENV_PATH
+    environment gets its imports checked there, not here."""
+    (tmp_path / "pipeline" / "1").mkdir(parents=True)
+    (tmp_path / "pipeline" / "config.pbtxt").write_text('platform: "ensemble"\n')
+    env_case = CASES["env_no_python"]
+    make(tmp_path, "in_env", env_case)
+    (tmp_path / "in_env" / "env" / "bin").mkdir()
+    (tmp_path / "in_env" / "env" / "bin" / "python3").write_text("")
+    done = cli("validate", tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.splitlines() == [
+        f"{tmp_path}/in_env: ok",
+        f"{tmp_path}/in_env/1/model.py: note: imports not checked: the model runs in "
+        "EXECUTION_ENV_PATH",
+        f"{tmp_path}/pipeline: skipped, not a Python model (backend 'ensemble')",
+        "1 model checked: 1 without errors, 0 with errors (0 errors, 0 warnings)",
+    ]

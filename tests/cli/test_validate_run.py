@@ -195,3 +195,26 @@ def test_a_model_that_ends_the_process_is_named(cli: Cli, tmp_path: Path) -> Non
         "one process; check that model without --run, or test it in a stub process "
         "(pybackend.testing.StubModel)\n"
     )
+
+
+def test_notes(cli: Cli, tmp_path: Path) -> None:
+    """What --run could not do or saw on the way is a note, not a failure."""
+    bf16 = IO.replace("TYPE_FP32, dims: [ 4 ] } ]\noutput", "TYPE_BF16, dims: [ 4 ] } ]\noutput")
+    _model(tmp_path, "bf16", bf16, _returning("x"))
+    _model(
+        tmp_path,
+        "warns",
+        IO,
+        _returning("x").replace(".as_numpy()\n", ".as_numpy()\n            np.log(0.0 * x)\n"),
+    )
+    done = cli("validate", tmp_path, "--run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{tmp_path}/bf16: ok",
+        f"{tmp_path}/bf16/1/model.py: note: no request sent: an input's data type cannot be "
+        "generated",
+        f"{tmp_path}/warns: ok",
+        f"{tmp_path}/warns/1/model.py: note: a warning while the model ran: RuntimeWarning: "
+        "divide by zero encountered in log",
+        "2 models checked: 2 without errors, 0 with errors (0 errors, 0 warnings)",
+    ]
