@@ -62,10 +62,10 @@ def _values(value: str, spec: InputSpec) -> np.ndarray:
         if path.suffix == ".npy":
             return _typed(np.load(path, allow_pickle=spec.datatype == "BYTES"), spec)
         try:
-            data = json.loads(path.read_text())
+            from_file = json.loads(path.read_text())
         except ValueError as e:
             raise InputError(f"{spec.name}: {path} is not JSON ({e}); use .npy or .json") from None
-        return _typed(data, spec)
+        return _typed(from_file, spec)
     try:
         data: Any = json.loads(value)
     except ValueError:

@@ -155,12 +155,13 @@ def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
     for response in responses:
         if response is None:
             continue
-        if response.has_error():
+        error = response.error()
+        if error is not None:
             report.add(
                 NOTE,
                 "run",
                 "the generated request (ones, every -1 dimension 1) got an error response, "
-                f"which may be the model's answer to such data: {response.error().message()}",
+                f"which may be the model's answer to such data: {error.message()}",
                 file,
             )
             continue
