@@ -5,17 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pybackend.cli.command import add_command
 from pybackend.server import locate
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "backend-dir",
         help="print the directory for tritonserver --backend-directory",
         description=(
             "Print the directory that holds python/libtriton_python.so, for "
             "`tritonserver --backend-directory $(pybackend backend-dir)`. "
             "Exits non-zero (after printing) if the library is missing."
+        ),
+        epilog=(
+            "example:\n"
+            "  tritonserver --model-repository models "
+            '--backend-directory "$(pybackend backend-dir)"'
         ),
     )
     parser.add_argument(

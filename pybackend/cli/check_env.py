@@ -10,11 +10,13 @@ import re
 import subprocess
 import sys
 
+from pybackend.cli.command import add_command
 from pybackend.execution_env import EnvError, package_parent, prepare
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "check-env",
         help="check a Python environment (directory or archive) for EXECUTION_ENV_PATH",
         description=(
@@ -23,6 +25,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "run `python -m pybackend.stub --version` with the environment's interpreter. "
             "Exits non-zero with the reason and the fix when the stub could not run there."
         ),
+        epilog="example:\n  pybackend check-env envs/torch.tar.gz --model-dir models/classifier",
     )
     parser.add_argument(
         "path",
