@@ -1,6 +1,6 @@
 // Unit tests for the parts of the backend that do not need a Triton server: the codec, the
-// arena allocator, peer segments, the channel (SCM_RIGHTS, FLAG_INDIRECT), the JSON value and
-// the parallel copy, the cgroup CPU limit.
+// arena allocator, peer segments, the channel (SCM_RIGHTS, FLAG_INDIRECT), the JSON value, the
+// parallel copy and the cgroup CPU limit.
 // Plain asserts with messages; run by ctest (cmake -DPYBACKEND_BUILD_TESTS=ON).
 #include <sys/mman.h>
 #include <sys/socket.h>
