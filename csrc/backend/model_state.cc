@@ -165,7 +165,7 @@ void ModelState::ReadParameters() {
   thread_budget = ThreadBudget(name, config, budget, backend->config.thread_budget);
   if (thread_budget > 0) {
     PB_LOG_VERBOSE("model '" + name + "': thread budget " + std::to_string(thread_budget) +
-                   " per instance (" + std::to_string(VisibleCores()) + " cores, " +
+                   " per instance (" + std::to_string(UsableCores()) + " usable cores, " +
                    std::to_string(CountInstances(config)) +
                    " instances); set where unset: OMP_NUM_THREADS, MKL_NUM_THREADS, ...");
   }
