@@ -552,4 +552,15 @@ std::string StubSession::StderrTail() {
   return out;
 }
 
+void StubSession::set_instance_metrics(std::shared_ptr<InstanceMetrics> metrics) {
+  instance_metrics_ = metrics;
+  ipc_cache_.set_on_count([m = std::move(metrics)](size_t n) {
+    if (m) m->SetIpcHandlesOpen(n);
+  });
+}
+
+void StubSession::CountGpuCopy(cuda::Direction d) {
+  if (instance_metrics_) instance_metrics_->GpuCopy(static_cast<int>(d));
+}
+
 }  // namespace pybackend
