@@ -50,11 +50,12 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
 }
 
 std::shared_ptr<StubSession> InstanceState::StartSession() {
-  std::shared_ptr<StubSession> session = model->TakeSpare(name);
+  int gpu_device = kind == "GPU" ? device_id : -1;
+  std::shared_ptr<StubSession> session = model->TakeSpare(name, gpu_device);
   if (session != nullptr) {
     session->set_handler(this);
   } else {
-    session = std::make_shared<StubSession>(model->MakeSessionOptions(name), this);
+    session = std::make_shared<StubSession>(model->MakeSessionOptions(name, gpu_device), this);
   }
   session->set_instance_metrics(metrics);
   json::Value reply = session->Start(model->InitArgs("initialize", name, kind, device_id));

@@ -19,6 +19,7 @@
 #include "backend/instance_metrics.h"
 #include "backend/json.h"
 #include "backend/stub_process.h"
+#include "cuda/device_holds.h"
 #include "cuda/driver.h"
 #include "cuda/ipc_cache.h"
 #include "ipc/arena.h"
@@ -156,6 +157,8 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // stub exit, crash or restart) and the instance's series that count our copies and those
   // mappings. Set by the instance before Start(); unset (auto-complete) nothing is counted.
   cuda::IpcCache& ipc_cache() { return ipc_cache_; }
+  // Device memory we lent the stub (GPU inputs we had to copy, BLS outputs on a GPU).
+  cuda::DeviceHolds& device_holds() { return device_holds_; }
   void set_instance_metrics(std::shared_ptr<InstanceMetrics> metrics);
   void CountGpuCopy(cuda::Direction d);
 
@@ -204,6 +207,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   CustomMetrics metrics_;
   std::shared_ptr<InstanceMetrics> instance_metrics_;  // before ipc_cache_: it reports there
   cuda::IpcCache ipc_cache_;
+  cuda::DeviceHolds device_holds_;
   std::unique_ptr<StubProcess> process_;
   std::unique_ptr<ipc::Lane> lane_;  // before sync_: the channel rings it until destroyed
   bool lane_active_ = false;         // LANE sent: sync traffic is counted and rung from now on

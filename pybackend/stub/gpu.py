@@ -9,15 +9,16 @@ has copied the bytes, and the hold, with the producer's memory, is dropped then.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 from ..ipc.codec import GpuRef
 from ..ipc.protocol import Owner
 from ..utils import cuda_driver
 from ..utils.cuda_driver import CudaError
-from ..utils.dlpack import DeviceBuffer
+from ..utils.dlpack import KDL_CUDA, DeviceBuffer
 
 IPC_UNAVAILABLE = (
     "CUDA IPC is not available here ({error}); GPU outputs are staged through host memory "
@@ -69,3 +70,63 @@ class GpuHolds:
 def stage_to_host(buf: DeviceBuffer, dst_addr: int) -> None:
     """Copy ``buf`` into host memory at ``dst_addr`` (complete when this returns)."""
     cuda_driver.driver().copy_to_host(buf.device_id, dst_addr, buf.ptr, buf.nbytes)
+
+
+class GpuMappings:
+    """The backend's device memory mapped here (cuIpcOpenMemHandle), for GPU inputs.
+
+    Memory of Triton's that the backend shares as it is (hold 0: its CUDA pool, an ensemble
+    step's output) is mapped once per allocation and kept (bounded: the oldest mapping is
+    closed past MAX_OPEN); memory lent for one tensor (a hold) is mapped for that tensor and
+    closed, then returned to the backend with ``give_back(hold)``, when the tensor dies.
+    """
+
+    MAX_OPEN = 64
+
+    def __init__(self, give_back: Callable[[int], None]) -> None:
+        self._give_back = give_back
+        self._open: "collections.OrderedDict[Tuple[int, bytes], int]" = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def buffer(self, ref: GpuRef, nbytes: int) -> DeviceBuffer:
+        """A DeviceBuffer over the ``nbytes`` that ``ref`` names."""
+        drv = cuda_driver.driver()
+        device = cuda_driver.to_local(ref.device)
+        if ref.hold == 0:
+            key = (device, bytes(ref.handle))
+            with self._lock:
+                base = self._open.get(key)
+                if base is None:
+                    base = drv.open_ipc(device, key[1])
+                    self._open[key] = base
+                    if len(self._open) > self.MAX_OPEN:
+                        (old_device, _), old = self._open.popitem(last=False)
+                        drv.close_ipc(old_device, old)
+                else:
+                    self._open.move_to_end(key)
+            return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device)
+        base = drv.open_ipc(device, bytes(ref.handle))
+        hold = ref.hold
+        give_back = self._give_back
+
+        def release() -> None:
+            try:
+                drv.close_ipc(device, base)
+            finally:
+                give_back(hold)
+
+        return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device, release=release)
+
+    def close(self) -> None:
+        with self._lock:
+            items, self._open = list(self._open.items()), collections.OrderedDict()
+        if items:
+            drv = cuda_driver.driver()
+            for (device, _), base in items:
+                try:
+                    drv.close_ipc(device, base)
+                except CudaError:
+                    pass  # the process is ending; the driver reclaims the mapping
+
+    def __len__(self) -> int:
+        return len(self._open)

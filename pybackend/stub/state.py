@@ -21,7 +21,7 @@ from ..ipc.protocol import (
     MessageKind,
     Owner,
 )
-from .gpu import GpuHolds
+from .gpu import GpuHolds, GpuMappings
 from .logging import WARNING, StubLog
 
 FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
@@ -69,6 +69,7 @@ class StubState:
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
         self.gpu = GpuHolds(lambda text: self.log.here(WARNING, text))
+        self.gpu_inputs = GpuMappings(lambda hold: self.free_backend_block(GPU_HOLD_SEG, hold))
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
         self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
         self.wake_r, self.wake_w = os.pipe()

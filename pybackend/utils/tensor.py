@@ -87,13 +87,7 @@ def _from_gpu_capsule(cls: Any, name: str, capsule: Any, synced: bool) -> "Tenso
 
         cuda_driver.driver().synchronize(int(dl.device.device_id))
     buf, code, shape = dlpack.take(capsule)
-    t = cls.__new__(cls)
-    t._name = name
-    t._dtype = code
-    t._shape = shape
-    t._array = None
-    t._raw = buf
-    return t
+    return cls._on_device(name, code, shape, buf)
 
 
 def _export(arr: np.ndarray) -> Any:
@@ -209,6 +203,19 @@ class Tensor:
         else:
             t._array = None
             t._raw = buf
+        return t
+
+    @classmethod
+    def _on_device(
+        cls, name: str, dtype: int, shape: Tuple[int, ...], buf: DeviceBuffer
+    ) -> "Tensor":
+        """A tensor over device memory (a GPU input the backend shared with us)."""
+        t = cls.__new__(cls)
+        t._name = name
+        t._dtype = dtype
+        t._shape = tuple(shape)
+        t._array = None
+        t._raw = buf
         return t
 
     @classmethod
