@@ -147,7 +147,8 @@ class Dispatcher:
                 t = Tensor._from_buffer(name, dtype, dims, _EMPTY)
                 st.free_backend_block(seg, offset)
         elif loc == 3:  # Location.GPU_IPC: FORCE_CPU_ONLY_INPUT_TENSORS "no" (stub/gpu.py)
-            t = Tensor._on_device(name, dtype, dims, self.state.gpu_inputs.buffer(data, n))  # type: ignore[arg-type]
+            gpu = self.state.gpu_inputs.buffer(data, n)  # type: ignore[arg-type]
+            t = Tensor._on_device(name, dtype, dims, gpu)
         else:
             raise ProtocolError(f"input '{name}' has location {loc}, which inputs cannot use")
         self._made += 1
