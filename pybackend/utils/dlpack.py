@@ -217,6 +217,11 @@ def export(keep: Any, buf: DeviceBuffer, code: int, shape: Tuple[int, ...]) -> A
         raise TritonModelException("DLPack does not have support for string tensors.")
     ndim = len(shape)
     shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    # Explicit C-order strides: DLPack 0.8 allows NULL, but not every consumer takes it.
+    strides = [1] * ndim
+    for i in range(ndim - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    strides_arr = (ctypes.c_int64 * max(ndim, 1))(*strides)
     managed = DLManagedTensor()
     t = managed.dl_tensor
     t.data = buf.ptr
@@ -224,13 +229,13 @@ def export(keep: Any, buf: DeviceBuffer, code: int, shape: Tuple[int, ...]) -> A
     t.ndim = ndim
     t.dtype = DLDataType(dl_type[0], dl_type[1], 1)
     t.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
-    t.strides = None
+    t.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
     managed.manager_ctx = None
     managed.deleter = _DELETER
     addr = ctypes.addressof(managed)
     with _EXPORTED_LOCK:
-        _EXPORTED[addr] = (managed, shape_arr, keep)
+        _EXPORTED[addr] = (managed, shape_arr, strides_arr, keep)
     return _api.PyCapsule_New(addr, _DLTENSOR, _DESTRUCTOR)
 
 

@@ -156,7 +156,19 @@ def test_to_dlpack_of_a_gpu_tensor_is_zero_copy_and_keeps_the_tensor(fake_driver
     assert owner() is None
 
 
+def test_exported_capsules_carry_c_order_strides(fake_driver):
+    host = np.zeros((2, 3, 4), dtype=np.float32)
+    t = Tensor.from_dlpack("X", fake_cuda_capsule(host, TYPE_FP32)[0])
+    capsule = t.to_dlpack()
+    dl = dlpack.head(capsule)
+    assert [dl.strides[i] for i in range(3)] == [12, 4, 1]
+    assert [dl.shape[i] for i in range(3)] == [2, 3, 4]
+    assert (dl.device.device_type, dl.dtype.code, dl.dtype.bits) == (KDL_CUDA, 2, 32)
+    del dl, capsule
+
+
 def test_an_unconsumed_exported_capsule_releases_the_tensor(fake_driver):
+    gc.collect()
     t = Tensor.from_dlpack("X", fake_cuda_capsule(np.ones(3, np.float32), TYPE_FP32)[0])
     before = dlpack.exported_count()  # the fake producer's capsule counts too
     cap = t.__dlpack__(stream=7)
