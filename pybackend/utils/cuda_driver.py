@@ -36,9 +36,11 @@ _size_p = ctypes.POINTER(ctypes.c_size_t)
 
 
 class CudaIpcHandle(ctypes.Structure):
-    """``CUipcMemHandle``: 64 opaque bytes, passed by value."""
+    """``CUipcMemHandle``: 64 opaque bytes, passed by value. (c_ubyte, not c_char: a
+    c_char array field reads as bytes cut at the first NUL.) Made from bytes with
+    ``from_buffer_copy``, read back with ``bytes(handle)``."""
 
-    _fields_ = [("reserved", ctypes.c_char * IPC_HANDLE_BYTES)]
+    _fields_ = [("reserved", ctypes.c_ubyte * IPC_HANDLE_BYTES)]
 
 
 class CudaError(TritonModelException):
@@ -180,12 +182,11 @@ class Driver:
             )
             rc = self._lib.cuIpcGetMemHandle(ctypes.byref(handle), base.value)
             self.check(rc, "cuIpcGetMemHandle")
-        return bytes(handle.reserved), ptr - base.value
+        return bytes(handle), ptr - base.value
 
     def open_ipc(self, device: int, handle: bytes) -> int:
         """Map another process's allocation; returns its base address here."""
-        h = CudaIpcHandle()
-        h.reserved = handle
+        h = CudaIpcHandle.from_buffer_copy(handle)
         ptr = _u64()
         with self.on(device):
             lazy = CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
