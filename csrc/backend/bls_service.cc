@@ -9,6 +9,7 @@
 #include "backend/error.h"
 #include "backend/json.h"
 #include "backend/logging.h"
+#include "backend/gpu_transfer.h"
 #include "cuda/ipc_cache.h"
 #include "ipc/codec.h"
 
@@ -551,17 +552,13 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
         data = map->base + t.offset;
         call->maps.push_back(std::move(map));
         call->blocks.emplace_back(t.seg, t.offset);
-      } else if (t.location == ipc::Location::GPU_IPC && t.gpu.owner == ipc::Owner::STUB) {
-        // A GPU tensor of the stub's: the callee reads it where it lies (mapped once per
-        // allocation); the stub holds it until the request is released.
+      } else if (t.location == ipc::Location::GPU_IPC) {
+        // A GPU tensor: the callee reads it where it lies (the stub's allocation, mapped once,
+        // or memory of ours it sends back); the stub holds it until the request is released.
         call->blocks.emplace_back(ipc::GPU_HOLD_SEG, t.gpu.hold);
         std::string where = session.log_prefix() + "BLS input '" + t.name + "'";
-        session.ipc_cache().With(t.gpu, where, [&](const cuda::IpcCache::Mapping& m) {
-          if (t.gpu.offset > m.size || t.byte_size > m.size - t.gpu.offset) {
-            Throw(TRITONSERVER_ERROR_INTERNAL, where + " names bytes beyond its GPU allocation");
-          }
-          data = reinterpret_cast<const uint8_t*>(m.base + t.gpu.offset);
-        });
+        WithGpuTensor(session, t, where,
+                      [&](const void* p) { data = static_cast<const uint8_t*>(p); });
         mem = TRITONSERVER_MEMORY_GPU;
         mem_id = static_cast<int64_t>(t.gpu.device);
       } else {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "backend/stub_session.h"
 #include "ipc/codec.h"
@@ -17,6 +19,12 @@ namespace pybackend {
 // (`mem_id`: its device when GPU). Throws BackendError naming model, instance and the output.
 void CopyGpuOutput(StubSession& session, const ipc::TensorDesc& t, void* dst,
                    TRITONSERVER_MemoryType mem, int64_t mem_id);
+
+// Runs fn(address here) for the bytes a GPU_IPC tensor of the stub's names: the stub's own
+// allocation (mapped once through the session's IpcCache) or memory of ours it sends back
+// (owner BACKEND: a view of a GPU input). Bounds-checked. `where` names the tensor.
+void WithGpuTensor(StubSession& session, const ipc::TensorDesc& t, const std::string& where,
+                   const std::function<void(const void*)>& fn);
 
 // Copies `size` host bytes at `src` into `dst`, Triton's buffer on GPU `mem_id`.
 void CopyHostToGpu(StubSession& session, const std::string& name, void* dst, int64_t mem_id,

@@ -66,7 +66,7 @@ void EncodeGpuInput(ipc::Writer& w, const char* name, TRITONSERVER_DataType dtyp
   const std::string where = InputWhere(ctx, name);
   int device = static_cast<int>(b.mem_id);
   ipc::GpuRef ref;
-  if (!cuda::ShareExisting(device, b.data, where, &ref)) {
+  if (!ctx.session->device_holds().Share(device, b.data, where, &ref)) {
     cuda::CUdeviceptr copy = ctx.session->device_holds().Allocate(device, byte_size, where, &ref);
     ctx.gpu_holds.push_back(ref.hold);
     cuda::Copy(cuda::Driver::Get(where), device, cuda::Direction::kDeviceToDevice,

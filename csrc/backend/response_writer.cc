@@ -196,8 +196,9 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
 void ReturnStubBlocks(const ipc::ResponseBody& body, ipc::PendingFrees& frees) {
   for (const ipc::TensorDesc& t : body.outputs) {
     if (t.location == ipc::Location::STUB_ARENA) frees.Add(t.seg, t.offset);
-    // The stub keeps a GPU output's memory alive until it gets this back.
-    if (t.location == ipc::Location::GPU_IPC && t.gpu.owner == ipc::Owner::STUB) {
+    // The stub keeps a GPU output's memory alive until it gets this back (whoever's
+    // allocation it lies in: a view of a GPU input is memory of ours).
+    if (t.location == ipc::Location::GPU_IPC) {
       frees.Add(ipc::GPU_HOLD_SEG, t.gpu.hold);
     }
   }

@@ -9,9 +9,10 @@ namespace pybackend::cuda {
 namespace {
 
 // The IPC handle of the allocation holding `ptr` and `ptr`'s offset in it (context pushed).
-CUresult HandleOf(Driver& d, CUdeviceptr ptr, ipc::GpuRef* ref, const char** failed) {
-  CUdeviceptr base = 0;
-  size_t size = 0;
+CUresult HandleOf(Driver& d, CUdeviceptr ptr, ipc::GpuRef* ref, IpcCache::Mapping* m,
+                  const char** failed) {
+  CUdeviceptr& base = m->base;
+  size_t& size = m->size;
   CUresult rc = d.api().cuMemGetAddressRange_v2(&base, &size, ptr);
   if (rc != CUDA_SUCCESS) {
     *failed = "cuMemGetAddressRange";
@@ -30,16 +31,47 @@ CUresult HandleOf(Driver& d, CUdeviceptr ptr, ipc::GpuRef* ref, const char** fai
 
 }  // namespace
 
-bool ShareExisting(int device, const void* ptr, const std::string& where, ipc::GpuRef* ref) {
+DeviceHolds::Key DeviceHolds::KeyOf(const ipc::GpuRef& ref) {
+  return {ref.device,
+          std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size())};
+}
+
+void DeviceHolds::Remember(const ipc::GpuRef& ref, IpcCache::Mapping m) {
+  Key key = KeyOf(ref);
+  if (shared_.count(key) == 0) {
+    shared_order_.push_back(key);
+    if (shared_order_.size() > kMaxShared) {
+      shared_.erase(shared_order_.front());
+      shared_order_.pop_front();
+    }
+  }
+  shared_[key] = m;
+}
+
+bool DeviceHolds::Find(const ipc::GpuRef& ref, IpcCache::Mapping* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = shared_.find(KeyOf(ref));
+  if (it == shared_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+bool DeviceHolds::Share(int device, const void* ptr, const std::string& where,
+                        ipc::GpuRef* ref) {
   Driver& d = Driver::Get(where);
-  ScopedDevice on(d, device, where);
-  const char* failed = nullptr;
-  if (HandleOf(d, reinterpret_cast<CUdeviceptr>(ptr), ref, &failed) != CUDA_SUCCESS) {
-    return false;
+  IpcCache::Mapping m;
+  {
+    ScopedDevice on(d, device, where);
+    const char* failed = nullptr;
+    if (HandleOf(d, reinterpret_cast<CUdeviceptr>(ptr), ref, &m, &failed) != CUDA_SUCCESS) {
+      return false;
+    }
   }
   ref->owner = ipc::Owner::BACKEND;
   ref->device = static_cast<uint32_t>(device);
   ref->hold = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Remember(*ref, m);
   return true;
 }
 
@@ -51,7 +83,8 @@ CUdeviceptr DeviceHolds::Allocate(int device, size_t size, const std::string& wh
   d.Check(d.api().cuMemAlloc_v2(&ptr, size == 0 ? 1 : size), "cuMemAlloc", where,
           "the GPU is out of memory");
   const char* failed = nullptr;
-  CUresult rc = HandleOf(d, ptr, ref, &failed);
+  IpcCache::Mapping m;
+  CUresult rc = HandleOf(d, ptr, ref, &m, &failed);
   if (rc != CUDA_SUCCESS) {
     d.api().cuMemFree_v2(ptr);
     d.Check(rc, failed, where,
@@ -62,7 +95,8 @@ CUdeviceptr DeviceHolds::Allocate(int device, size_t size, const std::string& wh
   ref->device = static_cast<uint32_t>(device);
   std::lock_guard<std::mutex> lock(mu_);
   ref->hold = next_++;
-  held_[ref->hold] = Held{device, ptr};
+  held_[ref->hold] = Held{device, ptr, KeyOf(*ref)};
+  Remember(*ref, m);
   return ptr;
 }
 
@@ -85,6 +119,7 @@ bool DeviceHolds::Release(uint64_t hold) {
     if (it == held_.end()) return false;
     h = it->second;
     held_.erase(it);
+    shared_.erase(h.key);  // its order entry goes when it reaches the front
   }
   Free(h);
   return true;
@@ -95,6 +130,8 @@ void DeviceHolds::ReleaseAll() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     all.swap(held_);
+    shared_.clear();
+    shared_order_.clear();
   }
   for (const auto& [hold, h] : all) Free(h);
 }

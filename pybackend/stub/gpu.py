@@ -32,19 +32,30 @@ IPC_UNAVAILABLE = (
 class GpuHolds:
     """GPU outputs of ours the backend may still read, by hold id."""
 
-    def __init__(self, warn: Callable[[str], None]) -> None:
+    def __init__(self, warn: Callable[[str], None], mappings: "GpuMappings") -> None:
         self._warn = warn
         self._warned = False
+        self._mappings = mappings
         self._ids = itertools.count(1)
         self._holds: Dict[int, DeviceBuffer] = {}
         self._lock = threading.Lock()
 
     def share(self, buf: DeviceBuffer) -> Optional[GpuRef]:
         """``buf`` described for the backend and held until it is returned; None when CUDA
-        IPC cannot share it (warned once per process): the caller stages it instead."""
+        IPC cannot share it (warned once per process): the caller stages it instead.
+
+        Memory the backend shared with us (a GPU input, or a view of one) is named by the
+        backend's own handle (owner BACKEND): memory a process imported cannot be exported
+        again, and the backend needs no mapping to read its own memory."""
         drv = cuda_driver.driver()
         try:
-            handle, offset = drv.ipc_handle(buf.device_id, buf.ptr)
+            base, _ = drv.address_range(buf.device_id, buf.ptr)
+            theirs = self._mappings.find(base)
+            if theirs is not None:
+                owner, device, handle = int(Owner.BACKEND), theirs[0], theirs[1]
+            else:
+                handle = drv.ipc_handle(buf.device_id, base)
+                owner, device = int(Owner.STUB), cuda_driver.to_global(buf.device_id)
         except CudaError as e:
             if e.call not in ("cuIpcGetMemHandle", "cuMemGetAddressRange"):
                 raise
@@ -55,7 +66,7 @@ class GpuHolds:
         hold = next(self._ids)
         with self._lock:
             self._holds[hold] = buf
-        return GpuRef(int(Owner.STUB), cuda_driver.to_global(buf.device_id), hold, handle, offset)
+        return GpuRef(owner, device, hold, handle, buf.ptr - base)
 
     def release(self, hold: int) -> bool:
         """The backend is done with ``hold``; False when it was not held."""
@@ -86,7 +97,14 @@ class GpuMappings:
     def __init__(self, give_back: Callable[[int], None]) -> None:
         self._give_back = give_back
         self._open: "collections.OrderedDict[Tuple[int, bytes], int]" = collections.OrderedDict()
+        # Every live mapping, cached or lent: base here -> (the backend's device, handle)
+        self._bases: Dict[int, Tuple[int, bytes]] = {}
         self._lock = threading.Lock()
+
+    def find(self, base: int) -> Optional[Tuple[int, bytes]]:
+        """(the backend's device number, handle) of the backend allocation mapped at
+        ``base``, or None when ``base`` is not one of ours."""
+        return self._bases.get(base)
 
     def buffer(self, ref: GpuRef, nbytes: int) -> DeviceBuffer:
         """A DeviceBuffer over the ``nbytes`` that ``ref`` names."""
@@ -99,17 +117,22 @@ class GpuMappings:
                 if base is None:
                     base = drv.open_ipc(device, key[1])
                     self._open[key] = base
+                    self._bases[base] = (ref.device, key[1])
                     if len(self._open) > self.MAX_OPEN:
                         (old_device, _), old = self._open.popitem(last=False)
+                        self._bases.pop(old, None)
                         drv.close_ipc(old_device, old)
                 else:
                     self._open.move_to_end(key)
             return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device)
         base = drv.open_ipc(device, bytes(ref.handle))
+        self._bases[base] = (ref.device, bytes(ref.handle))
         hold = ref.hold
         give_back = self._give_back
+        bases = self._bases
 
         def release() -> None:
+            bases.pop(base, None)
             try:
                 drv.close_ipc(device, base)
             finally:
@@ -120,6 +143,8 @@ class GpuMappings:
     def close(self) -> None:
         with self._lock:
             items, self._open = list(self._open.items()), collections.OrderedDict()
+            for _, base in items:
+                self._bases.pop(base, None)
         if items:
             drv = cuda_driver.driver()
             for (device, _), base in items:

@@ -68,8 +68,8 @@ class StubState:
         self.sync = Channel(socket.socket(fileno=sync_fd), self._indirect_out, self._indirect_in)
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
-        self.gpu = GpuHolds(lambda text: self.log.here(WARNING, text))
         self.gpu_inputs = GpuMappings(lambda hold: self.free_backend_block(GPU_HOLD_SEG, hold))
+        self.gpu = GpuHolds(lambda text: self.log.here(WARNING, text), self.gpu_inputs)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
         self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
         self.wake_r, self.wake_w = os.pipe()

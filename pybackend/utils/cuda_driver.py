@@ -168,21 +168,26 @@ class Driver:
 
     # ------------------------------------------------------------------ memory
 
-    def ipc_handle(self, device: int, ptr: int) -> Tuple[bytes, int]:
-        """(the IPC handle of the allocation holding ``ptr``, ``ptr``'s offset in it).
-        Raises CudaError where the memory cannot be shared (virtual memory management or
-        stream-ordered pools, WSL): the caller stages through host memory then."""
+    def address_range(self, device: int, ptr: int) -> Tuple[int, int]:
+        """(base, size) of the allocation holding ``ptr`` as this process sees it."""
         base = _u64()
         size = ctypes.c_size_t()
-        handle = CudaIpcHandle()
         with self.on(device):
             self.check(
                 self._lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ptr),
                 "cuMemGetAddressRange",
             )
-            rc = self._lib.cuIpcGetMemHandle(ctypes.byref(handle), base.value)
+        return int(base.value), int(size.value)
+
+    def ipc_handle(self, device: int, base: int) -> bytes:
+        """The IPC handle of the allocation starting at ``base``. Raises CudaError where the
+        memory cannot be shared (virtual memory management or stream-ordered pools, memory
+        this process imported, WSL): the caller stages through host memory then."""
+        handle = CudaIpcHandle()
+        with self.on(device):
+            rc = self._lib.cuIpcGetMemHandle(ctypes.byref(handle), base)
             self.check(rc, "cuIpcGetMemHandle")
-        return bytes(handle), ptr - base.value
+        return bytes(handle)
 
     def open_ipc(self, device: int, handle: bytes) -> int:
         """Map another process's allocation; returns its base address here."""

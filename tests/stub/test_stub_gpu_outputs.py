@@ -45,12 +45,22 @@ class FakeDriver:
     def synchronize(self, device: int) -> None:
         pass
 
-    def ipc_handle(self, device: int, ptr: int):
+    def address_range(self, device: int, ptr: int):
+        return self.base, 1 << 30
+
+    def ipc_handle(self, device: int, base: int):
         if not self.ipc_ok:
             raise CudaError(
                 "cuIpcGetMemHandle failed", "cuIpcGetMemHandle", "CUDA_ERROR_NOT_SUPPORTED"
             )
-        return HANDLE, ptr - self.base
+        assert base == self.base
+        return HANDLE
+
+    def open_ipc(self, device: int, handle: bytes) -> int:
+        return self.base
+
+    def close_ipc(self, device: int, ptr: int) -> None:
+        pass
 
     def copy_to_host(self, device: int, dst: int, src: int, nbytes: int) -> None:
         self.copies.append(("d2h", device, nbytes))
@@ -154,7 +164,7 @@ def test_without_cuda_ipc_the_output_is_staged_through_host_memory_with_one_warn
 
 def test_other_cuda_failures_are_not_hidden_by_staging(state) -> None:
     class Broken(FakeDriver):
-        def ipc_handle(self, device, ptr):
+        def address_range(self, device, ptr):
             raise CudaError("boom", "cuCtxPushCurrent", "CUDA_ERROR_ILLEGAL_ADDRESS")
 
     old = use(Broken(0))
@@ -162,5 +172,34 @@ def test_other_cuda_failures_are_not_hidden_by_staging(state) -> None:
         t, _ = gpu_tensor(np.ones(2, np.float32))
         with pytest.raises(CudaError, match="boom"):
             Placer(state, for_send=False).tensor(t)
+    finally:
+        use(old)
+
+
+def test_a_view_of_a_gpu_input_goes_back_under_the_backends_own_handle(state) -> None:
+    """Memory a process imported cannot be exported again: an output lying in memory the
+    backend shared with us is named by the backend's handle, and held like any output."""
+    alloc = np.zeros(64, dtype=np.float32)
+    drv = FakeDriver(alloc.ctypes.data)
+    old = use(drv)
+    try:
+        theirs = codec.GpuRef(int(Owner.BACKEND), 5, 9, b"B" * 64, 0)
+        given_back = []
+        state.gpu_inputs._give_back = given_back.append
+        t_in = Tensor._on_device("IN", TYPE_FP32, (64,), state.gpu_inputs.buffer(theirs, 256))
+        view = DeviceBuffer(alloc.ctypes.data + 128, 32, KDL_CUDA, 5)
+        view.owner = t_in  # as a torch view keeps its base alive
+        out = Tensor._on_device("OUT", TYPE_FP32, (8,), view)
+        p = Placer(state, for_send=True)
+        desc = p.tensor(out)
+        ref = desc.data
+        assert desc.location == Location.GPU_IPC
+        assert (ref.owner, ref.device, ref.handle, ref.offset) == (Owner.BACKEND, 5, b"B" * 64, 128)
+        del t_in, view, out
+        gc.collect()
+        assert given_back == []  # the stub's hold keeps the input (and the lent memory)
+        state.free_own_blocks([(GPU_HOLD_SEG, ref.hold)])
+        gc.collect()
+        assert given_back == [9]  # then the lent memory goes home
     finally:
         use(old)

@@ -90,8 +90,9 @@ def lib() -> FakeLib:
 
 def test_ipc_handles_keep_every_byte_and_the_offset(lib: FakeLib) -> None:
     d = Driver(lib)
-    handle, offset = d.ipc_handle(1, BASE + 4096)
-    assert handle == HANDLE and offset == 4096
+    assert d.address_range(1, BASE + 4096) == (BASE, 1 << 20)
+    handle = d.ipc_handle(1, BASE)
+    assert handle == HANDLE
     assert d.open_ipc(1, handle) == 0x5000
     assert lib.current == []  # every push was popped
     pushes = [args[0].value for name, args in lib.calls if name == "cuCtxPushCurrent_v2"]
