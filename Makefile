@@ -19,7 +19,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
-.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean
+.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
+	gpu-kit gpu-check
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
@@ -30,6 +31,8 @@ help:
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
 	@echo "make lint | format  ruff check / ruff format"
+	@echo "make gpu-kit        pack what the GPU machine lacks into .gpu-kit (docs/gpu.md)"
+	@echo "make gpu-check OUT=dir  on the GPU machine: build, run tests/gpu, report into dir"
 	@echo "make clean          remove build outputs (keeps the virtual environments)"
 
 # nvidia-pytriton goes in without its dependencies: only its tritonserver binary and the
@@ -87,6 +90,16 @@ test-original: build venv-orig
 # Side-by-side benchmark (benchmarks/README.md); BENCH_ARGS="--quick" only checks it works.
 bench: build venv-orig
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+# The GPU check (docs/gpu.md): the kit travels with the tree; gpu-check runs on the GPU
+# machine with its own python3 (it has no .venv), so it depends on nothing here.
+GPU_KIT ?= .gpu-kit
+gpu-kit: venv
+	scripts/gpu_kit.sh $(GPU_KIT)
+
+gpu-check:
+	@test -n "$(OUT)" || { echo "usage: make gpu-check OUT=<report folder>"; exit 2; }
+	GPU_KIT=$(GPU_KIT) scripts/gpu_check.sh $(OUT)
 
 lint: venv
 	$(VENV)/bin/ruff check .
