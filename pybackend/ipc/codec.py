@@ -186,7 +186,7 @@ class TensorDesc:
             )
             and (
                 self.location != Location.INLINE
-                or bytes(self.data or b"") == bytes(other.data or b"")
+                or bytes(self.data or b"") == bytes(other.data or b"")  # type: ignore[arg-type]
             )
             and (self.location != Location.GPU_IPC or self.data == other.data)
         )
@@ -220,7 +220,7 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
             raise ProtocolError(
                 f"inline tensor '{t.name}' has {n} bytes but byte_size {t.byte_size}"
             )
-        out += data
+        out += data  # type: ignore[arg-type]
     elif loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         out += BLOCK_REF.pack(t.seg, t.offset)
     elif loc == Location.GPU_IPC:

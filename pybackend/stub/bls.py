@@ -366,12 +366,12 @@ class BlsClient:
         if td.location == Location.GPU_IPC:  # preferred_memory GPU: lent until the tensor dies
             ref: Any = td.data
             try:
-                buf = self.state.gpu_inputs.buffer(ref, n)
+                on_gpu = self.state.gpu_inputs.buffer(ref, n)
             except BaseException:
                 if ref.hold:
                     self.state.free_backend_block(GPU_HOLD_SEG, ref.hold)
                 raise
-            return Tensor._on_device(td.name, td.dtype, td.dims, buf)
+            return Tensor._on_device(td.name, td.dtype, td.dims, on_gpu)
         if td.location != Location.BACKEND_ARENA:
             raise ProtocolError(f"output '{td.name}' has location {td.location}")
         st = self.state

@@ -234,7 +234,8 @@ class Tensor:
         if _is_capsule(dlpack):
             capsule = dlpack
         elif hasattr(dlpack, "__dlpack__") and hasattr(dlpack, "__dlpack_device__"):
-            device = tuple(int(x) for x in dlpack.__dlpack_device__())
+            dev = dlpack.__dlpack_device__()
+            device = (int(dev[0]), int(dev[1]))
             _check_device(device)
             if device[0] == KDL_CUDA:
                 capsule = _gpu_capsule(dlpack, device[1])
