@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "backend/error.h"
+#include "backend/gpu_transfer.h"
 #include "backend/json.h"
 #include "backend/logging.h"
-#include "backend/gpu_transfer.h"
 #include "cuda/ipc_cache.h"
 #include "ipc/codec.h"
 

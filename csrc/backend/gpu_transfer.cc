@@ -18,10 +18,10 @@ void WithGpuTensor(StubSession& session, const ipc::TensorDesc& t, const std::st
                    const std::function<void(const void*)>& fn) {
   auto check = [&](const cuda::IpcCache::Mapping& m) {
     if (t.gpu.offset > m.size || t.byte_size > m.size - t.gpu.offset) {
-      Throw(TRITONSERVER_ERROR_INTERNAL,
-            where + ": names bytes [" + std::to_string(t.gpu.offset) + ", " +
-                std::to_string(t.gpu.offset + t.byte_size) + ") of a GPU allocation of " +
-                std::to_string(m.size) + " bytes");
+      Throw(TRITONSERVER_ERROR_INTERNAL, where + ": names bytes [" + std::to_string(t.gpu.offset) +
+                                             ", " + std::to_string(t.gpu.offset + t.byte_size) +
+                                             ") of a GPU allocation of " + std::to_string(m.size) +
+                                             " bytes");
     }
     fn(reinterpret_cast<const void*>(m.base + t.gpu.offset));
   };
@@ -29,8 +29,9 @@ void WithGpuTensor(StubSession& session, const ipc::TensorDesc& t, const std::st
     cuda::IpcCache::Mapping m;
     if (!session.device_holds().Find(t.gpu, &m)) {
       Throw(TRITONSERVER_ERROR_INTERNAL,
-            where + ": names GPU memory of the backend's that it does not know (a GPU input "
-                    "kept after its request ended?)");
+            where +
+                ": names GPU memory of the backend's that it does not know (a GPU input "
+                "kept after its request ended?)");
     }
     check(m);
     return;

@@ -61,8 +61,8 @@ std::string InputWhere(const EncodeContext& ctx, const char* name) {
 // is; memory CUDA IPC cannot share again (a client's CUDA shared memory, which Triton itself
 // imported) is first copied into device memory lent to the stub.
 void EncodeGpuInput(ipc::Writer& w, const char* name, TRITONSERVER_DataType dtype,
-                    const int64_t* shape, uint32_t ndim, uint64_t byte_size,
-                    const InputBuffer& b, EncodeContext& ctx) {
+                    const int64_t* shape, uint32_t ndim, uint64_t byte_size, const InputBuffer& b,
+                    EncodeContext& ctx) {
   const std::string where = InputWhere(ctx, name);
   int device = static_cast<int>(b.mem_id);
   ipc::GpuRef ref;

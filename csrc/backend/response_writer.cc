@@ -89,9 +89,9 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
   switch (t.location) {
     case ipc::Location::GPU_IPC:
       if (static_cast<TRITONSERVER_DataType>(t.dtype) == TRITONSERVER_TYPE_BYTES) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "output '" + t.name + "' of model instance '" + instance +
-                  "': a BYTES tensor cannot live in GPU memory");
+        Throw(TRITONSERVER_ERROR_INVALID_ARG, "output '" + t.name + "' of model instance '" +
+                                                  instance +
+                                                  "': a BYTES tensor cannot live in GPU memory");
       }
       on_gpu = true;
       break;

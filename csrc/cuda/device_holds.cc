@@ -56,8 +56,7 @@ bool DeviceHolds::Find(const ipc::GpuRef& ref, IpcCache::Mapping* out) {
   return true;
 }
 
-bool DeviceHolds::Share(int device, const void* ptr, const std::string& where,
-                        ipc::GpuRef* ref) {
+bool DeviceHolds::Share(int device, const void* ptr, const std::string& where, ipc::GpuRef* ref) {
   Driver& d = Driver::Get(where);
   IpcCache::Mapping m;
   {

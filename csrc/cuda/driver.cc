@@ -82,8 +82,7 @@ std::string Driver::ErrorName(CUresult rc) const {
 void Driver::Check(CUresult rc, const char* call, const std::string& where,
                    const std::string& fix) const {
   if (rc == CUDA_SUCCESS) return;
-  std::string text =
-      where + ": CUDA driver call " + call + " failed with " + ErrorName(rc);
+  std::string text = where + ": CUDA driver call " + call + " failed with " + ErrorName(rc);
   if (!fix.empty()) text += ": " + fix;
   Throw(TRITONSERVER_ERROR_INTERNAL, text);
 }
@@ -116,8 +115,7 @@ CUstream Driver::Stream(int device, const std::string& where) {
   return stream;
 }
 
-ScopedDevice::ScopedDevice(Driver& driver, int device, const std::string& where)
-    : driver_(driver) {
+ScopedDevice::ScopedDevice(Driver& driver, int device, const std::string& where) : driver_(driver) {
   driver.Check(driver.api().cuCtxPushCurrent_v2(driver.Context(device, where)), "cuCtxPushCurrent",
                where);
 }

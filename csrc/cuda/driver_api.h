@@ -41,11 +41,9 @@ struct DriverApi {
   CUresult (*cuIpcCloseMemHandle)(CUdeviceptr ptr);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t size);
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr);
-  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t size,
-                                   CUstream stream);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t size, CUstream stream);
-  CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t size,
-                                   CUstream stream);
+  CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t size, CUstream stream);
 };
 
 }  // namespace pybackend::cuda

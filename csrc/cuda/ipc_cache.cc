@@ -22,8 +22,8 @@ void IpcCache::With(const ipc::GpuRef& ref, const std::string& where,
   Driver& driver = Driver::Get(where);
   int device = static_cast<int>(ref.device);
   std::lock_guard<std::mutex> lock(mu_);
-  Key key{ref.device, std::string(reinterpret_cast<const char*>(ref.handle.data()),
-                                  ref.handle.size())};
+  Key key{ref.device,
+          std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size())};
   auto it = open_.find(key);
   if (it == open_.end()) {
     if (open_.size() >= kMaxOpen) {

@@ -102,8 +102,7 @@ TensorDesc ReadTensorDesc(Reader& r) {
       uint8_t owner = r.U8();
       if (owner != static_cast<uint8_t>(Owner::BACKEND) &&
           owner != static_cast<uint8_t>(Owner::STUB)) {
-        throw DecodeError("GPU tensor '" + t.name + "' has unknown owner " +
-                          std::to_string(owner));
+        throw DecodeError("GPU tensor '" + t.name + "' has unknown owner " + std::to_string(owner));
       }
       t.gpu.owner = static_cast<Owner>(owner);
       t.gpu.device = r.U32();
