@@ -82,7 +82,12 @@ class Driver:
     def __init__(self, lib: Any) -> None:
         self._lib = lib
         for name, restype, argtypes in _SIGNATURES:
-            fn = getattr(lib, name)
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise CudaError(
+                    f"{LIBRARY} lacks {name}: update the NVIDIA driver", "dlsym"
+                ) from None
             fn.restype = restype
             fn.argtypes = list(argtypes)
         self._lock = threading.Lock()

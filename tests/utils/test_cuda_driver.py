@@ -129,3 +129,14 @@ def test_device_numbering_when_isolated(monkeypatch: pytest.MonkeyPatch) -> None
     assert (cuda_driver.to_global(2), cuda_driver.to_local(2)) == (2, 2)
     monkeypatch.setenv(cuda_driver.ISOLATED_DEVICE_ENV, "3")
     assert (cuda_driver.to_global(0), cuda_driver.to_local(3)) == (3, 0)
+
+
+def test_a_driver_without_a_function_we_call_is_a_clear_error(lib: FakeLib) -> None:
+    class Old(FakeLib):
+        def __getattr__(self, name: str) -> Any:
+            if name == "cuIpcOpenMemHandle_v2":
+                raise AttributeError(name)
+            return super().__getattr__(name)
+
+    with pytest.raises(CudaError, match="lacks cuIpcOpenMemHandle_v2: update the NVIDIA driver"):
+        Driver(Old())
