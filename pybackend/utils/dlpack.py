@@ -81,20 +81,21 @@ DLManagedTensor._fields_ = [
     ("deleter", DELETER),
 ]
 
+# Private prototypes of the C-API calls: setting argtypes on ctypes.pythonapi's own function
+# objects would change them for every other user in the process (a model's own ctypes code).
 _api = ctypes.pythonapi
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_SetName.restype = ctypes.c_int
-_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_CAPSULE_DESTRUCTOR = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
-_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", _api)
+_P = ctypes.PYFUNCTYPE
+_CAPSULE_DESTRUCTOR = _P(None, ctypes.c_void_p)
+_is_valid = _P(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
+_get_pointer = _P(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api)
 )
-_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+_set_name = _P(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))
+_new_capsule = _P(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR)(
+    ("PyCapsule_New", _api)
+)
+_raw_is_valid = _P(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
+_raw_get_pointer = _P(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", _api)
 )
 
@@ -105,11 +106,11 @@ def is_capsule(obj: Any) -> bool:
 
 def head(capsule: Any) -> DLTensor:
     """The DLTensor of an unconsumed ``dltensor`` capsule (not taken: still the producer's)."""
-    if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
+    if not _is_valid(capsule, _DLTENSOR):
         raise TritonModelException(
             "DLPack capsule has already been consumed or is not a 'dltensor' capsule."
         )
-    return DLTensor.from_address(_api.PyCapsule_GetPointer(capsule, _DLTENSOR))
+    return DLTensor.from_address(_get_pointer(capsule, _DLTENSOR))
 
 
 class DeviceBuffer:
@@ -170,9 +171,9 @@ def take(capsule: Any) -> Tuple[DeviceBuffer, int, Tuple[int, ...]]:
     nbytes = count * (int(dt.bits) // 8)
     ptr = int(dl.data or 0) + int(dl.byte_offset)
     device = (int(dl.device.device_type), int(dl.device.device_id))
-    address = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    address = _get_pointer(capsule, _DLTENSOR)
     managed = ctypes.cast(address, ctypes.POINTER(DLManagedTensor))
-    _api.PyCapsule_SetName(capsule, _USED)  # ours now: the capsule's destructor skips it
+    _set_name(capsule, _USED)  # ours now: the capsule's destructor skips it
 
     def release() -> None:
         deleter = managed.contents.deleter
@@ -236,7 +237,7 @@ def export(keep: Any, buf: DeviceBuffer, code: int, shape: Tuple[int, ...]) -> A
     addr = ctypes.addressof(managed)
     with _EXPORTED_LOCK:
         _EXPORTED[addr] = (managed, shape_arr, strides_arr, keep)
-    return _api.PyCapsule_New(addr, _DLTENSOR, _DESTRUCTOR)
+    return _new_capsule(addr, _DLTENSOR, _DESTRUCTOR)
 
 
 def exported_count() -> int:
