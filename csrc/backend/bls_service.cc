@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "backend/error.h"
+#include "backend/gpu_transfer.h"
 #include "backend/json.h"
 #include "backend/logging.h"
+#include "cuda/ipc_cache.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
@@ -26,6 +28,10 @@ struct BlsCall {
   uint64_t id = 0;
   std::string callee;
   uint64_t inline_threshold = 0;
+  // pb_utils.PreferredMemory(TRITONSERVER_MEMORY_GPU, device): outputs go to device memory
+  // lent to the stub (docs/gpu.md); otherwise to host memory as always.
+  bool prefer_gpu = false;
+  int64_t preferred_device = 0;
   // Answered on sync (BlsService::OnExec): one BLS_RESPONSE, so a response that comes
   // without the FINAL flag waits here for the callback that carries it.
   bool on_sync = false;
@@ -91,6 +97,8 @@ namespace {
 struct OutBuf {
   std::shared_ptr<StubSession> session;
   bool arena = false;
+  bool gpu = false;  // device memory lent to the stub under gpu_ref.hold
+  ipc::GpuRef gpu_ref;
   bool handed = false;  // the stub owns the arena block now and FREEs it itself
   uint32_t seg = 0;
   uint64_t offset = 0;
@@ -103,11 +111,32 @@ TRITONSERVER_Error* AllocOutput(TRITONSERVER_ResponseAllocator*, const char* ten
                                 TRITONSERVER_MemoryType* actual_memory_type,
                                 int64_t* actual_memory_type_id) {
   auto* call = static_cast<BlsCall*>(userp);
-  // Only CPU memory here: GPU (or pinned) preferences are served from the shared arena,
-  // which the stub can map (docs/compatibility.md).
+  // Host memory (the shared arena the stub maps, or the heap for small outputs) unless the
+  // caller asked for GPU memory (docs/gpu.md); a pinned preference is served from the arena.
   *actual_memory_type = TRITONSERVER_MEMORY_CPU;
   *actual_memory_type_id = 0;
   auto* out = new OutBuf();
+  if (call->prefer_gpu && byte_size > 0) {
+    try {
+      std::string where = "BLS output '" + std::string(tensor_name) + "' of model '" +
+                          call->callee + "' for " + call->session->log_prefix();
+      *buffer = reinterpret_cast<void*>(call->session->device_holds().Allocate(
+          static_cast<int>(call->preferred_device), byte_size, where, &out->gpu_ref));
+      out->session = call->session;
+      out->gpu = true;
+      *actual_memory_type = TRITONSERVER_MEMORY_GPU;
+      *actual_memory_type_id = call->preferred_device;
+      *buffer_userp = out;
+      return nullptr;
+    } catch (const BackendError& e) {
+      // No usable GPU here (no driver: a CPU-only machine) or none to spare: the output goes
+      // to host memory, as without the preference (docs/compatibility.md).
+      if (e.code() != TRITONSERVER_ERROR_UNAVAILABLE) {
+        PB_LOG_WARN(std::string(e.what()) + "; the output goes to host memory instead");
+      }
+      out->gpu = false;
+    }
+  }
   if (byte_size <= call->inline_threshold) {
     out->heap = std::malloc(byte_size > 0 ? byte_size : 1);
     if (out->heap == nullptr) {
@@ -141,6 +170,7 @@ TRITONSERVER_Error* ReleaseOutput(TRITONSERVER_ResponseAllocator*, void*, void* 
   if (out == nullptr) return nullptr;
   if (out->heap != nullptr) std::free(out->heap);
   if (out->arena && !out->handed) out->session->arena().Free(out->seg, out->offset);
+  if (out->gpu && !out->handed) out->session->device_holds().Release(out->gpu_ref.hold);
   delete out;
   return nullptr;
 }
@@ -236,7 +266,12 @@ std::vector<OutBuf*> WriteResponse(ipc::Writer& w, TRITONSERVER_InferenceRespons
       continue;
     }
     auto* out = static_cast<OutBuf*>(userp);
-    if (out != nullptr && out->arena) {
+    if (out != nullptr && out->gpu) {
+      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::GPU_IPC, shape,
+                           static_cast<uint32_t>(ndim), size);
+      ipc::WriteGpuRef(w, out->gpu_ref);
+      named.push_back(out);
+    } else if (out != nullptr && out->arena) {
       ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA,
                            shape, static_cast<uint32_t>(ndim), size);
       w.U32(out->seg);
@@ -462,8 +497,9 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     }
     uint32_t flags = r.U32();
     uint64_t timeout_us = r.U64();
-    r.U8();   // preferred memory type: outputs always go to shared (CPU) memory here
-    r.I64();  // preferred device id
+    call->prefer_gpu = r.U8() == 0;  // pb_utils numbering: 0 GPU, 1 CPU, 2 default
+    call->preferred_device = r.I64();
+    if (call->preferred_device < 0) call->preferred_device = 0;
     std::string_view params = r.StrView();
 
     bool ready = false;
@@ -505,6 +541,8 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     for (uint32_t i = 0; i < n_inputs; ++i) {
       ipc::TensorDesc t = ipc::ReadTensorDesc(r);
       const uint8_t* data = nullptr;
+      TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
+      int64_t mem_id = 0;
       if (t.location == ipc::Location::INLINE) {
         data = t.inline_data;
       } else if (t.location == ipc::Location::STUB_ARENA) {
@@ -514,6 +552,15 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
         data = map->base + t.offset;
         call->maps.push_back(std::move(map));
         call->blocks.emplace_back(t.seg, t.offset);
+      } else if (t.location == ipc::Location::GPU_IPC) {
+        // A GPU tensor: the callee reads it where it lies (the stub's allocation, mapped once,
+        // or memory of ours it sends back); the stub holds it until the request is released.
+        call->blocks.emplace_back(ipc::GPU_HOLD_SEG, t.gpu.hold);
+        std::string where = session.log_prefix() + "BLS input '" + t.name + "'";
+        WithGpuTensor(session, t, where,
+                      [&](const void* p) { data = static_cast<const uint8_t*>(p); });
+        mem = TRITONSERVER_MEMORY_GPU;
+        mem_id = static_cast<int64_t>(t.gpu.device);
       } else {
         Throw(TRITONSERVER_ERROR_INVALID_ARG,
               "input '" + t.name + "' has a location BLS inputs cannot use");
@@ -524,7 +571,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
             nullptr);
       if (t.byte_size > 0) {
         Check(TRITONSERVER_InferenceRequestAppendInputData(req, t.name.c_str(), data, t.byte_size,
-                                                           TRITONSERVER_MEMORY_CPU, 0),
+                                                           mem, mem_id),
               nullptr);
       }
     }

@@ -97,6 +97,8 @@ void Batch::Encode(ipc::Writer& w) {
   ctx_.arena = &s_.arena();
   ctx_.inline_threshold = inst_.model->backend->config.inline_threshold;
   ctx_.instance_name = inst_.name;
+  ctx_.session = &s_;
+  ctx_.force_cpu_inputs = inst_.model->force_cpu_only_inputs;
   w.U32(static_cast<uint32_t>(items_.size()));
   for (auto& it : items_) {
     if (inst_.model->decoupled) {
@@ -322,6 +324,8 @@ void Batch::Run() {
     } catch (...) {
       for (const auto& b : ctx_.blocks) s_.arena().Free(b.seg, b.offset);
       ctx_.blocks.clear();
+      for (uint64_t hold : ctx_.gpu_holds) s_.device_holds().Release(hold);
+      ctx_.gpu_holds.clear();
       throw;
     }
     // The stub returns input blocks as soon as its arrays die, often before RESULT (an

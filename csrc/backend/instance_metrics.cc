@@ -35,7 +35,14 @@ const FamilySpec kFamilies[InstanceMetricFamilies::kCount] = {
      "Times a Python model instance's stub process died and a new one took over"},
     {TRITONSERVER_METRIC_KIND_GAUGE, "pybackend_stub_ready",
      "1 while a Python model instance's stub process is alive and serving, else 0"},
+    {TRITONSERVER_METRIC_KIND_COUNTER, "pybackend_gpu_copies_total",
+     "Copies the backend made of a Python model instance's GPU tensors, by direction "
+     "(d2d: device to device, d2h: device to host, h2d: host to device); docs/gpu.md"},
+    {TRITONSERVER_METRIC_KIND_GAUGE, "pybackend_gpu_ipc_handles_open",
+     "CUDA IPC handles of a Python model instance's stub the backend has open now"},
 };
+
+const char* const kDirections[3] = {"d2d", "d2h", "h2d"};  // cuda::Direction order
 
 }  // namespace
 
@@ -67,21 +74,34 @@ InstanceMetrics::InstanceMetrics(const InstanceMetricFamilies* families, const s
       TRITONSERVER_ParameterNew("model", TRITONSERVER_PARAMETER_STRING, model.c_str()),
       TRITONSERVER_ParameterNew("version", TRITONSERVER_PARAMETER_STRING, v.c_str()),
       TRITONSERVER_ParameterNew("instance", TRITONSERVER_PARAMETER_STRING, instance.c_str())};
-  for (int i = 0; i < InstanceMetricFamilies::kCount; ++i) {
-    auto index = static_cast<InstanceMetricFamilies::Index>(i);
+  auto make = [&](InstanceMetricFamilies::Index index, TRITONSERVER_Metric** out) {
     std::string err = TakeMessage(TRITONSERVER_MetricNewWithArgs(
-        &metrics_[i], families->family(index),
-        const_cast<const TRITONSERVER_Parameter**>(labels.data()), labels.size(), nullptr));
+        out, families->family(index), const_cast<const TRITONSERVER_Parameter**>(labels.data()),
+        labels.size(), nullptr));
     if (!err.empty()) {
       PB_LOG_WARN("instance '" + instance + "': no per-instance metric: " + err);
-      metrics_[i] = nullptr;
+      *out = nullptr;
     }
+  };
+  for (int i = 0; i < InstanceMetricFamilies::kCount; ++i) {
+    auto index = static_cast<InstanceMetricFamilies::Index>(i);
+    if (index != InstanceMetricFamilies::kGpuCopies) make(index, &metrics_[i]);
+  }
+  for (int d = 0; d < 3; ++d) {
+    labels.push_back(
+        TRITONSERVER_ParameterNew("direction", TRITONSERVER_PARAMETER_STRING, kDirections[d]));
+    make(InstanceMetricFamilies::kGpuCopies, &gpu_copies_[d]);
+    TRITONSERVER_ParameterDelete(labels.back());
+    labels.pop_back();
   }
   for (TRITONSERVER_Parameter* p : labels) TRITONSERVER_ParameterDelete(p);
 }
 
 InstanceMetrics::~InstanceMetrics() {
   for (TRITONSERVER_Metric* m : metrics_) {
+    if (m != nullptr) TakeMessage(TRITONSERVER_MetricDelete(m));
+  }
+  for (TRITONSERVER_Metric* m : gpu_copies_) {
     if (m != nullptr) TakeMessage(TRITONSERVER_MetricDelete(m));
   }
 }
@@ -100,6 +120,16 @@ void InstanceMetrics::Batch(uint64_t input_ns, uint64_t infer_ns, uint64_t outpu
 }
 
 void InstanceMetrics::Restarted() { Add(InstanceMetricFamilies::kRestarts, 1); }
+
+void InstanceMetrics::GpuCopy(int direction) {
+  if (direction < 0 || direction > 2 || gpu_copies_[direction] == nullptr) return;
+  TakeMessage(TRITONSERVER_MetricIncrement(gpu_copies_[direction], 1));
+}
+
+void InstanceMetrics::SetIpcHandlesOpen(size_t n) {
+  TRITONSERVER_Metric* m = metrics_[InstanceMetricFamilies::kGpuIpcHandles];
+  if (m != nullptr) TakeMessage(TRITONSERVER_MetricSet(m, static_cast<double>(n)));
+}
 
 void InstanceMetrics::SetReady(bool ready) {
   TRITONSERVER_Metric* m = metrics_[InstanceMetricFamilies::kReady];

@@ -22,7 +22,18 @@ class InstanceMetricFamilies {
 
   bool enabled() const { return enabled_; }
 
-  enum Index { kInputUs, kInferUs, kOutputUs, kExecutions, kRequests, kRestarts, kReady, kCount };
+  enum Index {
+    kInputUs,
+    kInferUs,
+    kOutputUs,
+    kExecutions,
+    kRequests,
+    kRestarts,
+    kReady,
+    kGpuCopies,      // one series per direction label (d2d, d2h, h2d)
+    kGpuIpcHandles,  // the stub's allocations the backend has mapped now
+    kCount
+  };
   TRITONSERVER_MetricFamily* family(Index i) const { return families_[i]; }
 
  private:
@@ -43,10 +54,15 @@ class InstanceMetrics {
   void Batch(uint64_t input_ns, uint64_t infer_ns, uint64_t output_ns, size_t requests);
   void Restarted();
   void SetReady(bool ready);
+  // One copy the backend made of this instance's GPU tensors; direction 0 d2d, 1 d2h, 2 h2d
+  // (cuda::Direction). Thread-safe, as every call here.
+  void GpuCopy(int direction);
+  void SetIpcHandlesOpen(size_t n);
 
  private:
   void Add(InstanceMetricFamilies::Index i, double value);
   TRITONSERVER_Metric* metrics_[InstanceMetricFamilies::kCount] = {};
+  TRITONSERVER_Metric* gpu_copies_[3] = {};
 };
 
 }  // namespace pybackend

@@ -34,7 +34,7 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
   st->bls_ = std::make_unique<BlsService>(server, model->name, st->name,
                                           model->backend->config.inline_threshold, &st->registry_);
 
-  st->metrics = std::make_unique<InstanceMetrics>(model->backend->instance_metric_families.get(),
+  st->metrics = std::make_shared<InstanceMetrics>(model->backend->instance_metric_families.get(),
                                                   model->name, model->version, st->name);
   st->session_ = st->StartSession();
   st->started_at_ = std::chrono::steady_clock::now();
@@ -50,12 +50,14 @@ std::unique_ptr<InstanceState> InstanceState::Create(TRITONBACKEND_ModelInstance
 }
 
 std::shared_ptr<StubSession> InstanceState::StartSession() {
-  std::shared_ptr<StubSession> session = model->TakeSpare(name);
+  int gpu_device = kind == "GPU" ? device_id : -1;
+  std::shared_ptr<StubSession> session = model->TakeSpare(name, gpu_device);
   if (session != nullptr) {
     session->set_handler(this);
   } else {
-    session = std::make_shared<StubSession>(model->MakeSessionOptions(name), this);
+    session = std::make_shared<StubSession>(model->MakeSessionOptions(name, gpu_device), this);
   }
+  session->set_instance_metrics(metrics);
   json::Value reply = session->Start(model->InitArgs("initialize", name, kind, device_id));
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {

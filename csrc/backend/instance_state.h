@@ -40,7 +40,7 @@ class InstanceState : public AsyncHandler {
   bool has_is_ready = false;
   bool is_async_execute = false;
   uint64_t next_batch_id = 1;
-  std::unique_ptr<InstanceMetrics> metrics;  // pybackend_* series of this instance
+  std::shared_ptr<InstanceMetrics> metrics;  // pybackend_* series of this instance
 
   // The current session; a batch keeps the one it started with even if a restart replaces it.
   std::shared_ptr<StubSession> session();

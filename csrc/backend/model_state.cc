@@ -103,7 +103,8 @@ void ModelState::SpawnSpare() {
   spare_ = std::move(spare);
 }
 
-std::shared_ptr<StubSession> ModelState::TakeSpare(const std::string& instance_name) {
+std::shared_ptr<StubSession> ModelState::TakeSpare(const std::string& instance_name,
+                                                   int gpu_device) {
   std::shared_ptr<StubSession> spare;
   bool ours = false;
   {
@@ -118,7 +119,7 @@ std::shared_ptr<StubSession> ModelState::TakeSpare(const std::string& instance_n
   }
   // Spawned with the options of this model at load time: if anything that shapes the stub
   // process has changed since, start a fresh one.
-  SessionOptions now = MakeSessionOptions(instance_name);
+  SessionOptions now = MakeSessionOptions(instance_name, gpu_device);
   const SessionOptions& then = spare->options();
   if (!ours || now.python != then.python || now.env != then.env ||
       now.package_parent != then.package_parent) {
@@ -183,9 +184,19 @@ void ModelState::ReadParameters() {
   if (force_cpu_only_inputs) {
     PB_LOG_VERBOSE("Forcing CPU only input tensors.");
   } else {
-    // GPU tensors are not carried (the protocol has no GPU_IPC yet): inputs stay on the CPU.
     PB_LOG_VERBOSE(
         "Input tensors can be both in CPU and GPU. FORCE_CPU_ONLY_INPUT_TENSORS is off.");
+  }
+
+  isolate_gpu = false;
+  if (GetParameter(config, "ISOLATE_GPU", &value)) {
+    if (value == "yes" || value == "true" || value == "1") {
+      isolate_gpu = true;
+    } else if (!(value == "no" || value == "false" || value == "0" || value.empty())) {
+      Throw(TRITONSERVER_ERROR_INVALID_ARG, "model '" + name +
+                                                "': incorrect value for ISOLATE_GPU: '" + value +
+                                                "' (expected \"yes\" or \"no\")");
+    }
   }
 
   debug.clear();
@@ -249,7 +260,8 @@ json::Value ModelState::InitArgs(const std::string& phase, const std::string& in
   return a;
 }
 
-SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) const {
+SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
+                                              int gpu_device) const {
   const BackendConfig& c = backend->config;
   SessionOptions o;
   o.model_name = name;
@@ -276,6 +288,27 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
     o.package_parent = exec_env.pythonpath;
     o.env.insert(o.env.end(), exec_env.env.begin(), exec_env.env.end());
     o.env_unset = exec_env.unset;
+  }
+  if (isolate_gpu && gpu_device >= 0) {
+    // The stub sees one device, its own: it is device 0 there, and PYBACKEND_ISOLATED_DEVICE
+    // tells the stub which device that is in our numbering (pybackend/utils/cuda_driver.py).
+    // Our numbering is tritonserver's, itself filtered by its own CUDA_VISIBLE_DEVICES.
+    std::string visible = std::to_string(gpu_device);
+    if (const char* parent = getenv("CUDA_VISIBLE_DEVICES"); parent != nullptr && *parent) {
+      std::string list = parent;
+      size_t start = 0;
+      for (int i = 0; start <= list.size(); ++i) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        if (i == gpu_device) {
+          visible = list.substr(start, comma - start);
+          break;
+        }
+        start = comma + 1;
+      }
+    }
+    o.env.emplace_back("CUDA_VISIBLE_DEVICES", visible);
+    o.env.emplace_back("PYBACKEND_ISOLATED_DEVICE", std::to_string(gpu_device));
   }
   return o;
 }

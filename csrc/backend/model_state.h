@@ -33,6 +33,9 @@ class ModelState {
   int64_t max_batch_size = 0;
   std::string model_filename = "model.py";
   bool force_cpu_only_inputs = true;
+  // Model parameter ISOLATE_GPU (docs/gpu.md): a KIND_GPU instance's stub sees only its own
+  // device (CUDA_VISIBLE_DEVICES), so neither it nor its libraries touch another GPU (UV-28).
+  bool isolate_gpu = false;
   std::string python;     // interpreter for this model's stubs
   ExecutionEnv exec_env;  // EXECUTION_ENV_PATH, prepared (empty fields when unset)
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
@@ -51,13 +54,14 @@ class ModelState {
 
   json::Value InitArgs(const std::string& phase, const std::string& instance_name,
                        const std::string& kind, int32_t device_id) const;
-  SessionOptions MakeSessionOptions(const std::string& instance_name) const;
+  // `gpu_device`: the device of a KIND_GPU instance, -1 for any other.
+  SessionOptions MakeSessionOptions(const std::string& instance_name, int gpu_device = -1) const;
 
   // The first instance's stub, spawned (not initialized) before auto-complete so that its
   // interpreter starts in parallel with the auto-complete stub: at model load the two
   // stub starts overlap instead of running one after the other. The instance named
   // `instance_name` takes it; anyone else gets nullptr (and spawns its own).
-  std::shared_ptr<StubSession> TakeSpare(const std::string& instance_name);
+  std::shared_ptr<StubSession> TakeSpare(const std::string& instance_name, int gpu_device = -1);
 
  private:
   void SpawnSpare();

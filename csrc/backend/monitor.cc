@@ -111,6 +111,9 @@ void Monitor::Run() {
         fds[kOut].fd = fds[kErr].fd = fds[kPid].fd = -1;  // only the stop event is left
         gone_reported = true;
         if (s_->handler() != nullptr) s_->handler()->OnStubGone(*s_);
+        // The dead stub's device memory is mapped here: let it go now, not when the session
+        // is destroyed (after a restart), so the driver can free it (docs/gpu.md).
+        s_->ipc_cache().CloseAll();
       }
       continue;
     }

@@ -5,6 +5,8 @@
 #include "backend/error.h"
 #include "backend/json.h"
 #include "backend/parallel_copy.h"
+#include "cuda/device_holds.h"
+#include "cuda/driver.h"
 
 namespace pybackend {
 namespace {
@@ -43,6 +45,39 @@ std::string ParametersJson(TRITONBACKEND_Request* req) {
   return params.Dump();
 }
 
+struct InputBuffer {
+  const void* data = nullptr;
+  uint64_t size = 0;
+  TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
+  int64_t mem_id = 0;
+};
+
+std::string InputWhere(const EncodeContext& ctx, const char* name) {
+  return "model instance '" + ctx.instance_name + "', input '" + name + "'";
+}
+
+// FORCE_CPU_ONLY_INPUT_TENSORS "no" and the whole input in one GPU buffer: the stub gets a
+// GPU tensor. Triton's own memory (its CUDA pool, an ensemble step's output) is shared as it
+// is; memory CUDA IPC cannot share again (a client's CUDA shared memory, which Triton itself
+// imported) is first copied into device memory lent to the stub.
+void EncodeGpuInput(ipc::Writer& w, const char* name, TRITONSERVER_DataType dtype,
+                    const int64_t* shape, uint32_t ndim, uint64_t byte_size, const InputBuffer& b,
+                    EncodeContext& ctx) {
+  const std::string where = InputWhere(ctx, name);
+  int device = static_cast<int>(b.mem_id);
+  ipc::GpuRef ref;
+  if (!ctx.session->device_holds().Share(device, b.data, where, &ref)) {
+    cuda::CUdeviceptr copy = ctx.session->device_holds().Allocate(device, byte_size, where, &ref);
+    ctx.gpu_holds.push_back(ref.hold);
+    cuda::Copy(cuda::Driver::Get(where), device, cuda::Direction::kDeviceToDevice,
+               reinterpret_cast<void*>(copy), b.data, byte_size, where);
+    ctx.session->CountGpuCopy(cuda::Direction::kDeviceToDevice);
+  }
+  ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::GPU_IPC, shape, ndim,
+                       byte_size);
+  ipc::WriteGpuRef(w, ref);
+}
+
 void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx) {
   const char* name = nullptr;
   TRITONSERVER_DataType dtype;
@@ -52,6 +87,28 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
   uint32_t buffers = 0;
   Check(TRITONBACKEND_InputProperties(input, &name, &dtype, &shape, &ndim, &byte_size, &buffers),
         "TRITONBACKEND_InputProperties");
+
+  // Where Triton holds the input (one buffer mostly; several for a batch gathered by Triton).
+  InputBuffer one;
+  std::vector<InputBuffer> many;
+  for (uint32_t i = 0; i < buffers; ++i) {
+    InputBuffer b;
+    b.mem = ctx.force_cpu_inputs ? TRITONSERVER_MEMORY_CPU : TRITONSERVER_MEMORY_GPU;
+    Check(TRITONBACKEND_InputBuffer(input, i, &b.data, &b.size, &b.mem, &b.mem_id),
+          "TRITONBACKEND_InputBuffer");
+    if (buffers == 1) {
+      one = b;
+    } else {
+      many.push_back(b);
+    }
+  }
+  if (buffers == 1) many.push_back(one);
+  if (!ctx.force_cpu_inputs && buffers == 1 && one.mem == TRITONSERVER_MEMORY_GPU &&
+      dtype != TRITONSERVER_TYPE_BYTES && ctx.session != nullptr && one.size == byte_size &&
+      byte_size > 0) {
+    EncodeGpuInput(w, name, dtype, shape, ndim, byte_size, one, ctx);
+    return;
+  }
 
   bool inline_it = byte_size <= ctx.inline_threshold &&
                    w.size() + byte_size + kInlineSlack <= ipc::MAX_INLINE_BODY;
@@ -78,25 +135,27 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
   }
 
   uint64_t copied = 0;
-  for (uint32_t i = 0; i < buffers; ++i) {
-    const void* buf = nullptr;
-    uint64_t size = 0;
-    TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
-    int64_t mem_id = 0;
-    Check(TRITONBACKEND_InputBuffer(input, i, &buf, &size, &mem, &mem_id),
-          "TRITONBACKEND_InputBuffer");
-    if (mem == TRITONSERVER_MEMORY_GPU) {
-      Throw(TRITONSERVER_ERROR_UNSUPPORTED, "input '" + std::string(name) +
-                                                "' is in GPU memory; this build of the Python "
-                                                "backend only accepts CPU inputs");
-    }
-    if (size > byte_size - copied) {
+  for (const InputBuffer& b : many) {
+    if (b.size > byte_size - copied) {
       Throw(TRITONSERVER_ERROR_INVALID_ARG, "input '" + std::string(name) +
                                                 "' buffers hold more than its byte size " +
                                                 std::to_string(byte_size));
     }
-    if (size > 0) CopyBytes(dst + copied, buf, size);
-    copied += size;
+    if (b.size > 0 && b.mem == TRITONSERVER_MEMORY_GPU) {
+      // On a GPU (a client's CUDA shared memory, an ensemble step's GPU output): one copy
+      // to host memory, as the original does with FORCE_CPU_ONLY_INPUT_TENSORS "yes".
+      if (ctx.session == nullptr) {
+        Throw(TRITONSERVER_ERROR_UNSUPPORTED,
+              "input '" + std::string(name) + "' is in GPU memory, which this call cannot read");
+      }
+      const std::string where = InputWhere(ctx, name);
+      cuda::Copy(cuda::Driver::Get(where), static_cast<int>(b.mem_id),
+                 cuda::Direction::kDeviceToHost, dst + copied, b.data, b.size, where);
+      ctx.session->CountGpuCopy(cuda::Direction::kDeviceToHost);
+    } else if (b.size > 0) {
+      CopyBytes(dst + copied, b.data, b.size);
+    }
+    copied += b.size;
   }
   if (copied != byte_size) {
     Throw(TRITONSERVER_ERROR_INVALID_ARG, "input '" + std::string(name) + "' buffers hold " +

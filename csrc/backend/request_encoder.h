@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/request_registry.h"
+#include "backend/stub_session.h"
 #include "ipc/arena.h"
 #include "ipc/codec.h"
 
@@ -19,6 +20,12 @@ struct EncodeContext {
   std::string instance_name;
   // Arena blocks handed to the stub by this batch; freed here if the batch never goes out.
   std::vector<ipc::Arena::Block> blocks;
+  // GPU inputs (docs/gpu.md): the session (its device holds, copy counters) and the model's
+  // FORCE_CPU_ONLY_INPUT_TENSORS. Without a session every input goes to host memory.
+  StubSession* session = nullptr;
+  bool force_cpu_inputs = true;
+  // Device memory lent to the stub by this batch; released here if the batch never goes out.
+  std::vector<uint64_t> gpu_holds;
 };
 
 // Throws BackendError (the batch fails) on any Triton error, a GPU input, or malformed

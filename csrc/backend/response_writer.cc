@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/error.h"
+#include "backend/gpu_transfer.h"
 #include "backend/json.h"
 #include "backend/logging.h"
 #include "backend/parallel_copy.h"
@@ -84,7 +85,16 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
   const uint8_t* src = nullptr;
   std::shared_ptr<ipc::Mapping> hold;  // keeps a stub segment mapped while we copy
   std::string error;
+  bool on_gpu = false;  // the stub's GPU memory (CUDA IPC)
   switch (t.location) {
+    case ipc::Location::GPU_IPC:
+      if (static_cast<TRITONSERVER_DataType>(t.dtype) == TRITONSERVER_TYPE_BYTES) {
+        Throw(TRITONSERVER_ERROR_INVALID_ARG, "output '" + t.name + "' of model instance '" +
+                                                  instance +
+                                                  "': a BYTES tensor cannot live in GPU memory");
+      }
+      on_gpu = true;
+      break;
     case ipc::Location::INLINE:
       src = t.inline_data;
       break;
@@ -121,20 +131,23 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
                                      static_cast<uint32_t>(t.dims.size())),
         nullptr);
   void* dst = nullptr;
-  TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
-  int64_t mem_id = 0;
+  // A GPU output asks for a buffer on its own device: then one device-to-device copy; Triton
+  // may still hand out host memory (an HTTP/gRPC client without CUDA shared memory): then one
+  // device-to-host copy.
+  TRITONSERVER_MemoryType mem = on_gpu ? TRITONSERVER_MEMORY_GPU : TRITONSERVER_MEMORY_CPU;
+  int64_t mem_id = on_gpu ? static_cast<int64_t>(t.gpu.device) : 0;
   Check(TRITONBACKEND_OutputBuffer(output, &dst, t.byte_size, &mem, &mem_id), nullptr);
   if (t.byte_size == 0) return;
-  if (mem == TRITONSERVER_MEMORY_GPU) {
-    Throw(TRITONSERVER_ERROR_UNSUPPORTED,
-          "output '" + t.name +
-              "': Triton asked for a GPU buffer; GPU outputs are not "
-              "supported by this build");
-  }
   if (dst == nullptr) {
     Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': Triton gave no buffer");
   }
-  CopyBytesToFresh(dst, src, t.byte_size);
+  if (on_gpu) {
+    CopyGpuOutput(session, t, dst, mem, mem_id);
+  } else if (mem == TRITONSERVER_MEMORY_GPU) {
+    CopyHostToGpu(session, t.name, dst, mem_id, src, t.byte_size);
+  } else {
+    CopyBytesToFresh(dst, src, t.byte_size);
+  }
 }
 
 }  // namespace
@@ -183,6 +196,11 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
 void ReturnStubBlocks(const ipc::ResponseBody& body, ipc::PendingFrees& frees) {
   for (const ipc::TensorDesc& t : body.outputs) {
     if (t.location == ipc::Location::STUB_ARENA) frees.Add(t.seg, t.offset);
+    // The stub keeps a GPU output's memory alive until it gets this back (whoever's
+    // allocation it lies in: a view of a GPU input is memory of ours).
+    if (t.location == ipc::Location::GPU_IPC) {
+      frees.Add(ipc::GPU_HOLD_SEG, t.gpu.hold);
+    }
   }
 }
 

@@ -428,6 +428,12 @@ void StubSession::FreeOurBlocks(ipc::Reader& r, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t seg = r.U32();
     uint64_t off = r.U64();
+    if (seg == ipc::GPU_HOLD_SEG) {  // device memory we lent (docs/gpu.md)
+      if (!device_holds_.Release(off)) {
+        PB_LOG_WARN(log_prefix_ + "the stub freed an unknown GPU hold " + std::to_string(off));
+      }
+      continue;
+    }
     if (!arena_.Free(seg, off)) {
       PB_LOG_WARN(log_prefix_ + "the stub freed an unknown block (segment " + std::to_string(seg) +
                   ", offset " + std::to_string(off) + ")");
@@ -583,6 +589,17 @@ std::string StubSession::StderrTail() {
   }
   if (!out.empty()) out.pop_back();
   return out;
+}
+
+void StubSession::set_instance_metrics(std::shared_ptr<InstanceMetrics> metrics) {
+  instance_metrics_ = metrics;
+  ipc_cache_.set_on_count([m = std::move(metrics)](size_t n) {
+    if (m) m->SetIpcHandlesOpen(n);
+  });
+}
+
+void StubSession::CountGpuCopy(cuda::Direction d) {
+  if (instance_metrics_) instance_metrics_->GpuCopy(static_cast<int>(d));
 }
 
 }  // namespace pybackend

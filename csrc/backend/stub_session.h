@@ -16,8 +16,12 @@
 #include <vector>
 
 #include "backend/custom_metrics.h"
+#include "backend/instance_metrics.h"
 #include "backend/json.h"
 #include "backend/stub_process.h"
+#include "cuda/device_holds.h"
+#include "cuda/driver.h"
+#include "cuda/ipc_cache.h"
 #include "ipc/arena.h"
 #include "ipc/channel.h"
 #include "ipc/lane.h"
@@ -152,6 +156,14 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // The families and metrics this stub created (deleted when the session ends).
   CustomMetrics& metrics() { return metrics_; }
   const std::string& log_prefix() const { return log_prefix_; }
+  // GPU tensors: the stub's device allocations mapped here (closed when the session ends:
+  // stub exit, crash or restart) and the instance's series that count our copies and those
+  // mappings. Set by the instance before Start(); unset (auto-complete) nothing is counted.
+  cuda::IpcCache& ipc_cache() { return ipc_cache_; }
+  // Device memory we lent the stub (GPU inputs we had to copy, BLS outputs on a GPU).
+  cuda::DeviceHolds& device_holds() { return device_holds_; }
+  void set_instance_metrics(std::shared_ptr<InstanceMetrics> metrics);
+  void CountGpuCopy(cuda::Direction d);
 
   // Held by the executor for a whole batch (EXECUTE ... RESULT read and answered), so the
   // monitor's idle-time FREE on sync can never land between an EXECUTE and its RESULT.
@@ -197,6 +209,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   ipc::PeerSegments peers_;
   ipc::PendingFrees frees_;
   CustomMetrics metrics_;
+  std::shared_ptr<InstanceMetrics> instance_metrics_;  // before ipc_cache_: it reports there
+  cuda::IpcCache ipc_cache_;
+  cuda::DeviceHolds device_holds_;
   std::unique_ptr<StubProcess> process_;
   std::unique_ptr<ipc::Lane> lane_;  // before sync_: the channel rings it until destroyed
   bool lane_active_ = false;         // LANE sent: sync traffic is counted and rung from now on

@@ -57,10 +57,20 @@ void WriteTensorDesc(Writer& w, const TensorDesc& t) {
                   static_cast<uint32_t>(t.dims.size()), t.byte_size);
   if (t.location == Location::INLINE) {
     w.Raw(t.inline_data, t.byte_size);
+  } else if (t.location == Location::GPU_IPC) {
+    WriteGpuRef(w, t.gpu);
   } else {
     w.U32(t.seg);
     w.U64(t.offset);
   }
+}
+
+void WriteGpuRef(Writer& w, const GpuRef& g) {
+  w.U8(static_cast<uint8_t>(g.owner));
+  w.U32(g.device);
+  w.U64(g.hold);
+  w.Raw(g.handle.data(), g.handle.size());
+  w.U64(g.offset);
 }
 
 TensorDesc ReadTensorDesc(Reader& r) {
@@ -87,6 +97,20 @@ TensorDesc ReadTensorDesc(Reader& r) {
       t.seg = r.U32();
       t.offset = r.U64();
       break;
+    case Location::GPU_IPC: {
+      t.location = Location::GPU_IPC;
+      uint8_t owner = r.U8();
+      if (owner != static_cast<uint8_t>(Owner::BACKEND) &&
+          owner != static_cast<uint8_t>(Owner::STUB)) {
+        throw DecodeError("GPU tensor '" + t.name + "' has unknown owner " + std::to_string(owner));
+      }
+      t.gpu.owner = static_cast<Owner>(owner);
+      t.gpu.device = r.U32();
+      t.gpu.hold = r.U64();
+      std::memcpy(t.gpu.handle.data(), r.Bytes(GPU_IPC_HANDLE_SIZE), GPU_IPC_HANDLE_SIZE);
+      t.gpu.offset = r.U64();
+      break;
+    }
     default:
       throw DecodeError("tensor '" + t.name + "' has unsupported location " +
                         std::to_string(location));

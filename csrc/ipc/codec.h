@@ -3,6 +3,7 @@
 // peer: every read is bounds-checked and a short or malformed body throws DecodeError.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -76,6 +77,17 @@ class Reader {
   const uint8_t* end_;
 };
 
+// Where a GPU_IPC tensor lies: `offset` bytes into the device allocation that `handle` (a
+// CUipcMemHandle) names on `device` (the backend's numbering). `owner` keeps the memory alive
+// until the peer returns the BlockRef (GPU_HOLD_SEG, hold) with FREE.
+struct GpuRef {
+  Owner owner = Owner::STUB;
+  uint32_t device = 0;
+  uint64_t hold = 0;
+  std::array<uint8_t, GPU_IPC_HANDLE_SIZE> handle{};
+  uint64_t offset = 0;
+};
+
 // One tensor as described on the wire. For INLINE tensors `inline_data` points into the
 // decoded message body, so a TensorDesc must not outlive the message it came from.
 struct TensorDesc {
@@ -87,12 +99,14 @@ struct TensorDesc {
   const uint8_t* inline_data = nullptr;
   uint32_t seg = 0;
   uint64_t offset = 0;
+  GpuRef gpu;  // GPU_IPC only
 };
 
 // Writes everything of a TensorDesc up to (not including) its data or block reference.
 void WriteTensorHead(Writer& w, std::string_view name, uint8_t dtype, Location location,
                      const int64_t* dims, uint32_t ndim, uint64_t byte_size);
 void WriteTensorDesc(Writer& w, const TensorDesc& t);
+void WriteGpuRef(Writer& w, const GpuRef& g);
 TensorDesc ReadTensorDesc(Reader& r);
 
 struct ResponseBody {

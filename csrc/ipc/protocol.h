@@ -7,7 +7,7 @@
 
 namespace pybackend::ipc {
 
-constexpr uint32_t PROTOCOL_VERSION = 3;
+constexpr uint32_t PROTOCOL_VERSION = 4;
 constexpr uint32_t HEADER_SIZE = 16;
 constexpr uint32_t MAX_INLINE_BODY = 131072;
 constexpr uint32_t MAX_DATAGRAM = 262144;
@@ -15,6 +15,10 @@ constexpr uint32_t DEFAULT_INLINE_THRESHOLD = 4096;
 constexpr uint16_t FLAG_INDIRECT = 1;
 constexpr int SYNC_FD = 3;
 constexpr int ASYNC_FD = 4;
+// The segment id of GPU holds: a FREE's BlockRef (GPU_HOLD_SEG, hold) releases the device
+// memory its owner kept alive for a GPU_IPC tensor (docs/protocol.md, "GPU tensors").
+constexpr uint32_t GPU_HOLD_SEG = 4294967295;
+constexpr uint32_t GPU_IPC_HANDLE_SIZE = 64;
 
 enum class MessageKind : uint16_t {
   HELLO = 1,

@@ -86,6 +86,27 @@ static void TestCodec() {
   bad.U32(0xffffffff);
   ipc::Reader br(bad.data(), bad.size());
   EXPECT(Throws([&] { ipc::ReadTensorDesc(br); }));
+
+  // A GPU_IPC tensor: owner, device, hold, the 64-byte handle and the offset round-trip.
+  ipc::TensorDesc g = t;
+  g.location = ipc::Location::GPU_IPC;
+  g.gpu.owner = ipc::Owner::STUB;
+  g.gpu.device = 3;
+  g.gpu.hold = 0x1122334455ULL;
+  for (size_t i = 0; i < g.gpu.handle.size(); ++i) g.gpu.handle[i] = static_cast<uint8_t>(i);
+  g.gpu.offset = 4096;
+  ipc::Writer gw;
+  ipc::WriteTensorDesc(gw, g);
+  ipc::Reader gr(gw.data(), gw.size());
+  ipc::TensorDesc gg = ipc::ReadTensorDesc(gr);
+  EXPECT(gr.remaining() == 0);
+  EXPECT(gg.location == ipc::Location::GPU_IPC && gg.gpu.owner == ipc::Owner::STUB);
+  EXPECT(gg.gpu.device == 3 && gg.gpu.hold == 0x1122334455ULL && gg.gpu.offset == 4096);
+  EXPECT(gg.gpu.handle == g.gpu.handle);
+  std::vector<uint8_t> wrong(gw.data(), gw.data() + gw.size());
+  wrong[wrong.size() - 8 - 64 - 8 - 4 - 1] = 9;  // the owner byte
+  ipc::Reader wr(wrong.data(), wrong.size());
+  EXPECT(Throws([&] { ipc::ReadTensorDesc(wr); }));
 }
 
 static void TestArena() {

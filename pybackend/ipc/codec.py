@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..errors import PybackendError
 from .protocol import PROTOCOL_VERSION, Location, ResultKind, ResultStatus
@@ -35,6 +35,8 @@ RESULT_OK_HEAD = struct.Struct("<BII")  # status, async_seq, n
 SEQ_N = struct.Struct("<II")
 PER_RESULT = struct.Struct("<BI")  # kind, release_flags
 ERROR_HEAD = struct.Struct("<I")
+# GPU_IPC tensors: u8 owner, u32 device_id, u64 hold, 64-byte CUipcMemHandle, u64 offset
+GPU_REF = struct.Struct("<BIQ64sQ")
 
 _DIMS_CACHE: dict = {}
 
@@ -131,9 +133,22 @@ class Reader:
 # ---------------------------------------------------------------------------- tensors
 
 
+class GpuRef(NamedTuple):
+    """Where a GPU_IPC tensor lies: ``offset`` bytes into the device allocation that
+    ``handle`` (a CUipcMemHandle) names on ``device`` (the backend's numbering). ``owner``
+    keeps the memory alive until the peer returns the BlockRef (GPU_HOLD_SEG, ``hold``)."""
+
+    owner: int
+    device: int
+    hold: int
+    handle: bytes
+    offset: int
+
+
 class TensorDesc:
-    """One tensor on the wire. ``data`` holds the bytes of an INLINE tensor; arena
-    tensors carry ``seg``/``offset`` instead (the bytes live in that arena)."""
+    """One tensor on the wire. ``data`` holds the bytes of an INLINE tensor and the
+    :class:`GpuRef` of a GPU_IPC one; arena tensors carry ``seg``/``offset`` instead (the
+    bytes live in that arena)."""
 
     __slots__ = ("name", "dtype", "location", "dims", "byte_size", "seg", "offset", "data")
 
@@ -146,7 +161,7 @@ class TensorDesc:
         byte_size: int,
         seg: int = 0,
         offset: int = 0,
-        data: Optional[Buffer] = None,
+        data: Optional[Union[Buffer, "GpuRef"]] = None,
     ) -> None:
         self.name = name
         self.dtype = dtype
@@ -172,16 +187,19 @@ class TensorDesc:
             )
             and (
                 self.location != Location.INLINE
-                or bytes(self.data or b"") == bytes(other.data or b"")
+                or bytes(self.data or b"") == bytes(other.data or b"")  # type: ignore[arg-type]
             )
+            and (self.location != Location.GPU_IPC or self.data == other.data)
         )
 
     def __repr__(self) -> str:
-        where = (
-            "inline"
-            if self.location == Location.INLINE
-            else f"{self.location}:{self.seg}+{self.offset}"
-        )
+        if self.location == Location.INLINE:
+            where = "inline"
+        elif self.location == Location.GPU_IPC:
+            ref = self.data
+            where = f"gpu {ref.device} hold {ref.hold} +{ref.offset}"  # type: ignore[union-attr]
+        else:
+            where = f"{self.location}:{self.seg}+{self.offset}"
         return (
             f"TensorDesc({self.name!r}, dtype={self.dtype}, dims={self.dims}, "
             f"{self.byte_size}B, {where})"
@@ -203,9 +221,11 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
             raise ProtocolError(
                 f"inline tensor '{t.name}' has {n} bytes but byte_size {t.byte_size}"
             )
-        out += data
+        out += data  # type: ignore[arg-type]
     elif loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         out += BLOCK_REF.pack(t.seg, t.offset)
+    elif loc == Location.GPU_IPC:
+        out += GPU_REF.pack(*t.data)  # type: ignore[misc]
     else:
         raise ProtocolError(
             f"tensor '{t.name}': location {loc} is not supported in protocol version "
@@ -223,6 +243,8 @@ def read_tensor(r: Reader) -> TensorDesc:
     if loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
         seg, off = r.unpack(BLOCK_REF)
         return TensorDesc(name, dtype, loc, dims, byte_size, seg, off)
+    if loc == Location.GPU_IPC:
+        return TensorDesc(name, dtype, loc, dims, byte_size, data=GpuRef(*r.unpack(GPU_REF)))
     raise ProtocolError(
         f"tensor '{name}': location {loc} is not supported in protocol version {PROTOCOL_VERSION}"
     )
@@ -426,6 +448,11 @@ def _fast_tensor(
     if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
         seg, off = BLOCK_REF.unpack_from(mv, pos)
         return make(name, dtype, loc, dims, byte_size, seg, off, None), pos + 12
+    if loc == 3:  # GPU_IPC
+        if pos + GPU_REF.size > end:
+            raise _truncated(pos, end)
+        ref = GpuRef(*GPU_REF.unpack_from(mv, pos))
+        return make(name, dtype, loc, dims, byte_size, 0, 0, ref), pos + GPU_REF.size
     raise ProtocolError(
         f"tensor '{name}': location {loc} is not supported in protocol version {PROTOCOL_VERSION}"
     )

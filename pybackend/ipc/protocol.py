@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import struct
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 HEADER_SIZE = 16
 MAX_INLINE_BODY = 131072
 MAX_DATAGRAM = 262144
@@ -17,6 +17,10 @@ DEFAULT_INLINE_THRESHOLD = 4096
 FLAG_INDIRECT = 1
 SYNC_FD = 3
 ASYNC_FD = 4
+# The segment id of GPU holds: a FREE's BlockRef (GPU_HOLD_SEG, hold) releases the device
+# memory its owner kept alive for a GPU_IPC tensor (docs/protocol.md, "GPU tensors").
+GPU_HOLD_SEG = 4294967295
+GPU_IPC_HANDLE_SIZE = 64
 
 HEADER = struct.Struct("<HHIQ")
 assert HEADER.size == HEADER_SIZE

@@ -26,7 +26,7 @@ import numpy as np
 from ..ipc.bls_codec import BlsExecDesc, decode_bls_response, encode_bls_exec
 from ..ipc.channel import Message
 from ..ipc.codec import ProtocolError, ResponseDesc, TensorDesc
-from ..ipc.protocol import Location, MessageKind
+from ..ipc.protocol import GPU_HOLD_SEG, Location, MessageKind
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
@@ -360,6 +360,8 @@ class BlsClient:
                     td.seg, td.offset, td.byte_size
                 ):
                     st.free_backend_block(td.seg, td.offset)
+                elif td.location == Location.GPU_IPC and td.data.hold:  # type: ignore[union-attr]
+                    st.free_backend_block(GPU_HOLD_SEG, td.data.hold)  # type: ignore[union-attr]
             return _error_response(f"cannot read the BLS response: {e}")
         resp = InferenceResponse(tensors)
         resp._parameters = desc.parameters
@@ -370,6 +372,15 @@ class BlsClient:
         if td.location == Location.INLINE:
             buf = np.frombuffer(td.data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
             return Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+        if td.location == Location.GPU_IPC:  # preferred_memory GPU: lent until the tensor dies
+            ref: Any = td.data
+            try:
+                on_gpu = self.state.gpu_inputs.buffer(ref, n)
+            except BaseException:
+                if ref.hold:
+                    self.state.free_backend_block(GPU_HOLD_SEG, ref.hold)
+                raise
+            return Tensor._on_device(td.name, td.dtype, td.dims, on_gpu)
         if td.location != Location.BACKEND_ARENA:
             raise ProtocolError(f"output '{td.name}' has location {td.location}")
         st = self.state

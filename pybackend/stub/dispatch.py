@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ipc import codec
 from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc
-from ..ipc.protocol import Location, ResultKind, ResultStatus
+from ..ipc.protocol import GPU_HOLD_SEG, Location, ResultKind, ResultStatus
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
@@ -146,6 +146,9 @@ class Dispatcher:
             else:
                 t = Tensor._from_buffer(name, dtype, dims, _EMPTY)
                 st.free_backend_block(seg, offset)
+        elif loc == 3:  # Location.GPU_IPC: FORCE_CPU_ONLY_INPUT_TENSORS "no" (stub/gpu.py)
+            gpu = self.state.gpu_inputs.buffer(data, n)  # type: ignore[arg-type]
+            t = Tensor._on_device(name, dtype, dims, gpu)
         else:
             raise ProtocolError(f"input '{name}' has location {loc}, which inputs cannot use")
         self._made += 1
@@ -202,6 +205,8 @@ class Dispatcher:
                     td.seg, td.offset, td.byte_size
                 ):
                     st.free_backend_block(td.seg, td.offset)
+                elif td.location == Location.GPU_IPC and td.data.hold:  # type: ignore[union-attr]
+                    st.free_backend_block(GPU_HOLD_SEG, td.data.hold)  # type: ignore[union-attr]
             raise
         finally:
             self.state.free_own_blocks(freed)

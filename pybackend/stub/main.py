@@ -222,6 +222,24 @@ class Stub:
             )
         model_file = init.get("model_file", "")
         self.transport.model_dir = init.get("version_dir") or os.path.dirname(model_file)
+        if init.get("phase") == "initialize" and init.get("instance_kind") == "GPU":
+            self._use_instance_device(_int(init.get("device_id", 0)))
+
+    def _use_instance_device(self, device: int) -> None:
+        """A KIND_GPU instance starts on its own device: its primary context is made current
+        on the main thread before the model is imported, so torch, cupy and the CUDA runtime
+        use that device by default (UV-28). KIND_CPU instances never load the driver here."""
+        from ..utils import cuda_driver
+
+        try:
+            cuda_driver.driver().make_current(cuda_driver.to_local(device))
+        except cuda_driver.CudaError as e:
+            self.state.log.here(
+                WARNING,
+                f"pybackend stub '{self.instance}': could not make GPU {device} the current "
+                f"device of this KIND_GPU instance ({e}); the model's libraries choose their "
+                "own device",
+            )
 
     # ------------------------------------------------------------------ FINALIZE
 

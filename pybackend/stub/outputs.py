@@ -13,15 +13,18 @@ from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..ipc.codec import BLOCK_REF, ERROR_HEAD, U32, TensorDesc, put_str
+from ..ipc.codec import BLOCK_REF, ERROR_HEAD, GPU_REF, U32, TensorDesc, put_str
 from ..ipc.protocol import MAX_INLINE_BODY, Location
+from ..utils.dlpack import DeviceBuffer
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
+from .gpu import stage_to_host
 from .state import StubState
 
 _INLINE = int(Location.INLINE)
 _STUB_ARENA = int(Location.STUB_ARENA)
 _BACKEND_ARENA = int(Location.BACKEND_ARENA)
+_GPU_IPC = int(Location.GPU_IPC)
 _OK_HEAD = b"\x00"
 _EMPTY_PARAMS = b"\x00" + U32.pack(0)  # no error, parameters ""
 
@@ -62,7 +65,7 @@ class Placer:
     """Encodes the responses of one outgoing message. ``keepalive`` collects the arrays
     a RESULT references in the backend's arena; they must outlive the backend's read."""
 
-    __slots__ = ("state", "for_send", "budget", "keepalive", "blocks", "pinned")
+    __slots__ = ("state", "for_send", "budget", "keepalive", "blocks", "pinned", "holds")
 
     def __init__(
         self,
@@ -78,6 +81,7 @@ class Placer:
         self.budget = MAX_INLINE_BODY // 2
         self.keepalive: List[Any] = []
         self.blocks: List[Tuple[int, int]] = []  # our references, dropped by abort()
+        self.holds: List[int] = []  # GPU outputs held for the backend, dropped by abort()
 
     def abort(self) -> None:
         """The message will not be sent: give back the references taken for it."""
@@ -85,6 +89,9 @@ class Placer:
         blocks, self.blocks = self.blocks, []
         for seg, off in blocks:
             arena.decref(seg, off)  # type: ignore[union-attr]
+        holds, self.holds = self.holds, []
+        for hold in holds:
+            self.state.gpu.release(hold)
         self.keepalive = []
 
     def response(
@@ -123,6 +130,8 @@ class Placer:
         if loc == _INLINE:
             data = _bytes_view(where) if n else b""
             return TensorDesc(t._name, t._dtype, loc, t._shape, n, data=data)
+        if loc == _GPU_IPC:
+            return TensorDesc(t._name, t._dtype, loc, t._shape, n, data=where)
         return TensorDesc(t._name, t._dtype, loc, t._shape, n, *where)
 
     def _tensor(self, out: bytearray, t: Tensor) -> None:
@@ -143,12 +152,14 @@ class Placer:
         else:
             out += _name(t._name)
             out += _head(len(shape)).pack(t._dtype, loc, len(shape), *shape, n)
-            out += BLOCK_REF.pack(*where)
+            out += (GPU_REF if loc == _GPU_IPC else BLOCK_REF).pack(*where)
 
     def _place(self, t: Tensor) -> Tuple[int, int, Any]:
         """(location, byte size, the data itself when inline (bytes or a C-contiguous
         array) or (seg, offset)) for ``t``."""
         data: Any = t._raw if t._raw is not None else t._array
+        if type(data) is DeviceBuffer:
+            return self._place_gpu(data)
         is_array = isinstance(data, np.ndarray)
         n = data.nbytes if is_array else len(data)
         # Small tensors travel inline: a copy of a few KiB is cheaper than any lookup.
@@ -183,4 +194,22 @@ class Placer:
         seg, off = arena.alloc(n)
         self.blocks.append((seg, off))
         arena.write(seg, off, _bytes_view(data))
+        return _STUB_ARENA, n, (seg, off)
+
+    def _place_gpu(self, buf: DeviceBuffer) -> Tuple[int, int, Any]:
+        """A GPU tensor stays on the GPU: described by its CUDA IPC handle and held until
+        the backend has copied it (stub/gpu.py). Where IPC cannot share it, it is staged
+        through our arena (one device-to-host copy, UV-29)."""
+        n = buf.nbytes
+        if n == 0:
+            return _INLINE, 0, b""
+        ref = self.state.gpu.share(buf)
+        if ref is not None:
+            self.holds.append(ref.hold)
+            return _GPU_IPC, n, ref
+        arena = self.state.arena
+        assert arena is not None
+        seg, off = arena.alloc(n)
+        self.blocks.append((seg, off))
+        stage_to_host(buf, arena.buffer(seg, off, n).ctypes.data)
         return _STUB_ARENA, n, (seg, off)

@@ -14,7 +14,14 @@ from typing import Callable, Deque, Dict, List, Optional, Tuple
 from ..ipc import codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, Message
-from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MAX_INLINE_BODY, MessageKind, Owner
+from ..ipc.protocol import (
+    DEFAULT_INLINE_THRESHOLD,
+    GPU_HOLD_SEG,
+    MAX_INLINE_BODY,
+    MessageKind,
+    Owner,
+)
+from .gpu import GpuHolds, GpuMappings
 from .logging import WARNING, StubLog
 
 FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
@@ -70,6 +77,8 @@ class StubState:
         self.sync = Channel(socket.socket(fileno=sync_fd), self._indirect_out, self._indirect_in)
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
+        self.gpu_inputs = GpuMappings(lambda hold: self.free_backend_block(GPU_HOLD_SEG, hold))
+        self.gpu = GpuHolds(lambda text: self.log.here(WARNING, text), self.gpu_inputs)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
         self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
         self.wake_r, self.wake_w = os.pipe()
@@ -207,6 +216,13 @@ class StubState:
         if arena is None:
             raise codec.ProtocolError("the backend freed stub blocks before INIT")
         for seg, off in blocks:
+            if seg == GPU_HOLD_SEG:  # a GPU output the backend has copied (stub/gpu.py)
+                if not self.gpu.release(off):
+                    self.log.here(
+                        WARNING,
+                        f"pybackend stub '{self.instance}': ignoring a free of GPU hold {off}",
+                    )
+                continue
             try:
                 arena.decref(seg, off)
             except codec.ProtocolError as e:

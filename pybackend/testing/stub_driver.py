@@ -5,6 +5,7 @@ tests drive it message by message."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import socket
@@ -19,7 +20,14 @@ import numpy as np
 from ..ipc import codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, ChannelClosed
-from ..ipc.protocol import PROTOCOL_VERSION, Location, MessageKind, Owner, ResultKind
+from ..ipc.protocol import (
+    GPU_HOLD_SEG,
+    PROTOCOL_VERSION,
+    Location,
+    MessageKind,
+    Owner,
+    ResultKind,
+)
 from ..utils import dtypes
 from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
 from ..utils.tensor import _bfloat16
@@ -105,6 +113,7 @@ class StubDriver:
         self.cond = threading.Condition()
         self.async_closed = False
         self.pending_stub_frees: List[Tuple[int, int]] = []
+        self._gpu_maps: Dict[Tuple[int, bytes], int] = {}  # the stub's GPU allocations mapped here
         self.reader = threading.Thread(target=self._read_async, daemon=True)
         self.reader.start()
 
@@ -188,7 +197,31 @@ class StubDriver:
             return data
         if td.location == Location.BACKEND_ARENA:
             return bytes(self.arena.buffer(td.seg, td.offset, td.byte_size))
+        if td.location == Location.GPU_IPC:
+            return self._gpu_bytes(td)
         raise AssertionError(td)
+
+    def _gpu_bytes(self, td: codec.TensorDesc) -> bytes:
+        """A GPU output of the stub's, copied to the host as the backend does when Triton
+        hands out host memory: its allocation mapped through CUDA IPC once, its hold
+        returned with the stub's blocks (docs/gpu.md). Needs a GPU, like the model."""
+        from ..utils import cuda_driver
+
+        ref: Any = td.data
+        self.pending_stub_frees.append((GPU_HOLD_SEG, ref.hold))
+        if ref.owner != Owner.STUB:
+            raise AssertionError(f"{td}: the offline harness shares no GPU memory with the stub")
+        drv = cuda_driver.driver()
+        key = (ref.device, bytes(ref.handle))
+        base = self._gpu_maps.get(key)
+        if base is None:
+            base = self._gpu_maps[key] = drv.open_ipc(ref.device, key[1])
+        out = bytearray(td.byte_size)
+        if td.byte_size:
+            view = (ctypes.c_char * td.byte_size).from_buffer(out)
+            drv.copy_to_host(ref.device, ctypes.addressof(view), base + ref.offset, td.byte_size)
+            del view
+        return bytes(out)
 
     def _materialize(self, resp: codec.ResponseDesc) -> Dict[str, Any]:
         out: Dict[str, Any] = {

@@ -1,27 +1,25 @@
-"""``pb_utils.Tensor``: a named array, CPU memory only in this release (GPU via DLPack is
-refused with a clear error)."""
+"""``pb_utils.Tensor``: a named array in host memory (a numpy array, or bytes for BYTES) or
+in GPU memory (a :class:`dlpack.DeviceBuffer`, reached through DLPack only)."""
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import dtypes
+from . import dlpack, dtypes
 from . import transport as _transport
 from .bytes_codec import decode_object_array, serialize_to_bytes
+from .dlpack import KDL_BFLOAT, KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_UINT, DeviceBuffer
 from .errors import TritonModelException
 
-KDL_CPU = 1
-KDL_CUDA = 2
-KDL_CUDA_HOST = 3
-KDL_UINT = 1
-KDL_BFLOAT = 4
-
-_NOT_CONTIGUOUS = (
-    "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in "
-    "C-Order are supported."
+_NOT_CONTIGUOUS = dlpack.NOT_CONTIGUOUS
+# The original's text, then what to do instead (UV-27).
+GPU_AS_NUMPY = (
+    "Tensor is stored in GPU and cannot be converted to NumPy. Use torch.from_dlpack(tensor) "
+    "or cupy.from_dlpack(tensor) (zero-copy, on the GPU), or copy it to the host there "
+    "(e.g. torch.from_dlpack(tensor).cpu().numpy()); inputs arrive in host memory while the "
+    'model parameter FORCE_CPU_ONLY_INPUT_TENSORS is "yes" (the default).'
 )
 _BFLOAT16: List[Any] = []
 
@@ -60,13 +58,36 @@ _EMPTY_DTYPES: Dict[Any, Tuple[np.dtype, int]] = {}
 
 def _check_device(device: Tuple[int, int]) -> None:
     dev_type = int(device[0])
-    if dev_type == KDL_CUDA:
-        raise TritonModelException(
-            "GPU tensors are not supported by this version of pybackend yet: copy the "
-            "tensor to the CPU first (e.g. tensor.cpu()) before Tensor.from_dlpack()."
-        )
-    if dev_type not in (KDL_CPU, KDL_CUDA_HOST):
+    if dev_type not in (KDL_CPU, KDL_CUDA_HOST, KDL_CUDA):
         raise TritonModelException(f"DLDevice type {dev_type} is not support by Python backend.")
+
+
+def _gpu_capsule(obj: Any, device_id: int) -> Any:
+    """``obj.__dlpack__`` for a CUDA producer, its work complete: the producer orders it
+    before our proxy stream, which we then wait for (spec §6.4)."""
+    from . import cuda_driver
+
+    drv = cuda_driver.driver()
+    stream = drv.proxy_stream(device_id)
+    try:
+        capsule = obj.__dlpack__(stream=stream)
+    except (BufferError, RuntimeError, ValueError, TypeError) as e:
+        raise TritonModelException(f"DLPack tensor could not be exported: {e}") from None
+    drv.sync_stream(device_id, stream)
+    return capsule
+
+
+def _from_gpu_capsule(cls: Any, name: str, capsule: Any, synced: bool) -> "Tensor":
+    """A tensor over the device memory of ``capsule`` (consumed; the producer's memory
+    lives as long as the tensor). ``synced``: the producer's work is known complete; a
+    bare capsule names no stream, so the whole device is waited for."""
+    dl = dlpack.head(capsule)
+    if not synced:
+        from . import cuda_driver
+
+        cuda_driver.driver().synchronize(int(dl.device.device_id))
+    buf, code, shape = dlpack.take(capsule)
+    return cls._on_device(name, code, shape, buf)
 
 
 def _export(arr: np.ndarray) -> Any:
@@ -185,6 +206,19 @@ class Tensor:
         return t
 
     @classmethod
+    def _on_device(
+        cls, name: str, dtype: int, shape: Tuple[int, ...], buf: DeviceBuffer
+    ) -> "Tensor":
+        """A tensor over device memory (a GPU input the backend shared with us)."""
+        t = cls.__new__(cls)
+        t._name = name
+        t._dtype = dtype
+        t._shape = tuple(shape)
+        t._array = None
+        t._raw = buf
+        return t
+
+    @classmethod
     def from_dlpack(cls, name: str, dlpack: Any) -> "Tensor":
         """Wrap a DLPack capsule or an object with ``__dlpack__``/``__dlpack_device__``
         (zero-copy for C-contiguous CPU tensors; BF16 included)."""
@@ -196,16 +230,25 @@ class Tensor:
             if not dlpack.flags.c_contiguous:
                 raise TritonModelException(_NOT_CONTIGUOUS)
             return cls(name, dlpack)
+        synced = False
         if _is_capsule(dlpack):
             capsule = dlpack
         elif hasattr(dlpack, "__dlpack__") and hasattr(dlpack, "__dlpack_device__"):
-            _check_device(tuple(dlpack.__dlpack_device__()))
-            try:
-                capsule = dlpack.__dlpack__(stream=None)
-            except TypeError:
-                capsule = dlpack.__dlpack__()
-            except (BufferError, RuntimeError, ValueError) as e:
-                raise TritonModelException(f"DLPack tensor could not be exported: {e}") from None
+            dev = dlpack.__dlpack_device__()
+            device = (int(dev[0]), int(dev[1]))
+            _check_device(device)
+            if device[0] == KDL_CUDA:
+                capsule = _gpu_capsule(dlpack, device[1])
+                synced = True
+            else:
+                try:
+                    capsule = dlpack.__dlpack__(stream=None)
+                except TypeError:
+                    capsule = dlpack.__dlpack__()
+                except (BufferError, RuntimeError, ValueError) as e:
+                    raise TritonModelException(
+                        f"DLPack tensor could not be exported: {e}"
+                    ) from None
         else:
             raise TritonModelException(
                 "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
@@ -214,11 +257,14 @@ class Tensor:
         head = _dl_tensor(capsule)
         device = (head.device.device_type, head.device.device_id)
         _check_device(device)
-        bf16 = head.dtype_code == KDL_BFLOAT and head.dtype_bits == 16 and head.dtype_lanes == 1
+        if device[0] == KDL_CUDA:
+            return _from_gpu_capsule(cls, name, capsule, synced)
+        dt = head.dtype
+        bf16 = dt.code == KDL_BFLOAT and dt.bits == 16 and dt.lanes == 1
         if bf16:
             # numpy cannot import bfloat16: take the bits as uint16 (same layout) and keep
             # the Triton type. The struct is the producer's, unconsumed, so this is safe.
-            head.dtype_code = KDL_UINT
+            dt.code = KDL_UINT
         try:
             array = np.from_dlpack(_CapsuleHolder(capsule, device))
         except (TypeError, BufferError, RuntimeError, ValueError) as e:
@@ -262,12 +308,14 @@ class Tensor:
         return self._dtype
 
     def is_cpu(self) -> bool:
-        return True
+        return type(self._raw) is not DeviceBuffer
 
     def as_numpy(self) -> np.ndarray:
         arr = self._array
         if arr is not None:
             return arr
+        if type(self._raw) is DeviceBuffer:
+            raise TritonModelException(GPU_AS_NUMPY)
         if self._dtype == dtypes.TYPE_BF16:
             bfloat16 = _bfloat16()
             if bfloat16 is None:
@@ -290,17 +338,24 @@ class Tensor:
     def to_dlpack(self) -> Any:
         if self._dtype == dtypes.TYPE_BYTES:
             raise TritonModelException("DLPack does not have support for string tensors.")
+        if type(self._raw) is DeviceBuffer:
+            return dlpack.export(self, self._raw, self._dtype, self._shape)
         if self._dtype == dtypes.TYPE_BF16:
             bits = self._raw.view(np.uint16).reshape(self._shape)
             capsule = _export(bits)
-            _dl_tensor(capsule).dtype_code = KDL_BFLOAT  # uint16 bits, announced as bfloat16
+            _dl_tensor(capsule).dtype.code = KDL_BFLOAT  # uint16 bits, announced as bfloat16
             return capsule
         return _export(self.as_numpy())
 
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        # A GPU tensor of ours has no pending work (it was synchronized when it was made,
+        # or is an input the backend finished writing): the consumer's stream needs no wait.
         return self.to_dlpack()
 
     def __dlpack_device__(self) -> Tuple[int, int]:
+        raw = self._raw
+        if type(raw) is DeviceBuffer:
+            return (raw.device_type, raw.device_id)
         return (KDL_CPU, 0)
 
     # -------------------------------------------------------------- internals
@@ -314,53 +369,20 @@ class Tensor:
     def _nbytes(self) -> int:
         raw = self._raw
         if raw is not None:
-            return raw.nbytes if isinstance(raw, np.ndarray) else len(raw)
+            return raw.nbytes if isinstance(raw, (np.ndarray, DeviceBuffer)) else len(raw)
         return self._array.nbytes  # type: ignore[union-attr]
 
     def __repr__(self) -> str:
         kind = dtypes.CODE_TO_KSERVE_NAME.get(self._dtype)
-        return f"Tensor({self._name!r}, {kind}, shape={list(self._shape)})"
+        where = "" if self.is_cpu() else f", gpu {self._raw.device_id}"  # type: ignore[union-attr]
+        return f"Tensor({self._name!r}, {kind}, shape={list(self._shape)}{where})"
 
 
 # ------------------------------------------------------------------ DLPack capsules
 
 
-def _is_capsule(obj: Any) -> bool:
-    return type(obj).__name__ == "PyCapsule"
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLTensorHead(ctypes.Structure):
-    """The start of DLPack's DLTensor (DLManagedTensor begins with one)."""
-
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype_code", ctypes.c_uint8),
-        ("dtype_bits", ctypes.c_uint8),
-        ("dtype_lanes", ctypes.c_uint16),
-    ]
-
-
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_is_valid = ctypes.pythonapi.PyCapsule_IsValid
-_is_valid.restype = ctypes.c_int
-_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def _dl_tensor(capsule: Any) -> _DLTensorHead:
-    """The DLTensor of an unconsumed legacy ``dltensor`` capsule."""
-    if not _is_valid(capsule, b"dltensor"):
-        raise TritonModelException(
-            "DLPack capsule has already been consumed or is not a 'dltensor' capsule."
-        )
-    return _DLTensorHead.from_address(_get_pointer(capsule, b"dltensor"))
+_is_capsule = dlpack.is_capsule
+_dl_tensor = dlpack.head
 
 
 class _CapsuleHolder:

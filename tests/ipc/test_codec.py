@@ -8,7 +8,7 @@ import pytest
 
 from pybackend.ipc import codec
 from pybackend.ipc.codec import ProtocolError, RequestDesc, ResponseDesc, ResultDesc, TensorDesc
-from pybackend.ipc.protocol import Location, ResultKind
+from pybackend.ipc.protocol import Location, Owner, ResultKind
 
 
 def inline(name: str, data: bytes, dims=(-1,), dtype: int = 2) -> TensorDesc:
@@ -160,7 +160,7 @@ def test_trailing_bytes_and_bad_values_are_rejected() -> None:
         codec.decode_execute(bytes(codec.encode_execute([])) + b"\x00")
     with pytest.raises(ProtocolError, match="location"):
         codec.read_tensor(
-            codec.Reader(b"\x01\x00\x00\x00n" + struct.pack("<BBI", 1, 3, 0) + struct.pack("<Q", 0))
+            codec.Reader(b"\x01\x00\x00\x00n" + struct.pack("<BBI", 1, 9, 0) + struct.pack("<Q", 0))
         )
     with pytest.raises(ProtocolError, match="FREE"):
         codec.decode_free(struct.pack("<BI", 1, 3) + b"\x00" * 12)
@@ -175,3 +175,22 @@ def test_trailing_bytes_and_bad_values_are_rejected() -> None:
 def test_huge_string_length_is_bounds_checked() -> None:
     with pytest.raises(ProtocolError, match="truncated"):
         codec.Reader(struct.pack("<I", 2**32 - 1) + b"abc").str()
+
+
+def test_gpu_ipc_tensors_round_trip_in_the_documented_layout() -> None:
+    handle = bytes(range(64))
+    ref = codec.GpuRef(Owner.STUB, 3, 0x1122334455, handle, 4096)
+    t = codec.TensorDesc("g", 11, Location.GPU_IPC, (2, 3), 24, data=ref)
+    out = bytearray()
+    codec.put_tensor(out, t)
+    # docs/protocol.md: u8 owner, u32 device_id, u64 hold, 64-byte handle, u64 offset
+    assert bytes(out).endswith(
+        struct.pack("<BIQ", 2, 3, 0x1122334455) + handle + struct.pack("<Q", 4096)
+    )
+    assert codec.read_tensor(codec.Reader(bytes(out))) == t
+    # The hot-path decoder of EXECUTE (GPU inputs) agrees.
+    body = codec.encode_execute([codec.RequestDesc(1, inputs=[t])])
+    (req,) = codec.decode_execute(body)
+    assert req.inputs == [t] and req.inputs[0].data == ref
+    with pytest.raises(ProtocolError):
+        codec.decode_execute(bytes(body)[:-10])

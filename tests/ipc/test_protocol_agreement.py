@@ -64,7 +64,8 @@ def test_every_header_constant_is_in_python() -> None:
 
 
 def test_parser_sees_a_mismatch() -> None:
-    text = HEADER.read_text().replace("PROTOCOL_VERSION = 3;", "PROTOCOL_VERSION = 99;")
+    version = protocol.PROTOCOL_VERSION
+    text = HEADER.read_text().replace(f"PROTOCOL_VERSION = {version};", "PROTOCOL_VERSION = 99;")
     assert parse_header(text)["PROTOCOL_VERSION"] == 99
 
 

@@ -1,0 +1,143 @@
+#include "cuda/device_holds.h"
+
+#include <cstring>
+
+#include "backend/logging.h"
+#include "cuda/driver.h"
+
+namespace pybackend::cuda {
+namespace {
+
+// The IPC handle of the allocation holding `ptr` and `ptr`'s offset in it (context pushed).
+CUresult HandleOf(Driver& d, CUdeviceptr ptr, ipc::GpuRef* ref, IpcCache::Mapping* m,
+                  const char** failed) {
+  CUdeviceptr& base = m->base;
+  size_t& size = m->size;
+  CUresult rc = d.api().cuMemGetAddressRange_v2(&base, &size, ptr);
+  if (rc != CUDA_SUCCESS) {
+    *failed = "cuMemGetAddressRange";
+    return rc;
+  }
+  CUipcMemHandle handle;
+  rc = d.api().cuIpcGetMemHandle(&handle, base);
+  if (rc != CUDA_SUCCESS) {
+    *failed = "cuIpcGetMemHandle";
+    return rc;
+  }
+  std::memcpy(ref->handle.data(), handle.reserved, ref->handle.size());
+  ref->offset = ptr - base;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+DeviceHolds::Key DeviceHolds::KeyOf(const ipc::GpuRef& ref) {
+  return {ref.device,
+          std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size())};
+}
+
+void DeviceHolds::Remember(const ipc::GpuRef& ref, IpcCache::Mapping m) {
+  Key key = KeyOf(ref);
+  if (shared_.count(key) == 0) {
+    shared_order_.push_back(key);
+    if (shared_order_.size() > kMaxShared) {
+      shared_.erase(shared_order_.front());
+      shared_order_.pop_front();
+    }
+  }
+  shared_[key] = m;
+}
+
+bool DeviceHolds::Find(const ipc::GpuRef& ref, IpcCache::Mapping* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = shared_.find(KeyOf(ref));
+  if (it == shared_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+bool DeviceHolds::Share(int device, const void* ptr, const std::string& where, ipc::GpuRef* ref) {
+  Driver& d = Driver::Get(where);
+  IpcCache::Mapping m;
+  {
+    ScopedDevice on(d, device, where);
+    const char* failed = nullptr;
+    if (HandleOf(d, reinterpret_cast<CUdeviceptr>(ptr), ref, &m, &failed) != CUDA_SUCCESS) {
+      return false;
+    }
+  }
+  ref->owner = ipc::Owner::BACKEND;
+  ref->device = static_cast<uint32_t>(device);
+  ref->hold = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Remember(*ref, m);
+  return true;
+}
+
+CUdeviceptr DeviceHolds::Allocate(int device, size_t size, const std::string& where,
+                                  ipc::GpuRef* ref) {
+  Driver& d = Driver::Get(where);
+  ScopedDevice on(d, device, where);
+  CUdeviceptr ptr = 0;
+  d.Check(d.api().cuMemAlloc_v2(&ptr, size == 0 ? 1 : size), "cuMemAlloc", where,
+          "the GPU is out of memory");
+  const char* failed = nullptr;
+  IpcCache::Mapping m;
+  CUresult rc = HandleOf(d, ptr, ref, &m, &failed);
+  if (rc != CUDA_SUCCESS) {
+    d.api().cuMemFree_v2(ptr);
+    d.Check(rc, failed, where,
+            "CUDA IPC is unavailable here; set the model parameter FORCE_CPU_ONLY_INPUT_TENSORS "
+            "to \"yes\" and do not ask BLS for GPU outputs");
+  }
+  ref->owner = ipc::Owner::BACKEND;
+  ref->device = static_cast<uint32_t>(device);
+  std::lock_guard<std::mutex> lock(mu_);
+  ref->hold = next_++;
+  held_[ref->hold] = Held{device, ptr, KeyOf(*ref)};
+  Remember(*ref, m);
+  return ptr;
+}
+
+void DeviceHolds::Free(const Held& h) {
+  try {
+    Driver& d = Driver::Get("freeing GPU memory lent to a stub");
+    ScopedDevice on(d, h.device, "freeing GPU memory lent to a stub");
+    CUresult rc = d.api().cuMemFree_v2(h.ptr);
+    if (rc != CUDA_SUCCESS) PB_LOG_WARN("cuMemFree failed with " + d.ErrorName(rc));
+  } catch (const std::exception& e) {
+    PB_LOG_WARN(e.what());
+  }
+}
+
+bool DeviceHolds::Release(uint64_t hold) {
+  Held h;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = held_.find(hold);
+    if (it == held_.end()) return false;
+    h = it->second;
+    held_.erase(it);
+    shared_.erase(h.key);  // its order entry goes when it reaches the front
+  }
+  Free(h);
+  return true;
+}
+
+void DeviceHolds::ReleaseAll() {
+  std::unordered_map<uint64_t, Held> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(held_);
+    shared_.clear();
+    shared_order_.clear();
+  }
+  for (const auto& [hold, h] : all) Free(h);
+}
+
+size_t DeviceHolds::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_.size();
+}
+
+}  // namespace pybackend::cuda

@@ -1,0 +1,66 @@
+// Device memory the backend hands to one stub, by hold id: buffers it allocated (a GPU input
+// copied out of memory CUDA IPC cannot share, a BLS output on a GPU) are freed when the stub
+// returns the hold (a FREE of owner BACKEND naming the BlockRef (GPU_HOLD_SEG, hold)) or when
+// the session ends (stub exit, crash or restart). Memory of Triton's that CUDA IPC can share
+// is described without a hold (hold 0): it is valid while its request is.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "cuda/driver_api.h"
+#include "cuda/ipc_cache.h"
+#include "ipc/codec.h"
+
+namespace pybackend::cuda {
+
+class DeviceHolds {
+ public:
+  // Describes `ptr` (device memory on `device`) for the stub: the IPC handle of its
+  // allocation and its offset there, hold 0. False when CUDA IPC cannot share it (memory this
+  // process imported itself, such as a client's CUDA shared memory; virtual-memory
+  // allocations).
+  bool Share(int device, const void* ptr, const std::string& where, ipc::GpuRef* ref);
+  DeviceHolds() = default;
+  ~DeviceHolds() { ReleaseAll(); }
+  DeviceHolds(const DeviceHolds&) = delete;
+  DeviceHolds& operator=(const DeviceHolds&) = delete;
+
+  // Allocates `size` bytes on `device` (cuMemAlloc), described for the stub in `ref` (owner
+  // BACKEND, a fresh hold). Returns the allocation. Throws BackendError naming `where`.
+  CUdeviceptr Allocate(int device, size_t size, const std::string& where, ipc::GpuRef* ref);
+  // Frees the allocation of `hold`; false when there is none.
+  bool Release(uint64_t hold);
+  void ReleaseAll();
+  size_t size();
+  // Our allocation that `ref` (owner BACKEND: the stub sends back memory we shared, e.g. an
+  // output that is a view of a GPU input) names. False when we shared no such allocation.
+  bool Find(const ipc::GpuRef& ref, IpcCache::Mapping* out);
+
+ private:
+  using Key = std::pair<uint32_t, std::string>;  // device, handle bytes
+  static Key KeyOf(const ipc::GpuRef& ref);
+  void Remember(const ipc::GpuRef& ref, IpcCache::Mapping m);  // with mu_ held
+  struct Held {
+    int device;
+    CUdeviceptr ptr;
+    Key key;
+  };
+  void Free(const Held& h);
+  std::mutex mu_;
+  uint64_t next_ = 1;
+  std::unordered_map<uint64_t, Held> held_;
+  // What we shared, by handle (bounded: Triton's allocations come and go; the oldest entry
+  // goes past kMaxShared, and a freed allocation's handle never comes back).
+  static constexpr size_t kMaxShared = 256;
+  std::map<Key, IpcCache::Mapping> shared_;
+  std::deque<Key> shared_order_;
+};
+
+}  // namespace pybackend::cuda

@@ -1,0 +1,157 @@
+"""The stub's side of GPU tensors (docs/gpu.md): sharing an output's device memory with the
+backend through CUDA IPC, and keeping it alive until the backend has copied it.
+
+Lifetimes (until the one-ledger refactor of docs/gpu.md): a GPU output that a RESULT or
+SEND names is *held* here under a hold id; the backend returns the BlockRef
+(GPU_HOLD_SEG, hold) like one of our arena blocks (FREE, or EXECUTE's freed trailer) once it
+has copied the bytes, and the hold, with the producer's memory, is dropped then.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from typing import Callable, Dict, Optional, Tuple
+
+from ..ipc.codec import GpuRef
+from ..ipc.protocol import Owner
+from ..utils import cuda_driver
+from ..utils.cuda_driver import CudaError
+from ..utils.dlpack import KDL_CUDA, DeviceBuffer
+
+IPC_UNAVAILABLE = (
+    "CUDA IPC is not available here ({error}); GPU outputs are staged through host memory "
+    "(one device-to-host copy in the stub, and one host-to-device copy in the backend when "
+    "Triton wants the output on a GPU). This happens under WSL, across containers without a "
+    "shared IPC namespace and for memory from virtual-memory or stream-ordered allocators "
+    "(e.g. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)."
+)
+
+
+class GpuHolds:
+    """GPU outputs of ours the backend may still read, by hold id."""
+
+    def __init__(self, warn: Callable[[str], None], mappings: "GpuMappings") -> None:
+        self._warn = warn
+        self._warned = False
+        self._mappings = mappings
+        self._ids = itertools.count(1)
+        self._holds: Dict[int, DeviceBuffer] = {}
+        self._lock = threading.Lock()
+
+    def share(self, buf: DeviceBuffer) -> Optional[GpuRef]:
+        """``buf`` described for the backend and held until it is returned; None when CUDA
+        IPC cannot share it (warned once per process): the caller stages it instead.
+
+        Memory the backend shared with us (a GPU input, or a view of one) is named by the
+        backend's own handle (owner BACKEND): memory a process imported cannot be exported
+        again, and the backend needs no mapping to read its own memory."""
+        drv = cuda_driver.driver()
+        try:
+            base, _ = drv.address_range(buf.device_id, buf.ptr)
+            theirs = self._mappings.find(base)
+            if theirs is not None:
+                owner, device, handle = int(Owner.BACKEND), theirs[0], theirs[1]
+            else:
+                handle = drv.ipc_handle(buf.device_id, base)
+                owner, device = int(Owner.STUB), cuda_driver.to_global(buf.device_id)
+        except CudaError as e:
+            if e.call not in ("cuIpcGetMemHandle", "cuMemGetAddressRange"):
+                raise
+            if not self._warned:
+                self._warned = True
+                self._warn(IPC_UNAVAILABLE.format(error=e))
+            return None
+        hold = next(self._ids)
+        with self._lock:
+            self._holds[hold] = buf
+        return GpuRef(owner, device, hold, handle, buf.ptr - base)
+
+    def release(self, hold: int) -> bool:
+        """The backend is done with ``hold``; False when it was not held."""
+        with self._lock:
+            buf = self._holds.pop(hold, None)
+        return buf is not None  # the memory goes when ``buf`` does, outside the lock
+
+    def __len__(self) -> int:
+        return len(self._holds)
+
+
+def stage_to_host(buf: DeviceBuffer, dst_addr: int) -> None:
+    """Copy ``buf`` into host memory at ``dst_addr`` (complete when this returns)."""
+    cuda_driver.driver().copy_to_host(buf.device_id, dst_addr, buf.ptr, buf.nbytes)
+
+
+class GpuMappings:
+    """The backend's device memory mapped here (cuIpcOpenMemHandle), for GPU inputs.
+
+    Memory of Triton's that the backend shares as it is (hold 0: its CUDA pool, an ensemble
+    step's output) is mapped once per allocation and kept (bounded: the oldest mapping is
+    closed past MAX_OPEN); memory lent for one tensor (a hold) is mapped for that tensor and
+    closed, then returned to the backend with ``give_back(hold)``, when the tensor dies.
+    """
+
+    MAX_OPEN = 64
+
+    def __init__(self, give_back: Callable[[int], None]) -> None:
+        self._give_back = give_back
+        self._open: "collections.OrderedDict[Tuple[int, bytes], int]" = collections.OrderedDict()
+        # Every live mapping, cached or lent: base here -> (the backend's device, handle)
+        self._bases: Dict[int, Tuple[int, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def find(self, base: int) -> Optional[Tuple[int, bytes]]:
+        """(the backend's device number, handle) of the backend allocation mapped at
+        ``base``, or None when ``base`` is not one of ours."""
+        return self._bases.get(base)
+
+    def buffer(self, ref: GpuRef, nbytes: int) -> DeviceBuffer:
+        """A DeviceBuffer over the ``nbytes`` that ``ref`` names."""
+        drv = cuda_driver.driver()
+        device = cuda_driver.to_local(ref.device)
+        if ref.hold == 0:
+            key = (device, bytes(ref.handle))
+            with self._lock:
+                base = self._open.get(key)
+                if base is None:
+                    base = drv.open_ipc(device, key[1])
+                    self._open[key] = base
+                    self._bases[base] = (ref.device, key[1])
+                    if len(self._open) > self.MAX_OPEN:
+                        (old_device, _), old = self._open.popitem(last=False)
+                        self._bases.pop(old, None)
+                        drv.close_ipc(old_device, old)
+                else:
+                    self._open.move_to_end(key)
+            return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device)
+        base = drv.open_ipc(device, bytes(ref.handle))
+        self._bases[base] = (ref.device, bytes(ref.handle))
+        hold = ref.hold
+        give_back = self._give_back
+        bases = self._bases
+
+        def release() -> None:
+            bases.pop(base, None)
+            try:
+                drv.close_ipc(device, base)
+            finally:
+                give_back(hold)
+
+        return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device, release=release)
+
+    def close(self) -> None:
+        with self._lock:
+            items, self._open = list(self._open.items()), collections.OrderedDict()
+            for _, base in items:
+                self._bases.pop(base, None)
+        if items:
+            drv = cuda_driver.driver()
+            for (device, _), base in items:
+                try:
+                    drv.close_ipc(device, base)
+                except CudaError:
+                    pass  # the process is ending; the driver reclaims the mapping
+
+    def __len__(self) -> int:
+        return len(self._open)
