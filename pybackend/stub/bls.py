@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ipc.bls_codec import BlsExecDesc, decode_bls_response, encode_bls_exec
 from ..ipc.channel import Message
-from ..ipc.codec import ProtocolError, ResponseDesc, TensorDesc
+from ..ipc.codec import GpuRef, ProtocolError, ResponseDesc, TensorDesc
 from ..ipc.protocol import GPU_HOLD_SEG, Location, MessageKind
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import InferenceRequest
@@ -231,10 +231,23 @@ class BlsClient:
     def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> _Call:
         """Start a call that a forked child of this process asked for (fork_route.py): its
         inputs came inline and are placed here like the inputs of a call of our own."""
-        tensors = [
-            Tensor._from_buffer(td.name, td.dtype, td.dims, np.frombuffer(td.data or b"", np.uint8))
-            for td in desc.inputs
-        ]
+        tensors = []
+        for td in desc.inputs:
+            data = td.data
+            if isinstance(data, GpuRef):
+                # CUDA does not survive fork(): a child cannot have made a GPU tensor of its own.
+                call = _Call(self, waiter)
+                call.push(
+                    _error_response(
+                        f"input '{td.name}' of the request to model '{desc.model_name}' is a "
+                        "GPU tensor, which a forked process cannot send (CUDA does not work "
+                        "after fork()): send it from the stub process, or as a CPU tensor"
+                    ),
+                    True,
+                )
+                return call
+            buf = np.frombuffer(data or b"", np.uint8)
+            tensors.append(Tensor._from_buffer(td.name, td.dtype, td.dims, buf))
         placer = Placer(self.state, for_send=True)
         try:
             desc.inputs = [placer.tensor(t) for t in tensors]
