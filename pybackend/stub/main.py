@@ -4,6 +4,7 @@ another thread on the hot path) and answers HELLO/INIT/EXECUTE/FINALIZE in order
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import platform
@@ -23,6 +24,7 @@ from .async_execute import ConfigError, cancel_on_client_cancel, concurrency_lim
 from .dispatch import Dispatcher
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
+from .returns import OutputRules, strict_outputs
 from .state import StubState
 from .tracebacks import format_exception
 from .transport import StubTransport
@@ -140,6 +142,10 @@ class Stub:
                 reply["model_config"] = loader.auto_complete(module, init)
             else:
                 decoupled = bool(init.get("decoupled", False))
+                config = init.get("model_config", "")
+                if strict_outputs(config):
+                    rules = OutputRules(json.loads(config), self.instance, strict=True)
+                    self.state.output_rules = rules
                 dispatcher = Dispatcher(
                     self.state,
                     None,

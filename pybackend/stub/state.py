@@ -9,13 +9,16 @@ import os
 import socket
 import threading
 import weakref
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..ipc import codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, Message
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MAX_INLINE_BODY, MessageKind, Owner
 from .logging import WARNING, StubLog
+
+if TYPE_CHECKING:
+    from .returns import OutputRules
 
 FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
 URGENT_FREE_BYTES = 1 << 20  # queued backend blocks that are returned without batching
@@ -62,6 +65,9 @@ class StubState:
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
+        # The model's output rules when PYBACKEND_STRICT_OUTPUTS is on (stub/returns.py);
+        # None by default: outputs go out unchecked, as the original sends them.
+        self.output_rules: Optional[OutputRules] = None
         self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..execution_env import EnvError, package_parent, prepare
 from ..ipc.channel import ChannelClosed
+from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
@@ -36,7 +37,7 @@ from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
 from .metric_store import MetricStore
 from .model_dir import ModelOnDisk
-from .outputs import check_outputs
+from .outputs import array_mismatches, report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs, parameters_from_json
 from .sequence import request_fields
@@ -107,6 +108,10 @@ class StubModel(ModelOnDisk):
         self._sent_count: Dict[int, int] = {}
         # token -> where a live stream's responses go (BLS calls to this model)
         self._live: Dict[int, Callable[[Optional[Dict[str, Any]], bool], None]] = {}
+        #: Outputs that differed from config.pbtxt in responses the server would pass on
+        #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
+        self.output_mismatches: List[OutputMismatch] = []
+        self._output_rules: Optional[OutputRules] = None
 
     def __enter__(self) -> "StubModel":
         return self.start()
@@ -152,6 +157,7 @@ class StubModel(ModelOnDisk):
             reply = self._run_auto_complete()
             if reply.get("model_config"):
                 self.config = complete(json.loads(reply["model_config"]), self.model_name)
+        self._output_rules = OutputRules(self.config, self.instance_name)
         driver = self._spawn()
         self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
         reply = driver.init(
@@ -571,14 +577,12 @@ class StubModel(ModelOnDisk):
         return results
 
     def _checked(self, resp: Dict[str, Any]) -> Dict[str, Any]:
-        """``resp``, or the error the backend sends instead when an output does not match
-        the config."""
-        if resp.get("error") is not None:
-            return resp
-        try:
-            check_outputs(self.config, self.instance_name, resp["outputs"])
-        except InferError as e:
-            return {"error": (e.code, e.message), "outputs": {}}
+        """``resp`` as the stub sent it: under PYBACKEND_STRICT_OUTPUTS, the stub already
+        made an output that differs from the config an error; otherwise each such output
+        is reported in :attr:`output_mismatches` and as an OutputMismatchWarning."""
+        rules = self._output_rules
+        if resp.get("error") is None and rules is not None and not rules.strict:
+            report_mismatches(array_mismatches(rules, resp["outputs"]), self.output_mismatches)
         return resp
 
     def _on_send(self, token: int, flags: int, resp: Optional[Dict[str, Any]]) -> bool:
