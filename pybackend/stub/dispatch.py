@@ -300,7 +300,8 @@ class Dispatcher:
                 # Its sender answers, also after execute returned (from a thread, say); if it
                 # is dropped without FINAL the stub reports it (SENDER_DROPPED) and the
                 # client gets an error.
-                if self.decoupled or not req._sender._closed:
+                sender = req._sender
+                if self.decoupled or sender is None or not sender._closed:
                     self._open.append(req)
                 items.append((_NONE, flags, None))
             elif verdict == RESCHEDULED:

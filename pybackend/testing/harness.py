@@ -51,6 +51,7 @@ from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
+from .load_checks import refuse_like_server, run_warmup
 from .model_dir import ModelOnDisk
 from .outputs import report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
@@ -123,10 +124,16 @@ class ModelHarness(ModelOnDisk):
             t.fakes.update(self._fakes)
         install(t)
         try:
+            refuse_like_server(self.config, self.model_name)
             self._load()
         except BaseException:
             self.model = None  # initialize failed: no finalize, as in the server
             self.close()  # the process is as before: no harness left registered
+            raise
+        try:
+            run_warmup(self)  # model_warmup, as the server runs it before the model is ready
+        except BaseException:
+            self.close()
             raise
         return self
 

@@ -35,6 +35,7 @@ from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
+from .load_checks import refuse_like_server, run_warmup
 from .metric_store import MetricStore
 from .model_dir import ModelOnDisk
 from .outputs import array_mismatches, report_mismatches
@@ -87,6 +88,7 @@ class StubModel(ModelOnDisk):
         )
         #: What the stub wrote to its stdout and stderr, line by line.
         self.output: List[str] = []
+        self._closed_logs: List[Any] = []  # the logs of the stub that was closed last
         self._fakes = dict(bls or {})
         self._env = dict(env or {})
         self._python = python or sys.executable
@@ -130,10 +132,10 @@ class StubModel(ModelOnDisk):
 
     @property
     def logs(self) -> List[LogRecord]:
-        """What ``pb_utils.Logger`` (and the stub itself) logged, in order."""
-        if self._driver is None:
-            return []
-        return [LogRecord(lv, f, line, m) for lv, line, f, m in list(self._driver.logs)]
+        """What ``pb_utils.Logger`` (and the stub itself) logged, in order (after close: what
+        the last stub logged)."""
+        logs = self._closed_logs if self._driver is None else list(self._driver.logs)
+        return [LogRecord(lv, f, line, m) for lv, line, f, m in logs]
 
     @property
     def metrics(self) -> Dict[int, MetricRecord]:
@@ -152,6 +154,7 @@ class StubModel(ModelOnDisk):
         instance's stub, which runs ``initialize``."""
         if not self.model_file.is_file():
             raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+        refuse_like_server(self.config, self.model_name)
         self._use_execution_env()
         if self.auto_complete:
             reply = self._run_auto_complete()
@@ -174,14 +177,21 @@ class StubModel(ModelOnDisk):
         driver.on_send = self._on_send
         self._driver = driver
         register(self)
+        try:
+            run_warmup(self)  # model_warmup, as the server runs it before the model is ready
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def close(self) -> None:
-        """``finalize``, then wait for the stub to exit."""
+        """``finalize``, then wait for the stub to exit (:attr:`logs` and :attr:`output` keep
+        what it logged and printed, finalize's lines included)."""
         unregister(self)
         driver, self._driver = self._driver, None
         if driver is not None:
             self._shutdown(driver)
+            self._closed_logs = list(driver.logs)
         if self._services is not None:
             self._services.forget_families()
 
@@ -224,7 +234,9 @@ class StubModel(ModelOnDisk):
         )
         for stream in (driver.proc.stdout, driver.proc.stderr):
             # Read as it comes: a stub that prints more than a pipe holds must not block.
-            threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
+            thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+            thread.start()
+            driver.pipe_readers.append(thread)
         try:
             driver.hello()
         except BaseException:

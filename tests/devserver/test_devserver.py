@@ -238,6 +238,41 @@ def test_model_logs_and_prints_reach_the_terminal(
     assert "printed from execute" in seen
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_the_last_lines_and_finalize_reach_the_terminal_at_stop(
+    mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Stopping (Ctrl-C) right after a request: what execute logged and printed last, and
+    what finalize logs and prints, are shown before the server is gone."""
+    _write_model(
+        tmp_path,
+        "parting",
+        "import sys\nimport triton_python_backend_utils as pb_utils\n\n"
+        "class TritonPythonModel:\n    def execute(self, requests):\n"
+        "        pb_utils.Logger.log_warn('last words of execute')\n"
+        "        print('last print of execute', file=sys.stderr, flush=True)\n"
+        "        return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "
+        "'INPUT0')]) for r in requests]\n\n"
+        "    def finalize(self):\n"
+        "        pb_utils.Logger.log_info('finalize logged')\n"
+        "        print('finalize printed', flush=True)\n",
+    )
+    with DevServer(tmp_path, in_process=mode == "inprocess") as server:
+        body, headers = infer_body(
+            {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
+        )
+        assert (
+            exchange(server.http_url, "POST", "/v2/models/parting/infer", body, headers)[0] == 200
+        )
+    out = capfd.readouterr()
+    seen = out.err + out.out
+    assert "W [parting] model.py:6: last words of execute" in seen
+    assert "I [parting] model.py:11: finalize logged" in seen
+    if mode == "stub":  # in-process, print() goes to this process's own stdout
+        assert "last print of execute" in seen
+        assert "[parting] finalize printed" in seen
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_the_command_line_serves_until_interrupted(stop_signal: signal.Signals) -> None:
     http_port, grpc_port, metrics_port = free_ports(3)

@@ -169,8 +169,15 @@ class TritonPythonModel:
 """
 
 
+#: One FP32 input X and output Y of any length.
+X_TO_Y = """backend: "python"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+"""
+
+
 def test_refused_return_values_get_the_backends_texts(tmp_path: Path) -> None:
-    with ModelHarness(_write_model(tmp_path, "wrong_count", WRONG_COUNT)) as model:
+    with ModelHarness(_write_model(tmp_path, "wrong_count", WRONG_COUNT, X_TO_Y)) as model:
         (resp,) = model.execute([{"X": np.ones(1, np.float32)}])
         assert resp.has_error()
         assert resp.error().code() == ErrorCode.INTERNAL
@@ -196,12 +203,14 @@ class TritonPythonModel:
 
 
 def test_async_execute_and_relative_imports(tmp_path: Path) -> None:
-    model_dir = _write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE)
+    model_dir = _write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE, X_TO_Y)
     (model_dir / "1" / "helper.py").write_text("def double(x):\n    return x * 2\n")
     # A second model whose version directory is also "1": modules stay apart.
     other = _write_model(tmp_path, "other", WRONG_COUNT)
     with ModelHarness(model_dir) as model, ModelHarness(other):
-        responses = model.execute([{"X": np.array([1.5], np.float32)}, {"X": np.ones(2)}])
+        responses = model.execute(
+            [{"X": np.array([1.5], np.float32)}, {"X": np.ones(2, np.float32)}]
+        )
         assert responses[0].output_tensors()[0].as_numpy().tolist() == [3.0]
         assert responses[1].output_tensors()[0].as_numpy().tolist() == [2.0, 2.0]
 
