@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 from ..utils.errors import TritonError
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
@@ -53,9 +53,11 @@ class ConfigError(ValueError):
     pass
 
 
-def _parameter(model_config: str, key: str) -> Optional[str]:
+def _parameter(model_config: Union[str, Mapping[str, Any]], key: str) -> Optional[str]:
+    """The string value of a model config parameter (the config as JSON text or a dict)."""
     try:
-        params = json.loads(model_config or "{}").get("parameters") or {}
+        config = json.loads(model_config or "{}") if isinstance(model_config, str) else model_config
+        params = config.get("parameters") or {}
     except ValueError:
         return None
     entry = params.get(key)
@@ -66,7 +68,13 @@ def _parameter(model_config: str, key: str) -> Optional[str]:
 
 def cancel_on_client_cancel(model_config: str) -> bool:
     """PYBACKEND_ASYNC_EXECUTE_CANCEL: cancel a coroutine whose requests were all cancelled."""
-    text = _parameter(model_config, CANCEL_PARAMETER)
+    return switch_parameter(model_config, CANCEL_PARAMETER)
+
+
+def switch_parameter(model_config: Union[str, Mapping[str, Any]], key: str) -> bool:
+    """A model config parameter that is on or off (false when unset); ConfigError for a
+    value that is neither."""
+    text = _parameter(model_config, key)
     if text is None:
         return False
     value = text.strip().lower()
@@ -74,9 +82,7 @@ def cancel_on_client_cancel(model_config: str) -> bool:
         return True
     if value in ("false", "no", "off", "0", ""):
         return False
-    raise ConfigError(
-        f"model config parameter {CANCEL_PARAMETER} must be true or false, found {text!r}"
-    )
+    raise ConfigError(f"model config parameter {key} must be true or false, found {text!r}")
 
 
 def concurrency_limit(model_config: str, decoupled: bool) -> int:

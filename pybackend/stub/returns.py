@@ -17,15 +17,14 @@ accepted or refused, and an output passed or flagged, the same way offline and i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..utils.dtypes import CODE_TO_KSERVE_NAME, TYPE_BYTES
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
 from ..utils.response import InferenceResponse
-from .async_execute import ConfigError
+from .async_execute import switch_parameter
 
 STRICT_PARAMETER = "PYBACKEND_STRICT_OUTPUTS"
 
@@ -231,25 +230,9 @@ class OutputRules:
         return ""
 
 
-def strict_outputs(config: Mapping[str, Any]) -> bool:
+def strict_outputs(config: Union[str, Mapping[str, Any]]) -> bool:
     """The :data:`STRICT_PARAMETER` of a model configuration (a dict, or its JSON text)."""
-    if isinstance(config, str):
-        try:
-            config = json.loads(config or "{}")
-        except ValueError:
-            return False
-    entry = (config.get("parameters") or {}).get(STRICT_PARAMETER)
-    if entry is None:
-        return False
-    text = str(entry.get("string_value", "") if isinstance(entry, dict) else entry)
-    value = text.strip().lower()
-    if value in ("true", "yes", "on", "1"):
-        return True
-    if value in ("false", "no", "off", "0", ""):
-        return False
-    raise ConfigError(
-        f"model config parameter {STRICT_PARAMETER} must be true or false, found {text!r}"
-    )
+    return switch_parameter(config, STRICT_PARAMETER)
 
 
 def _type_name(code: int) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import pytest
 
-from pybackend.testing import InferError, ServerModel
+from pybackend.testing import InferError, OutputMismatchWarning, ServerModel
 
 ENGINES = pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
 
@@ -201,3 +201,27 @@ def test_inputs_to_a_model_that_declares_none(triton_model: Any, tmp_path: Path)
         "Got input(s) ['X'], but missing required input(s) ]. Please provide all required "
         "input(s)."
     )
+
+
+@ENGINES
+def test_strict_outputs_fail_a_warmup_sample_with_a_mismatch(
+    triton_model: Any, tmp_path: Path
+) -> None:
+    """By default a warmup sample's INT64 output under TYPE_FP32 passes (the model loads);
+    under PYBACKEND_STRICT_OUTPUTS it is an error response, so the load fails."""
+    body = IDENTITY.replace("r.inputs()[0].as_numpy()", "r.inputs()[0].as_numpy().astype('i8')")
+    warmup = (
+        'model_warmup [ { name: "zeros" batch_size: 1 inputs { key: "X" value: '
+        "{ data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]\n"
+    )
+    strict = 'parameters: { key: "PYBACKEND_STRICT_OUTPUTS" value: { string_value: "yes" } }\n'
+    config = 'backend: "python"\n' + IO + warmup
+    with pytest.warns(OutputMismatchWarning):  # offline, at the warmup too
+        lax = triton_model(_model(tmp_path, "lax", body, config))
+        assert lax.infer({"X": np.ones(2, np.float32)})["Y"].dtype == np.int64
+    with pytest.raises(Exception) as info:
+        triton_model(_model(tmp_path, "strict", body, config + strict))
+    assert (
+        "failed to run warmup sample 'zeros': output 'Y' of model instance 'strict_0' has data "
+        "type TYPE_INT64 but the model configuration declares TYPE_FP32"
+    ) in str(info.value)
