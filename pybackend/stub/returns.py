@@ -46,12 +46,17 @@ class ReturnRefused(Exception):
 
 
 def judge_return(
-    ret: Any, requests: Sequence[InferenceRequest], decoupled: bool, instance: str
+    ret: Any,
+    requests: Sequence[InferenceRequest],
+    decoupled: bool,
+    instance: str,
+    through_senders: bool = False,
 ) -> List[Verdict]:
     """One verdict per request for ``execute``'s return value ``ret``, or ReturnRefused.
     Takes the senders' part as the server does: a returned response claims the request's
     sender (an error if it already sent FINAL), and a request nobody can answer has its
-    sender closed."""
+    sender closed. ``through_senders``: the caller delivers the verdicts through the senders
+    (a default-mode coroutine that ran in the background), so they are left as they are."""
     if decoupled:
         if ret is not None:
             raise ReturnRefused(
@@ -65,7 +70,7 @@ def judge_return(
             for r in requests
         ]
     if ret is None:
-        return [_nothing(r, "execute returned None") for r in requests]
+        return [_nothing(r, "execute returned None", through_senders) for r in requests]
     if not isinstance(ret, list):
         raise ReturnRefused(f"Expected a list in the execute return, found type '{type(ret)}'.")
     if len(ret) != len(requests):
@@ -84,9 +89,11 @@ def judge_return(
                 )
             verdicts.append((RESCHEDULED, None))
         elif resp is None:
-            verdicts.append(_nothing(req, "execute returned None for this request"))
+            verdicts.append(
+                _nothing(req, "execute returned None for this request", through_senders)
+            )
         elif type(resp) is InferenceResponse or isinstance(resp, InferenceResponse):
-            if req._sender is not None:
+            if req._sender is not None and not through_senders:
                 try:
                     req._sender._take_returned()
                 except TritonModelException as e:
@@ -100,7 +107,7 @@ def judge_return(
     return verdicts
 
 
-def _nothing(req: InferenceRequest, what: str) -> Verdict:
+def _nothing(req: InferenceRequest, what: str, through_senders: bool) -> Verdict:
     """No response for ``req`` in the return value. Fine when the model took its response
     sender (it answers, also after execute returned). A request whose sender was never taken
     can never be answered: the original leaves its client waiting forever (spec §10 QUIRK);
@@ -109,7 +116,8 @@ def _nothing(req: InferenceRequest, what: str) -> Verdict:
         return (RESCHEDULED, None)
     if req._sender is not None:
         return (SENDER, None)
-    req.get_response_sender()._close()
+    if not through_senders:  # the error goes out in its place: the sender is done
+        req.get_response_sender()._close()
     return (UNANSWERED, never_answered(what))
 
 

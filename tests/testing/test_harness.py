@@ -529,3 +529,49 @@ def test_requested_outputs_as_the_model_sees_them(triton_model: Any, tmp_path: P
     assert json.loads(every["A"][0]) == ["A", "B"]
     only = model.infer(x, requested_outputs=["A"])
     assert list(only) == ["A"] and json.loads(only["A"][0]) == ["A"]
+
+
+ASYNC_RETURNS = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        how = pb_utils.get_input_tensor_by_name(requests[0], "HOW").as_numpy()[0].decode()
+        if how == "tuple":
+            return tuple(pb_utils.InferenceResponse([]) for _ in requests)
+        if how == "too_few":
+            return []
+        if how == "not_response":
+            return ["nope" for _ in requests]
+        return [None for _ in requests]
+"""
+
+ASYNC_RETURNS_IO = """backend: "python"
+input [ { name: "HOW" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+parameters: { key: "PYBACKEND_ASYNC_EXECUTE_CONCURRENCY" value: { string_value: "2" } }
+"""
+
+
+@BOTH
+def test_background_coroutines_follow_the_return_rules(triton_model: Any, tmp_path: Path) -> None:
+    """With PYBACKEND_ASYNC_EXECUTE_CONCURRENCY above 1 the stub runs a default-mode
+    coroutine in the background and answers its return value through the senders; the
+    rules and texts are the return path's (stub/returns.py), as in-process."""
+    model = triton_model(_write_model(tmp_path, "bg", ASYNC_RETURNS, ASYNC_RETURNS_IO))
+    prefix = "Failed to process the request(s) for model 'bg_0', message: "
+    expected = {
+        "tuple": "Expected a list in the execute return, found type '<class 'tuple'>'.",
+        "too_few": "Number of InferenceResponse objects do not match the number of "
+        "InferenceRequest objects. InferenceRequest(s) size is:1, and InferenceResponse(s) "
+        "size is:0\n",
+        "not_response": "Expected an 'InferenceResponse' object in the execute function "
+        "return list, found type '<class 'str'>'.",
+        "none": "execute returned None for this request and its response sender sent "
+        "nothing, so the request would never complete. Return an InferenceResponse for it "
+        "or send one with request.get_response_sender().",
+    }
+    for how, text in expected.items():
+        with pytest.raises(InferError) as info:
+            model.infer(_how(how))
+        assert info.value.message == prefix + text
