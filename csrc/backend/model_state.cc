@@ -39,6 +39,8 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
   Check(TRITONBACKEND_ModelName(model, &name), "TRITONBACKEND_ModelName");
   state->name = name;
   Check(TRITONBACKEND_ModelVersion(model, &state->version), "TRITONBACKEND_ModelVersion");
+  PB_LOG_VERBOSE("TRITONBACKEND_ModelInitialize: " + state->name + " (version " +
+                 std::to_string(state->version) + ")");
   TRITONBACKEND_ArtifactType type;
   const char* location = nullptr;
   Check(TRITONBACKEND_ModelRepository(model, &type, &location), "TRITONBACKEND_ModelRepository");
@@ -55,14 +57,18 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
 
   state->ReadConfig();
   state->ReadParameters();
-  state->SpawnSpare();
   bool auto_complete = false;
   Check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete),
         "TRITONBACKEND_ModelAutoCompleteConfig");
+  // An attached model's process wrote its whole configuration and is already running: no
+  // early stub, nothing to complete.
+  if (!state->attach_socket.empty()) return state;
+  state->SpawnSpare();
   if (auto_complete) {
     state->AutoComplete();
     state->ReadConfig();  // decoupled, max_batch_size may have changed
   }
+  PB_LOG_VERBOSE("model configuration:\n" + json::Pretty(state->config_text));
   return state;
 }
 
@@ -202,6 +208,9 @@ void ModelState::ReadParameters() {
                 "restarted. Not for production.");
   }
 
+  attach_socket.clear();
+  GetParameter(config, "PYBACKEND_ATTACH_SOCKET", &attach_socket);
+
   python = backend->DefaultPython();
   exec_env = ExecutionEnv();
   if (GetParameter(config, "EXECUTION_ENV_PATH", &value) && !value.empty()) {
@@ -259,6 +268,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name) 
   o.spin_us = static_cast<int>(c.execute_spin_us);
   o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);
+  o.attach_socket = attach_socket;
   if (!exec_env.python.empty()) {
     // Only pybackend from the server's environment: its site-packages would shadow the
     // execution environment's own numpy and the rest.
