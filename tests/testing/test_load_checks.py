@@ -111,6 +111,22 @@ def _request() -> Dict[str, np.ndarray]:
     return {"X": np.array([[5, 6]], np.int32), "S": np.array([[b"client"]], np.object_)}
 
 
+def _load_failure(triton_model: Any, path: Path) -> str:
+    """The error of a load that must fail, as text.
+
+    tritonserver 2.51 itself sometimes dies of SIGSEGV while it fails a warmup at start-up,
+    before it logs why: 3 of 8 starts here, with NVIDIA's original backend as with ours
+    (docs/compatibility.md). Such a start tells nothing about the backend, so the server
+    engine tries again; the load must still fail, and the caller checks the server's text.
+    """
+    for _attempt in range(6):
+        with pytest.raises(Exception) as info:
+            triton_model(path)
+        if "exited (signal SIGSEGV)" not in str(info.value):
+            break
+    return str(info.value)
+
+
 @ENGINES
 def test_warmup_samples_run_at_load(triton_model: Any, tmp_path: Path) -> None:
     """Each sample's ``count`` executes of ``batch_size`` requests (batch dimension 1), in
@@ -139,12 +155,10 @@ def test_warmup_samples_run_at_load(triton_model: Any, tmp_path: Path) -> None:
 @ENGINES
 def test_a_failing_warmup_sample_fails_the_load(triton_model: Any, tmp_path: Path) -> None:
     path = _model(tmp_path, "cold", RECORDER, CONFIG, _warmup_files(b"fail"))
-    with pytest.raises(Exception) as info:
-        triton_model(path)
     assert (
         "failed to run warmup sample 'files': Failed to process the request(s) for model "
         "'cold_0', message: ValueError: warmup refused\n\nAt:\n"
-    ) in str(info.value)
+    ) in _load_failure(triton_model, path)
 
 
 IDENTITY = """
@@ -219,9 +233,8 @@ def test_strict_outputs_fail_a_warmup_sample_with_a_mismatch(
     with pytest.warns(OutputMismatchWarning):  # offline, at the warmup too
         lax = triton_model(_model(tmp_path, "lax", body, config))
         assert lax.infer({"X": np.ones(2, np.float32)})["Y"].dtype == np.int64
-    with pytest.raises(Exception) as info:
-        triton_model(_model(tmp_path, "strict", body, config + strict))
+    strict_path = _model(tmp_path, "strict", body, config + strict)
     assert (
         "failed to run warmup sample 'zeros': output 'Y' of model instance 'strict_0' has data "
         "type TYPE_INT64 but the model configuration declares TYPE_FP32"
-    ) in str(info.value)
+    ) in _load_failure(triton_model, strict_path)
