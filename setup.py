@@ -88,9 +88,12 @@ class CMakeBuild(build_ext):
         base = ROOT if self.inplace else Path(self.build_lib)
         if (ROOT / NATIVE_HELPERS).exists():
             _replace_file(ROOT / NATIVE_HELPERS, base / NATIVE_HELPERS)
-        # The backend starts stubs with the interpreter this package was installed for.
-        for folder in {built.parent, dest.parent}:
-            _write_text(folder / INTERPRETER_FILE, sys.executable + "\n")
+        # The backend starts stubs with the interpreter this package was installed for. Only an
+        # in-place (editable) build knows it: a wheel is built in a throw-away environment and
+        # installed elsewhere, so it carries no such file (`pybackend backend-dir`, or
+        # docker/install.sh, writes it where the wheel is installed).
+        if self.editable_mode or self.inplace:
+            _write_text(built.parent / INTERPRETER_FILE, sys.executable + "\n")
 
     def copy_extensions_to_source(self) -> None:
         # Editable installs: CMake already wrote the library into the source tree; only copy

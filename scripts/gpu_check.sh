@@ -8,18 +8,22 @@
 #   build.log    kit unpack, wheel install and the CMake build
 #   pytest.log   the full pytest output (-v -rA)
 #   junit.xml    the same as JUnit XML (with the recorded device properties)
-#   servers.log  the tritonserver logs of the tests' servers (written by tests/gpu/conftest.py)
+#   servers.log  the tritonserver logs of the tests' and the benchmark's servers
+#   bench.txt    benchmarks/gpu_identity.py: 64 MiB GPU identity, zero copy vs host round trip
+#                (its table is copied into summary.txt)
 # At most 8 files: that is what a device call brings back.
 #
 # Bounded: every step runs under `timeout`, and the whole script ends within GPU_CHECK_BUDGET
-# seconds (default 420) even if something hangs. On exit it kills every process it started
+# seconds (default 390) even if something hangs; the tests leave GPU_BENCH_RESERVE (100) of
+# them to the benchmark. On exit it kills every process it started
 # (found by a marker variable in their environment, which tritonserver and stubs inherit).
 # On a machine without a GPU it still produces the report; the tests skip with the reason.
 #
 # Usage: scripts/gpu_check.sh OUTDIR   (make gpu-check OUT=...)
 #   PYTHON=python3           the interpreter to build for and test with (the stubs' too)
 #   GPU_KIT=.gpu-kit         the kit folder; GPU_SITE=/tmp/pybackend-gpu-site where it goes
-#   GPU_CHECK_BUDGET=420     seconds for the whole script; PYTEST_ARGS extra pytest arguments
+#   GPU_CHECK_BUDGET=390     seconds for the whole script; PYTEST_ARGS extra pytest arguments
+#   GPU_BENCH_RESERVE=100    seconds kept for the benchmark; GPU_BENCH_REQUESTS=50 per row
 set -u
 
 OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -30,7 +34,8 @@ cd "$REPO"
 PY=${PYTHON:-python3}
 KIT=${GPU_KIT:-.gpu-kit}
 SITE=${GPU_SITE:-/tmp/pybackend-gpu-site}
-BUDGET=${GPU_CHECK_BUDGET:-420}
+BUDGET=${GPU_CHECK_BUDGET:-390}
+BENCH_RESERVE=${GPU_BENCH_RESERVE:-100}
 START=$(date +%s)
 SUMMARY="$OUT/summary.txt"
 MARKER="gpucheck-$$-$START"
@@ -124,11 +129,18 @@ echo "GPU usable by torch: $gpu" >>"$SUMMARY"
 if [ "$build_rc" -ne 0 ]; then
     echo "build failed: tests/gpu not run (see build.log)" >>"$SUMMARY"
 else
+    # The tests leave BENCH_RESERVE seconds of the budget to the benchmark.
     # shellcheck disable=SC2086
-    step pytest "$(($(left) - 20))" "$OUT/pytest.log" "$PY" -m pytest tests/gpu -m gpu -v -rA -o junit_family=xunit1 \
-        -p no:cacheprovider --timeout=240 --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
+    step pytest "$(($(left) - 20 - BENCH_RESERVE))" "$OUT/pytest.log" "$PY" -m pytest tests/gpu \
+        -m gpu -v -rA -o junit_family=xunit1 -p no:cacheprovider --timeout=150 \
+        --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
     grep -E '^(=+ .*(passed|failed|skipped|error|no tests ran).* =+)$' "$OUT/pytest.log" | tail -1 >>"$SUMMARY"
     grep -E '^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) ' "$OUT/pytest.log" >>"$SUMMARY"
+    kill_ours
+    # ------------------------------------------------------------ the GPU benchmark
+    step bench "$BENCH_RESERVE" "$OUT/bench.txt" "$PY" -m benchmarks.gpu_identity \
+        --requests "${GPU_BENCH_REQUESTS:-50}" --server-log "$OUT/servers.log"
+    grep -E '^(GPU identity|gpu_identity|\|)' "$OUT/bench.txt" >>"$SUMMARY"
 fi
 kill_ours
 trap - EXIT

@@ -25,7 +25,15 @@ if TYPE_CHECKING:
 BACKEND_ENV = "PYBACKEND_TEST_BACKEND"
 VALID_BACKENDS = ("ours", "original")
 #: Directories whose tests start real servers and therefore get the per-test leak check.
-LEAK_CHECKED_DIRS = {"integration", "conformance", "reliability", "backend", "devserver", "gpu"}
+LEAK_CHECKED_DIRS = {
+    "integration",
+    "conformance",
+    "reliability",
+    "backend",
+    "devserver",
+    "gpu",
+    "pytriton",
+}
 
 
 def selected_backend() -> str:

@@ -36,8 +36,10 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   try {
     uint32_t major = 0, minor = 0;
     Check(TRITONBACKEND_ApiVersion(&major, &minor), "TRITONBACKEND_ApiVersion");
-    PB_LOG_VERBOSE("Triton TRITONBACKEND API version: " + std::to_string(major) + "." +
-                   std::to_string(minor) + "; pybackend built for " +
+    const char* backend_name = "";
+    Check(TRITONBACKEND_BackendName(backend, &backend_name), "TRITONBACKEND_BackendName");
+    PB_LOG_VERBOSE("'" + std::string(backend_name) + "' TRITONBACKEND API version: " +
+                   std::to_string(major) + "." + std::to_string(minor) + "; pybackend built for " +
                    std::to_string(TRITONBACKEND_API_VERSION_MAJOR) + "." +
                    std::to_string(TRITONBACKEND_API_VERSION_MINOR));
     if (major != TRITONBACKEND_API_VERSION_MAJOR || minor < TRITONBACKEND_API_VERSION_MINOR) {
@@ -72,6 +74,7 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
 TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend* /*backend*/,
                                                       TRITONBACKEND_BackendAttribute* attributes) {
   try {
+    PB_LOG_VERBOSE("TRITONBACKEND_GetBackendAttribute: setting attributes");
     // CPU only for now: count 0 and no devices lets the core fill in the rest.
     Check(TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
               attributes, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, nullptr, 0),
@@ -97,6 +100,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
 
 TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
   try {
+    PB_LOG_VERBOSE("TRITONBACKEND_ModelFinalize: delete model state");
     delete GetState<ModelState>(model, TRITONBACKEND_ModelState);
     return nullptr;
   } catch (...) {
@@ -112,6 +116,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     auto state = InstanceState::Create(instance, model_state);
     Check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()),
           "TRITONBACKEND_ModelInstanceSetState");
+    PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceInitialize: instance initialization successful " +
+                   state->name + " (device " + std::to_string(state->device_id) + ")");
     state.release();
     return nullptr;
   } catch (...) {
@@ -121,6 +127,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
   try {
+    PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceFinalize: delete instance state");
     delete GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
     return nullptr;
   } catch (...) {
@@ -162,12 +169,17 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     }
     return nullptr;
   }
+  // The original's verbose lines around a batch, which operators grep for.
+  PB_LOG_VERBOSE("model " + state->model->name + ", instance " + state->name + ", executing " +
+                 std::to_string(request_count) + " requests");
   try {
     pybackend::ExecuteBatch(*state, requests, request_count);
   } catch (const std::exception& e) {
     // ExecuteBatch handles its own errors; this is a last line of defence.
     PB_LOG_ERROR("model instance '" + state->name + "': unexpected error in execute: " + e.what());
   }
+  PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceExecute: model instance name " + state->name +
+                 " released " + std::to_string(request_count) + " requests");
   return nullptr;
 }
 

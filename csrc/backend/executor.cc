@@ -1,5 +1,6 @@
 #include "backend/executor.h"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -392,21 +393,37 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
     }
   }
   if (valid.empty()) return;
-  std::shared_ptr<StubSession> session = inst.session();
-  if (session == nullptr) {  // only after finalize; Triton does not execute then
+  std::string report;
+  std::shared_ptr<StubSession> session = inst.SessionForBatch(&report);
+  if (session == nullptr) {  // an idle stub's death to report, or finalized (not executed then)
+    bool unloading = report.empty();
     for (TRITONBACKEND_Request* r : valid) {
       TRITONBACKEND_Response* resp = nullptr;
       if (TakeMessage(TRITONBACKEND_ResponseNew(&resp, r)).empty()) {
-        SendErrorResponse(resp, TRITONSERVER_ERROR_UNAVAILABLE,
-                          "model instance '" + inst.name + "' is unloading",
+        SendErrorResponse(resp,
+                          unloading ? TRITONSERVER_ERROR_UNAVAILABLE : TRITONSERVER_ERROR_INTERNAL,
+                          unloading ? "model instance '" + inst.name + "' is unloading" : report,
                           TRITONSERVER_RESPONSE_COMPLETE_FINAL);
       }
       TakeMessage(TRITONBACKEND_RequestRelease(r, TRITONSERVER_REQUEST_RELEASE_ALL));
     }
     return;
   }
-  Batch batch(inst, std::move(session), valid.data(), static_cast<uint32_t>(valid.size()));
-  batch.Run();
+  // A stub that dies while this counts has a batch to tell (SessionForBatch).
+  struct Running {
+    std::atomic<int>& n;
+    explicit Running(std::atomic<int>& c) : n(c) { ++n; }
+    ~Running() { --n; }
+  } running(inst.running_batches);
+  const StubSession* ran_on = session.get();
+  bool died = false;
+  {
+    Batch batch(inst, session, valid.data(), static_cast<uint32_t>(valid.size()));
+    batch.Run();
+    died = !session->alive();
+  }
+  session.reset();
+  if (died) inst.death_told_by_batch.store(ran_on);  // before `running` ends
 }
 
 }  // namespace pybackend

@@ -116,6 +116,28 @@ void InstanceState::Finalize() {
   session_.reset();
 }
 
+std::shared_ptr<StubSession> InstanceState::SessionForBatch(std::string* report) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(model->backend->config.stub_timeout_seconds);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (!unreported_death_.empty()) {
+      report->swap(unreported_death_);
+      unreported_death_.clear();
+      return nullptr;
+    }
+    std::shared_ptr<StubSession> dead = session_;
+    if (dead == nullptr || dead->alive() || !restart_enabled_ || stopping_ || restart_failed_) {
+      return dead;
+    }
+    // Also woken when the death is noticed (OnStubGone): this batch may be the one to tell.
+    bool changed = cv_.wait_until(lock, deadline, [&] {
+      return stopping_ || restart_failed_ || session_ != dead || !unreported_death_.empty();
+    });
+    if (!changed) return dead;  // the batch fails with the death, after the bound
+  }
+}
+
 TRITONSERVER_Error* InstanceState::Ready() {
   std::shared_ptr<StubSession> s = session();
   if (s != nullptr && s->alive()) return nullptr;
@@ -136,7 +158,8 @@ std::string InstanceState::UnhealthyMessage(StubSession& s) {
       "keeps happening, fix the cause above.");
 }
 
-void InstanceState::FailDetached(const void* owner, const std::string& message) {
+int InstanceState::FailDetached(const void* owner, const std::string& message) {
+  int failed = 0;
   for (auto& st : registry_.Snapshot()) {
     std::lock_guard<std::mutex> lock(st->mu);
     if (owner != nullptr && st->session != owner) continue;
@@ -151,10 +174,12 @@ void InstanceState::FailDetached(const void* owner, const std::string& message) 
         PB_LOG_ERROR("model instance '" + name + "': " + err);
       }
       st->closed = true;
+      ++failed;
     }
     st->DeleteFactory();
     registry_.Remove(st->token);
   }
+  return failed;
 }
 
 bool InstanceState::OnOther(StubSession& s, const ipc::Message& msg) {
@@ -178,14 +203,23 @@ bool InstanceState::OnSyncCall(StubSession& s, const ipc::Message& msg) {
 
 void InstanceState::OnStubGone(StubSession& s) {
   bls_->OnStubGone(s);
-  FailDetached(&s, UnhealthyMessage(s));
+  bool told = FailDetached(&s, UnhealthyMessage(s)) > 0 || running_batches.load() > 0 ||
+              death_told_by_batch.load() == &s;
   bool current = false;
   bool restart = false;
+  std::string report;
+  if (!told && restart_enabled_) {
+    report = s.UnhealthyMessage(
+        "It died while no request was running, and this request, the first one since, reports "
+        "it. A new stub is started for this instance (backend config stub-restart): the "
+        "requests that follow wait for it and are served by it.");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     current = !stopping_ && session_.get() == &s;
     restart = current && restart_enabled_;
     if (restart) restart_wanted_ = true;
+    if (restart && !told) unreported_death_ = std::move(report);
   }
   cv_.notify_all();
   if (current) metrics->SetReady(false);
@@ -231,6 +265,8 @@ void InstanceState::RestartLoop() {
       PB_LOG_ERROR("model '" + model->name + "', instance '" + name +
                    "': restarting the stub failed: " + error);
       restart_wanted_ = true;  // try again after a longer backoff
+      restart_failed_ = true;  // meanwhile batches fail at once instead of waiting
+      cv_.notify_all();
       continue;
     }
     if (stopping_) {
@@ -242,6 +278,9 @@ void InstanceState::RestartLoop() {
     }
     std::shared_ptr<StubSession> old = std::move(session_);
     session_ = std::move(fresh);
+    restart_failed_ = false;
+    unreported_death_.clear();  // nobody met the dead stub: nothing to report any more
+    cv_.notify_all();           // batches waiting in SessionForBatch
     ++restarts_;
     metrics->Restarted();
     metrics->SetReady(true);

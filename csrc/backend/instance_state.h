@@ -3,6 +3,7 @@
 // replaces a dead stub with a new one (with backoff) while the instance stays loaded.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,6 +44,20 @@ class InstanceState : public AsyncHandler {
 
   // The current session; a batch keeps the one it started with even if a restart replaces it.
   std::shared_ptr<StubSession> session();
+  // The session a new batch runs on. While a dead stub is being replaced, waits for the new
+  // one (at most stub-timeout-seconds; a dead session comes back when the wait ends without
+  // one, and the batch fails with its death). Returns nullptr with `*report` set when the
+  // batch must fail instead: it is the first to meet a stub that died with no request
+  // running, before the new stub serves, and it reports that death (the original's restart
+  // failed the request that met the dead stub and served the next ones; NVIDIA's qa
+  // `restart` test asserts exactly that).
+  // nullptr with `*report` empty: the instance is finalized.
+  std::shared_ptr<StubSession> SessionForBatch(std::string* report);
+  // Batches inside ExecuteBatch now: a stub that dies while this is 0 died idle...
+  std::atomic<int> running_batches{0};
+  // ...unless a batch that ran on it already ended with its death (the batch can notice the
+  // death before the monitor does): the last session whose death a batch reported.
+  std::atomic<const StubSession*> death_told_by_batch{nullptr};
   RequestRegistry& registry() { return registry_; }
   // The message for requests that meet a dead stub (says whether a new one is coming).
   std::string UnhealthyMessage(StubSession& s);
@@ -63,8 +78,8 @@ class InstanceState : public AsyncHandler {
   std::shared_ptr<StubSession> StartSession();
   void RestartLoop();
   // Sends an error FINAL to every released request with an open factory that belongs to
-  // `owner` (every session when null).
-  void FailDetached(const void* owner, const std::string& message);
+  // `owner` (every session when null). Returns how many requests it failed.
+  int FailDetached(const void* owner, const std::string& message);
 
   RequestRegistry registry_;
   std::unique_ptr<BlsService> bls_;
@@ -74,6 +89,8 @@ class InstanceState : public AsyncHandler {
   bool finalized_ = false;
   bool stopping_ = false;
   bool restart_wanted_ = false;
+  bool restart_failed_ = false;   // the last restart attempt failed: batches fail at once
+  std::string unreported_death_;  // an idle stub's death, for the next batch (SessionForBatch)
   bool restart_enabled_ = true;
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point started_at_;

@@ -346,4 +346,53 @@ std::string Value::Dump() const {
   return out;
 }
 
+std::string Pretty(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() * 2);
+  int depth = 0;
+  auto newline = [&] {
+    out.push_back('\n');
+    out.append(static_cast<size_t>(depth) * 4, ' ');
+  };
+  auto next_token = [&](size_t i) {
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) {
+      ++i;
+    }
+    return i;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {  // copied whole, escapes included
+      size_t end = i + 1;
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      out.append(text.substr(i, end + 1 - i));
+      i = end;
+    } else if (c == '{' || c == '[') {
+      size_t n = next_token(i + 1);
+      if (n < text.size() && text[n] == (c == '{' ? '}' : ']')) {
+        out.push_back(c);
+        out.push_back(text[n]);
+        i = n;
+      } else {
+        out.push_back(c);
+        ++depth;
+        newline();
+      }
+    } else if (c == '}' || c == ']') {
+      --depth;
+      newline();
+      out.push_back(c);
+    } else if (c == ',') {
+      out.push_back(',');
+      newline();
+    } else if (c == ':') {
+      out.append(": ");
+    } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace pybackend::json

@@ -87,4 +87,9 @@ class Value {
 // Appends `s` to `out` as a quoted JSON string.
 void AppendQuoted(std::string* out, std::string_view s);
 
+// Valid JSON text laid out as rapidjson's PrettyWriter does (4-space indent, one member or
+// item per line, `[]` and `{}` when empty), with every token kept as written: the layout of
+// the original backend's `model configuration:` log line.
+std::string Pretty(std::string_view text);
+
 }  // namespace pybackend::json

@@ -39,6 +39,8 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
   Check(TRITONBACKEND_ModelName(model, &name), "TRITONBACKEND_ModelName");
   state->name = name;
   Check(TRITONBACKEND_ModelVersion(model, &state->version), "TRITONBACKEND_ModelVersion");
+  PB_LOG_VERBOSE("TRITONBACKEND_ModelInitialize: " + state->name + " (version " +
+                 std::to_string(state->version) + ")");
   TRITONBACKEND_ArtifactType type;
   const char* location = nullptr;
   Check(TRITONBACKEND_ModelRepository(model, &type, &location), "TRITONBACKEND_ModelRepository");
@@ -55,14 +57,18 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
 
   state->ReadConfig();
   state->ReadParameters();
-  state->SpawnSpare();
   bool auto_complete = false;
   Check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete),
         "TRITONBACKEND_ModelAutoCompleteConfig");
+  // An attached model's process wrote its whole configuration and is already running: no
+  // early stub, nothing to complete.
+  if (!state->attach_socket.empty()) return state;
+  state->SpawnSpare();
   if (auto_complete) {
     state->AutoComplete();
     state->ReadConfig();  // decoupled, max_batch_size may have changed
   }
+  PB_LOG_VERBOSE("model configuration:\n" + json::Pretty(state->config_text));
   return state;
 }
 
@@ -160,7 +166,7 @@ void ModelState::ReadParameters() {
   thread_budget = ThreadBudget(name, config, budget, backend->config.thread_budget);
   if (thread_budget > 0) {
     PB_LOG_VERBOSE("model '" + name + "': thread budget " + std::to_string(thread_budget) +
-                   " per instance (" + std::to_string(VisibleCores()) + " cores, " +
+                   " per instance (" + std::to_string(UsableCores()) + " usable cores, " +
                    std::to_string(CountInstances(config)) +
                    " instances); set where unset: OMP_NUM_THREADS, MKL_NUM_THREADS, ...");
   }
@@ -213,6 +219,9 @@ void ModelState::ReadParameters() {
                 "): no stub or execute timeouts, so a stub stopped at a breakpoint is not "
                 "restarted. Not for production.");
   }
+
+  attach_socket.clear();
+  GetParameter(config, "PYBACKEND_ATTACH_SOCKET", &attach_socket);
 
   python = backend->DefaultPython();
   exec_env = ExecutionEnv();
@@ -272,6 +281,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   o.spin_us = static_cast<int>(c.execute_spin_us);
   o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);
+  o.attach_socket = attach_socket;
   if (!exec_env.python.empty()) {
     // Only pybackend from the server's environment: its site-packages would shadow the
     // execution environment's own numpy and the rest.

@@ -46,6 +46,8 @@ class ModelState {
   // debugpy-wait[...]). Debug mode needs one instance and lifts the stub and execute
   // timeouts, so a model stopped at a breakpoint is not taken for a hung one.
   std::string debug;
+  // PYBACKEND_ATTACH_SOCKET: instances attach to the process listening there (pybackend.pytriton)
+  std::string attach_socket;
 
   std::string VersionDir() const { return repository + "/" + std::to_string(version); }
   std::string ModelFile() const { return VersionDir() + "/" + model_filename; }

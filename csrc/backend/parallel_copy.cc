@@ -87,7 +87,7 @@ class CopyPool {
  public:
   CopyPool() {
     // Cores we may run on, not the host's: a container limited to one core gets no helpers.
-    int cores = VisibleCores();
+    int cores = UsableCores();
     helpers_ = cores > 1 ? static_cast<unsigned>(std::min(cores - 1, 3)) : 0u;
   }
   ~CopyPool() {

@@ -186,6 +186,7 @@ StubProcess::~StubProcess() {
 }
 
 bool StubProcess::PollLocked() {
+  if (attached_) return PollAttachedLocked();
   if (reaped_) return true;
   int status = 0;
   pid_t r = waitpid(pid_, &status, WNOHANG);
@@ -221,6 +222,7 @@ bool StubProcess::Stopped() {
 
 std::string StubProcess::ExitDescription() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (attached_) return AttachedDescriptionLocked();
   if (!PollLocked()) return "is still running";
   if (status_ == -1) return "exited (status unknown)";
   if (WIFEXITED(status_)) return "exited with code " + std::to_string(WEXITSTATUS(status_));
@@ -232,6 +234,12 @@ std::string StubProcess::ExitDescription() {
 }
 
 bool StubProcess::WaitExit(std::chrono::milliseconds timeout) {
+  if (attached_) {
+    // Only its serving thread ends (it closed or will close the channels): nothing to wait for.
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    return true;
+  }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     if (Poll()) return true;
@@ -250,6 +258,10 @@ bool StubProcess::WaitExit(std::chrono::milliseconds timeout) {
 
 void StubProcess::Kill() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (attached_) {
+    released_ = true;  // the user's process: closing the channels ends its serving thread
+    return;
+  }
   if (PollLocked()) return;
   kill(pid_, SIGKILL);  // not reaped yet, so the pid is still ours
 }

@@ -39,6 +39,15 @@ class StubProcess {
   // backend ends of the sync and async socketpairs are returned in *sync and *async.
   static std::unique_ptr<StubProcess> Spawn(const SpawnOptions& opts, ipc::UniqueFd* sync,
                                             ipc::UniqueFd* async);
+  // Attach mode: connects to the Unix SOCK_SEQPACKET socket `path` that a process serving the
+  // model itself listens on (pybackend.pytriton). The connection becomes *sync; *async is
+  // our end of a fresh socketpair whose other end, *peer_async, the caller passes to that
+  // process with ATTACH. The process is watched (pidfd of the peer) but never killed: it is
+  // the user's. Throws BackendError (UNAVAILABLE) naming `what` when nobody listens.
+  static std::unique_ptr<StubProcess> Attach(const std::string& path, const std::string& what,
+                                             ipc::UniqueFd* sync, ipc::UniqueFd* async,
+                                             ipc::UniqueFd* peer_async);
+  bool attached() const { return attached_; }
   ~StubProcess();  // kills (SIGKILL) and reaps a process that is still running
   StubProcess(const StubProcess&) = delete;
   StubProcess& operator=(const StubProcess&) = delete;
@@ -64,10 +73,16 @@ class StubProcess {
  private:
   StubProcess() = default;
   bool PollLocked();
+  // Attach mode (stub_attach.cc): "exited" means the peer process ended or we let go of it
+  // (Kill, or WaitExit after FINALIZE: its serving thread ends, not the process).
+  bool PollAttachedLocked();
+  std::string AttachedDescriptionLocked();
 
   std::mutex mu_;
   pid_t pid_ = -1;
   bool reaped_ = false;
+  bool attached_ = false;  // not our child: never signalled, never reaped
+  bool released_ = false;  // attach mode: we are done with it
   int status_ = 0;
   ipc::UniqueFd pidfd_;
   ipc::UniqueFd stdout_;

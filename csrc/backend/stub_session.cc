@@ -72,6 +72,10 @@ void StubSession::Spawn() {
     }
   }
   ipc::UniqueFd sync_fd, async_fd;
+  if (!opts_.attach_socket.empty()) {
+    Attach();
+    return;
+  }
   process_ = StubProcess::Spawn(so, &sync_fd, &async_fd);
   sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
   async_ = std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
@@ -79,6 +83,32 @@ void StubSession::Spawn() {
   monitor_->Start();
   PB_LOG_VERBOSE(log_prefix_ + "started stub pid " + std::to_string(process_->pid()) + ": " +
                  opts_.python + " -m pybackend.stub --instance " + opts_.instance_name);
+}
+
+void StubSession::Attach() {
+  ipc::UniqueFd sync_fd, async_fd, peer_async;
+  std::string what = "model '" + opts_.model_name + "' instance '" + opts_.instance_name + "'";
+  process_ = StubProcess::Attach(opts_.attach_socket, what, &sync_fd, &async_fd, &peer_async);
+  sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
+  async_ = std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
+  json::Value hello = json::Value::Object();
+  hello.Set("model_name", opts_.model_name);
+  hello.Set("model_version", static_cast<int64_t>(opts_.model_version));
+  hello.Set("instance_name", opts_.instance_name);
+  ipc::Writer body;
+  body.Str(hello.Dump());
+  std::string error;
+  if (!sync_->Send(ipc::MessageKind::ATTACH, 0, body.data(), body.size(),
+                   static_cast<int>(opts_.timeout.count()), &error, peer_async.get())) {
+    Throw(TRITONSERVER_ERROR_UNAVAILABLE, "cannot attach " + what + " to the process at '" +
+                                              opts_.attach_socket + "': " + error);
+  }
+  peer_async.Reset();  // theirs now: EOF on it means that process is gone
+  monitor_ = std::make_unique<Monitor>(this);
+  monitor_->Start();
+  SetStderrClosed();  // no pipes: its output goes wherever that process writes it
+  PB_LOG_VERBOSE(log_prefix_ + "attached to pid " + std::to_string(process_->pid()) + " at " +
+                 opts_.attach_socket);
 }
 
 void StubSession::Discard() {
@@ -109,8 +139,11 @@ json::Value StubSession::Start(const json::Value& init_args) {
                 " (backend config stub-timeout-seconds). " + DeathDetail());
     }
     if (w == Wait::kDead) {
+      // The original's text for a stub lost while it loads (qa L0_backend_python greps the
+      // server log for it, model init_exit), then what we know of the death.
       Throw(TRITONSERVER_ERROR_INTERNAL,
-            what + "the stub went away before sending " + step + ". " + DeathDetail());
+            what + "Stub process '" + opts_.instance_name +
+                "' is not healthy. It went away before sending " + step + ". " + DeathDetail());
     }
     MarkDead(error);
     Throw(TRITONSERVER_ERROR_INTERNAL, what + error + ". " + DeathDetail());

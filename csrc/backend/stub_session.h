@@ -75,6 +75,9 @@ struct SessionOptions {
   // Added to the stub's environment (the thread budget, an execution env's variables).
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> env_unset;  // removed from it (PYTHONHOME in an execution env)
+  // Attach mode (model parameter PYBACKEND_ATTACH_SOCKET): connect to the process listening
+  // here instead of spawning a stub ("" = spawn).
+  std::string attach_socket;
 };
 
 // Shared ownership: BLS calls keep the session of the stub that made them alive until Triton
@@ -183,6 +186,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
  private:
   friend class Monitor;
   std::string StubRole() const;
+  void Attach();  // Spawn() in attach mode: connect to the serving process
   Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
   // How long the next sleep of a wait may last; nullopt when `deadline` has passed.
   std::optional<std::chrono::milliseconds> NextSlice(std::chrono::steady_clock::time_point deadline,

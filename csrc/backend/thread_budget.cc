@@ -42,7 +42,7 @@ int ThreadBudget(const std::string& model_name, const json::Value& config,
   if (parameter == "off") return 0;
   if (parameter.empty() || parameter == "auto") {
     if (!enabled_by_backend) return 0;
-    int share = VisibleCores() / CountInstances(config);
+    int share = UsableCores() / CountInstances(config);
     return share > 0 ? share : 1;
   }
   char* end = nullptr;

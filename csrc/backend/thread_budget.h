@@ -1,7 +1,8 @@
 // Per-instance thread budget (UV-13). OpenMP, MKL, OpenBLAS and friends start one thread per
 // core in EVERY stub, so N instances on C cores run N*C threads and thrash. Unless the user
 // chose (the variable is set in the server's environment) or turned it off, each stub gets
-// OMP_NUM_THREADS etc. = max(1, floor(visible cores / instances of the model)).
+// OMP_NUM_THREADS etc. = max(1, floor(usable cores / instances of the model)), the usable cores
+// being the CPU affinity capped by the cgroup's CPU limit (cores.h).
 #pragma once
 
 #include <string>

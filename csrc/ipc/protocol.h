@@ -52,6 +52,9 @@ enum class MessageKind : uint16_t {
   MODEL_READY = 82,
   // backend -> stub on sync, with the fd of the sync lane's page (ipc/lane.h)
   LANE = 90,
+  // backend -> a process serving models itself (attach mode), on the connection that becomes
+  // sync, with the fd of the async channel; json {model_name, model_version, instance_name}
+  ATTACH = 91,
 };
 
 // Who allocated a block; also the TensorDesc location of arena-backed tensors.

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
+from pybackend.cli.command import add_command
 from pybackend.server import locate
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "backend-dir",
         help="print the directory for tritonserver --backend-directory",
         description=(
             "Print the directory that holds python/libtriton_python.so, for "
             "`tritonserver --backend-directory $(pybackend backend-dir)`. "
             "Exits non-zero (after printing) if the library is missing."
+        ),
+        epilog=(
+            "example:\n"
+            "  tritonserver --model-repository models "
+            '--backend-directory "$(pybackend backend-dir)"'
         ),
     )
     parser.add_argument(
@@ -26,20 +31,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="print a directory holding NVIDIA's original Python backend instead (for comparisons)",
     )
     parser.set_defaults(run=run)
-
-
-def _refresh_interpreter_file(backends: Path) -> None:
-    """Point the backend at this interpreter if the recorded one is gone (e.g. a moved wheel).
-
-    Best effort: a read-only install simply keeps what it has.
-    """
-    record = backends / "python" / "python_executable"
-    try:
-        recorded = record.read_text().strip() if record.exists() else ""
-        if not recorded or not os.access(recorded, os.X_OK):
-            record.write_text(sys.executable + "\n")
-    except OSError:
-        pass
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    _refresh_interpreter_file(backends)
+    locate.record_interpreter()
     return 0

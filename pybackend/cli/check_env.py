@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 
+from pybackend.cli.command import add_command
 from pybackend.execution_env import EnvError, package_parent, prepare
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "check-env",
         help="check a Python environment (directory or archive) for EXECUTION_ENV_PATH",
         description=(
@@ -22,19 +25,45 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "run `python -m pybackend.stub --version` with the environment's interpreter. "
             "Exits non-zero with the reason and the fix when the stub could not run there."
         ),
+        epilog="example:\n  pybackend check-env envs/torch.tar.gz --model-dir models/classifier",
     )
-    parser.add_argument("path", help="the environment: a directory or a tar archive")
+    parser.add_argument(
+        "path",
+        help=(
+            "the environment: a directory or a tar archive; a value pasted from config.pbtxt "
+            "may hold $$TRITON_MODEL_DIRECTORY (in single quotes, so the shell leaves it)"
+        ),
+    )
     parser.add_argument(
         "--model-dir",
         default=os.getcwd(),
-        help="where a relative PATH starts, as for a model (default: the current directory)",
+        help=(
+            "the model's directory: where a relative PATH starts and what "
+            "$$TRITON_MODEL_DIRECTORY stands for, as for a model (default: the current "
+            "directory)"
+        ),
     )
     parser.set_defaults(run=run)
 
 
+PLACEHOLDER = "$$TRITON_MODEL_DIRECTORY"
+# `$$` in an unquoted or double-quoted shell word is the shell's pid: "12345TRITON_MODEL_...".
+_SHELL_EXPANDED = re.compile(r"\d+TRITON_MODEL_DIRECTORY")
+
+
+def expand_model_directory(value: str, model_dir: str) -> str:
+    """The value as the backend reads it at load: $$TRITON_MODEL_DIRECTORY is the model's
+    directory (csrc/backend/model_state.cc does the same replacement)."""
+    value = _SHELL_EXPANDED.sub(lambda _m: PLACEHOLDER, value)
+    return value.replace(PLACEHOLDER, os.path.abspath(model_dir))
+
+
 def run(args: argparse.Namespace) -> int:
+    value = expand_model_directory(args.path, args.model_dir)
+    if value != args.path:
+        print(f"EXECUTION_ENV_PATH {args.path!r} is {value} for the model in {args.model_dir}")
     try:
-        env = prepare(args.path, args.model_dir, package_parent())
+        env = prepare(value, args.model_dir, package_parent())
     except EnvError as e:
         print(f"pybackend check-env: {e}", file=sys.stderr)
         return 1

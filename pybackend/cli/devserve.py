@@ -8,11 +8,14 @@ import argparse
 import importlib.util
 import sys
 
+from pybackend.cli.command import add_command
+
 from .stop_signals import stop_on_signals
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "devserve",
         help="serve a model repository's Python models without tritonserver (development)",
         description=(
@@ -22,6 +25,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "instance per model, no metrics endpoint: for development "
             "(`pybackend serve` runs a real tritonserver)."
         ),
+        epilog="example:\n  pybackend devserve examples/model_repository --in-process --reload",
     )
     parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")

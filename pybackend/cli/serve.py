@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 
+from pybackend.cli.command import add_command
 from pybackend.server import ServerError, TritonServer
 from pybackend.server.processes import port_is_free
 
@@ -28,13 +29,19 @@ ADD_SUB_REQUEST = {
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "serve",
         help="serve a model repository with a real tritonserver",
         description=(
             "Serve MODEL_REPOSITORY through tritonserver (from the nvidia-pytriton wheel) "
             "with this package's Python backend, in the foreground until Ctrl-C. "
             "Arguments after a bare `--` are passed to tritonserver unchanged."
+        ),
+        epilog=(
+            "examples:\n"
+            "  pybackend serve examples/model_repository --http-port 8000\n"
+            "  pybackend serve models -- --log-verbose=1   # after --: tritonserver's options"
         ),
     )
     parser.add_argument("model_repository", metavar="MODEL_REPOSITORY")

@@ -5,6 +5,7 @@ tests/devserver/test_error_codes_differential.py; UNKNOWN, ALREADY_EXISTS and CA
 
 from __future__ import annotations
 
+from ..errors import PybackendError
 from ..utils.errors import ErrorCode
 
 HTTP_STATUS = {
@@ -19,7 +20,7 @@ HTTP_STATUS = {
 }
 
 
-class ServeError(Exception):
+class ServeError(PybackendError):
     """A request the server refuses or could not serve: ``message`` for the client, ``code``
     a Triton error code (the HTTP status and the gRPC status follow from it)."""
 

@@ -23,7 +23,7 @@ from .errors import EnvError
 from .import_root import import_root
 from .layout import python_of
 
-__all__ = ["EnvError", "PreparedEnv", "package_parent", "prepare"]
+__all__ = ["EnvError", "PreparedEnv", "interpreter", "locate", "package_parent", "prepare"]
 
 
 @dataclass
@@ -36,11 +36,9 @@ class PreparedEnv:
     note: str = ""  # what was done, for the server log
 
 
-def prepare(
-    value: str, model_dir: str, package_parent: str, cache: str | None = None
-) -> PreparedEnv:
-    """Resolve `value` (already with $$TRITON_MODEL_DIRECTORY replaced) for a model whose
-    directory is `model_dir`; `package_parent` is the directory holding pybackend."""
+def locate(value: str, model_dir: str) -> Path:
+    """The path `value` names (relative ones start at `model_dir`); EnvError where there
+    is nothing (`pybackend validate` checks configs with it, without unpacking)."""
     path = Path(model_dir, value) if not os.path.isabs(value) else Path(value)
     if not path.exists():
         where = "" if os.path.isabs(value) else f" (relative paths start at {model_dir})"
@@ -49,20 +47,34 @@ def prepare(
             "environment: a directory with bin/python3 (a venv or conda prefix) or a "
             "conda-pack archive."
         )
+    return path
+
+
+def interpreter(prefix: Path, origin: str = "") -> Path:
+    """<prefix>/bin/python3; EnvError where `prefix` is no Python environment."""
+    python = python_of(prefix)
+    if python is None:
+        raise EnvError(
+            f"EXECUTION_ENV_PATH '{prefix}'{origin} has no bin/python3: it is not a Python "
+            "environment. Use a venv (python3 -m venv), a conda prefix or a conda-pack "
+            "archive of one."
+        )
+    return python
+
+
+def prepare(
+    value: str, model_dir: str, package_parent: str, cache: str | None = None
+) -> PreparedEnv:
+    """Resolve `value` (already with $$TRITON_MODEL_DIRECTORY replaced) for a model whose
+    directory is `model_dir`; `package_parent` is the directory holding pybackend."""
+    path = locate(value, model_dir)
     root = Path(cache) if cache else cache_root()
     note = ""
     if path.is_file():
         prefix, note = unpack_cached(path, root / "envs")
     else:
         prefix = path.resolve()
-    python = python_of(prefix)
-    if python is None:
-        origin = f" (unpacked from {path})" if path.is_file() else ""
-        raise EnvError(
-            f"EXECUTION_ENV_PATH '{prefix}'{origin} has no bin/python3: it is not a Python "
-            "environment. Use a venv (python3 -m venv), a conda prefix or a conda-pack "
-            "archive of one."
-        )
+    python = interpreter(prefix, f" (unpacked from {path})" if path.is_file() else "")
     return PreparedEnv(
         prefix=str(prefix),
         python=str(python),

@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import tarfile
 import time
@@ -16,13 +17,33 @@ from pathlib import Path
 from typing import Tuple
 
 from .errors import EnvError
-from .layout import python_of
+from .layout import dangling_link, python_of
 
 _CHUNK = 1 << 20
 
 
 def unpack_cached(archive: Path, envs: Path) -> Tuple[Path, str]:
     """The environment unpacked from `archive` under `envs`, and a note for the log."""
+    prefix, note = _unpack_cached(archive, envs)
+    _require_interpreter_here(archive, prefix)
+    return prefix, note
+
+
+def _require_interpreter_here(archive: Path, prefix: Path) -> None:
+    """A venv packed on another machine links to an interpreter this one may not have."""
+    dangling = dangling_link(prefix)
+    if python_of(prefix) is None and dangling is not None:
+        link, target = dangling
+        raise EnvError(
+            f"EXECUTION_ENV_PATH '{archive}': {link} is a link to {target}, which does not "
+            "exist on this machine. A venv made by `python3 -m venv` holds only a link to the "
+            "interpreter it was made with; install that interpreter here (at that path), "
+            "make the venv with `python3 -m venv --copies`, or pack a conda environment "
+            "with conda-pack."
+        )
+
+
+def _unpack_cached(archive: Path, envs: Path) -> Tuple[Path, str]:
     envs.mkdir(parents=True, exist_ok=True)
     digest = _digest(archive, envs / ".index")
     target = envs / digest[:32]
@@ -72,13 +93,41 @@ def _digest(archive: Path, index: Path) -> str:
     return digest
 
 
+# bin/python, bin/python3, bin/python3.11, ...: the names a venv links to its base interpreter.
+# conda-pack's layout (files at the top) or one top directory (`tar -C parent env`).
+_INTERPRETER = re.compile(r"(\./)?([^/]+/)?bin/python(\d+(\.\d+)?)?")
+
+
+def _interpreter_link(member: tarfile.TarInfo) -> bool:
+    """A plain `python -m venv` holds bin/python3 (or python3.X) as a link to the absolute
+    path of the interpreter it was made with, outside the environment. Running the link
+    is what activating the venv amounts to: Python finds the venv's pyvenv.cfg next to it
+    and uses the venv's site-packages with the base interpreter's standard library."""
+    return (
+        member.issym()
+        and os.path.isabs(member.linkname)
+        and bool(_INTERPRETER.fullmatch(member.name))
+    )
+
+
+def _venv_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+    """tarfile's "data" filter, except that an interpreter link may name an absolute path.
+    Such a link is only ever created, never written through: a later entry whose path
+    passes through it resolves outside `dest` and is refused by the data filter."""
+    if not _interpreter_link(member):
+        return tarfile.data_filter(member, dest)
+    checked = tarfile.data_filter(member.replace(linkname="python", deep=False), dest)
+    return checked.replace(linkname=member.linkname, deep=False)
+
+
 def _extract(archive: Path, dest: Path) -> None:
     try:
         with tarfile.open(archive) as tar:
             if hasattr(tarfile, "data_filter"):
-                # Refuses absolute names, '..', links leading outside, devices; drops
-                # set-uid bits (Python 3.12, and 3.8-3.11 security releases).
-                tar.extractall(dest, filter="data")
+                # Refuses absolute names, '..', links leading outside (but a venv's
+                # interpreter link), devices; drops set-uid bits (Python 3.12, and
+                # 3.8-3.11 security releases).
+                tar.extractall(dest, filter=_venv_filter)
             else:  # pragma: no cover - interpreters without extraction filters
                 for member in tar.getmembers():
                     _check_member(member, dest)
@@ -94,7 +143,7 @@ def _extract(archive: Path, dest: Path) -> None:
 def _check_member(member: tarfile.TarInfo, dest: Path) -> None:  # pragma: no cover
     root = os.path.realpath(dest)
     names = [member.name]
-    if member.issym():
+    if member.issym() and not _interpreter_link(member):
         names.append(os.path.join(os.path.dirname(member.name), member.linkname))
     elif member.islnk():
         names.append(member.linkname)
@@ -109,9 +158,13 @@ def _check_member(member: tarfile.TarInfo, dest: Path) -> None:  # pragma: no co
 def _env_top(unpacked: Path) -> Path:
     """conda-pack archives hold the environment's files at the top; `tar -C parent env`
     holds one directory: either is accepted."""
-    if python_of(unpacked) is not None:
+
+    def has_interpreter(prefix: Path) -> bool:  # a dangling link is reported later
+        return python_of(prefix) is not None or dangling_link(prefix) is not None
+
+    if has_interpreter(unpacked):
         return unpacked
     entries = [p for p in unpacked.iterdir() if not p.name.startswith(".")]
-    if len(entries) == 1 and entries[0].is_dir() and python_of(entries[0]) is not None:
+    if len(entries) == 1 and entries[0].is_dir() and has_interpreter(entries[0]):
         return entries[0]
     return unpacked

@@ -1,5 +1,7 @@
 """The one error of this package."""
 
+from ..errors import PybackendError
 
-class EnvError(Exception):
+
+class EnvError(PybackendError):
     """EXECUTION_ENV_PATH cannot be used; the message names the path and the fix."""

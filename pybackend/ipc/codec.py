@@ -11,6 +11,7 @@ import json
 import struct
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
+from ..errors import PybackendError
 from .protocol import PROTOCOL_VERSION, Location, ResultKind, ResultStatus
 
 U8 = struct.Struct("<B")
@@ -42,7 +43,7 @@ _DIMS_CACHE: dict = {}
 Buffer = Union[bytes, bytearray, memoryview]
 
 
-class ProtocolError(Exception):
+class ProtocolError(PybackendError):
     """A peer sent bytes that do not follow docs/protocol.md."""
 
 

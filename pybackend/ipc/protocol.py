@@ -58,6 +58,10 @@ class MessageKind(enum.IntEnum):
     MODEL_READY = 82
     # backend -> stub on sync, with the fd of the sync lane's page (ipc/lane.py)
     LANE = 90
+    # backend -> a process serving models itself (attach mode), on the connection that
+    # becomes sync, with the fd of the async channel; json {model_name, model_version,
+    # instance_name}
+    ATTACH = 91
 
 
 class Owner(enum.IntEnum):

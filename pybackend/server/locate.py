@@ -38,6 +38,23 @@ def our_backend_library() -> Path:
     return our_backend_dir() / "python" / "libtriton_python.so"
 
 
+def record_interpreter() -> None:
+    """Name this interpreter in `python_executable` next to our library (the stubs' default
+    interpreter) unless the file names one that exists.
+
+    A wheel carries no such file (it is built elsewhere), so the first `pybackend backend-dir`
+    or server start of an installed wheel writes it. Best effort: a read-only install keeps
+    what it has (docker/install.sh writes it at install time).
+    """
+    record = our_backend_dir() / "python" / "python_executable"
+    try:
+        recorded = record.read_text().strip() if record.exists() else ""
+        if not recorded or not os.access(recorded, os.X_OK):
+            record.write_text(sys.executable + "\n")
+    except OSError:
+        pass
+
+
 def _pytriton_root() -> Path:
     spec = importlib.util.find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Union
 
+from pybackend.errors import PybackendError
 from pybackend.server import locate
 from pybackend.server.processes import (
     alive,
@@ -39,7 +40,7 @@ _PORT_RETRIES = 3
 _PORT_CLASH_MARKERS = ("address already in use", "failed to bind", "failed to listen")
 
 
-class ServerError(RuntimeError):
+class ServerError(PybackendError, RuntimeError):
     """tritonserver could not be started, or died before it became ready."""
 
 
@@ -315,6 +316,7 @@ class TritonServer:
                     f"our backend library {library} is not built; run `pip install -e .` "
                     "(or `make build`) in the pybackend checkout"
                 )
+            locate.record_interpreter()
             return locate.our_backend_dir()
         if self.backend == "original":
             locate.original_venv()  # fail early, before the server starts, if it is missing

@@ -45,6 +45,30 @@ def _check_interpreter() -> None:
         )
 
 
+def _own_packages_first() -> None:
+    """The backend puts the directory that holds pybackend first on PYTHONPATH. For a wheel
+    install that is the server environment's whole site-packages, whose numpy would shadow
+    the interpreter's own in a stub started with another interpreter (python-executable,
+    PYBACKEND_PYTHON: NumPy-1 model code run under NumPy 1, README). So when that directory
+    holds a numpy and is not this interpreter's own site-packages, it moves after them:
+    pybackend is already imported from it, and what only it has (pb_utils, numpy for an
+    interpreter without one) is still found there."""
+    import site
+
+    # <parent>/pybackend/stub/__main__.py, taken apart before links are resolved (pybackend
+    # itself may be a link into a source checkout).
+    parent = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    if not os.path.isdir(os.path.join(parent, "numpy")):
+        return
+    own = site.getsitepackages() + [site.getusersitepackages()]
+    if parent in {os.path.realpath(p) for p in own}:
+        return
+    moved = [p for p in sys.path if p and os.path.realpath(p) == parent]
+    for p in moved:
+        sys.path.remove(p)
+    sys.path.extend(moved)
+
+
 def _versions() -> str:
     """For UV-22's question "which stub will my environment get?": one line with what
     matters for compatibility."""
@@ -89,6 +113,7 @@ def main(argv: list) -> None:
     )
     args = parser.parse_args(argv)
 
+    _own_packages_first()
     _check_interpreter()
     if args.version:
         print(_versions())

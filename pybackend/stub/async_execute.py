@@ -31,6 +31,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
+from .. import errors
 from ..utils.errors import TritonError
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
 from ..utils.response import InferenceResponse
@@ -49,8 +50,9 @@ CANCELLED_TEXT = (
 )
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(errors.ConfigError, ValueError):
+    """A PYBACKEND_ASYNC_EXECUTE_* parameter with a value we cannot use (a ValueError, as
+    the load failure it causes always was)."""
 
 
 def _parameter(model_config: str, key: str) -> Optional[str]:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ipc.bls_codec import BlsExecDesc, decode_bls_response, encode_bls_exec
 from ..ipc.channel import Message
-from ..ipc.codec import ProtocolError, ResponseDesc, TensorDesc
+from ..ipc.codec import GpuRef, ProtocolError, ResponseDesc, TensorDesc
 from ..ipc.protocol import GPU_HOLD_SEG, Location, MessageKind
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import InferenceRequest
@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import asyncio
 
 FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
+# The original's refusal of BLS from finalize (spec 2.3); the offline harness raises it too.
+BLS_ONLY_IN_EXECUTE = "BLS is only supported during the 'execute' function."
 _EMPTY = np.empty(0, np.uint8)
 
 
@@ -85,7 +87,9 @@ def _first_response(call: _Call) -> InferenceResponse:
 
 class ResponseIterator:
     """The responses of a decoupled BLS call, as they stream in. Iteration ends after the
-    response flagged final (which may carry no outputs); iterating again replays them."""
+    response flagged final (which may carry no outputs). As in the original, a new loop over
+    an iterator that was read to its end replays every response; one over an iterator left
+    mid-way (a ``break``) goes on from there."""
 
     def __init__(self, call: _Call) -> None:
         self._call = call
@@ -94,7 +98,7 @@ class ResponseIterator:
         self._done = False
 
     def __iter__(self) -> "ResponseIterator":
-        if self._done:
+        if self._done and self._pos >= len(self._cache):
             self._pos = 0
         return self
 
@@ -179,14 +183,20 @@ class BlsClient:
         fut: "asyncio.Future[Any]" = loop.create_future()
         holder: List[_Call] = []
 
+        # Both kinds resolve when the first response (or the final flag) is here, as the
+        # original's does: it runs exec() in an executor thread, and a decoupled exec()
+        # returns its ResponseIterator once the first response arrived. So a model that
+        # iterates it with a plain `for` (NVIDIA's qa async_execute_decouple_bls) does not
+        # block the event loop for a callee that answers in one response.
         def settle() -> None:
             if fut.done() or not holder:
                 return
             call = holder[0]
-            if decoupled:
-                fut.set_result(ResponseIterator(call))
-            elif call.ready():
-                fut.set_result(_first_response(call))
+            if not call.ready():
+                return
+            if call.waiter is wake:
+                call.waiter = None  # a ResponseIterator's `async for` sets its own
+            fut.set_result(ResponseIterator(call) if decoupled else _first_response(call))
 
         def wake() -> None:
             if not fut.done():
@@ -195,9 +205,9 @@ class BlsClient:
                 except RuntimeError:
                     pass  # the loop is closed: nobody awaits this call any more
 
-        call = self._start(request, decoupled, None if decoupled else wake)
+        call = self._start(request, decoupled, wake)
         holder.append(call)
-        settle()  # a decoupled call resolves at once; a quick answer may already be here
+        settle()  # a quick answer may already be here
         return fut
 
     def cancel(self, cid: int) -> None:
@@ -211,19 +221,55 @@ class BlsClient:
     def _start(
         self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
     ) -> _Call:
-        st = self.state
         placed = self._place(request, decoupled)
         if isinstance(placed, InferenceResponse):
             call = _Call(self, waiter)
             call.push(placed, True)
             return call
-        placer, body = placed
+        return self._send_call(*placed, waiter)
+
+    def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> _Call:
+        """Start a call that a forked child of this process asked for (fork_route.py): its
+        inputs came inline and are placed here like the inputs of a call of our own."""
+        tensors = []
+        for td in desc.inputs:
+            data = td.data
+            if isinstance(data, GpuRef):
+                # CUDA does not survive fork(): a child cannot have made a GPU tensor of its own.
+                call = _Call(self, waiter)
+                call.push(
+                    _error_response(
+                        f"input '{td.name}' of the request to model '{desc.model_name}' is a "
+                        "GPU tensor, which a forked process cannot send (CUDA does not work "
+                        "after fork()): send it from the stub process, or as a CPU tensor"
+                    ),
+                    True,
+                )
+                return call
+            buf = np.frombuffer(data or b"", np.uint8)
+            tensors.append(Tensor._from_buffer(td.name, td.dtype, td.dims, buf))
+        placer = Placer(self.state, for_send=True)
+        try:
+            desc.inputs = [placer.tensor(t) for t in tensors]
+        except MemoryError as e:
+            placer.abort()
+            call = _Call(self, waiter)
+            call.push(_no_room(desc.model_name, e), True)
+            return call
+        except BaseException:
+            placer.abort()
+            raise
+        return self._send_call(placer, _encode(placer, desc), waiter)
+
+    def _send_call(
+        self, placer: Placer, body: bytearray, waiter: Optional[Callable[[], None]]
+    ) -> _Call:
         call = _Call(self, waiter)
         cid = call.cid = next(self._ids)
         with self._lock:
             self._calls[cid] = call
         try:
-            st.async_.send(MessageKind.BLS_EXEC, body, cid)
+            self.state.async_.send(MessageKind.BLS_EXEC, body, cid)
         except OSError as e:
             placer.abort()
             with self._lock:
@@ -270,41 +316,17 @@ class BlsClient:
     ) -> "Tuple[Placer, bytearray] | InferenceResponse":
         """The inputs placed and the BLS_EXEC body, or the error response of a request whose
         inputs do not fit in shared memory."""
-        st = self.state
-        placer = Placer(st, for_send=True)
+        placer = Placer(self.state, for_send=True)
         try:
             inputs = [placer.tensor(t) for t in request._inputs]
         except MemoryError as e:
             # Shared memory exhausted: a failure of this request, returned like the others.
             placer.abort()
-            return _error_response(
-                f"the inputs of the request to model '{request._model_name}' do not fit "
-                f"in shared memory: {e}"
-            )
+            return _no_room(request._model_name, e)
         except BaseException:
             placer.abort()
             raise
-        pm = request._preferred_memory
-        desc = BlsExecDesc(
-            request._model_name,
-            request._model_version,
-            decoupled,
-            request._request_id,
-            request._correlation_id,
-            request._flags,
-            request._timeout,
-            int(pm.preferred_memory_type) if pm is not None else 2,
-            pm.preferred_device_id if pm is not None else 0,
-            request._parameters if request._parameters != "{}" else "",
-            list(request._requested),
-            inputs,
-            request._trace._token if request._trace is not None else 0,
-        )
-        try:
-            return placer, encode_bls_exec(desc)
-        except BaseException:
-            placer.abort()
-            raise
+        return placer, _encode(placer, exec_desc(request, decoupled, inputs))
 
     # ------------------------------------------------------------------ receiving (reader)
 
@@ -396,6 +418,40 @@ class BlsClient:
             calls, self._calls = list(self._calls.values()), {}
         for call in calls:
             call.push(_error_response("the backend closed the channel"), True)
+
+
+def exec_desc(request: InferenceRequest, decoupled: bool, inputs: List[TensorDesc]) -> BlsExecDesc:
+    """The BLS_EXEC description of ``request`` with its inputs already placed."""
+    pm = request._preferred_memory
+    return BlsExecDesc(
+        request._model_name,
+        request._model_version,
+        decoupled,
+        request._request_id,
+        request._correlation_id,
+        request._flags,
+        request._timeout,
+        int(pm.preferred_memory_type) if pm is not None else 2,
+        pm.preferred_device_id if pm is not None else 0,
+        request._parameters if request._parameters != "{}" else "",
+        list(request._requested),
+        inputs,
+        request._trace._token if request._trace is not None else 0,
+    )
+
+
+def _encode(placer: Placer, desc: BlsExecDesc) -> bytearray:
+    try:
+        return encode_bls_exec(desc)
+    except BaseException:
+        placer.abort()
+        raise
+
+
+def _no_room(model_name: str, e: MemoryError) -> InferenceResponse:
+    return _error_response(
+        f"the inputs of the request to model '{model_name}' do not fit in shared memory: {e}"
+    )
 
 
 def _error_response(text: str) -> InferenceResponse:

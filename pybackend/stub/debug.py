@@ -21,38 +21,46 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 5678
 USAGE = "use pdb, debugpy[:[HOST:]PORT] or debugpy-wait[:[HOST:]PORT]"
 
 
+def parse(value: str, where: str) -> Tuple[str, str, int]:
+    """``(mode, host, port)`` of a PYBACKEND_DEBUG value (no address for pdb); a value that
+    names no debug mode raises LoadError (`pybackend validate` checks configs with it)."""
+    mode, _, address = value.partition(":")
+    if mode == "pdb" and not address:
+        return mode, "", 0
+    if mode in ("debugpy", "debugpy-wait"):
+        return (mode, *_address(address, value))
+    raise LoadError(f"PYBACKEND_DEBUG={value!r} ({where}) is not a debug mode: {USAGE}.")
+
+
 def start(value: str, model: str, instance: str, log: Callable[[str], None]) -> None:
     """Set up the debugger ``value`` names; a value we cannot honour fails the load."""
     if not value:
         return
     where = f"model '{model}', instance '{instance}'"
-    mode, _, address = value.partition(":")
-    if mode == "pdb" and not address:
+    mode, host, port = parse(value, where)
+    if mode == "pdb":
         sys.breakpointhook = _tty_pdb(where)
         log(
             f"PYBACKEND_DEBUG=pdb ({where}): breakpoint() in model.py opens pdb on the "
             "server's terminal"
         )
-    elif mode in ("debugpy", "debugpy-wait"):
-        host, port = _address(address, value)
-        debugpy = _import_debugpy(value)
-        try:
-            debugpy.listen((host, port))
-        except Exception as e:  # noqa: BLE001 - debugpy raises RuntimeError, OSError, ...
-            raise LoadError(
-                f"PYBACKEND_DEBUG={value} ({where}): debugpy cannot listen on {host}:{port}: "
-                f"{e}. Choose a free port, e.g. PYBACKEND_DEBUG=debugpy:{port + 1}."
-            ) from None
-        sys.breakpointhook = debugpy.breakpoint
-        log(
-            f"PYBACKEND_DEBUG={value} ({where}): debugpy listens on {host}:{port}; attach "
-            "your IDE (Python: Remote Attach)"
-            + (", the model loads once it is attached" if mode == "debugpy-wait" else "")
-        )
-        if mode == "debugpy-wait":
-            debugpy.wait_for_client()
-    else:
-        raise LoadError(f"PYBACKEND_DEBUG={value!r} ({where}) is not a debug mode: {USAGE}.")
+        return
+    debugpy = _import_debugpy(value)
+    try:
+        debugpy.listen((host, port))
+    except Exception as e:  # noqa: BLE001 - debugpy raises RuntimeError, OSError, ...
+        raise LoadError(
+            f"PYBACKEND_DEBUG={value} ({where}): debugpy cannot listen on {host}:{port}: "
+            f"{e}. Choose a free port, e.g. PYBACKEND_DEBUG=debugpy:{port + 1}."
+        ) from None
+    sys.breakpointhook = debugpy.breakpoint
+    log(
+        f"PYBACKEND_DEBUG={value} ({where}): debugpy listens on {host}:{port}; attach "
+        "your IDE (Python: Remote Attach)"
+        + (", the model loads once it is attached" if mode == "debugpy-wait" else "")
+    )
+    if mode == "debugpy-wait":
+        debugpy.wait_for_client()
 
 
 def _address(address: str, value: str) -> Tuple[str, int]:

@@ -11,6 +11,7 @@ import sys
 from types import ModuleType
 from typing import Any, Callable, Dict
 
+from ..errors import PybackendError
 from ..utils.model_config import ModelConfig
 
 # The 7 keys of ``args`` passed to initialize(), and where InitArgs keeps each value.
@@ -27,7 +28,7 @@ _INIT_ARG_KEYS = {
 UTILS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class LoadError(Exception):
+class LoadError(PybackendError):
     """A load failure with a message that needs no traceback."""
 
 

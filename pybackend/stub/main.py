@@ -21,6 +21,7 @@ from ..utils import transport as utils_transport
 from . import debug, loader
 from .async_execute import ConfigError, cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
+from .fork_route import ForkRoute
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
 from .state import StubState
@@ -29,6 +30,12 @@ from .transport import StubTransport
 
 
 class Stub:
+    # After a successful INIT, keep everything imported so far out of the cyclic collector
+    # (a stub process lives as long as its model; an attached process does not).
+    freeze_gc = True
+    # The reader thread ends the process when the backend goes (a stub has no other use).
+    exit_with_backend = True
+
     def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
         self.instance = instance
         self.state = StubState(sync_fd, async_fd, instance)
@@ -40,10 +47,18 @@ class Stub:
     # ------------------------------------------------------------------ loop
 
     def run(self) -> NoReturn:
-        st = self.state
         utils_transport.set_transport(self.transport)
-        logging.lastResort = RecordForwarder(st.log)
-        st.sync.send(
+        ForkRoute(self.transport, self.state)
+        # Processes that model.py starts with multiprocessing's spawn/forkserver inherit this
+        # and can say where they come from when they try BLS (utils/transport.py).
+        os.environ[utils_transport.STUB_INSTANCE_ENV] = self.instance
+        logging.lastResort = RecordForwarder(self.state.log)
+        self.serve()
+        self._exit(0)
+
+    def serve(self) -> None:
+        """HELLO, then every sync message until FINALIZE or the backend's end."""
+        self.state.sync.send(
             MessageKind.HELLO,
             codec.encode_hello(
                 PROTOCOL_VERSION, os.getpid(), platform.python_version(), np.__version__
@@ -53,9 +68,8 @@ class Stub:
             self._serve()
         except ChannelClosed:
             pass  # the backend is gone (EOF, or EPIPE on a reply)
-        self._exit(0)
 
-    def _serve(self) -> NoReturn:
+    def _serve(self) -> None:
         st = self.state
         sync = st.sync
         spin_s = _spin_seconds()
@@ -81,6 +95,8 @@ class Stub:
                     )
                 else:
                     body = dispatcher.execute(msg.body)
+                if st.forked:
+                    self._forked_child_returned()
                 sync.send_fast(MessageKind.RESULT, body, msg.id)
             elif kind == MessageKind.LANE:
                 # From now on the backend sleeps on the lane and counts its socket messages.
@@ -90,12 +106,22 @@ class Stub:
             elif kind == MessageKind.FINALIZE:
                 error = self._finalize()
                 sync.send(MessageKind.FINALIZE_REPLY, codec.encode_json({"error": error}), msg.id)
-                self._exit(0)
+                return
             elif not st.handle_common(msg):
                 st.log.here(
                     WARNING,
                     f"pybackend stub '{self.instance}': unexpected sync message kind {kind}",
                 )
+
+    def _forked_child_returned(self) -> NoReturn:
+        """A child that model.py forked (os.fork) returned from execute into the stub's loop:
+        its RESULT would mix with the stub's own on the channel it inherited."""
+        self.state.log.here(
+            ERROR,
+            f"A process forked by model.py of instance '{self.instance}' (pid {os.getpid()}) "
+            "returned from execute; it exits now. End such a process with os._exit() instead.",
+        )
+        os._exit(1)
 
     def _exit(self, code: int) -> NoReturn:
         try:
@@ -124,10 +150,11 @@ class Stub:
         try:
             init = codec.decode_json(body)
             phase = init.get("phase", "initialize")
+            os.environ[utils_transport.STUB_MODEL_ENV] = str(init.get("model_name", ""))
             self.transport.phase = phase
             self._configure(init)
             if self.reader is None:
-                self.reader = Reader(self.state)
+                self.reader = Reader(self.state, self.exit_with_backend)
                 self.reader.start()
             debug.start(
                 str(init.get("debug") or ""),
@@ -135,7 +162,7 @@ class Stub:
                 self.instance,
                 lambda text: self.state.log.here(WARNING, text),
             )
-            module = loader.import_model(init)
+            module = self._import_model(init)
             if phase == "auto_complete":
                 reply["model_config"] = loader.auto_complete(module, init)
             else:
@@ -151,16 +178,17 @@ class Stub:
                     concurrency_limit(init.get("model_config", ""), decoupled),
                     cancel_on_client_cancel(init.get("model_config", "")),
                 )
-                self.model = loader.instantiate(module, init, dispatcher.run_coroutine)
+                self.model = self._instantiate(module, init, dispatcher)
                 dispatcher.model = self.model
                 self.dispatcher = dispatcher
                 reply["has_is_ready"] = hasattr(self.model, "is_ready")
                 reply["is_async_execute"] = loader.is_async_execute(self.model)
-                # Everything imported so far lives as long as the process: keep it out of
-                # the cyclic collector's generations so collections during execute are
-                # short.
-                gc.collect()
-                gc.freeze()
+                if self.freeze_gc:
+                    # Everything imported so far lives as long as the process: keep it out
+                    # of the cyclic collector's generations so collections during execute
+                    # are short.
+                    gc.collect()
+                    gc.freeze()
             reply["ok"] = True
         except (loader.LoadError, ConfigError) as e:
             reply["error"] = str(e)
@@ -174,6 +202,14 @@ class Stub:
             )
             self.state.log.here(ERROR, f"{what}: {reply['error']}")
         return reply
+
+    def _import_model(self, init: Dict[str, Any]) -> Any:
+        """The module holding TritonPythonModel (model.py)."""
+        return loader.import_model(init)
+
+    def _instantiate(self, module: Any, init: Dict[str, Any], dispatcher: Dispatcher) -> Any:
+        """The model object, initialized."""
+        return loader.instantiate(module, init, dispatcher.run_coroutine)
 
     def _configure(self, init: Dict[str, Any]) -> None:
         st = self.state
@@ -210,6 +246,7 @@ class Stub:
     def _finalize(self) -> Optional[str]:
         if self.dispatcher is not None:
             self.dispatcher.stop_loop()
+        self.transport.phase = "finalize"  # BLS is refused from here on, as in the original
         model = self.model
         if model is None or not hasattr(model, "finalize"):
             return None

@@ -20,9 +20,11 @@ EXIT_GRACE_S = 5.0
 
 
 class Reader(threading.Thread):
-    def __init__(self, state: StubState) -> None:
+    def __init__(self, state: StubState, exit_with_backend: bool = True) -> None:
         super().__init__(name="pybackend-async-reader", daemon=True)
         self.state = state
+        # False in a process that serves models itself (attach mode): only this instance ends.
+        self.exit_with_backend = exit_with_backend
 
     def run(self) -> None:
         st = self.state
@@ -88,5 +90,6 @@ class Reader(threading.Thread):
         """The backend closed the async channel. The main thread normally sees EOF on
         sync at the same moment and exits; if model code keeps it busy, exit anyway."""
         self.state.fail_rpcs()
-        time.sleep(EXIT_GRACE_S)
-        os._exit(1)
+        if self.exit_with_backend:
+            time.sleep(EXIT_GRACE_S)
+            os._exit(1)

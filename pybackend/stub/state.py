@@ -29,6 +29,15 @@ URGENT_FREE_BYTES = 1 << 20  # queued backend blocks that are returned without b
 RPC_TIMEOUT_S = 30.0
 
 
+def fork_refusal(instance: str, what: str) -> str:
+    """The error of something a process forked by model.py cannot do (fork_route.py)."""
+    return (
+        f"{what} is not supported in a process forked by model.py of instance '{instance}' "
+        f"(pid {os.getpid()}): only BLS (InferenceRequest.exec/async_exec) and logging work "
+        "there. Do it in the model's own process (e.g. return the worker's result to it)."
+    )
+
+
 class RpcError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -100,6 +109,9 @@ class StubState:
         self._rpcs: Dict[int, _Pending] = {}
         self._rpc_lock = threading.Lock()
         self.dead = False
+        # True in a process that model.py forked from the stub (fork_route.py): it must not
+        # wait for REPLYs, which the stub's reader thread, not this process, receives.
+        self.forked = False
         # Handlers of further async message kinds (BLS responses), run on the reader thread.
         self.handlers: Dict[int, Callable[[Message], None]] = {}
         # Called once the backend is gone, to fail whatever waits on it.
@@ -384,6 +396,8 @@ class StubState:
         """Send a request on the async channel and wait for its REPLY payload."""
         if self.dead:
             raise RpcError(1, "the backend is gone")
+        if self.forked:
+            raise RpcError(1, fork_refusal(self.instance, "This call"))
         rid = next(self._rpc_ids)
         pending = _Pending()
         with self._rpc_lock:

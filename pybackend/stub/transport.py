@@ -10,11 +10,11 @@ from ..ipc import codec
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
-from .bls import BlsClient
+from .bls import BLS_ONLY_IN_EXECUTE, BlsClient
 from .metrics import MetricsClient
 from .model_control import model_control
 from .outputs import Placer
-from .state import RpcError, StubState
+from .state import RpcError, StubState, fork_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..utils.request import InferenceRequest
@@ -37,6 +37,8 @@ class StubTransport(MetricsClient, Transport):
     def send_response(
         self, request: "InferenceRequest", response: Optional["InferenceResponse"], flags: int
     ) -> None:
+        if self.state.forked:
+            raise TritonModelException(fork_refusal(self.state.instance, "Sending a response"))
         placer = Placer(self.state, for_send=True)
         try:
             # The SEND body is built in one buffer (codec.encode_send's layout): a
@@ -61,7 +63,9 @@ class StubTransport(MetricsClient, Transport):
 
     def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
         arena = self.state.arena
-        if arena is None:  # not initialised yet (auto_complete_config): process memory
+        if arena is None or self.state.forked:
+            # Not initialised yet (auto_complete_config), or a forked process, whose copy of
+            # the arena must not allocate: process memory.
             return super().empty_array(shape, dtype)
         return arena.empty_array(shape, dtype)
 
@@ -89,12 +93,19 @@ class StubTransport(MetricsClient, Transport):
                 "yet. Call it from initialize or execute instead."
             )
 
+    def _refuse_in_finalize(self) -> None:
+        # The original's rule and text (spec 2.3); initialize is allowed here (UV-30).
+        if self.phase == "finalize":
+            raise TritonModelException(BLS_ONLY_IN_EXECUTE)
+
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         self._refuse_in_auto_complete("BLS (InferenceRequest.exec)")
+        self._refuse_in_finalize()
         return self.bls.exec(request, decoupled)
 
     def bls_async_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
         self._refuse_in_auto_complete("BLS (InferenceRequest.async_exec)")
+        self._refuse_in_finalize()
         return self.bls.async_exec(request, decoupled)
 
     def model_control(self, op: str, **kwargs: Any) -> Any:

@@ -11,11 +11,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Union
 
+from ..errors import ConfigError
+
+__all__ = [
+    "ConfigError",
+    "ConfigSyntaxError",
+    "complete",
+    "load_config",
+    "normalize",
+    "parse_config",
+]
+
+
+class ConfigSyntaxError(ConfigError):
+    """config.pbtxt is not valid protobuf text for Triton's schema: ``file:line:col: why``,
+    with the parts as attributes (`pybackend validate` reports them)."""
+
+    def __init__(self, source: str, line: int, column: int, text: str) -> None:
+        # protobuf's text starts with "line:col : "; the position goes in front instead.
+        self.source, self.line, self.column = source, line, column
+        self.reason = text.split(" : ", 1)[1] if " : " in text else text
+        super().__init__(f"{source}:{line}:{column}: {self.reason}")
+
+
 _INT64 = {3, 4, 6, 16, 18}  # FieldDescriptor.TYPE_INT64, UINT64, FIXED64, SFIXED64, SINT64
-
-
-class ConfigError(Exception):
-    """config.pbtxt could not be read (the message says which file and why)."""
 
 
 def _schema() -> Any:
@@ -138,7 +157,7 @@ def parse_config(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
     try:
         message = text_format.Parse(text, pb2.ModelConfig())
     except text_format.ParseError as e:
-        raise ConfigError(f"{source}: {e}") from None
+        raise ConfigSyntaxError(source, e.GetLine(), e.GetColumn(), str(e)) from None
     return _to_dict(message)
 
 

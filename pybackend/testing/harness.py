@@ -87,6 +87,7 @@ class ModelHarness(ModelOnDisk):
         )
         self.logs: List[LogRecord] = []
         self.model: Any = None
+        self.finalizing = False  # close() runs finalize: BLS is refused (spec 2.3)
         self._fakes = dict(bls or {})
         self._transport = harness_transport()
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -144,6 +145,7 @@ class ModelHarness(ModelOnDisk):
 
     def close(self) -> None:
         """``finalize``, then forget the model."""
+        self.finalizing = True  # BLS is refused from here on, as in the stub
         if self.model is not None and hasattr(self.model, "finalize"):
             with self._running():
                 result = self.model.finalize()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ..errors import PybackendError
 from ..utils.errors import ErrorCode
 
 
-class InferError(Exception):
+class InferError(PybackendError):
     """An error response (or a refused request) where outputs were expected; ``code`` is a
     pb_utils.TritonError code."""
 

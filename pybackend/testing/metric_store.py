@@ -21,6 +21,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from ..errors import PybackendError
+
 KIND_NAMES = {
     0: "TRITONSERVER_METRIC_KIND_COUNTER",
     1: "TRITONSERVER_METRIC_KIND_GAUGE",
@@ -50,7 +52,7 @@ class MetricRecord:
     buckets: Optional[List[float]] = None  # a histogram's upper bounds
 
 
-class MetricError(Exception):
+class MetricError(PybackendError):
     """An operation the server's metrics API refuses, in its words."""
 
 

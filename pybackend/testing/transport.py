@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..stub.bls import BLS_ONLY_IN_EXECUTE
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
@@ -90,6 +91,9 @@ class HarnessTransport(Transport):
             return request._token in self.cancelled
 
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        caller = self.current()
+        if caller is not None and caller.finalizing:
+            raise TritonModelException(BLS_ONLY_IN_EXECUTE)  # as the stub does
         name = request._model_name
         with self.lock:
             fake = self.fakes.get(name)

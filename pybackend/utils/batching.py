@@ -27,6 +27,7 @@ import numpy as np
 from .errors import TritonError, TritonModelException
 from .response import InferenceResponse
 from .senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from .stacking import offsets, pad_to_common, stack
 from .tensor import Tensor
 
 __all__ = ["RequestBatch", "batch_requests"]
@@ -53,7 +54,7 @@ class RequestBatch:
         self.errors = errors
         #: each request's own input shapes before padding (None for a request left out)
         self.shapes = shapes
-        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+        self._offsets = offsets(sizes)
         self._errors_sent = False
 
     def __len__(self) -> int:
@@ -182,18 +183,17 @@ def batch_requests(
         else:
             sizes.append(next(iter(arrays.values())).shape[0] if arrays else 0)
 
-    kept = [a for i, a in enumerate(gathered) if i not in errors]
-    stacked: Dict[str, np.ndarray] = {}
-    for name, _, _ in reference:
-        parts = [a[name] for a in kept]
-        if padded(name):
-            value = pads[name] if pads is not None else pad
-            parts = _pad_to_common(parts, value)
-        stacked[name] = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
     shapes: List[Optional[Dict[str, Tuple[int, ...]]]] = [
         None if i in errors else {n: a.shape for n, a in arrays.items()}
         for i, arrays in enumerate(gathered)
     ]
+    kept = [a for i, a in enumerate(gathered) if i not in errors]
+    for name, _, _ in reference:
+        if padded(name) and kept:
+            value = pads[name] if pads is not None else pad
+            for a, p in zip(kept, pad_to_common([a[name] for a in kept], value)):
+                a[name] = p
+    stacked = stack(kept, [name for name, _, _ in reference])
     return stacked, RequestBatch(requests, sizes, errors, shapes)
 
 
@@ -231,15 +231,3 @@ def _mismatch(
                 f"{list(dims)} (pass pad=... to batch_requests to pad ragged inputs)"
             )
     return "its inputs differ from the batch's"  # pragma: no cover - covered above
-
-
-def _pad_to_common(parts: List[np.ndarray], value: Any) -> List[np.ndarray]:
-    target = tuple(max(p.shape[d] for p in parts) for d in range(1, parts[0].ndim))
-    out = []
-    for p in parts:
-        if p.shape[1:] == target:
-            out.append(p)
-            continue
-        widths = [(0, 0)] + [(0, t - s) for s, t in zip(p.shape[1:], target)]
-        out.append(np.pad(p, widths, mode="constant", constant_values=value))
-    return out

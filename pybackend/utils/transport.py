@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .request import InferenceRequest
     from .response import InferenceResponse
 
+# Set by the stub for the processes it starts (utils' own name for it: the stub imports this).
+STUB_INSTANCE_ENV = "PYBACKEND_STUB_INSTANCE"
+STUB_MODEL_ENV = "PYBACKEND_STUB_MODEL"
 LEVEL_LETTER = {0: "I", 1: "W", 2: "E", 3: "I"}
 
 
@@ -65,6 +68,19 @@ class Transport:
         """``request`` (one received from the server) just made its response sender."""
 
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
+        instance = os.environ.get(STUB_INSTANCE_ENV)
+        if instance:
+            # A process that model.py started with multiprocessing's spawn or forkserver:
+            # it imported pb_utils afresh and shares nothing with the stub.
+            raise TritonModelException(
+                f"BLS (InferenceRequest.exec/async_exec) is not supported in a process that "
+                f"model.py of model '{os.environ.get(STUB_MODEL_ENV, '')}', instance "
+                f"'{instance}' started with multiprocessing's 'spawn' or "
+                f"'forkserver' method (pid {os.getpid()}): such a process has no connection to "
+                "the server. Start the workers that make BLS calls with the 'fork' method "
+                "(multiprocessing.get_context('fork')), or make the calls in the model's own "
+                "process."
+            )
         raise unsupported("BLS (InferenceRequest.exec/async_exec)")
 
     def bls_async_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:

@@ -20,7 +20,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from pybackend.execution_env import prepare
+from pybackend.execution_env import EnvError, prepare
 from pybackend.server import TritonServer
 from pybackend.server.locate import original_venv
 
@@ -80,10 +80,13 @@ def write_model(repo: Path, name: str, env_path: str | None) -> Path:
 PURELIB = "import sysconfig; print(sysconfig.get_path('purelib'))"
 
 
-def make_env(path: Path, marker: str | None, numpy_from: Path | None) -> Path:
-    """A relocatable venv (interpreter copied, no pip): `numpy_from` is made importable by a
-    .pth file, `marker` by a module of its own."""
-    venv.EnvBuilder(symlinks=False, with_pip=False).create(path)
+def make_env(
+    path: Path, marker: str | None, numpy_from: Path | None, symlinks: bool = False
+) -> Path:
+    """A relocatable venv (interpreter copied, no pip), or with `symlinks` what a plain
+    `python3 -m venv` makes (bin/python3.X a link to the base interpreter's absolute path):
+    `numpy_from` is made importable by a .pth file, `marker` by a module of its own."""
+    venv.EnvBuilder(symlinks=symlinks, with_pip=False).create(path)
     site = Path(
         subprocess.run(
             [
@@ -311,3 +314,119 @@ def test_the_stubs_import_only_pybackend_from_the_servers_environment(tmp_path):
     # The next model finds the same directory.
     again = prepare(str(original_venv()), str(tmp_path), str(site), str(tmp_path / "cache"))
     assert again.pythonpath == env.pythonpath
+
+
+def site_packages(python: Path) -> Path:
+    return Path(
+        subprocess.run(
+            [str(python), "-c", PURELIB], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    )
+
+
+@pytest.mark.parametrize(
+    "backend,keep_original_venv",
+    [("ours", False), ("ours", True), ("original", True)],
+    ids=["ours", "ours, venv still where it was made", "original"],
+)
+def test_an_archive_of_a_plain_venv_is_served(tmp_path, backend, keep_original_venv):
+    """`python3 -m venv` links bin/python3.X to the absolute path of the interpreter it was
+    made with (outside the archive). Both backends serve a tar.gz of it, and the model
+    imports from the venv's site-packages. Ours runs the unpacked copy's interpreter link,
+    so the copy is what is used, with nothing else needed. The original sources the copy's
+    bin/activate, which names the directory the venv was made in: it uses the venv there
+    (and silently none when that directory is gone; see docs/compatibility.md)."""
+    env = make_env(tmp_path / "plainvenv", None, None, symlinks=True)
+    interpreter = next(p for p in (env / "bin").iterdir() if p.name.startswith("python3."))
+    assert os.path.isabs(os.readlink(interpreter))  # the case at hand
+    site = site_packages(env / "bin" / "python3")
+    if backend == "ours":
+        numpy_from = server_numpy()
+    else:
+        numpy_from = site_packages(original_venv() / "bin" / "python3")
+    (site / "numpy_from.pth").write_text(f"{numpy_from}\n")
+    (site / "envmarker.py").write_text("WHO = 'plain venv site-packages'\n")
+    repo = tmp_path / "models"
+    model = write_model(repo, "venv_archive", "$$TRITON_MODEL_DIRECTORY/env.tar.gz")
+    pack(env, model / "env.tar.gz")
+    if not keep_original_venv:
+        shutil.rmtree(env)
+    with TritonServer(
+        repo,
+        backend=backend,
+        model_control_mode="explicit",
+        env={"PYBACKEND_ENV_CACHE": str(tmp_path / "cache")},
+    ) as server:
+        seen = load_and_report(server, "venv_archive")
+    assert seen["marker"] == "plain venv site-packages"
+    if backend == "ours":
+        assert seen["prefix"].startswith(str(tmp_path / "cache"))
+        assert seen["VIRTUAL_ENV"] == seen["prefix"]
+    else:
+        assert seen["VIRTUAL_ENV"] == str(env)
+
+
+def test_the_original_ignores_a_plain_venv_archive_whose_venv_was_moved(tmp_path):
+    """Pins the original's side of the deviation above: the model loads, but runs in the
+    stub's own environment (the archive's site-packages is not on its path)."""
+    env = make_env(tmp_path / "plainvenv", None, None, symlinks=True)
+    (site_packages(env / "bin" / "python3") / "envmarker.py").write_text("WHO = 'venv'\n")
+    repo = tmp_path / "models"
+    model = write_model(repo, "venv_archive", "$$TRITON_MODEL_DIRECTORY/env.tar.gz")
+    pack(env, model / "env.tar.gz")
+    shutil.rmtree(env)
+    with TritonServer(repo, backend="original", model_control_mode="explicit") as server:
+        seen = load_and_report(server, "venv_archive")
+    assert seen["marker"] is None
+    assert seen["VIRTUAL_ENV"] == str(env)
+
+
+def _tar_with(archive: Path, members: list[tuple[str, str | None]]) -> Path:
+    """A tar.gz of (name, link target) entries; a None target makes a small file."""
+    import io
+
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, target in members:
+            info = tarfile.TarInfo(name)
+            if target is None:
+                data = b"x"
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                info.type = tarfile.SYMTYPE
+                info.linkname = target
+                tar.addfile(info)
+    return archive
+
+
+@pytest.mark.parametrize("top", ["", "venv/"], ids=["conda-pack layout", "one top directory"])
+def test_a_venv_archive_whose_interpreter_is_missing_here_says_why(tmp_path, top):
+    archive = _tar_with(
+        tmp_path / "env.tar.gz",
+        [
+            (f"{top}pyvenv.cfg", None),
+            (f"{top}bin/python3", "python3.11"),
+            (f"{top}bin/python3.11", "/nowhere/python3.11"),
+        ],
+    )
+    with pytest.raises(EnvError) as failure:
+        prepare(str(archive), str(tmp_path), str(tmp_path), str(tmp_path / "cache"))
+    message = str(failure.value)
+    assert "is a link to /nowhere/python3.11, which does not exist on this machine" in message
+    assert "python3 -m venv --copies" in message
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("bin/python3", "/tmp"), ("bin/python3/escaped.txt", None)],
+        [("lib/outside", "/etc")],
+    ],
+    ids=["written through an interpreter link", "another absolute link"],
+)
+def test_absolute_links_other_than_the_interpreter_stay_refused(tmp_path, members):
+    archive = _tar_with(tmp_path / "env.tar.gz", members)
+    with pytest.raises(EnvError) as failure:
+        prepare(str(archive), str(tmp_path), str(tmp_path), str(tmp_path / "cache"))
+    assert "cannot be unpacked" in str(failure.value)
+    assert not Path("/tmp/escaped.txt").exists()

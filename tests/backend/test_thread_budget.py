@@ -1,5 +1,9 @@
 """Per-instance thread budget (UV-13, csrc/backend/thread_budget.h) through the real server:
-the env_probe model reports the OMP_NUM_THREADS family of variables its stub sees."""
+the env_probe model reports the OMP_NUM_THREADS family of variables its stub sees.
+
+The backend caps the cores by the CPU limit of its cgroup (csrc/backend/cores.h), read under
+PYBACKEND_CGROUP_ROOT when set: every server here gets a fake cgroup tree, with no limit unless
+the test sets one, so the expected shares do not depend on the machine's own cgroup."""
 
 from __future__ import annotations
 
@@ -40,9 +44,28 @@ def config(count: int, budget: str | None = None) -> str:
     return json.dumps(doc)
 
 
-def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **kwargs) -> TritonServer:
+def fake_cgroup(root: Path, cpu_max: dict[str, str]) -> Path:
+    """A filesystem root whose /proc/self/cgroup puts the process in the cgroup v2
+    /kubepods/pod1/ctr, with `cpu_max` the cpu.max files of that cgroup and its ancestors
+    (relative to /sys/fs/cgroup)."""
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/cgroup").write_text("0::/kubepods/pod1/ctr\n")
+    (root / "sys/fs/cgroup/kubepods/pod1/ctr").mkdir(parents=True)
+    for directory, text in cpu_max.items():
+        (root / "sys/fs/cgroup" / directory / "cpu.max").write_text(text + "\n")
+    return root
+
+
+def start(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cpu_max: dict[str, str] | None = None,
+    **kwargs,
+) -> TritonServer:
     for name in VARIABLES:  # whatever the test runner has set must not leak into the server
         monkeypatch.delenv(name, raising=False)
+    cgroup = fake_cgroup(tmp_path / "cgroup", cpu_max or {"kubepods/pod1/ctr": "max 100000"})
+    monkeypatch.setenv("PYBACKEND_CGROUP_ROOT", str(cgroup))
     repo = tmp_path / "models"
     shutil.copytree(MODELS, repo)
     return TritonServer(repo, backend="ours", model_control_mode="explicit", **kwargs)
@@ -103,3 +126,18 @@ def test_backend_config_turns_it_off(tmp_path, monkeypatch):
         assert env_seen(server, count=2) == {name: None for name in VARIABLES}
         # An explicit number in the model config still applies.
         assert env_seen(server, count=2, budget="2") == {name: "2" for name in VARIABLES}
+
+
+@pytest.mark.skipif(CORES < 2, reason="a 1-CPU limit only shows where the affinity allows 2+")
+def test_a_container_cpu_limit_caps_the_share(tmp_path, monkeypatch):
+    # A Kubernetes limit of 0.5 CPU on the pod (the container itself unlimited): the affinity
+    # still lists every core, the quota allows one core's worth.
+    limits = {"kubepods/pod1": "50000 100000", "kubepods/pod1/ctr": "max 100000"}
+    with start(tmp_path, monkeypatch, cpu_max=limits) as server:
+        assert env_seen(server, count=1) == {name: "1" for name in VARIABLES}
+
+
+def test_a_limit_above_the_affinity_changes_nothing(tmp_path, monkeypatch):
+    limits = {"kubepods": f"{(CORES + 1) * 100000} 100000"}
+    with start(tmp_path, monkeypatch, cpu_max=limits) as server:
+        assert env_seen(server, count=1) == {name: str(CORES) for name in VARIABLES}

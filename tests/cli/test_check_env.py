@@ -8,14 +8,16 @@ import tarfile
 import venv
 from pathlib import Path
 
+import pytest
+
 import pybackend
 from pybackend.server.locate import original_venv
 
 
-def check_env(path: str, tmp_path: Path) -> subprocess.CompletedProcess:
+def check_env(path: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess:
     env = {"PYBACKEND_ENV_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     return subprocess.run(
-        [sys.executable, "-m", "pybackend.cli", "check-env", path],
+        [sys.executable, "-m", "pybackend.cli", "check-env", *options, path],
         capture_output=True,
         text=True,
         env=env,
@@ -53,3 +55,19 @@ def test_what_cannot_work_says_why(tmp_path):
     no_numpy = check_env(str(bare), tmp_path)
     assert no_numpy.returncode == 2
     assert "cannot import numpy" in no_numpy.stderr
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["$$TRITON_MODEL_DIRECTORY/../env", "4242TRITON_MODEL_DIRECTORY/../env"],
+    ids=["pasted from config.pbtxt", "after the shell replaced $$ by its pid"],
+)
+def test_a_value_pasted_from_the_model_config_is_expanded(tmp_path, value):
+    """$$TRITON_MODEL_DIRECTORY stands for --model-dir, as the backend reads it at load."""
+    model_dir = tmp_path / "models" / "m"
+    model_dir.mkdir(parents=True)
+    (tmp_path / "models" / "env").symlink_to(original_venv())
+    done = check_env(value, tmp_path, "--model-dir", str(model_dir))
+    assert done.returncode == 0, done.stderr
+    assert f"is {model_dir}/../env for the model in {model_dir}" in done.stdout
+    assert "numpy 1." in done.stdout

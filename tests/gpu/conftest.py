@@ -15,19 +15,21 @@ import functools
 import importlib
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from gpu_models import write_repository
+from gpu_support import CudaRegion
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
 
 GPU_DIR = Path(__file__).resolve().parent
 SERVER_LOG_ENV = "PYBACKEND_GPU_SERVER_LOG"
+LAST_FILE = "test_gpu_lifetimes.py"
 
 
 @functools.lru_cache(maxsize=None)
@@ -59,7 +61,10 @@ def _import_quietly(name: str) -> ModuleType:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip this directory's tests (before any fixture starts a server) where no GPU is."""
+    """Skip this directory's tests (before any fixture starts a server) where no GPU is.
+    Run the tests that kill stubs and measure the whole device last: a failure there must
+    not take the shared server's other results with it."""
+    items.sort(key=lambda item: Path(str(item.path)).name == LAST_FILE)  # stable
     mine = [item for item in items if GPU_DIR in Path(str(item.path)).parents]
     reason = gpu_unavailable_reason() if mine else None
     if reason is None:
@@ -105,3 +110,19 @@ def grpc(gpu_server: TritonServer) -> Iterator[Any]:
     client = grpcclient.InferenceServerClient(url=gpu_server.grpc_url)
     yield client
     client.close()
+
+
+@pytest.fixture
+def cuda_regions(grpc: Any) -> Iterator[Callable[[int], CudaRegion]]:
+    """make(nbytes): a CUDA shared-memory region of this process registered with the GPU
+    server; every region made is unregistered and freed after the test."""
+    pytest.importorskip("cupy", reason="the client side of CUDA shared memory uses cupy")
+    made: list[CudaRegion] = []
+
+    def make(nbytes: int) -> CudaRegion:
+        made.append(CudaRegion(grpc, f"gpu-test-{os.getpid()}-{len(made)}", nbytes))
+        return made[-1]
+
+    yield make
+    for region in made:
+        region.close()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpu_io_models import write_io_models
+
 _CONFIG = """
 name: "{name}"
 backend: "python"
@@ -130,11 +132,12 @@ MODELS = {
 
 
 def write_repository(root: Path) -> Path:
-    """Writes every model of MODELS under ``root`` and returns ``root``."""
+    """Writes every model of MODELS and of gpu_io_models.MODELS under ``root``; returns it."""
     for name, (source, extra_outputs) in MODELS.items():
         version = root / name / "1"
         version.mkdir(parents=True)
         config = _CONFIG.format(name=name, extra_outputs=extra_outputs)
         (root / name / "config.pbtxt").write_text(config)
         (version / "model.py").write_text(source)
+    write_io_models(root)
     return root

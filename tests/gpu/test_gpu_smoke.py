@@ -5,42 +5,25 @@ The models are in gpu_models.py."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+from gpu_support import KDL_CUDA, infer
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
 
 pytestmark = pytest.mark.gpu
 
-#: DLPack's device type of CUDA memory (kDLCUDA), as in __dlpack_device__.
-KDL_CUDA = 2
 #: 16 elements travel inline; 1 Mi elements (4 MiB) take the large-tensor path.
 SIZES = [16, 1 << 20]
-
-
-def infer(
-    client: Any, server: TritonServer, model: str, x: np.ndarray, outputs: Sequence[str]
-) -> dict[str, np.ndarray]:
-    import tritonclient.grpc as grpcclient
-
-    assert client.is_model_ready(model), (
-        f"{model} did not load; server log tail:\n{server.log_text()[-4000:]}"
-    )
-    infer_input = grpcclient.InferInput("IN", list(x.shape), "FP32")
-    infer_input.set_data_from_numpy(x)
-    requested = [grpcclient.InferRequestedOutput(name) for name in outputs]
-    result = client.infer(model, [infer_input], outputs=requested, client_timeout=60)
-    return {name: result.as_numpy(name) for name in outputs}
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_numpy_model_on_a_gpu_instance(grpc: Any, gpu_server: TritonServer, size: int) -> None:
     x = np.arange(size, dtype=np.float32)
-    got = infer(grpc, gpu_server, "numpy_gpu", x, ["OUT", "KIND", "DEVICE_ID"])
+    got = infer(grpc, gpu_server, "numpy_gpu", {"IN": x}, ["OUT", "KIND", "DEVICE_ID"])
     np.testing.assert_array_equal(got["OUT"], x * 2)
     assert got["KIND"].tolist() == [b"GPU"]
     assert got["DEVICE_ID"].tolist() == [0]
@@ -49,7 +32,7 @@ def test_numpy_model_on_a_gpu_instance(grpc: Any, gpu_server: TritonServer, size
 @pytest.mark.parametrize("size", SIZES)
 def test_torch_on_cuda_returning_numpy(grpc: Any, gpu_server: TritonServer, size: int) -> None:
     x = np.linspace(-1, 1, size, dtype=np.float32)
-    got = infer(grpc, gpu_server, "torch_cuda", x, ["OUT"])
+    got = infer(grpc, gpu_server, "torch_cuda", {"IN": x}, ["OUT"])
     np.testing.assert_allclose(got["OUT"], x * 2 + 1, rtol=1e-6)
 
 
@@ -57,7 +40,7 @@ def test_torch_on_cuda_returning_numpy(grpc: Any, gpu_server: TritonServer, size
 def test_torch_cuda_tensor_from_dlpack(grpc: Any, gpu_server: TritonServer, size: int) -> None:
     """The common GPU model.py: Tensor.from_dlpack of torch's CUDA result, no .cpu()."""
     x = np.linspace(-1, 1, size, dtype=np.float32)
-    got = infer(grpc, gpu_server, "torch_dlpack", x, ["OUT", "IS_CPU", "DLPACK_DEVICE"])
+    got = infer(grpc, gpu_server, "torch_dlpack", {"IN": x}, ["OUT", "IS_CPU", "DLPACK_DEVICE"])
     np.testing.assert_allclose(got["OUT"], x * 2 + 1, rtol=1e-6)
     assert got["IS_CPU"].tolist() == [False]
     assert got["DLPACK_DEVICE"].tolist() == [KDL_CUDA, 0]
@@ -67,7 +50,7 @@ def test_torch_cuda_tensor_from_dlpack(grpc: Any, gpu_server: TritonServer, size
 def test_cupy_array_from_dlpack(grpc: Any, gpu_server: TritonServer, size: int) -> None:
     pytest.importorskip("cupy", reason="cupy is not installed on this GPU machine")
     x = np.linspace(-1, 1, size, dtype=np.float32)
-    got = infer(grpc, gpu_server, "cupy_dlpack", x, ["OUT", "IS_CPU", "DLPACK_DEVICE"])
+    got = infer(grpc, gpu_server, "cupy_dlpack", {"IN": x}, ["OUT", "IS_CPU", "DLPACK_DEVICE"])
     np.testing.assert_allclose(got["OUT"], x * 3, rtol=1e-6)
     assert got["IS_CPU"].tolist() == [False]
     assert got["DLPACK_DEVICE"].tolist() == [KDL_CUDA, 0]
@@ -76,5 +59,7 @@ def test_cupy_array_from_dlpack(grpc: Any, gpu_server: TritonServer, size: int) 
 def test_server_still_serves_after_the_gpu_models(grpc: Any, gpu_server: TritonServer) -> None:
     """Whatever the GPU models did (or failed to do), the server and a plain model still work."""
     x = np.ones(8, dtype=np.float32)
-    np.testing.assert_array_equal(infer(grpc, gpu_server, "numpy_gpu", x, ["OUT"])["OUT"], x * 2)
+    np.testing.assert_array_equal(
+        infer(grpc, gpu_server, "numpy_gpu", {"IN": x}, ["OUT"])["OUT"], x * 2
+    )
     assert gpu_server.is_alive()

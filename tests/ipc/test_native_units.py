@@ -1,5 +1,6 @@
-"""The native unit tests (csrc/tests/ipc_test.cc: codec, arena, channel, JSON, parallel copy),
-built with CMake into a temporary directory and run, so they are part of every test run."""
+"""The native unit tests (csrc/tests/ipc_test.cc: codec, arena, channel, JSON, parallel copy,
+cgroup CPU limit), built with CMake into a temporary directory and run, so they are part of
+every test run."""
 
 from __future__ import annotations
 

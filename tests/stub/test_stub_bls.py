@@ -91,9 +91,10 @@ class FakeCallee:
         channel.send(MessageKind.BLS_RESPONSE, bls_codec.encode_bls_response(flags, resp), cid)
 
 
-CALLER = textwrap.dedent(
+# The start of a model.py that calls model `model` with IN = value (the fork tests use it too).
+CALL_HELPERS = textwrap.dedent(
     """
-    import json, threading
+    import json, os, threading
     import numpy as np
     import triton_python_backend_utils as pb_utils
 
@@ -102,7 +103,11 @@ CALLER = textwrap.dedent(
             model_name=model, inputs=[pb_utils.Tensor("IN", value)],
             requested_output_names=["OUT"])
         return req.exec(decoupled=decoupled)
+    """
+)
 
+CALLER = CALL_HELPERS + textwrap.dedent(
+    """
     def out(resp):
         if resp.has_error():
             return {"error": resp.error().message(), "code": int(resp.error().code())}

@@ -455,3 +455,31 @@ def test_requested_outputs_as_the_model_sees_them(triton_model: Any, tmp_path: P
     assert json.loads(every["A"][0]) == ["A", "B"]
     only = model.infer(x, requested_outputs=["A"])
     assert list(only) == ["A"] and json.loads(only["A"][0]) == ["A"]
+
+
+BLS_IN_FINALIZE = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+
+    def finalize(self):
+        request = pb_utils.InferenceRequest(
+            model_name="anything", inputs=[pb_utils.Tensor("X", np.zeros(1, np.float32))],
+            requested_output_names=["Y"])
+        try:
+            request.exec()
+        except pb_utils.TritonModelException as e:
+            pb_utils.Logger.log_warn("finalize: " + str(e))
+"""
+
+
+def test_bls_from_finalize_is_refused_as_by_the_server(tmp_path: Path) -> None:
+    # The stub's text and exception (conformance bls/test_bls_finalize.py, both backends).
+    with ModelHarness(_write_model(tmp_path, "bls_in_finalize", BLS_IN_FINALIZE)) as model:
+        pass
+    assert [r.message for r in model.logs] == [
+        "finalize: BLS is only supported during the 'execute' function."
+    ]

@@ -9,7 +9,14 @@ import numpy as np
 
 from conformance_support.clients import bytes_input, infer, text_output
 
-CALLEES = ["bls_identity", "bls_stream", "bls_error", "bls_params", "bls_ensemble"]
+CALLEES = [
+    "bls_identity",
+    "bls_stream",
+    "bls_stream_final",
+    "bls_error",
+    "bls_params",
+    "bls_ensemble",
+]
 CALLERS = ["bls_caller", "bls_async_caller", "bls_decoupled_caller"]
 NOT_READY = (
     "Model no_such_model - Error when running inference: Failed for execute the inference "

@@ -25,6 +25,15 @@ def test_async_exec_of_a_decoupled_model(server):
     assert result["seen"] == [[[0]], [[1]], []]
 
 
+def test_last_response_carrying_final_ends_the_iteration(server):
+    # No empty response after one that carries the FINAL flag itself; a FINAL flag alone
+    # is one empty response (qa async_execute_decouple_bls reads DUMMY_OUT of each).
+    expected = {"1": [[[0]]], "3": [[[0]], [[1]], [[2]]], "0": [[]]}
+    assert run(server, "stream_final", model="bls_async_caller") == expected
+    expected["identity"] = [{"OUTPUT0": [3.0, 1.0]}]
+    assert run(server, "stream_final") == expected
+
+
 def test_async_exec_error_is_a_response(server):
     result = run(server, "error", model="bls_async_caller")
     assert result == {"has_error": True, "error": NOT_READY}

@@ -31,6 +31,22 @@ def test_iterating_again_replays_the_responses(server):
     assert result["second"] == result["first"]
 
 
+def test_response_iterator_protocol_of_qa_test_response_iterator(server):
+    # A for-loop after a break goes on where the break left it; only an iterator that was
+    # read to its end starts again from the first response.
+    assert run(server, "iterator_protocol") == {
+        "next": [0],
+        "rest": [1, 2, 3, None],
+        "after_rest": "stop",
+        "replays": [[0, 1, 2, 3, None]] * 3,
+        "before_break": [0, 1],
+        "next_after_break": [2],
+        "loop_after_break": [3, None],
+        "after_loop": "stop",
+        "dropped_first": [0],
+    }
+
+
 def test_error_of_a_decoupled_call_is_a_response(server):
     responses = run(server, "sync_to_decoupled_stream_error")["responses"]
     assert [r["error"] for r in responses] == [NOT_READY]

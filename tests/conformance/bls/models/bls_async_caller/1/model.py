@@ -49,6 +49,19 @@ class TritonPythonModel:
             seen.append([t.as_numpy().tolist() for t in r.output_tensors()])
         return {"seen": seen}
 
+    async def mode_stream_final(self, x):
+        # A callee whose last response carries the FINAL flag (qa async_execute_decouple).
+        found = {}
+        for count in (1, 3, 0):
+            req = pb_utils.InferenceRequest(
+                model_name="bls_stream_final",
+                inputs=[pb_utils.Tensor("COUNT", np.array([count], np.int32))],
+                requested_output_names=["OUT"],
+            )
+            it = await req.async_exec(decoupled=True)
+            found[str(count)] = [[t.as_numpy().tolist() for t in r.output_tensors()] for r in it]
+        return found
+
     async def mode_async_for(self, x):
         # pybackend extension: `async for` over a decoupled stream, while another coroutine
         # keeps running on the same loop.

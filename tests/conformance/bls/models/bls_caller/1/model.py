@@ -49,6 +49,15 @@ def identity_request(x, **kwargs):
     )
 
 
+def report_from_a_thread(req):
+    """report() of a blocking exec() made by a thread of the model (not the one in execute)."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(report(req.exec())))
+    t.start()
+    t.join(60)
+    return box[0] if box else "no answer"
+
+
 def stream_request(count, delay_ms=0):
     return pb_utils.InferenceRequest(
         model_name="bls_stream",
@@ -109,6 +118,51 @@ class TritonPythonModel:
             lengths.append(len(json.loads(params)["blob"]))
         return {"lengths": lengths}
 
+    def mode_timeout_log(self, x, request):
+        # qa python_models/bls test_timeout: an 11 s timeout (µs) on a blocking call, one from
+        # another thread and a decoupled one; the callee logs request.timeout() of each
+        # (its dims are [batch, -1]).
+        found = {}
+        for how, timeout in (("blocking", 11000000000), ("thread", 12000000000)):
+            req = identity_request(
+                x[None, :],
+                model_name="bls_queue_timeout",
+                requested_output_names=["OUTPUT0"],
+                timeout=timeout,
+            )
+            if how == "thread":
+                found[how] = report_from_a_thread(req)
+            else:
+                found[how] = report(req.exec())
+        req = identity_request(
+            x[None, :],
+            model_name="bls_queue_timeout",
+            requested_output_names=["OUTPUT0"],
+            timeout=13000000000,
+        )
+        found["decoupled"] = [report(r) for r in req.exec(decoupled=True)]
+        return found
+
+    def mode_timeout_expired(self, x, request):
+        # qa python_models/bls test_timeout: 5 µs cannot cover the queue of a callee whose
+        # policy rejects expired requests.
+        found = {}
+        for how in ("blocking", "decoupled", "blocking_thread"):
+            big = np.random.randn(1, 1024 * 1024).astype(np.float32)
+            req = pb_utils.InferenceRequest(
+                model_name="bls_queue_timeout",
+                inputs=[pb_utils.Tensor("INPUT0", big)],
+                requested_output_names=["OUTPUT0"],
+                timeout=5,
+            )
+            if how == "decoupled":
+                found[how] = report(next(req.exec(decoupled=True)))
+            elif how == "blocking_thread":
+                found[how] = report_from_a_thread(req)
+            else:
+                found[how] = report(req.exec())
+        return found
+
     def mode_string_correlation_id(self, x, request):
         return report(identity_request(x, correlation_id="session-9").exec())
 
@@ -159,6 +213,52 @@ class TritonPythonModel:
         first = [outputs_of(r) for r in it]
         second = [outputs_of(r) for r in it]
         return {"first": first, "second": second}
+
+    def mode_stream_final(self, x, request):
+        # A callee whose last response carries the FINAL flag (qa async_execute_decouple).
+        found = {}
+        for count in (1, 3, 0):
+            req = pb_utils.InferenceRequest(
+                model_name="bls_stream_final",
+                inputs=[pb_utils.Tensor("COUNT", np.array([count], np.int32))],
+                requested_output_names=["OUT"],
+            )
+            it = req.exec(decoupled=True)
+            found[str(count)] = [[t.as_numpy().tolist() for t in r.output_tensors()] for r in it]
+        # decoupled=True to a model that is not (qa bls test_zero_length_io): its one response.
+        it = identity_request(x, requested_output_names=["OUTPUT0"]).exec(decoupled=True)
+        found["identity"] = [outputs_of(r) for r in it]
+        return found
+
+    def mode_iterator_protocol(self, x, request):
+        # qa python_models/bls test_response_iterator: 4 responses and an empty final one,
+        # consumed with next(), for-loops, a break, and next() after the end.
+        def values(iterable):
+            return [outputs_of(r).get("OUT", [None])[0] for r in iterable]
+
+        def after_end(it):
+            try:
+                next(it)
+            except StopIteration:
+                return "stop"
+            return "more"
+
+        it = stream_request(4).exec(decoupled=True)
+        steps = {"next": values([next(it)]), "rest": values(it), "after_rest": after_end(it)}
+        steps["replays"] = [values(it) for _ in range(3)]
+        partial = []
+        for r in it:
+            partial.append(outputs_of(r).get("OUT", [None])[0])
+            if len(partial) == 2:
+                break
+        steps["before_break"] = partial
+        steps["next_after_break"] = values([next(it)])
+        steps["loop_after_break"] = values(it)
+        steps["after_loop"] = after_end(it)
+        dropped = stream_request(4).exec(decoupled=True)
+        steps["dropped_first"] = values([next(dropped)])
+        del dropped
+        return steps
 
     def mode_stream_cancel(self, x, request):
         it = stream_request(100, delay_ms=20).exec(decoupled=True)

@@ -1,0 +1,186 @@
+"""One request to a Triton server (tritonserver, or `pybackend devserve`) over HTTP or
+gRPC, or a decoupled model's stream of responses over gRPC, with tritonclient; its
+errors as :class:`ClientError` in the server's words."""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pybackend.errors import PybackendError
+
+from .infer_inputs import InputSpec
+
+Outputs = Dict[str, np.ndarray]
+
+
+class ClientError(PybackendError):
+    """The server could not be reached, or answered with an error."""
+
+
+@dataclass
+class Request:
+    model: str
+    version: str  # "": the server's choice
+    arrays: Outputs  # the inputs by name
+    specs: Sequence[InputSpec]  # the model's inputs, for their data types
+    outputs: Sequence[str]  # those asked for ([]: all)
+
+
+@dataclass
+class Target:
+    protocol: str  # http or grpc
+    address: str  # host:port
+
+
+def target(url: str, grpc: bool) -> Target:
+    """``grpc://h:p``, ``http://h:p`` or ``h:p`` (HTTP unless ``grpc``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return Target("grpc" if grpc else "http", url)
+    if scheme not in ("http", "grpc"):
+        raise ClientError(f"{url}: the scheme must be http:// or grpc://")
+    return Target(scheme, rest.rstrip("/"))
+
+
+class Client:
+    def __init__(self, where: Target, timeout: float) -> None:
+        self.where = where
+        self.timeout = timeout
+        try:
+            if where.protocol == "grpc":
+                import tritonclient.grpc as module
+            else:
+                import tritonclient.http as module  # type: ignore[no-redef]
+        except ImportError as e:
+            raise ClientError(
+                f"{where.protocol} needs tritonclient: "
+                f"pip install 'tritonclient[{where.protocol}]' ({e})"
+            ) from None
+        self.module: Any = module
+        kwargs = (
+            {}
+            if where.protocol == "grpc"
+            else {"network_timeout": timeout, "connection_timeout": timeout}
+        )
+        self.client: Any = module.InferenceServerClient(where.address, **kwargs)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        from tritonclient.utils import InferenceServerException
+
+        try:
+            return fn()
+        except InferenceServerException as e:
+            raise ClientError(f"{what}: {e.message() or e}") from None
+        except OSError as e:  # refused connection, name resolution, timeout
+            raise ClientError(
+                f"cannot reach {self.where.protocol}://{self.where.address}: {e}"
+            ) from None
+
+    def _json(self, fn: Callable[..., Any], *args: Any) -> Dict[str, Any]:
+        if self.where.protocol == "grpc":
+            return dict(fn(*args, as_json=True))
+        return dict(fn(*args))
+
+    def inputs_of(self, model: str, version: str) -> Tuple[List[InputSpec], bool]:
+        """The model's inputs (metadata), and whether it is decoupled (its config)."""
+        meta = self._call(
+            f"model '{model}'", lambda: self._json(self.client.get_model_metadata, model, version)
+        )
+        config = self._call(
+            f"model '{model}'", lambda: self._json(self.client.get_model_config, model, version)
+        )
+        config = config.get("config", config)  # gRPC wraps it
+        optional = {i["name"] for i in config.get("input", []) if i.get("optional")}
+        decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
+        return [
+            InputSpec(
+                i["name"],
+                i["datatype"],
+                [int(d) for d in i.get("shape", [])],
+                i["name"] in optional,
+            )
+            for i in meta.get("inputs", [])
+        ], decoupled
+
+    def _inputs(self, req: "Request") -> List[Any]:
+        types = {s.name: s.datatype for s in req.specs}
+        made = []
+        for name, array in req.arrays.items():
+            item = self.module.InferInput(name, list(array.shape), types[name])
+            item.set_data_from_numpy(array)
+            made.append(item)
+        return made
+
+    def _outputs(self, req: "Request") -> Optional[List[Any]]:
+        return [self.module.InferRequestedOutput(n) for n in req.outputs] or None
+
+    def infer(self, req: "Request") -> List[Tuple[str, str, np.ndarray]]:
+        kwargs: Dict[str, Any] = {"model_version": req.version, "outputs": self._outputs(req)}
+        if self.where.protocol == "grpc":
+            kwargs["client_timeout"] = self.timeout
+        result = self._call(
+            f"model '{req.model}'",
+            lambda: self.client.infer(req.model, self._inputs(req), **kwargs),
+        )
+        return _named(result)
+
+    def stream(self, req: "Request") -> Iterator[List[Tuple[str, str, np.ndarray]]]:
+        """A decoupled model's responses, each as it arrives, until the final one; each
+        wait for the next is bounded by the timeout."""
+        if self.where.protocol != "grpc":
+            raise ClientError("--stream needs gRPC: give the URL as grpc://HOST:PORT")
+        events: "queue.Queue[Tuple[Any, Any]]" = queue.Queue()
+        self._call(
+            "stream",
+            lambda: self.client.start_stream(
+                callback=lambda result, error: events.put((result, error))
+            ),
+        )
+        finished = False
+        try:
+            self._call(
+                f"model '{req.model}'",
+                lambda: self.client.async_stream_infer(
+                    req.model,
+                    self._inputs(req),
+                    model_version=req.version,
+                    outputs=self._outputs(req),
+                    enable_empty_final_response=True,  # how the end of the stream shows
+                ),
+            )
+            while True:
+                try:
+                    result, error = events.get(timeout=self.timeout)
+                except queue.Empty:
+                    raise ClientError(
+                        f"model '{req.model}': no response within {self.timeout:g} s (--timeout)"
+                    ) from None
+                if error is not None:
+                    raise ClientError(f"model '{req.model}': {error.message() or error}")
+                response = result.get_response()
+                named = _named(result)
+                if named:
+                    yield named
+                if response.parameters["triton_final_response"].bool_param:
+                    finished = True
+                    return
+        finally:
+            self.client.stop_stream(cancel_requests=not finished)
+
+
+def _named(result: Any) -> List[Tuple[str, str, np.ndarray]]:
+    response = result.get_response()
+    outputs = response["outputs"] if isinstance(response, dict) else response.outputs
+    named = []
+    for out in outputs:
+        name = out["name"] if isinstance(out, dict) else out.name
+        datatype = out["datatype"] if isinstance(out, dict) else out.datatype
+        named.append((name, datatype, result.as_numpy(name)))
+    return named

@@ -1,0 +1,209 @@
+"""The model object an attached instance runs: it turns pb_utils requests into PyTriton's
+:class:`~pybackend.pytriton.proxy.types.Request` mappings, calls the bound inference
+callable (plain function, coroutine, generator or async generator) and turns the dicts it
+returns into responses, with PyTriton's output checks."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any, Callable, Dict, Iterator, List
+
+import numpy as np
+
+from ..stub.tracebacks import format_exception
+from ..utils.errors import TritonError
+from ..utils.request import InferenceRequest
+from ..utils.response import InferenceResponse
+from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from ..utils.tensor import Tensor as PbTensor
+from ._context import TritonContext, TritonModelConfig, serving
+from .exceptions import PyTritonUnrecoverableError
+from .proxy.types import Request
+
+_ALLOWED_KINDS = "biufOSU"
+_OBJECTS = (bytes, object, np.bytes_, np.object_, str, np.str_)
+
+
+def to_request(r: InferenceRequest) -> Request:
+    data = {t.name(): t.as_numpy() for t in r.inputs()}
+    text = r.parameters()
+    params = json.loads(text) if text else {}
+    return Request(
+        data=data, parameters=params, requested_output_names=sorted(r.requested_output_names())
+    )
+
+
+class CallableModel:
+    """One instance of a bound model; ``execute`` runs on that instance's thread."""
+
+    def __init__(
+        self,
+        config: TritonModelConfig,
+        context: TritonContext,
+        infer_func: Callable[..., Any],
+        strict: bool,
+        dispatcher: Any,  # runs coroutines: run_coroutine(coro) (the instance's Dispatcher)
+        on_unrecoverable: Callable[[str], None],
+    ) -> None:
+        self.model_name = config.model_name
+        self._config = config
+        self._context = context
+        self._fn = infer_func
+        self._outputs = {t.name: t for t in config.outputs}
+        self._batching = config.batching
+        self._decoupled = config.decoupled
+        self._strict = strict
+        self._dispatcher = dispatcher
+        self._on_unrecoverable = on_unrecoverable
+
+    # ------------------------------------------------------------------ execute
+
+    def execute(self, requests: List[InferenceRequest]) -> Any:
+        reqs = [to_request(r) for r in requests]
+        if self._decoupled:
+            self._stream(requests, reqs)
+            return None
+        try:
+            with serving(self._config, self._context):
+                results = list(self._results(reqs))
+        except PyTritonUnrecoverableError as e:
+            self._on_unrecoverable(format_exception(e))
+            raise
+        if len(results) != 1:
+            raise ValueError(
+                f"The inference callable of model `{self.model_name}` produced {len(results)} "
+                "results for one batch; only a decoupled model (ModelConfig(decoupled=True)) "
+                "may yield several."
+            )
+        responses = results[0]
+        self._validate(responses, len(requests))
+        return [InferenceResponse(self._tensors(d)) for d in responses]
+
+    def _stream(self, requests: List[InferenceRequest], reqs: List[Request]) -> None:
+        senders = [r.get_response_sender() for r in requests]
+        try:
+            with serving(self._config, self._context):
+                for responses in self._results(reqs):
+                    self._validate(responses, len(requests))
+                    for sender, d in zip(senders, responses):
+                        sender.send(InferenceResponse(self._tensors(d)))
+        except Exception as e:  # noqa: BLE001 - the callable may raise anything
+            # The stub's form for every model error: "<type>: <message>", then the frames.
+            text = format_exception(e)
+            error = InferenceResponse(error=TritonError(text))
+            for sender in senders:
+                sender.send(error, flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            if isinstance(e, PyTritonUnrecoverableError):
+                self._on_unrecoverable(text)
+            return
+        for sender in senders:
+            sender.send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    def _results(self, reqs: List[Request]) -> Iterator[Any]:
+        """What the callable gives for one batch, one item per yield. Coroutines and async
+        generators run on the instance's event loop; the results are sent from here."""
+        # By what the call returns, not by how the callable looks: decorators hide that.
+        result = self._fn(reqs)
+        if inspect.isawaitable(result):
+            yield self._dispatcher.run_coroutine(result)
+        elif inspect.isasyncgen(result):
+            while True:
+                try:
+                    item = self._dispatcher.run_coroutine(result.__anext__())
+                except StopAsyncIteration:
+                    return
+                yield item
+        elif inspect.isgenerator(result):
+            yield from result
+        else:
+            yield result
+
+    # ------------------------------------------------------------------ outputs
+
+    def _tensors(self, outputs: Dict[str, np.ndarray]) -> List[PbTensor]:
+        tensors = []
+        for name, value in outputs.items():
+            spec = self._outputs.get(name)
+            if value.dtype.kind == "U":
+                value = np.char.encode(value, "utf-8")
+            elif spec is not None and spec.dtype not in _OBJECTS and value.dtype != spec.dtype:
+                # PyTriton casts every output to its configured type (float64 -> FP32 ...).
+                value = value.astype(spec.dtype)
+            tensors.append(PbTensor(name, value))
+        return tensors
+
+    def _validate(self, outputs: Any, n_requests: int) -> None:
+        """PyTriton's checks and texts (proxy/validators.py)."""
+        name = self.model_name
+        if not isinstance(outputs, list):
+            raise ValueError(
+                f"Outputs returned by `{name}` model callable must be list of response dicts "
+                f"with numpy arrays. Got outputs={outputs} instead."
+            )
+        if len(outputs) != n_requests:
+            raise ValueError(
+                f"Number of outputs returned by `{name}` inference callable ({len(outputs)}) "
+                f"does not match number of requests ({n_requests}) received from Triton."
+            )
+        for response in outputs:
+            if not isinstance(response, dict):
+                raise ValueError(
+                    f"Outputs returned by `{name}` model callable must be list of response "
+                    f"dicts with numpy arrays. Got response={response} instead."
+                )
+            for key, value in response.items():
+                self._validate_data(key, value)
+                if self._strict:
+                    self._validate_strict(key, value)
+
+    def _validate_data(self, key: Any, value: Any) -> None:
+        name = self.model_name
+        if not isinstance(key, str):
+            raise ValueError(f"Not all keys returned by `{name}` model callable are string")
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"Not all values returned by `{name}` model callable are numpy arrays")
+        if value.dtype.kind not in _ALLOWED_KINDS:
+            raise ValueError(
+                "Only bool, numeric, string, unicode and object arrays are supported by Triton "
+                f"(dtype.kind: {_ALLOWED_KINDS}). Returned `{key}` for model `{name}` has "
+                f"`{value.dtype.kind}` dtype.kind."
+            )
+        if value.dtype.kind == "O" and value.size:
+            first = value.item(0)
+            if isinstance(first, str):
+                raise ValueError(
+                    "Use string/byte-string instead of object for passing string in NumPy "
+                    f"array from model `{name}`."
+                )
+            if not isinstance(first, bytes):
+                raise ValueError(
+                    f"Only bytes as objects dtype are supported by PyTriton. Returned `{key}` "
+                    f"from `{name}` has `{type(first)}` type."
+                )
+
+    def _validate_strict(self, key: str, value: np.ndarray) -> None:
+        name = self.model_name
+        spec = self._outputs.get(key)
+        if spec is None:
+            raise ValueError(
+                f"Returned output `{key}` is not defined in model config for model `{name}`."
+            )
+        if (value.dtype.kind not in "OSU" and not np.issubdtype(value.dtype, spec.dtype)) or (
+            value.dtype.kind in "OSU" and spec.dtype not in _OBJECTS
+        ):
+            raise ValueError(
+                f"Returned output `{key}` for model `{name}` has invalid type. "
+                f"Returned: {value.dtype} ({value.dtype.kind}). Expected: {spec.dtype}."
+            )
+        dims = value.shape[1:] if self._batching else value.shape
+        if len(dims) != len(spec.shape):
+            raise ValueError(
+                f"Returned output `{key}` for model `{name}` has invalid shapes. "
+                f"Returned: {dims}. Expected: {spec.shape}."
+            )
+        if any(x != y != -1 for x, y in zip(dims, spec.shape)):
+            raise ValueError(
+                f"Returned output `{key}` for model `{name}` has invalid shapes at one or more "
+                f"positions. Returned: {dims}. Expected: {spec.shape}."
+            )

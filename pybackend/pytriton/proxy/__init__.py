@@ -1,0 +1,1 @@
+"""``pytriton.proxy``: only the request type is public."""

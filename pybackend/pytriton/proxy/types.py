@@ -1,0 +1,47 @@
+"""What an inference callable receives (``pytriton.proxy.types``): one :class:`Request` per
+Triton request, a mapping of input name -> numpy array with the request's parameters and
+the outputs the client asked for."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, ItemsView, Iterator, KeysView, List, Optional, Union, ValuesView
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Request:
+    data: Dict[str, np.ndarray]
+    parameters: Optional[Dict[str, Union[str, int, bool]]] = None
+    span: Optional[Any] = None
+    requested_output_names: Optional[List[str]] = None
+
+    def __getitem__(self, input_name: str) -> np.ndarray:
+        return self.data[input_name]
+
+    def __setitem__(self, input_name: str, input_data: np.ndarray) -> None:
+        self.data[input_name] = input_data
+
+    def __delitem__(self, input_name: str) -> None:
+        del self.data[input_name]
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def items(self) -> ItemsView[str, np.ndarray]:
+        return self.data.items()
+
+    def keys(self) -> KeysView[str]:
+        return self.data.keys()
+
+    def values(self) -> ValuesView[np.ndarray]:
+        return self.data.values()
+
+
+Requests = List[Request]
+Response = Dict[str, np.ndarray]
+Responses = List[Response]

@@ -1,0 +1,135 @@
+"""`pybackend validate PATH`: which models PATH holds (PATH is one model directory or a
+repository of them) and every check on each, in the order the server meets them: the
+config's text, the config, the parameters, then model.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import PybackendError
+from ..testing.config import ConfigSyntaxError, parse_config
+from . import config_checks, parameter_checks, source_checks
+from .findings import ERROR, NOTE, ModelReport
+
+#: ``--run``'s checks (run_checks.check_run), given the report, config and model file.
+RunCheck = Callable[[ModelReport, Dict[str, Any], Path], Optional[Dict[str, Any]]]
+
+
+class ValidateError(PybackendError):
+    """PATH holds no model to check."""
+
+
+def is_model_dir(path: Path) -> bool:
+    return (path / "config.pbtxt").is_file() or any(
+        p.is_dir() and p.name.isdigit() for p in path.iterdir()
+    )
+
+
+def model_dirs(path: Path) -> List[Path]:
+    if not path.is_dir():
+        raise ValidateError(f"{path} is not a directory (give a model directory or a repository)")
+    if is_model_dir(path):
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.is_dir() and is_model_dir(p))
+    if not found:
+        raise ValidateError(
+            f"{path} holds no model: a model directory has config.pbtxt or a version "
+            "directory (1/model.py), a repository has model directories"
+        )
+    return found
+
+
+def validate(path: Path, run: bool = False) -> List[ModelReport]:
+    """Every model of ``path``; ``run``: also loaded through the offline harness, all of
+    them before any request (so that BLS calls find the others), one request each."""
+    if not run:
+        return [validate_model(d) for d in model_dirs(path)]
+    from .run_checks import Runner
+
+    runner = Runner()
+    try:
+        reports = [validate_model(d, runner) for d in model_dirs(path)]
+        runner.request_all()
+    finally:
+        runner.close()
+    return reports
+
+
+def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelReport:
+    report = _checked(model_dir, run)
+    # In reading order: the model, config.pbtxt, then model.py, each by line.
+    place = {"": 0, "config.pbtxt": 1}
+    report.findings.sort(key=lambda f: (place.get(f.file, 2), f.file, f.line))
+    return report
+
+
+def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
+    report = ModelReport(model_dir.name, model_dir)
+    file = model_dir / "config.pbtxt"
+    text = file.read_text(errors="replace") if file.is_file() else ""
+    try:
+        config = parse_config(text, "config.pbtxt")
+    except ConfigSyntaxError as e:
+        report.add(
+            ERROR,
+            "config-syntax",
+            f"failed to read text proto: {e.reason}",
+            "config.pbtxt",
+            e.line,
+            e.column,
+        )
+        return report
+    backend = config.get("backend") or ""
+    if backend not in ("", "python") or config.get("platform"):
+        report.skipped = f"not a Python model (backend '{backend or config.get('platform')}')"
+        return report
+    if not file.is_file():
+        report.add(NOTE, "config", "no config.pbtxt: the model's auto_complete_config makes it")
+    config_checks.check_identity(report, text, config)
+    config_checks.check_batching(report, text, config)
+    config_checks.check_instance_groups(report, text, config)
+    parameter_checks.check_parameters(report, text, config)
+    versions = config_checks.served_versions(model_dir, config)
+    model_file = config.get("default_model_filename") or "model.py"
+    trees = {}
+    for version in versions:
+        path = model_dir / str(version) / model_file
+        tree = source_checks.parse_model(report, path)
+        if tree is not None:
+            trees[path] = tree
+            source_checks.check_class(report, path, tree)
+            env = parameter_checks.parameters(config).get("EXECUTION_ENV_PATH", "")
+            source_checks.check_imports(report, path, tree, env)
+    completes = any(_completes(tree) for tree in trees.values())
+    completed = None
+    if run is not None and trees and not report.count(ERROR):
+        # The configuration auto_complete_config made is the one the server checks.
+        completed = run(report, config, next(iter(trees)))
+    if completed is not None:
+        config = completed
+    elif completes:  # what the method would add is not known: only whole tensors checked
+        if run is None:
+            report.add(
+                NOTE,
+                "auto-complete",
+                "model.py has auto_complete_config, which may add inputs, outputs and dims: "
+                "they are checked with --run, on the configuration it makes",
+            )
+        tensors = (config.get("input") or []) + (config.get("output") or [])
+        if tensors and all(_whole(t) for t in tensors):  # nothing there to complete
+            config_checks.check_tensors(report, text, config)
+        return report
+    config_checks.check_tensors(report, text, config)
+    for path, tree in trees.items():
+        source_checks.check_names(report, path, tree, config)
+    return report
+
+
+def _completes(tree: Any) -> bool:
+    cls, _ = source_checks.model_class(tree)
+    return cls is not None and "auto_complete_config" in source_checks.methods(cls)
+
+
+def _whole(tensor: Dict[str, Any]) -> bool:
+    return tensor.get("data_type", "TYPE_INVALID") != "TYPE_INVALID" and bool(tensor.get("dims"))

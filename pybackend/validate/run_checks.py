@@ -1,0 +1,229 @@
+"""`pybackend validate --run`: the model loaded through the offline harness as the server
+loads it (``auto_complete_config``, ``initialize``), then one generated request; outputs
+whose data type or shape differ from the configuration are warnings, since tritonserver
+passes them on as the model made them (issue 19). The configuration auto_complete_config
+made is handed back, for the config checks to run on it."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..stub.tracebacks import format_exception
+from ..testing.harness import ModelHarness
+from ..testing.inputs import TRITON_NAME, triton_code
+from ..utils.dtypes import triton_string_to_numpy
+from ..utils.errors import TritonModelException
+from .findings import ERROR, NOTE, WARNING, ModelReport
+
+#: How long a model may take to load (auto_complete_config and initialize) and to answer
+#: the request (a decoupled model: until its FINAL), before it is given up on.
+LOAD_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+#: Where the models' progress is written (set by `pybackend validate --run`, which runs
+#: this in a child process, to name the model whose code ended that process).
+PROGRESS_ENV = "PYBACKEND_VALIDATE_PROGRESS"
+
+
+def _progress(report: ModelReport, what: str) -> None:
+    path = os.environ.get(PROGRESS_ENV)
+    if path:
+        Path(path).write_text(f"model '{report.name}' ({report.path}) while {what}")
+
+
+class _Abandoned(Exception):
+    """The model's code did not return in time; its thread is left behind (a daemon)."""
+
+
+def _bounded(step: Callable[[], Any], seconds: float) -> Any:
+    """``step()``'s result or exception, from a thread of its own; _Abandoned when it
+    does not end within ``seconds`` (model code cannot be interrupted, only left)."""
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = step()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run, name="validate-run", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise _Abandoned()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+class Runner:
+    """The models of one `validate --run`: all loaded first, then one request each, so
+    that a model's BLS calls reach the others of the repository as in the server."""
+
+    def __init__(self) -> None:
+        self.loaded: List[Tuple[ModelReport, str, ModelHarness]] = []
+        self.abandoned: List[ModelHarness] = []
+
+    def __call__(
+        self, report: ModelReport, config: Dict[str, Any], model_file: Path
+    ) -> Optional[Dict[str, Any]]:
+        """Load the model (auto_complete_config, initialize); the completed config."""
+        file = model_file.relative_to(report.path).as_posix()
+        harness = ModelHarness(
+            report.path, version=int(model_file.parent.name), model_file=model_file.name
+        )
+        _progress(report, "loading (auto_complete_config, initialize)")
+        with _noted(report, file):
+            try:
+                _bounded(harness.start, LOAD_TIMEOUT_S)
+            except _Abandoned:
+                text = f"loading the model did not end within {LOAD_TIMEOUT_S:g} s (abandoned)"
+                report.add(ERROR, "load", text, file)
+                return None
+            except TritonModelException as e:  # auto_complete_config's, in the server's words
+                report.add(ERROR, "load", f"loading the model fails: {e}", file)
+                return None
+            except Exception as e:  # noqa: BLE001 - the model's import or initialize: anything
+                report.add(ERROR, "load", f"loading the model fails: {format_exception(e)}", file)
+                return None
+        self.loaded.append((report, file, harness))
+        return harness.config
+
+    def request_all(self) -> None:
+        for report, file, harness in self.loaded:
+            _progress(report, "executing the generated request")
+            with _noted(report, file):
+                # Findings go to a report of their own until the request is done: an
+                # abandoned thread may still add some, and they must not show.
+                found = ModelReport(report.name, report.path)
+                try:
+                    _bounded(functools.partial(_request, found, file, harness), REQUEST_TIMEOUT_S)
+                    report.findings += found.findings
+                except _Abandoned:
+                    self.abandoned.append(harness)
+                    report.add(
+                        WARNING,
+                        "run",
+                        f"the generated request got no answer within {REQUEST_TIMEOUT_S:g} s "
+                        "(abandoned): does execute wait for something that never comes?",
+                        file,
+                    )
+
+    def close(self) -> None:
+        for _, _, harness in reversed(self.loaded):
+            if harness not in self.abandoned:  # its execute still runs: finalize would wait
+                harness.close()
+        self.loaded = []
+
+
+@contextlib.contextmanager
+def _noted(report: ModelReport, file: str) -> Iterator[None]:
+    """Python warnings raised meanwhile (by the model's code) become notes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        text = f"a warning while the model ran: {w.category.__name__}: {w.message}"
+        report.add(NOTE, "run", text, file)
+
+
+def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
+    try:
+        inputs = generated_inputs(harness.config)
+        if inputs is None:
+            report.add(
+                NOTE, "run", "no request sent: an input's data type cannot be generated", file
+            )
+            return
+        request = harness.request(inputs)
+        if harness.decoupled:
+            responses = harness.stream(request, REQUEST_TIMEOUT_S)
+        else:
+            responses = harness.execute([request])
+    except Exception as e:  # noqa: BLE001 - the model's code again
+        report.add(NOTE, "run", f"the generated request failed: {format_exception(e)}", file)
+        return
+    for response in responses:
+        if response is None:
+            continue
+        error = response.error()
+        if error is not None:
+            report.add(
+                NOTE,
+                "run",
+                "the generated request (ones, every -1 dimension 1) got an error response, "
+                f"which may be the model's answer to such data: {error.message()}",
+                file,
+            )
+            continue
+        arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
+        for text in output_mismatches(harness.config, arrays):
+            report.add(WARNING, "output", text, file)
+
+
+def generated_inputs(config: Mapping[str, Any]) -> Optional[Dict[str, np.ndarray]]:
+    """Ones of each required input's data type, every -1 dimension 1, with a batch of 1
+    where the model batches; None where a data type has no numpy counterpart here."""
+    batched = int(config.get("max_batch_size") or 0) > 0
+    inputs = {}
+    for spec in config.get("input") or []:
+        if spec.get("optional"):
+            continue
+        try:
+            dtype = triton_string_to_numpy(str(spec.get("data_type")))
+        except KeyError:  # TYPE_BF16: numpy has no such type
+            return None
+        shape = ([1] if batched else []) + [
+            1 if int(d) == -1 else int(d) for d in spec.get("dims") or []
+        ]
+        if dtype is np.object_:
+            inputs[spec["name"]] = np.full(shape, b"1", dtype=np.object_)
+        else:
+            inputs[spec["name"]] = np.ones(shape, dtype=dtype)
+    return inputs
+
+
+def output_mismatches(config: Mapping[str, Any], outputs: Mapping[str, np.ndarray]) -> List[str]:
+    """The outputs whose data type or shape differ from the configuration. Our own small
+    comparison: the harness's list of mismatches (issue 19, branch `returns`) is not in
+    main yet; once it is, this should use its rules (stub/returns.py OutputRules)."""
+    declared = {str(o.get("name")): o for o in config.get("output") or []}
+    batched = int(config.get("max_batch_size") or 0) > 0
+    found = []
+    for name, array in outputs.items():
+        spec = declared.get(name)
+        if spec is None:
+            found.append(
+                f"output '{name}' is not declared in the configuration: no client can ask for it"
+            )
+            continue
+        code = triton_code(array)
+        actual = "TYPE_STRING" if code == 13 else "TYPE_" + TRITON_NAME.get(code, "INVALID")
+        want_type = str(spec.get("data_type") or "")
+        if want_type and actual != want_type:
+            found.append(
+                f"output '{name}' has data type {actual} but the configuration declares "
+                f"{want_type}: tritonserver passes it on as it is, so clients get "
+                f"{actual[5:]}; convert the array (numpy astype) or fix config.pbtxt"
+            )
+        if "reshape" in spec:
+            continue
+        dims = [int(d) for d in spec.get("dims") or []]
+        want = ([-1] if batched else []) + dims
+        shape = list(array.shape)
+        if len(want) != len(shape) or any(w >= 0 and w != s for w, s in zip(want, shape)):
+            found.append(
+                f"output '{name}' has shape {shape} but the configuration declares {dims}"
+                f"{' after the batch dimension' if batched else ''} (-1: any size): "
+                "tritonserver passes it on as it is; reshape the array or fix config.pbtxt"
+            )
+    return found
