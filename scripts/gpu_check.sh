@@ -85,7 +85,13 @@ step() {
 
 {
     echo "pybackend GPU check, $(date -u +%FT%TZ)"
-    echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (+ uncommitted changes)')"
+    # The device tool copies the working tree but not always the matching .git: the caller can
+    # name the revision it sent (GPU_CHECK_REVISION=$(git rev-parse --short HEAD) here).
+    if [ -n "${GPU_CHECK_REVISION:-}" ]; then
+        echo "revision: $GPU_CHECK_REVISION (as sent)"
+    else
+        echo "revision: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (+ uncommitted changes)')"
+    fi
     echo "host: $(uname -srm), $(nproc) cores; python: $(command -v "$PY")"
 } >"$SUMMARY"
 

@@ -169,8 +169,7 @@ void Batch::Respond() {
       st.failed = true;
       continue;
     }
-    if (!SendResponse(resp, *it.body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL,
-                      &inst_.model->outputs)) {
+    if (!SendResponse(resp, *it.body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) {
       st.failed = true;
     }
     st.sent_response = true;

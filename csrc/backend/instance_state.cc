@@ -316,7 +316,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
     TRITONBACKEND_Response* resp = nullptr;
     std::string err = st->NewResponse(&resp);
     if (err.empty()) {
-      if (!SendResponse(resp, body, *st, s, send_flags, &model->outputs)) st->failed = true;
+      if (!SendResponse(resp, body, *st, s, send_flags)) st->failed = true;
       st->sent_response = true;
     } else {
       PB_LOG_ERROR(where + "cannot create a response: " + err);

@@ -154,7 +154,6 @@ void ModelState::ReadConfig() {
   if (const json::Value* m = config.Find("max_batch_size"); m != nullptr && m->is_number()) {
     max_batch_size = m->AsInt();
   }
-  outputs.Build(config, max_batch_size);
   std::string file = config.GetString("default_model_filename");
   model_filename = file.empty() ? "model.py" : file;
 }

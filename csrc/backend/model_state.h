@@ -10,7 +10,6 @@
 #include "backend/backend_state.h"
 #include "backend/execution_env.h"
 #include "backend/json.h"
-#include "backend/output_specs.h"
 #include "backend/stub_session.h"
 #include "triton/tritonbackend.h"
 
@@ -40,7 +39,6 @@ class ModelState {
   ExecutionEnv exec_env;  // EXECUTION_ENV_PATH, prepared (empty fields when unset)
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
   int thread_budget = 0;
-  OutputSpecs outputs;  // what the config declares, to check what stubs return
   // PYBACKEND_DEBUG (model parameter, else the server's environment): "" when off, else
   // how the first instance's stub offers a debugger (pdb, debugpy[:[HOST:]PORT],
   // debugpy-wait[...]). Debug mode needs one instance and lifts the stub and execute

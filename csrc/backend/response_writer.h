@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include "backend/output_specs.h"
 #include "backend/request_registry.h"
 #include "backend/stub_session.h"
 #include "ipc/codec.h"
@@ -17,11 +16,10 @@ namespace pybackend {
 // Fills `response` from `body` and sends it with `send_flags` (ownership of `response`
 // passes to Triton). Returns false when what went out was an error response (the model's or
 // ours) or sending failed. Never throws.
-// `specs` (may be null) are the model's declared outputs; an output that does not match them
-// turns the response into an error naming the difference.
+// Outputs go to Triton with the data type and shape the model gave them, as the original
+// backend passes them (PYBACKEND_STRICT_OUTPUTS checks them in the stub: stub/returns.py).
 bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& body,
-                  const RequestState& st, StubSession& session, uint32_t send_flags,
-                  const OutputSpecs* specs = nullptr);
+                  const RequestState& st, StubSession& session, uint32_t send_flags);
 
 // Sends `response` as an error response. Never throws.
 void SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code code,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from .errors import ServeError
 from .http_server import DevHTTPServer
@@ -18,6 +18,8 @@ from .models import ServedModels
 from .shm_regions import Regions
 
 RELOAD_POLL_S = 0.5  # how often --reload looks at the model directories
+ECHO_POLL_S = 0.2  # how often the models' new log lines are shown
+ECHO_JOIN_S = 5.0  # how long close() waits for the last pass of the log lines
 LEVELS = {0: "I", 1: "W", 2: "E", 3: "V"}  # pb_utils.Logger levels, as the server's log marks them
 
 
@@ -139,7 +141,13 @@ class DevServer:
                 self._metrics_serving = False
             self.metrics.server_close()
             self.metrics = None
-        self.models.close()
+        for thread in self._threads:
+            if thread.name == "devserver-logs":
+                thread.join(ECHO_JOIN_S)  # its last pass shows what came before the stop
+        instances = self._instances() if self.echo_logs else []
+        self.models.close()  # finalize
+        for served, index, label, model in instances:  # what finalize logged and printed
+            _echo_new(served.shown.setdefault(index, [0, 0]), label, model, self.log_settings)
         self.regions.close()
 
     def metrics_text(self) -> str:
@@ -167,14 +175,24 @@ class DevServer:
 
     def _echo(self) -> None:
         """The models' ``pb_utils.Logger`` records and (stub processes) their stdout and
-        stderr lines, on this process's stderr with the model's name."""
-        while not self._stop.wait(0.2):
-            for served in list(self.models.models.values()):
-                instances = list(served.instances)  # once: a reload may take them meanwhile
-                for index, model in enumerate(instances):
-                    label = served.name if len(instances) == 1 else model.instance_name
-                    shown = served.shown.setdefault(index, [0, 0])
-                    _echo_new(shown, label, model, self.log_settings)
+        stderr lines, on this process's stderr with the model's name; once more after the
+        stop, for the lines of its last moments (close() shows finalize's)."""
+        while True:
+            stopped = self._stop.wait(ECHO_POLL_S)
+            for served, index, label, model in self._instances():
+                _echo_new(served.shown.setdefault(index, [0, 0]), label, model, self.log_settings)
+            if stopped:
+                return
+
+    def _instances(self) -> List[Tuple[Any, int, str, Any]]:
+        """(served model, index, label, instance) of every running instance."""
+        out = []
+        for served in list(self.models.models.values()):
+            instances = list(served.instances)  # once: a reload may take them meanwhile
+            for index, model in enumerate(instances):
+                label = served.name if len(instances) == 1 else model.instance_name
+                out.append((served, index, label, model))
+        return out
 
 
 def _echo_new(shown: List[int], label: str, model: Any, settings: LogSettings) -> None:

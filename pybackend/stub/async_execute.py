@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 from .. import errors
 from ..utils.errors import TritonError
-from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
+from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from .logging import ERROR
@@ -55,9 +55,11 @@ class ConfigError(errors.ConfigError, ValueError):
     the load failure it causes always was)."""
 
 
-def _parameter(model_config: str, key: str) -> Optional[str]:
+def _parameter(model_config: Union[str, Mapping[str, Any]], key: str) -> Optional[str]:
+    """The string value of a model config parameter (the config as JSON text or a dict)."""
     try:
-        params = json.loads(model_config or "{}").get("parameters") or {}
+        config = json.loads(model_config or "{}") if isinstance(model_config, str) else model_config
+        params = config.get("parameters") or {}
     except ValueError:
         return None
     entry = params.get(key)
@@ -68,7 +70,13 @@ def _parameter(model_config: str, key: str) -> Optional[str]:
 
 def cancel_on_client_cancel(model_config: str) -> bool:
     """PYBACKEND_ASYNC_EXECUTE_CANCEL: cancel a coroutine whose requests were all cancelled."""
-    text = _parameter(model_config, CANCEL_PARAMETER)
+    return switch_parameter(model_config, CANCEL_PARAMETER)
+
+
+def switch_parameter(model_config: Union[str, Mapping[str, Any]], key: str) -> bool:
+    """A model config parameter that is on or off (false when unset); ConfigError for a
+    value that is neither."""
+    text = _parameter(model_config, key)
     if text is None:
         return False
     value = text.strip().lower()
@@ -76,9 +84,7 @@ def cancel_on_client_cancel(model_config: str) -> bool:
         return True
     if value in ("false", "no", "off", "0", ""):
         return False
-    raise ConfigError(
-        f"model config parameter {CANCEL_PARAMETER} must be true or false, found {text!r}"
-    )
+    raise ConfigError(f"model config parameter {key} must be true or false, found {text!r}")
 
 
 def concurrency_limit(model_config: str, decoupled: bool) -> int:
@@ -202,45 +208,25 @@ class AsyncExecutor:
     # ------------------------------------------------------------------ default mode
 
     def _deliver(self, requests: List[InferenceRequest], ret: Any) -> None:
-        """The return path's rules (spec 4.2), answered through the senders."""
-        if ret is None:
-            ret = [None] * len(requests)
-        elif not isinstance(ret, list):
-            return self._fail(
-                requests, f"Expected a list in the execute return, found type '{type(ret)}'."
-            )
-        elif len(ret) != len(requests):
-            return self._fail(
-                requests,
-                "Number of InferenceResponse objects do not match the number of "
-                f"InferenceRequest objects. InferenceRequest(s) size is:{len(requests)}, and "
-                f"InferenceResponse(s) size is:{len(ret)}\n",
-            )
-        for resp in ret:
-            if resp is not None and not isinstance(resp, InferenceResponse):
-                return self._fail(
-                    requests,
-                    "Expected an 'InferenceResponse' object in the execute function return "
-                    f"list, found type '{type(resp)}'.",
-                )
-        for req, resp in zip(requests, ret):
-            taken = req._sender is not None
-            if req._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+        """The return path's rules (stub/returns.py), answered through the senders."""
+        # Imported here: returns.py imports this module (its switch parameters).
+        from .returns import RESCHEDULED, RESPONSE, UNANSWERED, ReturnRefused, judge_return
+
+        try:
+            verdicts = judge_return(ret, requests, False, self.d.instance, through_senders=True)
+        except ReturnRefused as e:
+            return self._fail(requests, str(e))
+        for req, (verdict, what) in zip(requests, verdicts):
+            if verdict == RESCHEDULED:
                 self._fail(
                     [req],
                     f"request rescheduling needs {PARAMETER} = 1 (the batch was already "
                     "released when the coroutine asked for it)",
                 )
-            elif resp is not None:
-                self._send(req.get_response_sender(), resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-            elif not taken:
-                # As on the return path: nobody could ever answer this request.
-                self._fail(
-                    [req],
-                    "execute returned None for this request and its response sender sent "
-                    "nothing, so the request would never complete. Return an "
-                    "InferenceResponse for it or send one with request.get_response_sender().",
-                )
+            elif verdict == RESPONSE:
+                self._send(req.get_response_sender(), what, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            elif verdict == UNANSWERED:  # as on the return path: nobody could ever answer it
+                self._fail([req], what)
             # else: left to the sender the model took; a dropped one is reported.
 
     def _send(self, sender: Any, resp: Optional[InferenceResponse], flags: int) -> None:

@@ -1,8 +1,8 @@
 """EXECUTE -> ``execute(requests)`` -> RESULT, the stub's hot path.
 
 Inputs become zero-copy numpy views (of the backend's arena, or of our private copy of
-the datagram); the return value is validated with the original's error texts; outputs
-are placed by :class:`~pybackend.stub.outputs.Placer`.
+the datagram); the return value is judged by :mod:`pybackend.stub.returns` (the rules the
+offline harness applies too); outputs are placed by :class:`~pybackend.stub.outputs.Placer`.
 """
 
 from __future__ import annotations
@@ -17,24 +17,16 @@ import numpy as np
 from ..ipc import codec
 from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc
 from ..ipc.protocol import GPU_HOLD_SEG, Location, ResultKind, ResultStatus
-from ..utils.errors import ErrorCode, TritonModelException
+from ..utils.errors import ErrorCode
 from ..utils.request import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
-    TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
     InferenceRequest,
 )
-from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .async_execute import AsyncExecutor
 from .logging import ERROR
 from .outputs import Placer
-from .return_checks import (
-    decoupled_return,
-    default_return,
-    never_answered,
-    rescheduled_with_response,
-    wrong_item,
-)
+from .returns import RESCHEDULED, RESPONSE, SENDER, ReturnRefused, judge_return
 from .state import StubState
 from .tracebacks import format_exception
 
@@ -297,61 +289,33 @@ class Dispatcher:
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 
     def _items(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> list:
-        if self.decoupled:
-            refused = decoupled_return(self.instance, ret)
-            if refused is not None:
-                raise BatchError(refused)
-            self._open = [
-                r for r in requests if r._release_flags != TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
-            ]
-            return [(_NONE, r._release_flags, None) for r in requests]
-        if ret is None:
-            return [self._none_item(r, "execute returned None") for r in requests]
-        refused = default_return(ret, len(requests))
-        if refused is not None:
-            raise BatchError(refused)
+        try:
+            verdicts = judge_return(ret, requests, self.decoupled, self.instance)
+        except ReturnRefused as e:
+            raise BatchError(str(e)) from None
+        rules = self.state.output_rules  # None unless PYBACKEND_STRICT_OUTPUTS: no checks
         items: List[tuple] = []
-        for req, resp in zip(requests, ret):
+        for req, (verdict, what) in zip(requests, verdicts):
             flags = req._release_flags
-            if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
-                if resp is not None:
-                    raise BatchError(rescheduled_with_response(resp))
+            if verdict == RESPONSE:
+                if rules is not None:
+                    what = rules.check(what, req._requested).response
+                items.append((_RESPONSE, flags, placer.response(what, req._requested)))
+            elif verdict == SENDER:
+                # Its sender answers, also after execute returned (from a thread, say); if it
+                # is dropped without FINAL the stub reports it (SENDER_DROPPED) and the
+                # client gets an error.
+                sender = req._sender
+                if self.decoupled or sender is None or not sender._closed:
+                    self._open.append(req)
                 items.append((_NONE, flags, None))
-            elif resp is None:
-                items.append(self._none_item(req, "execute returned None for this request"))
-            elif type(resp) is InferenceResponse or isinstance(resp, InferenceResponse):
-                if req._sender is not None:
-                    try:
-                        req._sender._take_returned()
-                    except TritonModelException as e:
-                        raise BatchError(str(e)) from None
-                items.append((_RESPONSE, flags, placer.response(resp, req._requested)))
-            else:
-                raise BatchError(wrong_item(resp))
+            elif verdict == RESCHEDULED:
+                items.append((_NONE, flags, None))
+            else:  # UNANSWERED: nobody can answer it
+                text = f"Failed to process the request(s) for model '{self.instance}', message: "
+                error = ResponseDesc((), "", (ErrorCode.INTERNAL, text + what))
+                items.append((_RESPONSE, flags, error))
         return items
-
-    def _none_item(self, req: InferenceRequest, what: str) -> tuple:
-        """No response for ``req`` in the return value. Fine when the request is
-        rescheduled, or when the model took its response sender: the sender answers, also
-        after execute returned (from a thread, say), and if it is dropped without FINAL the
-        stub reports it (SENDER_DROPPED) and the client gets an error. A request whose
-        sender was never taken can never be answered: the original leaves its client
-        waiting forever (spec §10 QUIRK); we answer with an error instead."""
-        sender = req._sender
-        flags = req._release_flags
-        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
-            return (_NONE, flags, None)
-        if sender is not None:
-            if not sender._closed:
-                self._open.append(req)
-            return (_NONE, flags, None)
-        sender = req.get_response_sender()
-        sender._close()
-        text = (
-            f"Failed to process the request(s) for model '{self.instance}', message: "
-            + never_answered(what)
-        )
-        return (_RESPONSE, flags, ResponseDesc((), "", (ErrorCode.INTERNAL, text)))
 
     def _batch_error(self, message: str, requests: Any, async_mark: int = -1) -> bytearray:
         """RESULT for a failed batch. ``async_mark``: the async count when the batch

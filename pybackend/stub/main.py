@@ -4,6 +4,7 @@ another thread on the hot path) and answers HELLO/INIT/EXECUTE/FINALIZE in order
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import platform
@@ -24,6 +25,7 @@ from .dispatch import Dispatcher
 from .fork_route import ForkRoute
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .reader import Reader
+from .returns import OutputRules, strict_outputs
 from .state import StubState
 from .tracebacks import format_exception
 from .transport import StubTransport
@@ -167,6 +169,10 @@ class Stub:
                 reply["model_config"] = loader.auto_complete(module, init)
             else:
                 decoupled = bool(init.get("decoupled", False))
+                config = init.get("model_config", "")
+                if strict_outputs(config):
+                    rules = OutputRules(json.loads(config), self.instance, strict=True)
+                    self.state.output_rules = rules
                 dispatcher = Dispatcher(
                     self.state,
                     None,

@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import weakref
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..ipc import codec
 from ..ipc.arena import Arena, PeerSegments
@@ -23,6 +23,9 @@ from ..ipc.protocol import (
 )
 from .gpu import GpuHolds, GpuMappings
 from .logging import WARNING, StubLog
+
+if TYPE_CHECKING:
+    from .returns import OutputRules
 
 FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
 URGENT_FREE_BYTES = 1 << 20  # queued backend blocks that are returned without batching
@@ -80,6 +83,9 @@ class StubState:
         self.gpu_inputs = GpuMappings(lambda hold: self.free_backend_block(GPU_HOLD_SEG, hold))
         self.gpu = GpuHolds(lambda text: self.log.here(WARNING, text), self.gpu_inputs)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
+        # The model's output rules when PYBACKEND_STRICT_OUTPUTS is on (stub/returns.py);
+        # None by default: outputs go out unchecked, as the original sends them.
+        self.output_rules: Optional[OutputRules] = None
         self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)

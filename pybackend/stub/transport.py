@@ -46,6 +46,9 @@ class StubTransport(MetricsClient, Transport):
             body: bytes | bytearray
             if response is not None:
                 head = codec.SEND_HEAD.pack(request._token, flags, 1)
+                rules = self.state.output_rules  # None unless PYBACKEND_STRICT_OUTPUTS
+                if rules is not None:
+                    response = rules.check(response, request._requested).response
                 body = placer.response(response, request._requested, head)
             else:
                 body = codec.SEND_HEAD.pack(request._token, flags, 0)

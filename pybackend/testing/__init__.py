@@ -1,9 +1,11 @@
 """The offline harness: run and test a ``model.py`` in-process with the real pb_utils types,
 in a real stub process, or through a real tritonserver (docs/testing.md)."""
 
+from ..stub.returns import STRICT_PARAMETER, OutputMismatch
 from .config import ConfigError, load_config, parse_config
 from .harness import ModelHarness
 from .harness_errors import InferError
+from .outputs import OutputMismatchWarning
 from .results import Outputs
 from .server_model import ServerModel
 from .stub_model import StubModel
@@ -15,7 +17,10 @@ __all__ = [
     "LogRecord",
     "MetricRecord",
     "ModelHarness",
+    "OutputMismatch",
+    "OutputMismatchWarning",
     "Outputs",
+    "STRICT_PARAMETER",
     "ServerModel",
     "StubModel",
     "harness_transport",

@@ -28,12 +28,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..stub import loader
-from ..stub.return_checks import (
-    decoupled_return,
-    default_return,
-    never_answered,
-    rescheduled_with_response,
-    wrong_item,
+from ..stub.async_execute import ConfigError
+from ..stub.returns import (
+    RESCHEDULED,
+    RESPONSE,
+    UNANSWERED,
+    OutputMismatch,
+    OutputRules,
+    ReturnRefused,
+    judge_return,
 )
 from ..stub.tracebacks import format_exception
 from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
@@ -48,8 +51,9 @@ from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
+from .load_checks import refuse_like_server, run_warmup
 from .model_dir import ModelOnDisk
-from .outputs import check_outputs
+from .outputs import report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs, parameters_from_json
 from .sequence import request_fields
@@ -100,6 +104,10 @@ class ModelHarness(ModelOnDisk):
         self._cond = threading.Condition()
         self._execute_lock = threading.RLock()
         self._queued: Dict[int, int] = {}  # token -> when the request arrived (statistics)
+        #: Outputs that differed from config.pbtxt in responses the server would pass on
+        #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
+        self.output_mismatches: List[OutputMismatch] = []
+        self._output_rules: Optional[OutputRules] = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -117,10 +125,16 @@ class ModelHarness(ModelOnDisk):
             t.fakes.update(self._fakes)
         install(t)
         try:
+            refuse_like_server(self.config, self.model_name)
             self._load()
         except BaseException:
             self.model = None  # initialize failed: no finalize, as in the server
             self.close()  # the process is as before: no harness left registered
+            raise
+        try:
+            run_warmup(self)  # model_warmup, as the server runs it before the model is ready
+        except BaseException:
+            self.close()
             raise
         return self
 
@@ -135,7 +149,9 @@ class ModelHarness(ModelOnDisk):
                     self.config = complete(completed, self.model_name)
                 else:  # the server completes every config (a batcher's preferred sizes)
                     self.config = complete(self.config, self.model_name)
-            except loader.LoadError as e:
+                # The stub's rules for what execute returns (stub/returns.py).
+                self._output_rules = OutputRules(self.config, self.instance_name)
+            except (loader.LoadError, ConfigError) as e:
                 raise TritonModelException(str(e)) from None
             self.model = cls()
             if hasattr(self.model, "initialize"):
@@ -275,7 +291,7 @@ class ModelHarness(ModelOnDisk):
                     ret = self._run(ret)
                 times.mark_returned()
             return self._responses(reqs, ret)
-        except _BatchError as e:
+        except ReturnRefused as e:
             return self._failed(reqs, str(e))
         except Exception as e:  # noqa: BLE001 - model code may raise anything
             return self._failed(reqs, format_exception(e))
@@ -488,53 +504,33 @@ class ModelHarness(ModelOnDisk):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def _responses(self, reqs: List[InferenceRequest], ret: Any) -> List[Any]:
-        """What each request's client gets, by the stub's dispatcher's rules."""
-        if self.decoupled:
-            refused = decoupled_return(self.instance_name, ret)
-            if refused is not None:
-                raise _BatchError(refused)
-            return [None for _ in reqs]
-        if ret is None:
-            return [
-                None
-                if r._release_flags == RELEASE_RESCHEDULE
-                else self._unanswered(r, "execute returned None")
-                for r in reqs
-            ]
-        refused = default_return(ret, len(reqs))
-        if refused is not None:
-            raise _BatchError(refused)
+        """What each request's client gets, by the stub's rules (stub/returns.py)."""
         out: List[Any] = []
-        for req, resp in zip(reqs, ret):
-            if req._release_flags == RELEASE_RESCHEDULE:
-                if resp is not None:
-                    raise _BatchError(rescheduled_with_response(resp))
-                out.append(None)  # it comes back: its answer is still to come
-            elif resp is None:
-                out.append(self._unanswered(req, "execute returned None for this request"))
-            elif isinstance(resp, InferenceResponse):
-                if req._sender is not None:
-                    try:
-                        req._sender._take_returned()
-                    except TritonModelException as e:
-                        raise _BatchError(str(e)) from None
+        for req, (verdict, what) in zip(
+            reqs, judge_return(ret, reqs, self.decoupled, self.instance_name)
+        ):
+            if verdict == RESPONSE:
                 # A sender's FINAL that went out first completed the request already: the
                 # server passes that response on and drops the returned one.
                 sent = self._streams.get(req._token)
-                out.append(sent[0] if sent and self._done.get(req._token) else resp)
+                out.append(sent[0] if sent and self._done.get(req._token) else what)
+            elif verdict == UNANSWERED:
+                out.append(self._error(what))
+            elif verdict == RESCHEDULED or self.decoupled:
+                out.append(None)  # it comes back, or its sender streams: the answer is to come
             else:
-                raise _BatchError(wrong_item(resp))
+                out.append(self._sender_answer(req))
         return out
 
-    def _unanswered(self, req: InferenceRequest, what: str) -> InferenceResponse:
-        """No response in the return value: the request's sender answers (also from a
-        thread, after execute returned), or, if it was never taken, nobody can."""
-        if req._sender is None:
-            req.get_response_sender()._close()
-            return self._error(never_answered(what))
+    def _sender_answer(self, req: InferenceRequest) -> InferenceResponse:
+        """No response returned, and the model took the request's sender: it answers (also
+        from a thread, after execute returned)."""
         with self._cond:
             if not self._cond.wait_for(lambda: self._done.get(req._token, False), 30.0):
-                return self._error(f"{what} and its response sender sent no FINAL within 30 s")
+                return self._error(
+                    "execute returned no response for this request and its response sender "
+                    "sent no FINAL within 30 s"
+                )
             sent = self._streams.get(req._token) or [InferenceResponse()]
         return sent[0]
 
@@ -607,21 +603,18 @@ class ModelHarness(ModelOnDisk):
         return stream
 
     def _checked(self, resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
-        """``resp`` with the outputs Triton passes on (those requested), or the error
-        response the backend sends instead when one of them does not match the config
-        (what a client or a BLS caller gets)."""
+        """``resp`` with the outputs Triton passes on (those requested), as the server's
+        stub checks them (stub/returns.py): under PYBACKEND_STRICT_OUTPUTS a mismatch turns
+        it into the error response; otherwise it passes, and each mismatch is reported in
+        :attr:`output_mismatches` and as an OutputMismatchWarning."""
         resp = _filtered(resp, req)
-        if resp.has_error():
+        rules = self._output_rules
+        if rules is None:
             return resp
-        try:
-            check_outputs(
-                self.config,
-                self.instance_name,
-                {t.name(): t.as_numpy() for t in resp.output_tensors()},
-            )
-        except InferError as e:
-            return InferenceResponse(error=TritonError(e.message, e.code))
-        return resp
+        checked = rules.check(resp)
+        if not rules.strict:
+            report_mismatches(checked.mismatches, self.output_mismatches)
+        return checked.response
 
     def _cancel_token(self, token: int) -> None:
         """The request's client cancelled: its ``is_cancelled()`` turns true."""
@@ -639,10 +632,6 @@ def forget_imports(version_dir: Union[str, Path]) -> None:
     package = _package_of(Path(version_dir).resolve())
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
-
-
-class _BatchError(Exception):
-    """What ``execute`` returned is refused; every request of the batch fails with it."""
 
 
 class _Running:

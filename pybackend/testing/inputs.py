@@ -32,9 +32,9 @@ def check_inputs(
     in range reaches the model (as None from get_input_tensor_by_name). Where the server
     lists several names, its order is that of a hash table: here they are in the order
     given."""
+    # No inputs declared (no config.pbtxt, and no auto_complete_config that adds them): the
+    # server refuses every input ("expected 0 inputs"), as below.
     declared: Dict[str, Mapping[str, Any]] = {i["name"]: i for i in config.get("input", [])}
-    if not declared:
-        return  # no inputs declared (auto-complete fills them in a real server): no checks
     prefix = f"[request id: {request_id or '<id_unknown>'}] "
     batch = int(config.get("max_batch_size", 0) or 0) > 0
     given = {t.name(): t for t in tensors}

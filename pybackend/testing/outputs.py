@@ -1,16 +1,19 @@
-"""The checks the backend makes on the outputs a model returns (names, data types and
-shapes against config.pbtxt's ``output`` section; csrc/backend/output_specs.cc), with its
-texts, so a model that returns what the server would refuse fails offline too."""
+"""Outputs as the server treats them: which ones Triton asks the model for, and how the
+offline engines report an output that differs from config.pbtxt. The rules themselves are
+the stub's (:mod:`pybackend.stub.returns`): the server passes such an output on as the
+model made it (as the original backend does), or refuses it under
+``PYBACKEND_STRICT_OUTPUTS``; offline, a passed mismatch is also reported, as an
+:class:`OutputMismatchWarning` and in the engine's ``output_mismatches`` list."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence
+import warnings
+from typing import Any, List, Mapping, Sequence
 
-import numpy as np
-
+from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode
 from .harness_errors import InferError
-from .inputs import TRITON_NAME, triton_code
+from .inputs import triton_code
 
 
 def requested_outputs(
@@ -29,55 +32,28 @@ def requested_outputs(
     return list(requested) if requested else declared
 
 
-def check_outputs(config: Mapping[str, Any], instance: str, outputs: Mapping[str, Any]) -> None:
-    """Raise :class:`InferError` (INVALID_ARG) for the first output the backend refuses;
-    ``outputs`` maps names to arrays (all the response holds, requested or not)."""
-    declared: Dict[str, Mapping[str, Any]] = {o["name"]: o for o in config.get("output", [])}
-    if not declared:
-        return  # nothing declared: the backend has nothing to check against
-    batched = int(config.get("max_batch_size", 0) or 0) > 0
-    for name, value in outputs.items():
-        text = _wrong(declared, batched, instance, name, np.asarray(value))
-        if text:
-            raise InferError(text, ErrorCode.INVALID_ARG)
+class OutputMismatchWarning(UserWarning):
+    """An output differs from config.pbtxt (data type, shape, or not declared) and the
+    server passes it on anyway, as the original backend does: clients get what the model
+    returned, which is seldom what was meant. ``mismatch`` holds the details. Set the model
+    config parameter ``PYBACKEND_STRICT_OUTPUTS: "true"`` to make it an error instead."""
 
-
-def _wrong(
-    declared: Dict[str, Mapping[str, Any]],
-    batched: bool,
-    instance: str,
-    name: str,
-    array: np.ndarray,
-) -> str:
-    what = f"output '{name}' of model instance '{instance}'"
-    spec = declared.get(name)
-    if spec is None:
-        names = ", ".join(f"'{n}'" for n in declared)
-        return (
-            f"{what} is not declared in the model configuration (it declares {names}): "
-            "return only declared outputs, or add it to config.pbtxt"
+    def __init__(self, mismatch: OutputMismatch) -> None:
+        super().__init__(
+            f"{mismatch.text} (the server passes it on as it is; "
+            'PYBACKEND_STRICT_OUTPUTS: "true" makes this an error)'
         )
-    code = triton_code(array)
-    actual = "TYPE_STRING" if code == 13 else "TYPE_" + TRITON_NAME.get(code, "INVALID")
-    want_type = str(spec.get("data_type", ""))
-    if want_type and actual != want_type:
-        return (
-            f"{what} has data type {actual} but the model configuration declares {want_type}: "
-            "convert the array (e.g. numpy astype) or fix config.pbtxt"
-        )
-    if "reshape" in spec:
-        return ""
-    dims: List[int] = [int(d) for d in spec.get("dims", [])]
-    want = ([-1] if batched else []) + dims
-    shape = list(array.shape)
-    if len(want) != len(shape) or any(w >= 0 and w != s for w, s in zip(want, shape)):
-        return (
-            f"{what} has shape {_text(shape)} but the model configuration declares "
-            f"{_text(dims)}{' after the batch dimension' if batched else ''} (-1: any size): "
-            "reshape the array or fix config.pbtxt"
-        )
-    return ""
+        self.mismatch = mismatch
 
 
-def _text(dims: List[int]) -> str:
-    return "[" + ", ".join(str(d) for d in dims) + "]"
+def array_mismatches(rules: OutputRules, outputs: Mapping[str, Any]) -> List[OutputMismatch]:
+    """The mismatches among ``outputs`` (name -> array: those that go to the client)."""
+    return rules.mismatches((name, triton_code(a), a.shape) for name, a in outputs.items())
+
+
+def report_mismatches(found: Sequence[OutputMismatch], into: List[OutputMismatch]) -> None:
+    """Each of ``found`` (in a response the server passes on) goes to ``into`` (an engine's
+    ``output_mismatches``) and is warned about."""
+    for mismatch in found:
+        into.append(mismatch)
+        warnings.warn(OutputMismatchWarning(mismatch), stacklevel=3)

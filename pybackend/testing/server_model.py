@@ -15,7 +15,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..stub.returns import OutputMismatch, OutputRules
 from .harness_errors import InferError
+from .outputs import array_mismatches, report_mismatches
 from .results import Outputs, parameters_from_grpc
 
 Inputs = Mapping[str, Any]
@@ -38,6 +40,10 @@ class ServerModel:
         self.backend = backend
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self._server: Any = None
+        #: Outputs that differed from config.pbtxt in responses the server passed on (each
+        #: also an OutputMismatchWarning), as the offline engines report them.
+        self.output_mismatches: List[OutputMismatch] = []
+        self._output_rules: Optional[OutputRules] = None
 
     def __enter__(self) -> "ServerModel":
         return self.start()
@@ -69,7 +75,17 @@ class ServerModel:
                 self._tmp.cleanup()
                 self._tmp = None
             raise
+        config = self.config
+        groups = config.get("instance_group") or [{"name": self.model_name}]
+        self._output_rules = OutputRules(config, f"{groups[0].get('name', self.model_name)}_0")
         return self
+
+    def _reported(self, outputs: Outputs) -> Outputs:
+        """``outputs`` (what the client got), its mismatches with the config reported."""
+        rules = self._output_rules
+        if rules is not None and not rules.strict:
+            report_mismatches(array_mismatches(rules, outputs), self.output_mismatches)
+        return outputs
 
     def close(self) -> None:
         if self._server is not None:
@@ -110,7 +126,8 @@ class ServerModel:
                 raise InferError(e.message()) from None
             response = result.get_response()
             names = [o["name"] for o in response.get("outputs", [])]
-            return Outputs(((n, result.as_numpy(n)) for n in names), response.get("parameters"))
+            outputs = Outputs(((n, result.as_numpy(n)) for n in names), response.get("parameters"))
+            return self._reported(outputs)
         finally:
             client.close()
 
@@ -192,9 +209,11 @@ class ServerModel:
                 response = result.get_response()
                 if response.outputs:
                     responses.append(
-                        Outputs(
-                            ((o.name, result.as_numpy(o.name)) for o in response.outputs),
-                            parameters_from_grpc(response.parameters),
+                        self._reported(
+                            Outputs(
+                                ((o.name, result.as_numpy(o.name)) for o in response.outputs),
+                                parameters_from_grpc(response.parameters),
+                            )
                         )
                     )
                     if on_response is not None:

@@ -36,6 +36,7 @@ from .statistics import ExecuteTimes
 #: The directory holding the ``pybackend`` package and ``triton_python_backend_utils``
 #: (the checkout, or site-packages): the stub imports both from there.
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PIPE_DRAIN_S = 2.0  # how long closing waits for the end of the stub's stdout and stderr
 
 
 class StubDriver:
@@ -114,6 +115,9 @@ class StubDriver:
         self.async_closed = False
         self.pending_stub_frees: List[Tuple[int, int]] = []
         self._gpu_maps: Dict[Tuple[int, bytes], int] = {}  # the stub's GPU allocations mapped here
+        #: Threads that read the stub's stdout and stderr (its user's): closing waits for
+        #: them to reach the end of the pipes, so what finalize printed is not lost.
+        self.pipe_readers: List[threading.Thread] = []
         self.reader = threading.Thread(target=self._read_async, daemon=True)
         self.reader.start()
 
@@ -427,6 +431,8 @@ class StubDriver:
         # FREE lands in an emptied arena ("FREE for unknown segment") and the exception of
         # the reader thread is reported in whichever test runs next.
         self.reader.join(10)
+        for thread in self.pipe_readers:
+            thread.join(PIPE_DRAIN_S)  # bounded: a child the model started may hold the pipe
         for ch in (self.sync, self.async_):
             ch.close()
         self.arena.close()

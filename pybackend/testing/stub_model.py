@@ -27,6 +27,7 @@ import numpy as np
 
 from ..execution_env import EnvError, package_parent, prepare
 from ..ipc.channel import ChannelClosed
+from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
@@ -34,9 +35,10 @@ from .cancel_watch import CancelWatch
 from .config import complete
 from .harness_errors import InferError
 from .inputs import check_inputs, parameters_json
+from .load_checks import refuse_like_server, run_warmup
 from .metric_store import MetricStore
 from .model_dir import ModelOnDisk
-from .outputs import check_outputs
+from .outputs import array_mismatches, report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs, parameters_from_json
 from .sequence import request_fields
@@ -86,6 +88,7 @@ class StubModel(ModelOnDisk):
         )
         #: What the stub wrote to its stdout and stderr, line by line.
         self.output: List[str] = []
+        self._closed_logs: List[Any] = []  # the logs of the stub that was closed last
         self._fakes = dict(bls or {})
         self._env = dict(env or {})
         self._python = python or sys.executable
@@ -107,6 +110,10 @@ class StubModel(ModelOnDisk):
         self._sent_count: Dict[int, int] = {}
         # token -> where a live stream's responses go (BLS calls to this model)
         self._live: Dict[int, Callable[[Optional[Dict[str, Any]], bool], None]] = {}
+        #: Outputs that differed from config.pbtxt in responses the server would pass on
+        #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
+        self.output_mismatches: List[OutputMismatch] = []
+        self._output_rules: Optional[OutputRules] = None
 
     def __enter__(self) -> "StubModel":
         return self.start()
@@ -125,10 +132,10 @@ class StubModel(ModelOnDisk):
 
     @property
     def logs(self) -> List[LogRecord]:
-        """What ``pb_utils.Logger`` (and the stub itself) logged, in order."""
-        if self._driver is None:
-            return []
-        return [LogRecord(lv, f, line, m) for lv, line, f, m in list(self._driver.logs)]
+        """What ``pb_utils.Logger`` (and the stub itself) logged, in order (after close: what
+        the last stub logged)."""
+        logs = self._closed_logs if self._driver is None else list(self._driver.logs)
+        return [LogRecord(lv, f, line, m) for lv, line, f, m in logs]
 
     @property
     def metrics(self) -> Dict[int, MetricRecord]:
@@ -147,11 +154,13 @@ class StubModel(ModelOnDisk):
         instance's stub, which runs ``initialize``."""
         if not self.model_file.is_file():
             raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+        refuse_like_server(self.config, self.model_name)
         self._use_execution_env()
         if self.auto_complete:
             reply = self._run_auto_complete()
             if reply.get("model_config"):
                 self.config = complete(json.loads(reply["model_config"]), self.model_name)
+        self._output_rules = OutputRules(self.config, self.instance_name)
         driver = self._spawn()
         self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
         reply = driver.init(
@@ -168,14 +177,21 @@ class StubModel(ModelOnDisk):
         driver.on_send = self._on_send
         self._driver = driver
         register(self)
+        try:
+            run_warmup(self)  # model_warmup, as the server runs it before the model is ready
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def close(self) -> None:
-        """``finalize``, then wait for the stub to exit."""
+        """``finalize``, then wait for the stub to exit (:attr:`logs` and :attr:`output` keep
+        what it logged and printed, finalize's lines included)."""
         unregister(self)
         driver, self._driver = self._driver, None
         if driver is not None:
             self._shutdown(driver)
+            self._closed_logs = list(driver.logs)
         if self._services is not None:
             self._services.forget_families()
 
@@ -218,7 +234,9 @@ class StubModel(ModelOnDisk):
         )
         for stream in (driver.proc.stdout, driver.proc.stderr):
             # Read as it comes: a stub that prints more than a pipe holds must not block.
-            threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
+            thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+            thread.start()
+            driver.pipe_readers.append(thread)
         try:
             driver.hello()
         except BaseException:
@@ -571,14 +589,12 @@ class StubModel(ModelOnDisk):
         return results
 
     def _checked(self, resp: Dict[str, Any]) -> Dict[str, Any]:
-        """``resp``, or the error the backend sends instead when an output does not match
-        the config."""
-        if resp.get("error") is not None:
-            return resp
-        try:
-            check_outputs(self.config, self.instance_name, resp["outputs"])
-        except InferError as e:
-            return {"error": (e.code, e.message), "outputs": {}}
+        """``resp`` as the stub sent it: under PYBACKEND_STRICT_OUTPUTS, the stub already
+        made an output that differs from the config an error; otherwise each such output
+        is reported in :attr:`output_mismatches` and as an OutputMismatchWarning."""
+        rules = self._output_rules
+        if resp.get("error") is None and rules is not None and not rules.strict:
+            report_mismatches(array_mismatches(rules, resp["outputs"]), self.output_mismatches)
         return resp
 
     def _on_send(self, token: int, flags: int, resp: Optional[Dict[str, Any]]) -> bool:

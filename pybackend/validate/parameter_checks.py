@@ -9,7 +9,7 @@ from typing import Any, Dict
 
 from ..errors import PybackendError
 from ..execution_env import interpreter, locate
-from ..stub import async_execute, debug
+from ..stub import async_execute, debug, returns
 from .config_checks import CONFIG, instance_count
 from .findings import ERROR, WARNING, ModelReport, line_of
 
@@ -21,8 +21,7 @@ KNOWN = {
     "PYBACKEND_DEBUG",
     async_execute.PARAMETER,
     async_execute.CANCEL_PARAMETER,
-    # Issue 19 (branch returns, not in main when this was written): strict output checks.
-    "PYBACKEND_STRICT_OUTPUTS",
+    returns.STRICT_PARAMETER,
 }
 THREAD_BUDGET_MAX = 1_000_000  # csrc/backend/thread_budget.cc
 
@@ -67,6 +66,7 @@ def check_parameters(report: ModelReport, text: str, config: Dict[str, Any]) -> 
     for key, check in (
         (async_execute.PARAMETER, lambda: async_execute.concurrency_limit(as_json, decoupled)),
         (async_execute.CANCEL_PARAMETER, lambda: async_execute.cancel_on_client_cancel(as_json)),
+        (returns.STRICT_PARAMETER, lambda: returns.strict_outputs(as_json)),
     ):
         try:
             check()

@@ -16,9 +16,10 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ..stub.returns import OutputRules
 from ..stub.tracebacks import format_exception
 from ..testing.harness import ModelHarness
-from ..testing.inputs import TRITON_NAME, triton_code
+from ..testing.outputs import array_mismatches
 from ..utils.dtypes import triton_string_to_numpy
 from ..utils.errors import TritonModelException
 from .findings import ERROR, NOTE, WARNING, ModelReport
@@ -166,7 +167,7 @@ def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
             )
             continue
         arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
-        for text in output_mismatches(harness.config, arrays):
+        for text in output_mismatches(harness.config, harness.instance_name, arrays):
             report.add(WARNING, "output", text, file)
 
 
@@ -192,38 +193,15 @@ def generated_inputs(config: Mapping[str, Any]) -> Optional[Dict[str, np.ndarray
     return inputs
 
 
-def output_mismatches(config: Mapping[str, Any], outputs: Mapping[str, np.ndarray]) -> List[str]:
-    """The outputs whose data type or shape differ from the configuration. Our own small
-    comparison: the harness's list of mismatches (issue 19, branch `returns`) is not in
-    main yet; once it is, this should use its rules (stub/returns.py OutputRules)."""
-    declared = {str(o.get("name")): o for o in config.get("output") or []}
-    batched = int(config.get("max_batch_size") or 0) > 0
-    found = []
-    for name, array in outputs.items():
-        spec = declared.get(name)
-        if spec is None:
-            found.append(
-                f"output '{name}' is not declared in the configuration: no client can ask for it"
-            )
-            continue
-        code = triton_code(array)
-        actual = "TYPE_STRING" if code == 13 else "TYPE_" + TRITON_NAME.get(code, "INVALID")
-        want_type = str(spec.get("data_type") or "")
-        if want_type and actual != want_type:
-            found.append(
-                f"output '{name}' has data type {actual} but the configuration declares "
-                f"{want_type}: tritonserver passes it on as it is, so clients get "
-                f"{actual[5:]}; convert the array (numpy astype) or fix config.pbtxt"
-            )
-        if "reshape" in spec:
-            continue
-        dims = [int(d) for d in spec.get("dims") or []]
-        want = ([-1] if batched else []) + dims
-        shape = list(array.shape)
-        if len(want) != len(shape) or any(w >= 0 and w != s for w, s in zip(want, shape)):
-            found.append(
-                f"output '{name}' has shape {shape} but the configuration declares {dims}"
-                f"{' after the batch dimension' if batched else ''} (-1: any size): "
-                "tritonserver passes it on as it is; reshape the array or fix config.pbtxt"
-            )
-    return found
+def output_mismatches(
+    config: Mapping[str, Any], instance: str, outputs: Mapping[str, np.ndarray]
+) -> List[str]:
+    """The outputs whose data type or shape differ from the configuration, by the rules the
+    stub applies under PYBACKEND_STRICT_OUTPUTS (stub/returns.py OutputRules), each with
+    what tritonserver does with it by default."""
+    rules = OutputRules(config, instance, strict=False)
+    return [
+        f"{m.text} (tritonserver passes it on as it is; "
+        f'PYBACKEND_STRICT_OUTPUTS: "true" makes it an error)'
+        for m in array_mismatches(rules, outputs)
+    ]

@@ -84,28 +84,33 @@ def test_outputs_that_differ_from_the_config_are_warnings(cli: Cli, tmp_path: Pa
     )
     done = cli("validate", tmp_path, "--run")
     assert done.returncode == 0, done.stdout  # warnings only
+    passes = (
+        ' (tritonserver passes it on as it is; PYBACKEND_STRICT_OUTPUTS: "true" makes it an error)'
+    )
     assert sorted(f for f in _findings(cli, tmp_path)) == [
         (
             "stream_wrong",
             "warning",
             "output",
-            "output 'Y' has shape [2] but the configuration declares [4] (-1: any size): "
-            "tritonserver passes it on as it is; reshape the array or fix config.pbtxt",
+            "output 'Y' of model instance 'stream_wrong_0' has shape [2] but the model "
+            "configuration declares [4] (-1: any size): reshape the array or fix config.pbtxt"
+            + passes,
         ),
         (
             "wrong_shape",
             "warning",
             "output",
-            "output 'Y' has shape [2, 4] but the configuration declares [4] (-1: any size): "
-            "tritonserver passes it on as it is; reshape the array or fix config.pbtxt",
+            "output 'Y' of model instance 'wrong_shape_0' has shape [2, 4] but the model "
+            "configuration declares [4] (-1: any size): reshape the array or fix config.pbtxt"
+            + passes,
         ),
         (
             "wrong_type",
             "warning",
             "output",
-            "output 'Y' has data type TYPE_INT64 but the configuration declares TYPE_FP32: "
-            "tritonserver passes it on as it is, so clients get INT64; convert the array "
-            "(numpy astype) or fix config.pbtxt",
+            "output 'Y' of model instance 'wrong_type_0' has data type TYPE_INT64 but the "
+            "model configuration declares TYPE_FP32: convert the array (e.g. numpy astype) or "
+            "fix config.pbtxt" + passes,
         ),
     ]
     # Without --run, nothing runs: nothing to say.

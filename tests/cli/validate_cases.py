@@ -150,6 +150,11 @@ CASES = {
         [("error", "parameter", "model config parameter PYBACKEND_ASYNC_EXECUTE_CANCEL must be true or false, found 'maybe'", "config.pbtxt", 2)],
         server="model config parameter PYBACKEND_ASYNC_EXECUTE_CANCEL must be true or false, found 'maybe'",
     ),
+    "strict_outputs_bad": Case(
+        param("PYBACKEND_STRICT_OUTPUTS", "maybe") + IO,
+        [("error", "parameter", "model config parameter PYBACKEND_STRICT_OUTPUTS must be true or false, found 'maybe'", "config.pbtxt", 2)],
+        server="model config parameter PYBACKEND_STRICT_OUTPUTS must be true or false, found 'maybe'",
+    ),
     "unknown_param": Case(
         param("PYBACKEND_DEBUGGER", "pdb") + IO,
         [("warning", "parameter", "parameter PYBACKEND_DEBUGGER is not one pybackend reads (PYBACKEND_ASYNC_EXECUTE_CANCEL, PYBACKEND_ASYNC_EXECUTE_CONCURRENCY, PYBACKEND_DEBUG, PYBACKEND_STRICT_OUTPUTS)", "config.pbtxt", 2)],

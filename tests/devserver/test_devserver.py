@@ -210,25 +210,34 @@ def test_concurrent_clients_each_get_their_own_answer(devserver: DevServer) -> N
         client.close()
 
 
+#: Logs and prints from execute (``{said}``), and from finalize.
+CHATTY = (
+    "import sys\nimport triton_python_backend_utils as pb_utils\n\n"
+    "class TritonPythonModel:\n    def execute(self, requests):\n"
+    "        pb_utils.Logger.log_warn('warned {said}')\n"
+    "        print('printed {said}', file=sys.stderr, flush=True)\n"
+    "        return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "
+    "'INPUT0')]) for r in requests]\n\n"
+    "    def finalize(self):\n"
+    "        pb_utils.Logger.log_info('finalize logged')\n"
+    "        print('finalize printed', flush=True)\n"
+)
+
+
+def _infer_one(server: DevServer, model: str) -> None:
+    body, headers = infer_body(
+        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
+    )
+    assert exchange(server.http_url, "POST", f"/v2/models/{model}/infer", body, headers)[0] == 200
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_model_logs_and_prints_reach_the_terminal(
     mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    _write_model(
-        tmp_path,
-        "chatty",
-        "import sys\nimport triton_python_backend_utils as pb_utils\n\n"
-        "class TritonPythonModel:\n    def execute(self, requests):\n"
-        "        pb_utils.Logger.log_warn('warned from execute')\n"
-        "        print('printed from execute', file=sys.stderr, flush=True)\n"
-        "        return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "
-        "'INPUT0')]) for r in requests]\n",
-    )
+    _write_model(tmp_path, "chatty", CHATTY.format(said="from execute"))
     with DevServer(tmp_path, in_process=mode == "inprocess") as server:
-        body, headers = infer_body(
-            {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
-        )
-        assert exchange(server.http_url, "POST", "/v2/models/chatty/infer", body, headers)[0] == 200
+        _infer_one(server, "chatty")
         deadline = time.monotonic() + 10
         seen = ""
         while time.monotonic() < deadline and "warned from execute" not in seen:
@@ -236,6 +245,24 @@ def test_model_logs_and_prints_reach_the_terminal(
             seen += capfd.readouterr().err
     assert "W [chatty] model.py:6: warned from execute" in seen
     assert "printed from execute" in seen
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_last_lines_and_finalize_reach_the_terminal_at_stop(
+    mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Stopping (Ctrl-C) right after a request: what execute logged and printed last, and
+    what finalize logs and prints, are shown before the server is gone."""
+    _write_model(tmp_path, "parting", CHATTY.format(said="last"))
+    with DevServer(tmp_path, in_process=mode == "inprocess") as server:
+        _infer_one(server, "parting")
+    out = capfd.readouterr()
+    seen = out.err + out.out
+    assert "W [parting] model.py:6: warned last" in seen
+    assert "I [parting] model.py:11: finalize logged" in seen
+    if mode == "stub":  # in-process, print() goes to this process's own stdout
+        assert "[parting] printed last" in seen
+        assert "[parting] finalize printed" in seen
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])

@@ -1,9 +1,9 @@
 """The development server's statistics extension against tritonserver 2.51 with our backend:
-the same requests (completed, refused before the model, failed in execute, batched by the
-dynamic batcher, streamed from a decoupled model, and BLS calls from one model to others)
-go to both, then every model's counters read the same over HTTP and gRPC (durations: the
-same fields, positive where the counts are), and so do the errors for an unknown model or
-version."""
+add_sub's warmup samples run at load, then the same requests (completed, refused before the
+model, failed in execute, batched by the dynamic batcher, streamed from a decoupled model,
+and BLS calls from one model to others) go to both; every model's counters read the same
+over HTTP and gRPC (durations: the same fields, positive where the counts are), and so do
+the errors for an unknown model or version."""
 
 from __future__ import annotations
 
@@ -32,6 +32,11 @@ MODELS = [
     "string_echo",  # never called: every counter stays zero
     "token_stream",
 ]
+ADD_SUB_WARMUP = """
+model_warmup [ { name: "zeros" batch_size: 1 count: 3
+  inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } }
+  inputs { key: "INPUT1" value: { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } } } ]
+"""
 BATCH_REQUESTS = 4  # of 2 rows each: together batched_scale's max_batch_size of 8
 
 
@@ -48,6 +53,9 @@ def servers(
             "max_queue_delay_microseconds: 50000", "max_queue_delay_microseconds: 30000000"
         )
     )
+    # Warmup samples run at load on both servers and count in the statistics.
+    add_sub = repo / "add_sub" / "config.pbtxt"
+    add_sub.write_text(add_sub.read_text() + ADD_SUB_WARMUP)
     with side_by_side(repo, request.param) as pair:
         for server in pair:
             _run_workload(server)
@@ -176,7 +184,8 @@ def test_grpc_answers_alike(servers: Tuple[Any, Any]) -> None:
             client.close()
     want, got = (_grpc_counts(s) for s in stats)
     assert got == want
-    assert want["inference_count"] == "3"  # two direct requests and one BLS call
+    # three warmup requests, two direct requests and one BLS call
+    assert want["inference_count"] == "6"
 
 
 def _grpc_counts(stats: Dict[str, Any]) -> Dict[str, Any]:

@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pybackend.testing import InferError, ModelHarness, StubModel, load_config
+from pybackend.testing import (
+    InferError,
+    ModelHarness,
+    OutputMismatchWarning,
+    StubModel,
+    load_config,
+)
 from pybackend.utils.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
@@ -163,8 +169,15 @@ class TritonPythonModel:
 """
 
 
+#: One FP32 input X and output Y of any length.
+X_TO_Y = """backend: "python"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+"""
+
+
 def test_refused_return_values_get_the_backends_texts(tmp_path: Path) -> None:
-    with ModelHarness(_write_model(tmp_path, "wrong_count", WRONG_COUNT)) as model:
+    with ModelHarness(_write_model(tmp_path, "wrong_count", WRONG_COUNT, X_TO_Y)) as model:
         (resp,) = model.execute([{"X": np.ones(1, np.float32)}])
         assert resp.has_error()
         assert resp.error().code() == ErrorCode.INTERNAL
@@ -190,12 +203,14 @@ class TritonPythonModel:
 
 
 def test_async_execute_and_relative_imports(tmp_path: Path) -> None:
-    model_dir = _write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE)
+    model_dir = _write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE, X_TO_Y)
     (model_dir / "1" / "helper.py").write_text("def double(x):\n    return x * 2\n")
     # A second model whose version directory is also "1": modules stay apart.
     other = _write_model(tmp_path, "other", WRONG_COUNT)
     with ModelHarness(model_dir) as model, ModelHarness(other):
-        responses = model.execute([{"X": np.array([1.5], np.float32)}, {"X": np.ones(2)}])
+        responses = model.execute(
+            [{"X": np.array([1.5], np.float32)}, {"X": np.ones(2, np.float32)}]
+        )
         assert responses[0].output_tensors()[0].as_numpy().tolist() == [3.0]
         assert responses[1].output_tensors()[0].as_numpy().tolist() == [2.0, 2.0]
 
@@ -378,10 +393,17 @@ class TritonPythonModel:
         out = []
         for r in requests:
             how = pb_utils.get_input_tensor_by_name(r, "HOW").as_numpy()[0].decode()
+            send = how.startswith("send_")
+            how = how[len("send_"):] if send else how
             y = {"dtype": np.ones(3, np.int64), "rank": np.ones((2, 2), np.float32),
                  "ok": np.ones(3, np.float32)}.get(how, np.ones(3, np.float32))
             name = "EXTRA" if how == "name" else "Y"
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor(name, y)]))
+            response = pb_utils.InferenceResponse([pb_utils.Tensor(name, y)])
+            if send:  # the response sender's path
+                flags = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+                r.get_response_sender().send(response, flags=flags)
+                response = None
+            out.append(response)
         return out
 """
 
@@ -391,29 +413,81 @@ input [ {{ name: "HOW" data_type: TYPE_STRING dims: [ 1 ] }} ]
 output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }} ]
 """
 
+STRICT = 'parameters: { key: "PYBACKEND_STRICT_OUTPUTS" value: { string_value: "%s" } }\n'
+
+
+def _how(how: str) -> dict[str, np.ndarray]:
+    return {"HOW": np.array([how.encode()], np.object_)}
+
 
 @BOTH
-def test_outputs_that_do_not_match_the_config(triton_model: Any, tmp_path: Path) -> None:
-    """What the backend refuses in a model's outputs fails in every mode, with its text."""
+@pytest.mark.parametrize("path", ["", "send_"])
+def test_outputs_that_do_not_match_the_config_pass(
+    triton_model: Any, tmp_path: Path, path: str
+) -> None:
+    """An output whose data type or shape differs from the config reaches the client as the
+    model made it, as the original backend passes it; every engine reports it, as an
+    OutputMismatchWarning and in ``output_mismatches``."""
     name = "outs"
     model = triton_model(
         _write_model(tmp_path, name, WRONG_OUTPUTS, WRONG_OUTPUTS_IO.format(name=name))
     )
-    what = f"output '{{}}' of model instance '{name}_0'"
+    what = f"output 'Y' of model instance '{name}_0'"
+    with pytest.warns(OutputMismatchWarning) as warned:
+        y = model.infer(_how(path + "dtype"))["Y"]
+    assert (y.dtype, y.tolist()) == (np.int64, [1, 1, 1])
+    text = what + " has data type TYPE_INT64 but the model configuration declares TYPE_FP32"
+    assert [str(w.message).startswith(text) for w in warned] == [True]
+    with pytest.warns(OutputMismatchWarning):
+        assert model.infer(_how(path + "rank"))["Y"].shape == (2, 2)
+    assert model.infer(_how(path + "ok"))["Y"].tolist() == [1, 1, 1]
+    # An output the config does not declare is not asked for (the client named none, so
+    # Triton asks for the declared ones): it is dropped, nothing to report.
+    assert model.infer(_how(path + "name")) == {}
+    assert [m.output for m in model.output_mismatches] == ["Y", "Y"]
+    assert model.output_mismatches[0].text.startswith(text)
+    assert model.output_mismatches[1].text == (
+        what + " has shape [2, 2] but the model configuration declares [-1] (-1: any size): "
+        "reshape the array or fix config.pbtxt"
+    )
+
+
+@BOTH
+@pytest.mark.parametrize("path", ["", "send_"])
+def test_strict_outputs_refuse_what_does_not_match(
+    triton_model: Any, tmp_path: Path, path: str
+) -> None:
+    """PYBACKEND_STRICT_OUTPUTS: "true" turns each mismatch into an error response (INVALID_ARG)
+    with the same text, in every engine (the stub's rules: stub/returns.py)."""
+    name = "strict"
+    config = WRONG_OUTPUTS_IO.format(name=name) + STRICT % "true"
+    model = triton_model(_write_model(tmp_path, name, WRONG_OUTPUTS, config))
+    what = f"output 'Y' of model instance '{name}_0'"
     expected = {
-        "dtype": what.format("Y") + " has data type TYPE_INT64 but the model configuration "
-        "declares TYPE_FP32: convert the array",
-        "rank": what.format("Y") + " has shape [2, 2] but the model configuration declares "
-        "[-1] (-1: any size)",
+        "dtype": what + " has data type TYPE_INT64 but the model configuration declares "
+        "TYPE_FP32: convert the array (e.g. numpy astype) or fix config.pbtxt",
+        "rank": what + " has shape [2, 2] but the model configuration declares [-1] "
+        "(-1: any size): reshape the array or fix config.pbtxt",
     }
     for how, text in expected.items():
         with pytest.raises(InferError) as info:
-            model.infer({"HOW": np.array([how.encode()], np.object_)})
-        assert text in info.value.message, info.value.message
-    assert model.infer({"HOW": np.array([b"ok"], np.object_)})["Y"].tolist() == [1, 1, 1]
-    # An output the config does not declare is not asked for (the client named none, so
-    # Triton asks for the declared ones): it is dropped, no error.
-    assert model.infer({"HOW": np.array([b"name"], np.object_)}) == {}
+            model.infer(_how(path + how))
+        assert text == info.value.message
+    assert model.infer(_how(path + "ok"))["Y"].tolist() == [1, 1, 1]
+    assert model.infer(_how(path + "name")) == {}  # not requested: not checked
+    assert model.output_mismatches == []
+
+
+@BOTH
+def test_strict_outputs_takes_a_yes_or_a_no(triton_model: Any, tmp_path: Path) -> None:
+    name = "strict_bad"
+    config = WRONG_OUTPUTS_IO.format(name=name) + STRICT % "maybe"
+    with pytest.raises(Exception) as info:
+        triton_model(_write_model(tmp_path, name, WRONG_OUTPUTS, config))
+    assert (
+        "model config parameter PYBACKEND_STRICT_OUTPUTS must be true or false, found "
+        "'maybe'" in str(info.value)
+    )
 
 
 REQUESTED = """
@@ -455,6 +529,52 @@ def test_requested_outputs_as_the_model_sees_them(triton_model: Any, tmp_path: P
     assert json.loads(every["A"][0]) == ["A", "B"]
     only = model.infer(x, requested_outputs=["A"])
     assert list(only) == ["A"] and json.loads(only["A"][0]) == ["A"]
+
+
+ASYNC_RETURNS = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        how = pb_utils.get_input_tensor_by_name(requests[0], "HOW").as_numpy()[0].decode()
+        if how == "tuple":
+            return tuple(pb_utils.InferenceResponse([]) for _ in requests)
+        if how == "too_few":
+            return []
+        if how == "not_response":
+            return ["nope" for _ in requests]
+        return [None for _ in requests]
+"""
+
+ASYNC_RETURNS_IO = """backend: "python"
+input [ { name: "HOW" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+parameters: { key: "PYBACKEND_ASYNC_EXECUTE_CONCURRENCY" value: { string_value: "2" } }
+"""
+
+
+@BOTH
+def test_background_coroutines_follow_the_return_rules(triton_model: Any, tmp_path: Path) -> None:
+    """With PYBACKEND_ASYNC_EXECUTE_CONCURRENCY above 1 the stub runs a default-mode
+    coroutine in the background and answers its return value through the senders; the
+    rules and texts are the return path's (stub/returns.py), as in-process."""
+    model = triton_model(_write_model(tmp_path, "bg", ASYNC_RETURNS, ASYNC_RETURNS_IO))
+    prefix = "Failed to process the request(s) for model 'bg_0', message: "
+    expected = {
+        "tuple": "Expected a list in the execute return, found type '<class 'tuple'>'.",
+        "too_few": "Number of InferenceResponse objects do not match the number of "
+        "InferenceRequest objects. InferenceRequest(s) size is:1, and InferenceResponse(s) "
+        "size is:0\n",
+        "not_response": "Expected an 'InferenceResponse' object in the execute function "
+        "return list, found type '<class 'str'>'.",
+        "none": "execute returned None for this request and its response sender sent "
+        "nothing, so the request would never complete. Return an InferenceResponse for it "
+        "or send one with request.get_response_sender().",
+    }
+    for how, text in expected.items():
+        with pytest.raises(InferError) as info:
+            model.infer(_how(how))
+        assert info.value.message == prefix + text
 
 
 BLS_IN_FINALIZE = """

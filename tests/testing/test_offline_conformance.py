@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pybackend.testing import InferError, ModelHarness, ServerModel, StubModel
+from pybackend.testing import (
+    InferError,
+    ModelHarness,
+    OutputMismatchWarning,
+    ServerModel,
+    StubModel,
+)
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 
@@ -103,6 +110,12 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         ("wrong dim", {"IN": np.zeros((1, 4), np.float32)}, {}),
     ],
     "io/bytes_forms": [("all", {"DUMMY": i32(0)}, {})],
+    # Outputs unlike their declaration pass, and every engine reports the same mismatches.
+    "io/output_mismatch": [
+        (p + m, {"MODE": s(p + m)}, {})
+        for p in ("", "send_")
+        for m in ("int64", "fp16", "bool", "bytes", "rank", "scalar", "fixed_shape", "matching")
+    ],
     "execute_semantics/request_echo": [
         ("plain", {"IN": i32(1)}, {}),
         ("id and params", {"IN": i32(1)}, {"request_id": "r-7", "parameters": {"k": "v"}}),
@@ -196,6 +209,15 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
 
 
 def outcome(model: Any, inputs: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """The case's answer, with the output mismatches the engine reported for it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", OutputMismatchWarning)
+        answer = _answer(model, inputs, kwargs)
+    reported = [str(w.message) for w in caught if w.category is OutputMismatchWarning]
+    return answer + (reported,) if reported else answer
+
+
+def _answer(model: Any, inputs: dict[str, Any], kwargs: dict[str, Any]) -> Any:
     kwargs = dict(kwargs)
     unordered = kwargs.pop("unordered", False)
     try:
@@ -390,6 +412,8 @@ def test_offline_equals_server(repository: Path, key: str) -> None:
                     stack.enter_context(kind(other))
                 model = stack.enter_context(kind(model_dir))
             results[mode] = [outcome(model, inputs, kwargs) for _, inputs, kwargs in cases]
+    if key == "io/output_mismatch":  # every case but "matching" reports its one output
+        assert [len(r) for r in results["server"]] == [3] * 7 + [2] + [3] * 7 + [2]
     wrong = []
     for i, (case, _, _) in enumerate(cases):
         server = results["server"][i]
