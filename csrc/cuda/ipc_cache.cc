@@ -26,17 +26,6 @@ void IpcCache::With(const ipc::GpuRef& ref, const std::string& where,
           std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size())};
   auto it = open_.find(key);
   if (it == open_.end()) {
-    if (open_.size() >= kMaxOpen) {
-      Key oldest = order_.front();
-      order_.pop_front();
-      CUdeviceptr old = open_[oldest].base;
-      open_.erase(oldest);
-      ScopedDevice on(driver, static_cast<int>(oldest.first), where);
-      CUresult rc = driver.api().cuIpcCloseMemHandle(old);
-      if (rc != CUDA_SUCCESS) {
-        PB_LOG_WARN(where + ": cuIpcCloseMemHandle failed with " + driver.ErrorName(rc));
-      }
-    }
     CUipcMemHandle handle;
     std::memcpy(handle.reserved, ref.handle.data(), sizeof(handle.reserved));
     Mapping m;
@@ -54,8 +43,24 @@ void IpcCache::With(const ipc::GpuRef& ref, const std::string& where,
         driver.Check(rc, "cuMemGetAddressRange", where);
       }
     }
-    it = open_.emplace(std::move(key), m).first;
-    order_.push_back(it->first);
+    it = open_.emplace(key, m).first;
+    order_.push_back(key);
+    bytes_ += m.size;
+    // Over the bounds: close the oldest mappings, never the one about to be used.
+    while ((open_.size() > kMaxOpen || bytes_ > kMaxBytes) && order_.front() != key) {
+      Key oldest = order_.front();
+      order_.pop_front();
+      auto old = open_.find(oldest);
+      if (old == open_.end()) continue;
+      bytes_ -= old->second.size;
+      CUdeviceptr base = old->second.base;
+      open_.erase(old);
+      ScopedDevice on(driver, static_cast<int>(oldest.first), where);
+      CUresult rc = driver.api().cuIpcCloseMemHandle(base);
+      if (rc != CUDA_SUCCESS) {
+        PB_LOG_WARN(where + ": cuIpcCloseMemHandle failed with " + driver.ErrorName(rc));
+      }
+    }
     Report();
   }
   fn(it->second);
@@ -78,6 +83,7 @@ void IpcCache::CloseAll() {
   }
   open_.clear();
   order_.clear();
+  bytes_ = 0;
   Report();
 }
 

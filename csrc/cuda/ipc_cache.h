@@ -2,8 +2,8 @@
 // Opening costs a driver round trip and maps memory, so each is opened once and reused while
 // the stub lives (torch's and cupy's caching allocators hand out the same allocations again and
 // again); all are closed when the session ends (stub exit, crash or restart). Bounded: past
-// kMaxOpen mappings the oldest is closed, since a freed allocation's handle never comes back
-// and a mapping keeps the stub's memory from returning to the driver.
+// kMaxOpen mappings or kMaxBytes mapped the oldest are closed, since a freed allocation's
+// handle never comes back and a mapping keeps the stub's memory from returning to the driver.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +23,7 @@ namespace pybackend::cuda {
 class IpcCache {
  public:
   static constexpr size_t kMaxOpen = 64;
+  static constexpr size_t kMaxBytes = size_t{2} << 30;
   using Key = std::pair<uint32_t, std::string>;  // device, handle bytes
 
   IpcCache() = default;
@@ -50,6 +51,7 @@ class IpcCache {
   std::mutex mu_;
   std::map<Key, Mapping> open_;
   std::deque<Key> order_;  // oldest first
+  size_t bytes_ = 0;       // mapped in all
   std::function<void(size_t)> on_count_;
 };
 

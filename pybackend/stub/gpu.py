@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..ipc.codec import GpuRef
 from ..ipc.protocol import Owner
@@ -87,19 +87,27 @@ class GpuMappings:
     """The backend's device memory mapped here (cuIpcOpenMemHandle), for GPU inputs.
 
     Memory of Triton's that the backend shares as it is (hold 0: its CUDA pool, an ensemble
-    step's output) is mapped once per allocation and kept (bounded: the oldest mapping is
-    closed past MAX_OPEN); memory lent for one tensor (a hold) is mapped for that tensor and
-    closed, then returned to the backend with ``give_back(hold)``, when the tensor dies.
+    step's output) is mapped once per allocation and the mapping kept for the next request
+    (Triton's pool is then mapped once). A mapping is only closed while no tensor uses it:
+    idle mappings beyond MAX_IDLE_BYTES or MAX_OPEN go, oldest first (a mapping keeps
+    Triton's allocation from returning to the driver even after Triton freed it). Memory
+    lent for one tensor (a hold) is mapped for that tensor and closed, then returned to the
+    backend with ``give_back(hold)``, when the tensor dies.
     """
 
     MAX_OPEN = 64
+    MAX_IDLE_BYTES = 256 << 20
 
     def __init__(self, give_back: Callable[[int], None]) -> None:
         self._give_back = give_back
+        # Cached mappings of Triton's memory, oldest use first: key -> base here
         self._open: "collections.OrderedDict[Tuple[int, bytes], int]" = collections.OrderedDict()
+        self._users: Dict[int, int] = {}  # base -> live tensors over a cached mapping
+        self._sizes: Dict[int, int] = {}  # base -> size of the mapped allocation
         # Every live mapping, cached or lent: base here -> (the backend's device, handle)
         self._bases: Dict[int, Tuple[int, bytes]] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a tensor may die (and unref its mapping) in a GC pass inside the lock.
+        self._lock = threading.RLock()
 
     def find(self, base: int) -> Optional[Tuple[int, bytes]]:
         """(the backend's device number, handle) of the backend allocation mapped at
@@ -111,20 +119,7 @@ class GpuMappings:
         drv = cuda_driver.driver()
         device = cuda_driver.to_local(ref.device)
         if ref.hold == 0:
-            key = (device, bytes(ref.handle))
-            with self._lock:
-                base = self._open.get(key)
-                if base is None:
-                    base = drv.open_ipc(device, key[1])
-                    self._open[key] = base
-                    self._bases[base] = (ref.device, key[1])
-                    if len(self._open) > self.MAX_OPEN:
-                        (old_device, _), old = self._open.popitem(last=False)
-                        self._bases.pop(old, None)
-                        drv.close_ipc(old_device, old)
-                else:
-                    self._open.move_to_end(key)
-            return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device)
+            return self._cached(drv, device, ref, nbytes)
         base = drv.open_ipc(device, bytes(ref.handle))
         self._bases[base] = (ref.device, bytes(ref.handle))
         hold = ref.hold
@@ -140,11 +135,55 @@ class GpuMappings:
 
         return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device, release=release)
 
+    def _cached(self, drv: Any, device: int, ref: GpuRef, nbytes: int) -> DeviceBuffer:
+        key = (device, bytes(ref.handle))
+        with self._lock:
+            base = self._open.get(key)
+            if base is None:
+                base = drv.open_ipc(device, key[1])
+                self._open[key] = base
+                self._bases[base] = (ref.device, key[1])
+                self._sizes[base] = drv.address_range(device, base)[1]
+                self._users[base] = 0
+            else:
+                self._open.move_to_end(key)
+            self._users[base] += 1
+            self._trim(drv)
+        return DeviceBuffer(
+            base + ref.offset, nbytes, KDL_CUDA, device, release=lambda: self._unuse(drv, base)
+        )
+
+    def _unuse(self, drv: Any, base: int) -> None:
+        with self._lock:
+            if base in self._users:
+                self._users[base] -= 1
+                self._trim(drv)
+
+    def _trim(self, drv: Any) -> None:
+        """Close idle cached mappings, oldest first, while over the bounds (lock held)."""
+        idle = [(k, b) for k, b in self._open.items() if self._users.get(b) == 0]
+        idle_bytes = sum(self._sizes.get(b, 0) for _, b in idle)
+        for key, base in idle:
+            if len(self._open) <= self.MAX_OPEN and idle_bytes <= self.MAX_IDLE_BYTES:
+                break
+            idle_bytes -= self._sizes.get(base, 0)
+            self._forget(key, base)
+            try:
+                drv.close_ipc(key[0], base)
+            except CudaError:
+                pass  # nothing uses it; the driver reclaims it with the process at worst
+
+    def _forget(self, key: Tuple[int, bytes], base: int) -> None:
+        self._open.pop(key, None)
+        self._bases.pop(base, None)
+        self._users.pop(base, None)
+        self._sizes.pop(base, None)
+
     def close(self) -> None:
         with self._lock:
-            items, self._open = list(self._open.items()), collections.OrderedDict()
-            for _, base in items:
-                self._bases.pop(base, None)
+            items = list(self._open.items())
+            for key, base in items:
+                self._forget(key, base)
         if items:
             drv = cuda_driver.driver()
             for (device, _), base in items:

@@ -686,7 +686,7 @@ def _outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Output
         raise InferError(err.message(), int(err.code()))
     kept = _filtered(resp, req)
     return Outputs(
-        ((t.name(), _as_client_sees(t.as_numpy())) for t in kept.output_tensors()),
+        ((t.name(), _as_client_sees(t._host_copy())) for t in kept.output_tensors()),
         parameters_from_json(kept.parameters()),
     )
 

@@ -335,6 +335,22 @@ class Tensor:
         self._array = arr
         return arr
 
+    def _host_copy(self) -> np.ndarray:
+        """What a client receives for this tensor: ``as_numpy()``, or for a GPU tensor a host
+        copy of it (the offline harness's view of a GPU output; needs the GPU's driver)."""
+        raw = self._raw
+        if type(raw) is not DeviceBuffer:
+            return self.as_numpy()
+        from . import cuda_driver
+
+        wire = dtypes.WIRE_DTYPE[self._dtype]
+        host = np.empty(self._shape, wire)
+        if raw.nbytes:
+            cuda_driver.driver().copy_to_host(raw.device_id, host.ctypes.data, raw.ptr, raw.nbytes)
+        if self._dtype == dtypes.TYPE_BF16 and _bfloat16() is not None:
+            return host.view(_bfloat16())
+        return host
+
     def to_dlpack(self) -> Any:
         if self._dtype == dtypes.TYPE_BYTES:
             raise TritonModelException("DLPack does not have support for string tensors.")

@@ -31,6 +31,11 @@ class FakeDriver:
     def close_ipc(self, device: int, ptr: int) -> None:
         self.closed.append((device, ptr))
 
+    def address_range(self, device: int, ptr: int):
+        return ptr, self.size
+
+    size = 1 << 20
+
 
 @pytest.fixture()
 def driver():
@@ -66,9 +71,32 @@ def test_triton_memory_is_mapped_once_per_allocation(driver) -> None:
 def test_the_mapping_cache_is_bounded(driver) -> None:
     m = GpuMappings(lambda hold: None)
     for i in range(GpuMappings.MAX_OPEN + 3):
-        m.buffer(ref(b"alloc%d" % i), 4)
+        m.buffer(ref(b"alloc%d" % i), 4)  # dies at once: the mapping is idle
     assert len(m) == GpuMappings.MAX_OPEN
-    assert len(driver.closed) == 3  # the oldest ones
+    assert driver.closed == [(0, 0x10000 * (i + 1)) for i in range(3)]  # the oldest ones
+
+
+def test_a_mapping_in_use_is_never_closed(driver) -> None:
+    m = GpuMappings(lambda hold: None)
+    live = [m.buffer(ref(b"alloc%d" % i), 4) for i in range(GpuMappings.MAX_OPEN + 3)]
+    assert driver.closed == [] and len(m) == GpuMappings.MAX_OPEN + 3
+    del live
+    gc.collect()
+    assert len(driver.closed) == 3 and len(m) == GpuMappings.MAX_OPEN
+
+
+def test_idle_mappings_are_bounded_in_bytes(driver) -> None:
+    """A mapping keeps Triton's allocation alive even after Triton freed it: big idle ones
+    (tensors larger than Triton's CUDA pool) must not pile up."""
+    driver.size = 100 << 20
+    m = GpuMappings(lambda hold: None)
+    a = m.buffer(ref(b"big-a"), 4)
+    m.buffer(ref(b"big-b"), 4)
+    m.buffer(ref(b"big-c"), 4)
+    assert len(driver.closed) == 0  # 200 MiB idle: within MAX_IDLE_BYTES
+    m.buffer(ref(b"big-d"), 4)
+    assert driver.closed == [(0, 0x20000)]  # b, the oldest idle one; a is in use
+    assert a.ptr == 0x10000
 
 
 def test_lent_memory_is_unmapped_and_returned_when_the_tensor_dies(driver) -> None:

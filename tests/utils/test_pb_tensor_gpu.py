@@ -25,6 +25,10 @@ class FakeDriver:
     def __init__(self) -> None:
         self.calls: List[Tuple[Any, ...]] = []
 
+    def copy_to_host(self, device: int, dst: int, src: int, nbytes: int) -> None:
+        self.calls.append(("copy_to_host", device, nbytes))
+        ctypes.memmove(dst, src, nbytes)
+
     def proxy_stream(self, device: int) -> int:
         self.calls.append(("proxy_stream", device))
         return 0x5000 + device
@@ -225,3 +229,14 @@ def test_unknown_device_types_are_refused():
 
     with pytest.raises(TritonModelException, match="DLDevice type 14 is not support"):
         Tensor.from_dlpack("X", Odd())
+
+
+def test_the_host_copy_is_what_a_client_receives(fake_driver):
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Tensor.from_dlpack("X", fake_cuda_capsule(host, TYPE_FP32, device=1)[0])
+    got = t._host_copy()
+    np.testing.assert_array_equal(got, host)
+    assert got.ctypes.data != host.ctypes.data  # a copy, as the backend's device-to-host
+    assert fake_driver.calls[-1] == ("copy_to_host", 1, 24)
+    cpu = Tensor("Y", host)
+    assert cpu._host_copy() is cpu.as_numpy()
