@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
+from ..utils.config_rules import KNOWN_PLATFORMS, load_refusals
 from .findings import ERROR, WARNING, ModelReport, line_of
 
 CONFIG = "config.pbtxt"
@@ -28,6 +29,23 @@ def served_versions(model_dir: Path, config: Dict[str, Any]) -> List[int]:
         return [v for v in there if v in wanted]
     latest = int((policy.get("latest") or {}).get("num_versions") or 1)
     return there[-latest:] if there else []
+
+
+def check_refusals(report: ModelReport, text: str, config: Dict[str, Any]) -> None:
+    """What the server refuses by the rules the offline harness refuses by, all of them."""
+    for refusal in load_refusals(config, report.name):
+        line = line_of(text, refusal.spelled)
+        report.add(ERROR, refusal.check, refusal.text, CONFIG, line)
+
+
+def other_backend(config: Dict[str, Any]) -> str:
+    """The backend or platform of a model that is not a Python one ("" for a Python model,
+    and for an unknown platform, which check_refusals reports)."""
+    backend = str(config.get("backend") or "")
+    platform = str(config.get("platform") or "")
+    if backend not in ("", "python"):
+        return backend
+    return platform if platform in KNOWN_PLATFORMS else ""
 
 
 def check_identity(report: ModelReport, text: str, config: Dict[str, Any]) -> None:
