@@ -1,7 +1,8 @@
 """The checks tritonserver (2.51) makes on a Python model's config.pbtxt when it loads the
 model, made offline. Each error's text is the server's own refusal, observed by loading
-such a model (tests/cli/test_validate_config.py holds one broken model per check), without
-the trailing " for <model>"; warnings are for what the server loads but is likely wrong."""
+such a model (tests/cli/validate_cases.py holds one broken model per check), without
+the trailing " for <model>" (but for check_refusals', which are the offline harness's rules
+and texts, utils/config_rules.py); warnings are for what the server loads but is likely wrong."""
 
 from __future__ import annotations
 
