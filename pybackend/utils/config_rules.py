@@ -35,6 +35,14 @@ class Refusal:
         return f"{self.message} ({self.fix})"
 
 
+def other_backend(config: Mapping[str, Any]) -> str:
+    """The backend (else the platform) a model names when it is not a Python model; "" for
+    a Python model: ``backend: "python"``, or none named (``platform: "python"`` alone
+    included, which the server refuses: load_refusals says so)."""
+    named = str(config.get("backend") or config.get("platform") or "")
+    return "" if named in ("", "python") else named
+
+
 def parameters(config: Mapping[str, Any]) -> Dict[str, str]:
     """The ``parameters`` map as key -> string_value (a bare string is taken as it is)."""
     return {

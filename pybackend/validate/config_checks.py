@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from ..utils.config_rules import KNOWN_PLATFORMS, load_refusals
+from ..utils.config_rules import load_refusals
 from .findings import ERROR, WARNING, ModelReport, line_of
 
 CONFIG = "config.pbtxt"
@@ -37,16 +37,6 @@ def check_refusals(report: ModelReport, text: str, config: Dict[str, Any]) -> No
     for refusal in load_refusals(config, report.name):
         line = line_of(text, refusal.spelled)
         report.add(ERROR, refusal.check, refusal.text, CONFIG, line)
-
-
-def other_backend(config: Dict[str, Any]) -> str:
-    """The backend or platform of a model that is not a Python one ("" for a Python model,
-    and for an unknown platform, which check_refusals reports)."""
-    backend = str(config.get("backend") or "")
-    platform = str(config.get("platform") or "")
-    if backend not in ("", "python"):
-        return backend
-    return platform if platform in KNOWN_PLATFORMS else ""
 
 
 def check_identity(report: ModelReport, text: str, config: Dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import PybackendError
 from ..testing.config import ConfigSyntaxError, parse_config
-from ..utils.config_rules import parameters
+from ..utils.config_rules import other_backend, parameters
 from . import config_checks, parameter_checks, source_checks
 from .findings import ERROR, NOTE, ModelReport
 
@@ -81,7 +81,7 @@ def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
             e.column,
         )
         return report
-    other = config_checks.other_backend(config)
+    other = other_backend(config)
     if other:
         report.skipped = f"not a Python model (backend '{other}')"
         return report
