@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from ..testing.config import load_config
 from ..testing.harness import ModelHarness, forget_imports
 from ..testing.stub_model import StubModel
+from ..utils.config_rules import other_backend
 from ..utils.errors import ErrorCode
 from ..utils.helpers import using_decoupled_model_transaction_policy
 from .errors import ServeError
@@ -123,8 +124,8 @@ def not_python(directory: Path) -> str:
         config = load_config(directory)
     except Exception:  # noqa: BLE001 - reported by the load
         return ""
-    backend = str(config.get("backend") or config.get("platform") or "")
-    if backend in ("", "python"):
+    backend = other_backend(config)  # the rule `pybackend validate` skips models by
+    if not backend:
         return ""
     return (
         f"the development server runs Python models only (this one is for '{backend}'); "

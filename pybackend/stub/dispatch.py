@@ -24,6 +24,7 @@ from ..utils.request import (
 )
 from ..utils.tensor import Tensor
 from .async_execute import AsyncExecutor
+from .loader import no_execute_text
 from .logging import ERROR
 from .outputs import Placer
 from .returns import RESCHEDULED, RESPONSE, SENDER, ReturnRefused, judge_return
@@ -241,9 +242,7 @@ class Dispatcher:
             return self._batch_error(f"pybackend stub could not decode the batch: {e}", requests=())
         execute = getattr(self.model, "execute", None)
         if execute is None:
-            return self._batch_error(
-                f"Python model {self.model_file} does not implement `execute` method.", requests
-            )
+            return self._batch_error(no_execute_text(self.model_file), requests)
         placer = Placer(self.state, for_send=False, pinned=self._input_blocks)
         mark = self.state.async_.sent
         self._open = []

@@ -32,6 +32,20 @@ class LoadError(PybackendError):
     """A load failure with a message that needs no traceback."""
 
 
+# The original's texts for a model.py that cannot serve, written once: the stub, the
+# offline engines and `pybackend validate` (which finds them by reading the file) use them.
+def missing_file_text(model_file: object) -> str:
+    return f"Python model file not found in '{model_file}'"
+
+
+def no_class_text(model_file: object) -> str:
+    return f"Python model '{model_file}' does not define class 'TritonPythonModel'."
+
+
+def no_execute_text(model_file: object) -> str:
+    return f"Python model {model_file} does not implement `execute` method."
+
+
 def _append_path(path: str) -> None:
     if path:
         sys.path.append(path)
@@ -45,7 +59,7 @@ def import_model(init: Dict[str, Any]) -> ModuleType:
         _append_path(runtime_dir)
         return importlib.import_module("model")
     if not os.path.isfile(model_file):
-        raise LoadError(f"Python model file not found in '{model_file}'")
+        raise LoadError(missing_file_text(model_file))
     version_dir = os.path.dirname(model_file)
     model_dir = os.path.dirname(version_dir)
     _append_path(version_dir)
@@ -60,9 +74,7 @@ def import_model(init: Dict[str, Any]) -> ModuleType:
 def model_class(module: ModuleType) -> type:
     cls = getattr(module, "TritonPythonModel", None)
     if cls is None:
-        raise LoadError(
-            f"Python model '{module.__file__}' does not define class 'TritonPythonModel'."
-        )
+        raise LoadError(no_class_text(module.__file__))
     return cls
 
 

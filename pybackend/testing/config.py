@@ -105,7 +105,9 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     file name, and instance groups with names, counts and kind (CPU: no GPU here)."""
     out = dict(config)
     out["name"] = out.get("name") or model_name
-    out["backend"] = out.get("backend") or "python"
+    # As the server: a model that names no platform is a Python one (model.py); an unknown
+    # platform without a backend is refused at load (utils/config_rules.py), so none is set.
+    out["backend"] = out.get("backend") or ("" if out.get("platform") else "python")
     if "version_policy" not in out:
         out["version_policy"] = {"latest": {"num_versions": 1}}
     if "optimization" not in out:

@@ -478,7 +478,7 @@ class ModelHarness(ModelOnDisk):
 
     def _import(self) -> types.ModuleType:
         if not self.model_file.is_file():
-            raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+            raise TritonModelException(loader.missing_file_text(self.model_file))
         for path in (str(self.version_dir), str(self.model_dir)):
             if path not in sys.path:
                 sys.path.append(path)

@@ -12,41 +12,19 @@ from typing import Any, Dict, List, Mapping, Tuple
 import numpy as np
 
 from ..utils.bytes_codec import deserialize_bytes_tensor
+from ..utils.config_rules import load_refusals
 from ..utils.dtypes import CONFIG_NAME_TO_CODE, TYPE_BYTES, triton_to_numpy_type
 from ..utils.errors import TritonModelException
-
-#: The platforms tritonserver knows; a Python model names none (``backend: "python"``).
-KNOWN_PLATFORMS = (
-    "",
-    "tensorrt_plan",
-    "tensorflow_graphdef",
-    "tensorflow_savedmodel",
-    "onnxruntime_onnx",
-    "pytorch_libtorch",
-    "ensemble",
-)
 
 Sample = Tuple[str, int, List[Dict[str, np.ndarray]]]  # name, iterations, the batch's inputs
 
 
 def refuse_like_server(config: Mapping[str, Any], model_name: str) -> None:
-    """Raise TritonModelException, with the server's text, for a configuration tritonserver
-    refuses to load (the repository poll's checks, then the Python backend's parameters)."""
-    platform = str(config.get("platform") or "")
-    if platform not in KNOWN_PLATFORMS:
-        raise TritonModelException(f"unexpected platform type '{platform}' for {model_name}")
-    batching = config.get("dynamic_batching") or {}
-    if batching.get("preserve_ordering") and int(batching.get("priority_levels") or 0) > 1:
-        raise TritonModelException(
-            f"Only one priority level is allowed when 'preserve_ordering' is true for {model_name}"
-        )
-    entry = (config.get("parameters") or {}).get("FORCE_CPU_ONLY_INPUT_TENSORS")
-    if entry is not None:
-        value = entry.get("string_value", "") if isinstance(entry, dict) else str(entry)
-        if value not in ("yes", "no"):  # the backend's text, its stray quote included
-            raise TritonModelException(
-                f"Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: {value}'"
-            )
+    """Raise TritonModelException, with the server's text and the fix, for the first reason
+    tritonserver refuses to load ``config`` (the rules `pybackend validate` reports)."""
+    refusals = load_refusals(config, model_name)
+    if refusals:
+        raise TritonModelException(refusals[0].text)
 
 
 def warmup_samples(config: Mapping[str, Any], model_dir: Path) -> List[Sample]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..execution_env import EnvError, package_parent, prepare
 from ..ipc.channel import ChannelClosed
+from ..stub.loader import missing_file_text
 from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
@@ -153,7 +154,7 @@ class StubModel(ModelOnDisk):
         """Start a stub for ``auto_complete_config`` (as the server does at load), then the
         instance's stub, which runs ``initialize``."""
         if not self.model_file.is_file():
-            raise TritonModelException(f"Python model file not found in '{self.model_file}'")
+            raise TritonModelException(missing_file_text(self.model_file))
         refuse_like_server(self.config, self.model_name)
         self._use_execution_env()
         if self.auto_complete:

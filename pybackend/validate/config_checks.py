@@ -1,13 +1,15 @@
 """The checks tritonserver (2.51) makes on a Python model's config.pbtxt when it loads the
 model, made offline. Each error's text is the server's own refusal, observed by loading
-such a model (tests/cli/test_validate_config.py holds one broken model per check), without
-the trailing " for <model>"; warnings are for what the server loads but is likely wrong."""
+such a model (tests/cli/validate_cases.py holds one broken model per check), without
+the trailing " for <model>" (but for check_refusals', which are the offline harness's rules
+and texts, utils/config_rules.py); warnings are for what the server loads but is likely wrong."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
+from ..utils.config_rules import load_refusals
 from .findings import ERROR, WARNING, ModelReport, line_of
 
 CONFIG = "config.pbtxt"
@@ -28,6 +30,13 @@ def served_versions(model_dir: Path, config: Dict[str, Any]) -> List[int]:
         return [v for v in there if v in wanted]
     latest = int((policy.get("latest") or {}).get("num_versions") or 1)
     return there[-latest:] if there else []
+
+
+def check_refusals(report: ModelReport, text: str, config: Dict[str, Any]) -> None:
+    """What the server refuses by the rules the offline harness refuses by, all of them."""
+    for refusal in load_refusals(config, report.name):
+        line = line_of(text, refusal.spelled)
+        report.add(ERROR, refusal.check, refusal.text, CONFIG, line)
 
 
 def check_identity(report: ModelReport, text: str, config: Dict[str, Any]) -> None:

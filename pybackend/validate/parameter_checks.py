@@ -1,5 +1,6 @@
 """The model config parameters the backend reads (csrc/backend/model_state.cc and the
-stub), checked by the same code or with the same texts as at load."""
+stub), checked by the same code or with the same texts as at load (the one the server
+itself refuses, FORCE_CPU_ONLY_INPUT_TENSORS, is utils/config_rules.py's)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Dict
 from ..errors import PybackendError
 from ..execution_env import interpreter, locate
 from ..stub import async_execute, debug, returns
+from ..utils.config_rules import parameters
 from .config_checks import CONFIG, instance_count
 from .findings import ERROR, WARNING, ModelReport, line_of
 
@@ -26,13 +28,6 @@ KNOWN = {
 THREAD_BUDGET_MAX = 1_000_000  # csrc/backend/thread_budget.cc
 
 
-def parameters(config: Dict[str, Any]) -> Dict[str, str]:
-    return {
-        k: str((v or {}).get("string_value", ""))
-        for k, v in (config.get("parameters") or {}).items()
-    }
-
-
 def check_parameters(report: ModelReport, text: str, config: Dict[str, Any]) -> None:
     params = parameters(config)
     model = report.name
@@ -44,14 +39,7 @@ def check_parameters(report: ModelReport, text: str, config: Dict[str, Any]) -> 
         if key.startswith("PYBACKEND_") and key not in KNOWN:
             known = ", ".join(sorted(k for k in KNOWN if k.startswith("PYBACKEND_")))
             add(WARNING, key, f"parameter {key} is not one pybackend reads ({known})")
-    value = params.get("FORCE_CPU_ONLY_INPUT_TENSORS")
-    if value is not None and value not in ("yes", "no"):
-        # The backend's text, verbatim (its stray quote included, as the original's).
-        add(
-            ERROR,
-            "FORCE_CPU_ONLY_INPUT_TENSORS",
-            f"Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: {value}' (use yes or no)",
-        )
+    # FORCE_CPU_ONLY_INPUT_TENSORS: config_checks.check_refusals, the harness's rule.
     value = params.get("THREAD_BUDGET")
     if value not in (None, "", "auto", "off") and not _threads(value):
         add(

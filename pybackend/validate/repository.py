@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import PybackendError
 from ..testing.config import ConfigSyntaxError, parse_config
+from ..utils.config_rules import other_backend, parameters
 from . import config_checks, parameter_checks, source_checks
 from .findings import ERROR, NOTE, ModelReport
 
@@ -80,10 +81,11 @@ def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
             e.column,
         )
         return report
-    backend = config.get("backend") or ""
-    if backend not in ("", "python") or config.get("platform"):
-        report.skipped = f"not a Python model (backend '{backend or config.get('platform')}')"
+    other = other_backend(config)
+    if other:
+        report.skipped = f"not a Python model (backend '{other}')"
         return report
+    config_checks.check_refusals(report, text, config)
     if not file.is_file():
         report.add(NOTE, "config", "no config.pbtxt: the model's auto_complete_config makes it")
     config_checks.check_identity(report, text, config)
@@ -99,7 +101,7 @@ def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
         if tree is not None:
             trees[path] = tree
             source_checks.check_class(report, path, tree)
-            env = parameter_checks.parameters(config).get("EXECUTION_ENV_PATH", "")
+            env = parameters(config).get("EXECUTION_ENV_PATH", "")
             source_checks.check_imports(report, path, tree, env)
     completes = any(_completes(tree) for tree in trees.values())
     completed = None

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..stub.loader import missing_file_text, no_class_text, no_execute_text
 from .findings import ERROR, NOTE, WARNING, ModelReport
 
 MODEL_CLASS = "TritonPythonModel"
@@ -29,7 +30,7 @@ def parse_model(report: ModelReport, path: Path) -> Optional[ast.Module]:
     """The module's syntax tree; None (with the finding) where it cannot be had."""
     file = path.relative_to(report.path).as_posix()
     if not path.is_file():
-        report.add(ERROR, "model-file", f"Python model file not found in '{path}'", file)
+        report.add(ERROR, "model-file", missing_file_text(path), file)
         return None
     source = path.read_text(errors="replace")
     try:
@@ -69,12 +70,7 @@ def check_class(report: ModelReport, path: Path, tree: ast.Module) -> Optional[a
     file = path.relative_to(report.path).as_posix()
     cls, bound = model_class(tree)
     if not bound:
-        report.add(
-            ERROR,
-            "model-class",
-            f"Python model '{path}' does not define class '{MODEL_CLASS}'.",
-            file,
-        )
+        report.add(ERROR, "model-class", no_class_text(path), file)
         return None
     if cls is None:
         return None  # imported or assigned: nothing more to read here
@@ -83,8 +79,8 @@ def check_class(report: ModelReport, path: Path, tree: ast.Module) -> Optional[a
         report.add(
             ERROR,
             "execute",
-            f"Python model {path} does not implement `execute` method. (tritonserver loads "
-            "the model, then every request fails with this)",
+            f"{no_execute_text(path)} (tritonserver loads the model, then every request "
+            "fails with this)",
             file,
             cls.lineno,
         )

@@ -31,13 +31,14 @@ Expected = Tuple[str, str, str, str, int]
 
 @dataclass
 class Case:
-    config: str  # after 'backend: "python"' (line 1)
+    config: str  # after the header (line 1)
     expected: List[Expected]
     model_py: Optional[str] = OK_PY  # None: no model.py
     version: bool = True  # a version directory 1/
     server: str = ""  # what tritonserver's refusal says ("" : it loads the model)
     env_dir: bool = False  # an env/ directory without bin/python3
     notes: List[str] = field(default_factory=list)
+    header: str = 'backend: "python"\n'  # config.pbtxt's first line
 
 
 CASES = {
@@ -116,6 +117,17 @@ CASES = {
     "dup_input": Case(
         'input [\n  { name: "X", data_type: TYPE_FP32, dims: [ 4 ] },\n  { name: "X", data_type: TYPE_INT32, dims: [ 4 ] }\n]\n',
         [("warning", "duplicate-tensor", "model input 'X' is declared more than once: tritonserver loads the model, but only one declaration can describe the tensor; keep one", "config.pbtxt", 4)],
+    ),
+    "platform_python": Case(
+        'platform: "python"\n' + IO,
+        [("error", "platform", 'unexpected platform type \'python\' for platform_python (a Python model names no platform: write backend: "python" instead)', "config.pbtxt", 1)],
+        header="",
+        server="unexpected platform type 'python' for platform_python",
+    ),
+    "ordered_priorities": Case(
+        "max_batch_size: 4\ndynamic_batching {\n  preserve_ordering: true\n  priority_levels: 2\n  default_priority_level: 1\n}\n" + IO,
+        [("error", "dynamic-batching", "Only one priority level is allowed when 'preserve_ordering' is true for ordered_priorities (drop priority_levels, or preserve_ordering)", "config.pbtxt", 4)],
+        server="Only one priority level is allowed when 'preserve_ordering' is true for ordered_priorities",
     ),
     "force_cpu_bad": Case(
         param("FORCE_CPU_ONLY_INPUT_TENSORS", "maybe") + IO,
@@ -228,7 +240,7 @@ class TritonPythonModel:
 def make(repo: Path, name: str, case: Case) -> Path:
     d = repo / name
     d.mkdir(parents=True)
-    (d / "config.pbtxt").write_text('backend: "python"\n' + case.config)
+    (d / "config.pbtxt").write_text(case.header + case.config)
     if case.version:
         (d / "1").mkdir()
         if case.model_py is not None:

@@ -202,6 +202,16 @@ def test_configurations_the_server_refuses(triton_model: Any, tmp_path: Path, ca
 
 
 @ENGINES
+def test_a_platform_beside_backend_python_loads(triton_model: Any, tmp_path: Path) -> None:
+    """The server refuses an unknown platform only where no backend is named: with
+    ``backend: "python"`` beside it, the model loads and serves (tritonserver 2.51)."""
+    config = 'backend: "python"\nplatform: "python"\n' + IO
+    model = triton_model(_model(tmp_path, "both", IDENTITY, config))
+    x = np.array([1.5, 2.5], np.float32)
+    np.testing.assert_array_equal(model.infer({"X": x})["Y"], x)
+
+
+@ENGINES
 def test_inputs_to_a_model_that_declares_none(triton_model: Any, tmp_path: Path) -> None:
     """No config.pbtxt and no auto_complete_config: the model has no inputs, and the server
     refuses a request that sends one."""
