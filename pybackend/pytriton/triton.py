@@ -18,7 +18,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..server.tritonserver import ServerError, TritonServer
+from ..server.tritonserver import ServerError, TritonServer, http_status
 from ._attach import AttachListener, ModelFactory
 from ._callable import CallableModel
 from ._config import config_pbtxt, model_config_dict, named
@@ -369,14 +369,7 @@ class Triton:
 def _http_status(address: str, path: str) -> Optional[int]:
     """The status of GET ``path`` at ``host:port``; None when nothing answers."""
     host, port = address.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        conn.request("GET", path)
-        return conn.getresponse().status
-    except OSError:
-        return None
-    finally:
-        conn.close()
+    return http_status(host, int(port), path, timeout=10)
 
 
 def _tail(text: str, lines: int = 40) -> str:

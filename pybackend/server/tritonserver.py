@@ -299,14 +299,7 @@ class TritonServer:
             return ""
 
     def _http_status(self, path: str) -> int | None:
-        conn = http.client.HTTPConnection(self._client_host, self.http_port, timeout=2.0)
-        try:
-            conn.request("GET", path)
-            return conn.getresponse().status
-        except OSError:
-            return None
-        finally:
-            conn.close()
+        return http_status(self._client_host, self.http_port, path, timeout=2.0)
 
     def _resolve_backend_dir(self) -> Path:
         if self.backend == "ours":
@@ -377,3 +370,15 @@ def _backend_config_arg(item: BackendConfig) -> str:
         return f"python,{key}={value}"
     head = item.split("=", 1)[0]
     return item if "," in head else f"python,{item}"
+
+
+def http_status(host: str, port: int, path: str, timeout: float) -> int | None:
+    """The HTTP status of GET ``path`` at ``host:port``; None when nothing answers."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    except OSError:
+        return None
+    finally:
+        conn.close()
