@@ -60,7 +60,8 @@ $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
 venv-orig: $(ORIG_VENV)/.deps-installed
 
 # nvidia-pytriton with its real dependencies (numpy<2, pyzmq, ...), for the bind() benchmark
-# against PyTriton itself (benchmarks/pytriton_bench.py); not needed by the tests. Made from
+# against PyTriton itself (benchmarks/pytriton_bench.py) and for `make test`'s numpy-1 run of
+# pybackend.pytriton in a user's environment (test-pytriton-numpy1). Made from
 # the system Python: NVIDIA's stub links the system's libpython3.X, and PyTriton's proxy
 # (multiprocessing) breaks when the standard library is another release's (a pyenv 3.11.7
 # stdlib under Debian's 3.11.2 libpython fails in multiprocessing.resource_tracker).
@@ -99,6 +100,7 @@ test: build venv-orig venv-dist venv-checkov
 	$(MAKE) --no-print-directory test-numpy1 || status=1; \
 	$(MAKE) --no-print-directory test-pythons || status=1; \
 	$(MAKE) --no-print-directory test-wheel || status=1; \
+	$(MAKE) --no-print-directory test-pytriton-numpy1 || status=1; \
 	exit $$status
 
 # One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in
