@@ -62,7 +62,7 @@ def run_on_terminal(*args: Union[str, Path], timeout: float = 120) -> str:
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # a plain function: module-scoped fixtures may use it too
 def cli() -> Cli:
     return run_pybackend
 

@@ -25,10 +25,10 @@ def broken_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def report(broken_repo: Path) -> Dict[str, Any]:
-    from conftest import run_pybackend
-
-    done = run_pybackend("validate", broken_repo, "--json")
+def report(broken_repo: Path, cli: Cli) -> Dict[str, Any]:
+    # The fixture, not `from conftest import`: in a whole-suite run that name is whichever
+    # tests/*/conftest.py Python imported first.
+    done = cli("validate", broken_repo, "--json")
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
     assert doc["errors"] == sum(1 for c in CASES.values() for e in c.expected if e[0] == "error")
