@@ -135,7 +135,10 @@ def _outcomes(server: Any, model: str, sent: List[Dict[str, Any]], protocol: str
     threads = []
     for i, options in enumerate([{"pause": 0.2}, *sent]):
         options = dict(options)
-        pause = options.pop("pause", 0.02)
+        # 60 ms between sends: with 20 ms a loaded CI machine started two threads' requests
+        # in the wrong order once (level_size: turns 3, 2 for 2, 3). The holder's 1 s covers
+        # every case's sends still.
+        pause = options.pop("pause", 0.06)
         threads.append(threading.Thread(target=send, args=(i, -1.0 if i == 0 else 1.0, options)))
         threads[-1].start()
         time.sleep(pause)
