@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from gpu_models import write_repository
-from gpu_support import CudaRegion
+from gpu_support import CudaRegion, serve
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
 
 GPU_DIR = Path(__file__).resolve().parent
-SERVER_LOG_ENV = "PYBACKEND_GPU_SERVER_LOG"
 LAST_FILE = "test_gpu_lifetimes.py"
 
 
@@ -76,30 +75,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gpu_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     """One tritonserver with our backend on the repository of gpu_models.py."""
-    from pybackend.server import TritonServer
-
-    repository = write_repository(tmp_path_factory.mktemp("gpu_models"))
-    server = TritonServer(
-        repository,
-        backend="ours",
-        ready_timeout=180.0,
-        extra_args=["--exit-on-error=false", "--strict-readiness=false"],
-    )
-    try:
-        with server:
-            yield server
-    finally:
-        _keep_log(server)
-    assert not server.killed_stragglers, (
-        f"stub processes outlived tritonserver and had to be killed: {server.killed_stragglers}"
-    )
-
-
-def _keep_log(server: TritonServer) -> None:
-    target = os.environ.get(SERVER_LOG_ENV)
-    if target:
-        with open(target, "a", encoding="utf-8") as log:
-            log.write(f"===== {server!r}\n{server.log_text()}\n")
+    with serve(write_repository(tmp_path_factory.mktemp("gpu_models"))) as server:
+        yield server
 
 
 @pytest.fixture

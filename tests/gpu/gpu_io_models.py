@@ -30,11 +30,12 @@ isolated_gpu      ISOLATE_GPU "yes": OUT = 2 * IN on the GPU; VISIBLE is the stu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-_FP32 = '{{ name: "{}", data_type: TYPE_FP32, dims: [ -1 ] }}'
+FP32 = '{{ name: "{}", data_type: TYPE_FP32, dims: [ -1 ] }}'
 _VIEW_OUTPUTS = [
-    _FP32.format("OUT"),
+    FP32.format("OUT"),
     '{ name: "IN_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
     '{ name: "OUT_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
     '{ name: "DEVICE", data_type: TYPE_INT32, dims: [ 3 ] }',
@@ -45,16 +46,25 @@ _VIEW_OUTPUTS = [
 VIEW_OUTPUT_NAMES = ["OUT", "IN_IS_CPU", "OUT_IS_CPU", "DEVICE", "PTRS", "AS_NUMPY_ERROR"]
 
 
-def _block(items: list[str]) -> str:
+def pbtxt_list(items: list[str]) -> str:
     return "[\n  " + ",\n  ".join(items) + "\n]"
 
 
-def _config(name: str, inputs: list[str], outputs: list[str], **parameters: str) -> str:
-    """A KIND_GPU python model's config.pbtxt, with string ``parameters``."""
+def model_config(
+    name: str,
+    inputs: list[str],
+    outputs: list[str],
+    *,
+    kind: str = "KIND_GPU",
+    extra: str = "",
+    **parameters: str,
+) -> str:
+    """A python model's config.pbtxt (one instance of ``kind``), with string ``parameters``
+    and ``extra`` text (e.g. a transaction policy)."""
     return (
         f'name: "{name}"\nbackend: "python"\nmax_batch_size: 0\n'
-        f"input {_block(inputs)}\noutput {_block(outputs)}\n"
-        "instance_group [ { kind: KIND_GPU, count: 1 } ]\n"
+        f"input {pbtxt_list(inputs)}\noutput {pbtxt_list(outputs)}\n"
+        f"instance_group [ {{ kind: {kind}, count: 1 }} ]\n{extra}"
         + "".join(
             f'parameters: {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
             for key, value in parameters.items()
@@ -141,7 +151,7 @@ def current_device():
     return cp.cuda.runtime.getDevice()
 """
 
-_PRODUCE = """
+PRODUCE = """
 import torch
 import torch.utils.dlpack
 import triton_python_backend_utils as pb_utils
@@ -239,17 +249,20 @@ class TritonPythonModel:
 """
 
 
-def _view_config(name: str, force_cpu: str | None, output: str) -> str:
-    """A view model's config: FORCE_CPU_ONLY_INPUT_TENSORS (None: unset) and OUTPUT."""
+def view_config(name: str, force_cpu: str | None, output: str, **parameters: str) -> str:
+    """A view model's config: FORCE_CPU_ONLY_INPUT_TENSORS (None: unset), OUTPUT and any
+    other ``parameters``."""
     forced = {} if force_cpu is None else {"FORCE_CPU_ONLY_INPUT_TENSORS": force_cpu}
-    return _config(name, [_FP32.format("IN")], _VIEW_OUTPUTS, OUTPUT=output, **forced)
+    return model_config(
+        name, [FP32.format("IN")], _VIEW_OUTPUTS, OUTPUT=output, **forced, **parameters
+    )
 
 
 def _ensemble(name: str, consumer: str) -> str:
     outputs = ", ".join(f'{{ key: "{n}" value: "{n}" }}' for n in VIEW_OUTPUT_NAMES)
     return (
         f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: 0\n'
-        f"input {_block([_FP32.format('IN')])}\noutput {_block(_VIEW_OUTPUTS)}\n"
+        f"input {pbtxt_list([FP32.format('IN')])}\noutput {pbtxt_list(_VIEW_OUTPUTS)}\n"
         "ensemble_scheduling { step [\n"
         '  { model_name: "ens_produce" model_version: -1\n'
         '    input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "mid" } },\n'
@@ -308,25 +321,25 @@ class TritonPythonModel:
         return responses
 """
 
-_IN = [_FP32.format("IN")]
-_VIEW_TORCH = _VIEW.format(framework=_TORCH)
+_IN = [FP32.format("IN")]
+VIEW_TORCH = _VIEW.format(framework=_TORCH)
 
 #: name -> (config.pbtxt, model.py or None for an ensemble)
 MODELS: dict[str, tuple[str, str | None]] = {
-    "torch_view_no": (_view_config("torch_view_no", "no", "view"), _VIEW_TORCH),
-    "torch_copy_no": (_view_config("torch_copy_no", "no", "copy"), _VIEW_TORCH),
-    "torch_view_yes": (_view_config("torch_view_yes", "yes", "view"), _VIEW_TORCH),
-    "torch_view_default": (_view_config("torch_view_default", None, "view"), _VIEW_TORCH),
-    "cupy_view_no": (_view_config("cupy_view_no", "no", "view"), _VIEW.format(framework=_CUPY)),
-    "ens_produce": (_config("ens_produce", _IN, [_FP32.format("OUT")]), _PRODUCE),
+    "torch_view_no": (view_config("torch_view_no", "no", "view"), VIEW_TORCH),
+    "torch_copy_no": (view_config("torch_copy_no", "no", "copy"), VIEW_TORCH),
+    "torch_view_yes": (view_config("torch_view_yes", "yes", "view"), VIEW_TORCH),
+    "torch_view_default": (view_config("torch_view_default", None, "view"), VIEW_TORCH),
+    "cupy_view_no": (view_config("cupy_view_no", "no", "view"), _VIEW.format(framework=_CUPY)),
+    "ens_produce": (model_config("ens_produce", _IN, [FP32.format("OUT")]), PRODUCE),
     "ensemble_gpu": (_ensemble("ensemble_gpu", "torch_copy_no"), None),
     "ensemble_gpu_cpu": (_ensemble("ensemble_gpu_cpu", "torch_view_yes"), None),
     "bls_gpu": (
-        _config(
+        model_config(
             "bls_gpu",
             _IN + ['{ name: "PREFER_GPU", data_type: TYPE_BOOL, dims: [ 1 ] }'],
             [
-                _FP32.format("OUT"),
+                FP32.format("OUT"),
                 '{ name: "BLS_OUT_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
                 '{ name: "BLS_OUT_DEVICE", data_type: TYPE_INT32, dims: [ 2 ] }',
                 '{ name: "CALLEE_IN_IS_CPU", data_type: TYPE_BOOL, dims: [ 1 ] }',
@@ -335,24 +348,24 @@ MODELS: dict[str, tuple[str, str | None]] = {
         _BLS,
     ),
     "gpu_hold": (
-        _config(
+        model_config(
             "gpu_hold",
             _IN + ['{ name: "HOLD", data_type: TYPE_INT32, dims: [ 1 ] }'],
-            [_FP32.format("OUT")],
+            [FP32.format("OUT")],
             FORCE_CPU_ONLY_INPUT_TENSORS="no",
         ),
         _HOLD,
     ),
     "torch_side_stream": (
-        _config("torch_side_stream", _IN, [_FP32.format("OUT")]),
+        model_config("torch_side_stream", _IN, [FP32.format("OUT")]),
         _SIDE_STREAM,
     ),
     "isolated_gpu": (
-        _config(
+        model_config(
             "isolated_gpu",
             _IN,
             [
-                _FP32.format("OUT"),
+                FP32.format("OUT"),
                 '{ name: "VISIBLE", data_type: TYPE_STRING, dims: [ 1 ] }',
                 '{ name: "DEVICES", data_type: TYPE_INT32, dims: [ 2 ] }',
             ],
@@ -363,10 +376,12 @@ MODELS: dict[str, tuple[str, str | None]] = {
 }
 
 
-def write_io_models(root: Path) -> None:
-    """Writes every model of MODELS under ``root``."""
-    for name, (config, source) in MODELS.items():
+def write_io_models(root: Path, models: Mapping[str, tuple[str, str | None]] = MODELS) -> Path:
+    """Writes every model of ``models`` (name -> (config.pbtxt, model.py or None for an
+    ensemble)) under ``root``; returns it."""
+    for name, (config, source) in models.items():
         (root / name / "1").mkdir(parents=True)
         (root / name / "config.pbtxt").write_text(config)
         if source is not None:
             (root / name / "1" / "model.py").write_text(source)
+    return root

@@ -4,9 +4,12 @@ Copies are counted, not assumed: every count here is read from the backend's met
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import gpu_client
@@ -20,6 +23,9 @@ if TYPE_CHECKING:
 #: What the stub logs once when it has to stage GPU outputs through host memory
 #: (pybackend/stub/gpu.py): a zero-copy test fails if it appears.
 STAGING_WARNING = "CUDA IPC is not available here"
+
+#: A file each server's log is appended to when it stops (scripts/gpu_check.sh sets it).
+SERVER_LOG_ENV = "PYBACKEND_GPU_SERVER_LOG"
 
 T = TypeVar("T")
 
@@ -57,6 +63,38 @@ def assert_pointers(ptrs: np.ndarray, view: bool) -> None:
     assert ins[0] != 0 and ins == [ins[0]] * 2, ptrs.tolist()
     assert outs[0] != 0 and outs == [outs[0]] * 2, ptrs.tolist()
     assert (ins[0] == outs[0]) == view, ptrs.tolist()
+
+
+# ------------------------------------------------------------------ servers
+@contextlib.contextmanager
+def serve(repository: Path, env: Mapping[str, str] | None = None) -> Iterator[TritonServer]:
+    """A tritonserver with our backend on ``repository`` (``env`` added to its environment),
+    started with --exit-on-error=false and --strict-readiness=false so that a model failing
+    to load fails its own tests only. Its log goes to SERVER_LOG_ENV when it stops."""
+    from pybackend.server import TritonServer
+
+    server = TritonServer(
+        repository,
+        backend="ours",
+        env=env,
+        ready_timeout=180.0,
+        extra_args=["--exit-on-error=false", "--strict-readiness=false"],
+    )
+    try:
+        with server:
+            yield server
+    finally:
+        target = os.environ.get(SERVER_LOG_ENV)
+        if target:
+            with open(target, "a", encoding="utf-8") as log:
+                log.write(f"===== {server!r}\n{server.log_text()}\n")
+    assert not server.killed_stragglers, (
+        f"stub processes outlived tritonserver and had to be killed: {server.killed_stragglers}"
+    )
+
+
+def log_tail(server: TritonServer, chars: int = 4000) -> str:
+    return f"server log tail:\n{server.log_text()[-chars:]}"
 
 
 # ------------------------------------------------------------------ inference
