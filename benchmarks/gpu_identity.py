@@ -34,36 +34,19 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-# The CUDA shared-memory client and the counters live with the GPU tests.
+# The CUDA shared-memory client, the counters and the model template live with the GPU tests.
 sys.path.insert(0, str(REPO / "tests" / "gpu"))
 
 import gpu_client  # noqa: E402
-
-_CONFIG = """name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "IN", data_type: TYPE_FP32, dims: [ -1 ] }} ]
-output [ {{ name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] }} ]
-instance_group [ {{ kind: KIND_GPU, count: 1 }} ]
-parameters: {{ key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: {{ string_value: "{force_cpu}" }} }}
-"""
-
-_MODEL = """
-import torch
-import triton_python_backend_utils as pb_utils
+from gpu_io_models import FP32, model_config, torch_model, write_io_models  # noqa: E402
 
 
-class TritonPythonModel:
-    def initialize(self, args):
-        self.device = torch.device("cuda", int(args["model_instance_device_id"]))
+def _model(make_out: str) -> str:
+    return torch_model(f"""
+tensor = pb_utils.get_input_tensor_by_name(request, "IN")
+responses.append(pb_utils.InferenceResponse([{make_out}]))
+""")
 
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            tensor = pb_utils.get_input_tensor_by_name(request, "IN")
-            responses.append(pb_utils.InferenceResponse([{make_out}]))
-        return responses
-"""
 
 #: row -> (FORCE_CPU_ONLY_INPUT_TENSORS, how the model makes OUT from ``tensor``)
 ROWS = {
@@ -79,9 +62,10 @@ ROWS = {
 
 def write_repository(root: Path) -> Path:
     for name, (force_cpu, make_out) in ROWS.items():
-        (root / name / "1").mkdir(parents=True)
-        (root / name / "config.pbtxt").write_text(_CONFIG.format(name=name, force_cpu=force_cpu))
-        (root / name / "1" / "model.py").write_text(_MODEL.format(make_out=make_out))
+        config = model_config(
+            name, [FP32.format("IN")], [FP32.format("OUT")], FORCE_CPU_ONLY_INPUT_TENSORS=force_cpu
+        )
+        write_io_models(root, {name: (config, _model(make_out))})
     return root
 
 

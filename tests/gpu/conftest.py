@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
-import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from gpu_models import write_repository
-from gpu_support import CudaRegion, serve
+from gpu_support import CudaRegion, cuda_regions_of, serve
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
@@ -93,13 +92,5 @@ def grpc(gpu_server: TritonServer) -> Iterator[Any]:
 def cuda_regions(grpc: Any) -> Iterator[Callable[[int], CudaRegion]]:
     """make(nbytes): a CUDA shared-memory region of this process registered with the GPU
     server; every region made is unregistered and freed after the test."""
-    pytest.importorskip("cupy", reason="the client side of CUDA shared memory uses cupy")
-    made: list[CudaRegion] = []
-
-    def make(nbytes: int) -> CudaRegion:
-        made.append(CudaRegion(grpc, f"gpu-test-{os.getpid()}-{len(made)}", nbytes))
-        return made[-1]
-
-    yield make
-    for region in made:
-        region.close()
+    with cuda_regions_of(grpc, "gpu-test") as make:
+        yield make

@@ -30,6 +30,7 @@ isolated_gpu      ISOLATE_GPU "yes": OUT = 2 * IN on the GPU; VISIBLE is the stu
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -151,11 +152,14 @@ def current_device():
     return cp.cuda.runtime.getDevice()
 """
 
-PRODUCE = """
+#: A KIND_GPU torch model on its instance's device: ``header`` follows the imports; ``body``
+#: runs per request (``request``) and appends to ``responses``. The GPU tests' models and
+#: benchmarks/gpu_identity.py share it.
+_TORCH_MODEL = """
 import torch
 import torch.utils.dlpack
 import triton_python_backend_utils as pb_utils
-
+{header}
 
 class TritonPythonModel:
     def initialize(self, args):
@@ -164,12 +168,22 @@ class TritonPythonModel:
     def execute(self, requests):
         responses = []
         for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            y = torch.from_numpy(x.copy()).to(self.device) * 2
-            out = pb_utils.Tensor.from_dlpack("OUT", torch.utils.dlpack.to_dlpack(y))
-            responses.append(pb_utils.InferenceResponse([out]))
+{body}
         return responses
 """
+
+
+def torch_model(body: str, header: str = "") -> str:
+    """model.py of _TORCH_MODEL with ``body`` (unindented lines) and ``header``."""
+    return _TORCH_MODEL.format(header=header, body=textwrap.indent(body.strip("\n"), " " * 12))
+
+
+PRODUCE = torch_model("""
+x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+y = torch.from_numpy(x.copy()).to(self.device) * 2
+out = pb_utils.Tensor.from_dlpack("OUT", torch.utils.dlpack.to_dlpack(y))
+responses.append(pb_utils.InferenceResponse([out]))
+""")
 
 _BLS = """
 import numpy as np

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_io_models import write_io_models
+from gpu_io_models import torch_model, write_io_models
 
 _CONFIG = """
 name: "{name}"
@@ -70,28 +70,21 @@ def extra_outputs(tensor):
     ]
 """
 
-_TORCH = """
-import numpy as np
-import torch
-import torch.utils.dlpack
-import triton_python_backend_utils as pb_utils
-{extra}
 
-class TritonPythonModel:
-    def initialize(self, args):
-        self.device = torch.device("cuda", int(args["model_instance_device_id"]))
+def _torch(extra: str, make_out: str) -> str:
+    """OUT = 2 * IN + 1 computed by torch on the GPU; ``make_out`` makes the Tensor from y."""
+    return torch_model(
+        header="import numpy as np\n" + extra,
+        body=f"""
+x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+# A copy: the input is read-only, which torch would warn about.
+y = torch.as_tensor(x.copy(), device=self.device) * 2 + 1
+assert y.is_cuda, y.device
+out = {make_out}
+responses.append(pb_utils.InferenceResponse([out, *extra_outputs(out)]))
+""",
+    )
 
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            # A copy: the input is read-only, which torch would warn about.
-            y = torch.as_tensor(x.copy(), device=self.device) * 2 + 1
-            assert y.is_cuda, y.device
-            out = {make_out}
-            responses.append(pb_utils.InferenceResponse([out, *extra_outputs(out)]))
-        return responses
-"""
 
 _CUPY_DLPACK = """
 import cupy as cp
@@ -117,14 +110,11 @@ class TritonPythonModel:
 MODELS = {
     "numpy_gpu": (_NUMPY_GPU, _INSTANCE_OUTPUTS),
     "torch_cuda": (
-        _TORCH.format(extra=_NO_EXTRA, make_out='pb_utils.Tensor("OUT", y.cpu().numpy())'),
+        _torch(_NO_EXTRA, 'pb_utils.Tensor("OUT", y.cpu().numpy())'),
         "",
     ),
     "torch_dlpack": (
-        _TORCH.format(
-            extra=_PLACEMENT,
-            make_out='pb_utils.Tensor.from_dlpack("OUT", torch.utils.dlpack.to_dlpack(y))',
-        ),
+        _torch(_PLACEMENT, 'pb_utils.Tensor.from_dlpack("OUT", torch.utils.dlpack.to_dlpack(y))'),
         _PLACEMENT_OUTPUTS,
     ),
     "cupy_dlpack": (_CUPY_DLPACK.format(extra=_PLACEMENT), _PLACEMENT_OUTPUTS),

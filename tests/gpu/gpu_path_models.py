@@ -282,29 +282,11 @@ class TritonPythonModel:
         return responses
 """
 
-_STAGING_TORCH = """
-import os
-
-# Before torch starts its allocator: segments of virtual memory (cuMemMap), which CUDA IPC
-# cannot export.
-os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-
-import torch  # noqa: E402
-import triton_python_backend_utils as pb_utils  # noqa: E402
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        self.device = torch.device("cuda", int(args["model_instance_device_id"]))
-
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            y = torch.from_numpy(x.copy()).to(self.device) * 2
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor.from_dlpack("OUT", y)]))
-        return responses
-"""
+# PRODUCE (OUT = 2 * IN) with torch's allocator on segments of virtual memory (cuMemMap),
+# which CUDA IPC cannot export: set before torch starts its allocator.
+_STAGING_TORCH = (
+    'import os\n\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n' + PRODUCE
+)
 
 _NO_CPU_INPUTS = {"FORCE_CPU_ONLY_INPUT_TENSORS": "no"}
 

@@ -93,6 +93,24 @@ def serve(repository: Path, env: Mapping[str, str] | None = None) -> Iterator[Tr
     )
 
 
+@contextlib.contextmanager
+def cuda_regions_of(client: Any, prefix: str) -> Iterator[Callable[[int], CudaRegion]]:
+    """make(nbytes): a CUDA shared-memory region of this process registered with the server
+    of ``client``; every region made is unregistered and freed at the end."""
+    pytest.importorskip("cupy", reason="the client side of CUDA shared memory uses cupy")
+    made: list[CudaRegion] = []
+
+    def make(nbytes: int) -> CudaRegion:
+        made.append(CudaRegion(client, f"{prefix}-{os.getpid()}-{len(made)}", nbytes))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for region in made:
+            region.close()
+
+
 def log_tail(server: TritonServer, chars: int = 4000) -> str:
     return f"server log tail:\n{server.log_text()[-chars:]}"
 

@@ -12,7 +12,6 @@ server may have staged anything.
 
 from __future__ import annotations
 
-import os
 import queue
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
@@ -30,6 +29,7 @@ from gpu_support import (
     assert_pointers,
     copies,
     copies_since,
+    cuda_regions_of,
     infer,
     ipc_handles,
     log_tail,
@@ -71,16 +71,8 @@ def client(paths_server: TritonServer) -> Iterator[Any]:
 @pytest.fixture
 def regions(client: Any) -> Iterator[Callable[[int], CudaRegion]]:
     """make(nbytes): a CUDA shared-memory region registered with this module's server."""
-    pytest.importorskip("cupy", reason="the client side of CUDA shared memory uses cupy")
-    made: list[CudaRegion] = []
-
-    def make(nbytes: int) -> CudaRegion:
-        made.append(CudaRegion(client, f"gpu-paths-{os.getpid()}-{len(made)}", nbytes))
-        return made[-1]
-
-    yield make
-    for region in made:
-        region.close()
+    with cuda_regions_of(client, "gpu-paths") as make:
+        yield make
 
 
 def stream(client: Any, server: TritonServer, model: str, inputs: Any) -> list[dict[str, Any]]:
