@@ -57,13 +57,14 @@ def model_config(
     outputs: list[str],
     *,
     kind: str = "KIND_GPU",
+    max_batch_size: int = 0,
     extra: str = "",
     **parameters: str,
 ) -> str:
     """A python model's config.pbtxt (one instance of ``kind``), with string ``parameters``
     and ``extra`` text (e.g. a transaction policy)."""
     return (
-        f'name: "{name}"\nbackend: "python"\nmax_batch_size: 0\n'
+        f'name: "{name}"\nbackend: "python"\nmax_batch_size: {max_batch_size}\n'
         f"input {pbtxt_list(inputs)}\noutput {pbtxt_list(outputs)}\n"
         f"instance_group [ {{ kind: {kind}, count: 1 }} ]\n{extra}"
         + "".join(

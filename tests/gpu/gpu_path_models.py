@@ -19,6 +19,8 @@ many_allocs   ALLOCATIONS distinct cudaMalloc blocks of 2 MiB kept for the model
     IN + INDEX written into block INDEX % ALLOCATIONS and returned with Tensor.from_dlpack
 staging_cupy / staging_torch  OUT = 2 * IN on the GPU from memory CUDA IPC cannot export:
     cupy's stream-ordered MemoryAsyncPool, torch with expandable_segments (virtual memory)
+batched_view  FORCE_CPU_ONLY_INPUT_TENSORS "no", dynamic batching (up to 8, 200 ms): OUT = a view
+    of IN, IN_IS_CPU, BATCH = how many requests the execute call got
 isolated_gpu  ISOLATE_GPU "yes" (gpu_io_models.py); isolated_view: torch_view_no isolated
 """
 
@@ -288,6 +290,26 @@ _STAGING_TORCH = (
     'import os\n\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n' + PRODUCE
 )
 
+_BATCHED_VIEW = """
+import numpy as np
+import torch
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            tensor = pb_utils.get_input_tensor_by_name(request, "IN")
+            out = pb_utils.Tensor.from_dlpack("OUT", torch.from_dlpack(tensor))  # a view
+            responses.append(pb_utils.InferenceResponse([
+                out,
+                pb_utils.Tensor("IN_IS_CPU", np.array([[tensor.is_cpu()]], dtype=np.bool_)),
+                pb_utils.Tensor("BATCH", np.array([[len(requests)]], dtype=np.int32)),
+            ]))
+        return responses
+"""
+
 _NO_CPU_INPUTS = {"FORCE_CPU_ONLY_INPUT_TENSORS": "no"}
 
 
@@ -349,6 +371,17 @@ PATH_MODELS: dict[str, tuple[str, str | None]] = {
     ),
     "staging_cupy": (model_config("staging_cupy", _IN, _OUT), _STAGING_CUPY),
     "staging_torch": (model_config("staging_torch", _IN, _OUT), _STAGING_TORCH),
+    "batched_view": (
+        model_config(
+            "batched_view",
+            _IN,
+            _OUT + [_typed("IN_IS_CPU", "TYPE_BOOL", 1), _typed("BATCH", "TYPE_INT32", 1)],
+            max_batch_size=8,
+            extra="dynamic_batching { max_queue_delay_microseconds: 200000 }\n",
+            **_NO_CPU_INPUTS,
+        ),
+        _BATCHED_VIEW,
+    ),
     "isolated_gpu": MODELS["isolated_gpu"],
     "isolated_view": (view_config("isolated_view", "no", "view", ISOLATE_GPU="yes"), VIEW_TORCH),
 }

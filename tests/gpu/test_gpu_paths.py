@@ -12,6 +12,8 @@ server may have staged anything.
 
 from __future__ import annotations
 
+import functools
+import os
 import queue
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
@@ -44,10 +46,13 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.gpu
 
-#: The server's own device list: the machine's first GPU (the GPU machine has one).
-SERVER_DEVICES = "0"
+#: The server's own device list: one GPU, the first this process sees (the GPU machine has
+#: one): so CUDA shared memory made here on device 0 is on the server's device 0.
+SERVER_DEVICES = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
 #: Responses a decoupled model sends per request.
 COUNT = 4
+#: Requests sent at once to the dynamically batching model.
+BATCHED = 4
 #: Stub allocations the backend keeps mapped per stub (csrc/cuda/ipc_cache.h, kMaxOpen).
 MAX_MAPPINGS = 64
 
@@ -160,7 +165,7 @@ def test_an_isolated_stub_under_a_server_with_its_own_device_list(
     x = sample()
     got = infer(client, paths_server, "isolated_gpu", {"IN": x}, ["OUT", "VISIBLE", "DEVICES"])
     np.testing.assert_allclose(got["OUT"], x * 2, rtol=1e-6)
-    assert got["VISIBLE"].tolist() == [SERVER_DEVICES.split(",")[0].encode()], got["VISIBLE"]
+    assert got["VISIBLE"].tolist() == [SERVER_DEVICES.encode()], got["VISIBLE"]
     assert got["DEVICES"].tolist() == [1, 0], got["DEVICES"]
 
     region_in, region_out = regions(x.nbytes), regions(x.nbytes)
@@ -207,6 +212,48 @@ def test_more_stub_allocations_than_the_backend_maps_stay_bounded_and_correct(
     )
     counted = copies_since(paths_server, "many_allocs", before)
     assert counted == {"d2d": 0, "d2h": requests, "h2d": 0}, counted
+    assert_no_staging(paths_server)
+
+
+def test_gpu_inputs_of_requests_batched_into_one_execute_each_arrive_on_the_gpu(
+    client: Any, paths_server: TritonServer, regions: Callable[[int], CudaRegion]
+) -> None:
+    """BATCHED requests with CUDA shared-memory inputs, sent at once, reach batched_view
+    (FORCE_CPU_ONLY_INPUT_TENSORS "no", dynamic batching) in one execute call: each request's
+    input arrives on the GPU, copied once by the backend into memory the stub maps (the
+    client's region cannot be exported again), and its view goes back through gRPC with one
+    device-to-host copy: d2d and d2h once per request, nothing else, each with its own
+    values. (A request's input is one buffer: the python backend gathers no batch.)"""
+    assert client.is_model_ready("batched_view"), log_tail(paths_server)
+    x = sample()
+    sent = [(regions(x.nbytes), (x + 100 * i).reshape(1, -1)) for i in range(BATCHED)]
+    results: queue.Queue[tuple[int, Any, Any]] = queue.Queue()
+    names = ["OUT", "IN_IS_CPU", "BATCH"]
+    before = copies(paths_server, "batched_view")
+    for i, (region, array) in enumerate(sent):
+        infer_inputs, requested = request_parts({"IN": (region, array)}, names, {})
+        client.async_infer(
+            "batched_view",
+            infer_inputs,
+            functools.partial(lambda i, result, error: results.put((i, result, error)), i),
+            outputs=requested,
+            client_timeout=60,
+        )
+    batches = {}
+    for _ in range(BATCHED):
+        try:
+            i, result, error = results.get(timeout=90)
+        except queue.Empty:
+            raise AssertionError(
+                f"{len(batches)} of {BATCHED} responses; {log_tail(paths_server)}"
+            ) from None
+        assert error is None, f"request {i}: {error}; {log_tail(paths_server)}"
+        np.testing.assert_array_equal(result.as_numpy("OUT"), sent[i][1], err_msg=f"request {i}")
+        assert result.as_numpy("IN_IS_CPU").tolist() == [[False]], f"request {i}"
+        batches[i] = int(result.as_numpy("BATCH")[0][0])
+    assert max(batches.values()) >= 2, f"the requests were never batched: {batches}"
+    counted = copies_since(paths_server, "batched_view", before)
+    assert counted == {"d2d": BATCHED, "d2h": BATCHED, "h2d": 0}, (counted, batches)
     assert_no_staging(paths_server)
 
 
@@ -267,7 +314,10 @@ def test_gpu_memory_cuda_ipc_cannot_share_is_staged_through_host_with_one_warnin
         )
         np.testing.assert_allclose(got["OUT"], y * 2, rtol=1e-6)
     counted = copies_since(paths_server, model, before)
-    assert counted == {"d2d": 0, "d2h": 0, "h2d": N}, counted
+    assert counted == {"d2d": 0, "d2h": 0, "h2d": N}, (
+        f"{model}: {counted}; expected the output staged by the stub (one h2d per request "
+        "and nothing else); a d2d means CUDA IPC shared the allocator's memory after all"
+    )
 
     def warned() -> int | None:
         count = paths_server.log_text().count(STAGING_WARNING)
