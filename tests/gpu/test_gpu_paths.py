@@ -80,6 +80,12 @@ def regions(client: Any) -> Iterator[Callable[[int], CudaRegion]]:
         yield make
 
 
+def ready(client: Any, server: TritonServer, *models: str) -> None:
+    """Fail with the server's log when a model did not load (before its counters are read)."""
+    for model in models:
+        assert client.is_model_ready(model), f"{model} did not load; {log_tail(server)}"
+
+
 def stream(client: Any, server: TritonServer, model: str, inputs: Any) -> list[dict[str, Any]]:
     """One request to a decoupled model over a gRPC stream: its COUNT responses, in order of
     arrival; fails on an error response, on a missing one and on one too many."""
@@ -115,6 +121,7 @@ def test_a_decoupled_model_sends_gpu_outputs_through_its_response_sender(
     and nothing is staged through the stub's host memory."""
     if model.endswith("cupy"):
         pytest.importorskip("cupy", reason="cupy is not installed on this GPU machine")
+    ready(client, paths_server, model)
     x = sample()
     before = copies(paths_server, model)
     for r in range(N):
@@ -142,6 +149,7 @@ def test_a_view_of_tritons_own_gpu_memory_goes_back_under_the_backends_handle(
     ensemble = f"ensemble_{consumer}"
     x = sample()
     models = ("ens_produce", consumer)
+    ready(client, paths_server, ensemble, *models)
     before = {m: copies(paths_server, m) for m in models}
     for i in range(N):
         y = x + i
@@ -169,6 +177,7 @@ def test_an_isolated_stub_under_a_server_with_its_own_device_list(
     assert got["DEVICES"].tolist() == [1, 0], got["DEVICES"]
 
     region_in, region_out = regions(x.nbytes), regions(x.nbytes)
+    ready(client, paths_server, "isolated_view")
     before = copies(paths_server, "isolated_view")
     for i in range(N):
         y = x - i
@@ -194,6 +203,7 @@ def test_more_stub_allocations_than_the_backend_maps_stay_bounded_and_correct(
     up), never more than MAX_MAPPINGS at a time (the oldest mapping closes), maps an evicted
     block again when it comes back, and every output has the values just written."""
     pytest.importorskip("cupy", reason="many_allocs uses cupy")
+    ready(client, paths_server, "many_allocs")
     x = np.linspace(-1, 1, BLOCK_ELEMENTS, dtype=np.float32)
     before = copies(paths_server, "many_allocs")
     seen = []
@@ -224,7 +234,7 @@ def test_gpu_inputs_of_requests_batched_into_one_execute_each_arrive_on_the_gpu(
     client's region cannot be exported again), and its view goes back through gRPC with one
     device-to-host copy: d2d and d2h once per request, nothing else, each with its own
     values. (A request's input is one buffer: the python backend gathers no batch.)"""
-    assert client.is_model_ready("batched_view"), log_tail(paths_server)
+    ready(client, paths_server, "batched_view")
     x = sample()
     sent = [(regions(x.nbytes), (x + 100 * i).reshape(1, -1)) for i in range(BATCHED)]
     results: queue.Queue[tuple[int, Any, Any]] = queue.Queue()
@@ -304,6 +314,7 @@ def test_gpu_memory_cuda_ipc_cannot_share_is_staged_through_host_with_one_warnin
         pytest.importorskip("cupy", reason="cupy is not installed on this GPU machine")
     x = sample()
     region_out = regions(x.nbytes)
+    ready(client, paths_server, model)
     warned_before = paths_server.log_text().count(STAGING_WARNING)
     before = copies(paths_server, model)
     for i in range(N):
