@@ -12,8 +12,8 @@ ensemble_pool_view / _slice  ens_produce -> pool_view / pool_slice: the view's i
     Triton's own memory (the ensemble's intermediate tensor), shared without a copy
 bls_starved   BLS to host_echo with preferred_memory GPU; with STARVE it first takes nearly all
     the device's free memory (cudaMalloc, so the backend's cuMemAlloc for the BLS output
-    fails) and frees it when the call returns. OUT = the callee's OUT, BLS_OUT_IS_CPU, LEFT =
-    the free bytes the starvation left (-1 without it)
+    fails) and frees it when the call returns. OUT = the callee's OUT tensor passed on as it
+    is, BLS_OUT_IS_CPU, LEFT = the free bytes the starvation left (-1 without it)
 host_echo     KIND_CPU, OUT = IN with numpy (no CUDA in its stub)
 many_allocs   ALLOCATIONS distinct cudaMalloc blocks of 2 MiB kept for the model's life; OUT =
     IN + INDEX written into block INDEX % ALLOCATIONS and returned with Tensor.from_dlpack
@@ -203,14 +203,10 @@ class TritonPythonModel:
                 blocks.clear()  # cudaFree: the device is the server's again
             if reply.has_error():
                 raise pb_utils.TritonModelException(reply.error().message())
+            # Passed on as it is: host memory, or GPU memory the backend lent for it.
             got = pb_utils.get_output_tensor_by_name(reply, "OUT")
-            if got.is_cpu():
-                host = got.as_numpy().copy()
-            else:
-                with cp.cuda.Device(self.device_id):
-                    host = cp.asnumpy(cp.from_dlpack(got))
             responses.append(pb_utils.InferenceResponse([
-                pb_utils.Tensor("OUT", host),
+                got,
                 pb_utils.Tensor("BLS_OUT_IS_CPU", np.array([got.is_cpu()], dtype=np.bool_)),
                 pb_utils.Tensor("LEFT", np.array([left], dtype=np.int64)),
             ]))

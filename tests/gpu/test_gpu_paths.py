@@ -273,18 +273,32 @@ def test_bls_gpu_outputs_go_to_host_memory_when_the_device_has_none_to_spare(
     """bls_starved takes nearly all the device's free memory, then asks host_echo for its
     output with preferred_memory GPU: the backend's cuMemAlloc fails, it logs one warning
     naming the output, the callee, the driver's error and the fallback, and the output
-    arrives in host memory with the right values. With the memory given back, the next call
-    gets its output on the GPU again; the server stays up."""
+    arrives in host memory with the right values (no copy anywhere). With the memory given
+    back, the next call gets its output on the GPU again (the callee's host output copied
+    host to device into it), and the caller passes that GPU tensor on as its own output
+    (memory the backend lent: read under the backend's handle, one d2h into gRPC's buffer).
+    The server stays up."""
     pytest.importorskip("cupy", reason="bls_starved uses cupy")
+    models = ("bls_starved", "host_echo")
+    ready(client, paths_server, *models)
     x = np.linspace(-1, 1, 4 << 20, dtype=np.float32)  # 16 MiB: more than starving leaves
     outputs = ["OUT", "BLS_OUT_IS_CPU", "LEFT"]
-    got = infer(client, paths_server, "bls_starved", {"IN": x, "STARVE": np.array([True])}, outputs)
-    np.testing.assert_array_equal(got["OUT"], x)
+
+    def call(starve: bool) -> tuple[dict[str, np.ndarray], dict[str, dict[str, int]]]:
+        before = {m: copies(paths_server, m) for m in models}
+        inputs = {"IN": x, "STARVE": np.array([starve])}
+        got = infer(client, paths_server, "bls_starved", inputs, outputs)
+        np.testing.assert_array_equal(got["OUT"], x)
+        return got, {m: copies_since(paths_server, m, before[m]) for m in models}
+
+    got, counted = call(starve=True)
     left = int(got["LEFT"][0])
     assert got["BLS_OUT_IS_CPU"].tolist() == [True], (
         f"the BLS output was allocated on the GPU although starving left {left} bytes free "
         f"for a {x.nbytes}-byte output"
     )
+    none = {"d2d": 0, "d2h": 0, "h2d": 0}
+    assert counted == {"bls_starved": none, "host_echo": none}, counted
     warnings = [
         line
         for line in paths_server.log_text().splitlines()
@@ -293,11 +307,12 @@ def test_bls_gpu_outputs_go_to_host_memory_when_the_device_has_none_to_spare(
     assert len(warnings) == 1, f"{warnings}; {log_tail(paths_server)}"
     assert "'host_echo'" in warnings[0] and "CUDA_ERROR_OUT_OF_MEMORY" in warnings[0], warnings
 
-    got = infer(
-        client, paths_server, "bls_starved", {"IN": x, "STARVE": np.array([False])}, outputs
-    )
-    np.testing.assert_array_equal(got["OUT"], x)
+    got, counted = call(starve=False)
     assert got["BLS_OUT_IS_CPU"].tolist() == [False], "the GPU preference was not served again"
+    assert counted == {
+        "bls_starved": {"d2d": 0, "d2h": 1, "h2d": 0},
+        "host_echo": {"d2d": 0, "d2h": 0, "h2d": 1},
+    }, counted
     assert paths_server.is_alive()
 
 
