@@ -11,11 +11,15 @@
 #   servers.log  the tritonserver logs of the tests' and the benchmark's servers
 #   bench.txt    benchmarks/gpu_identity.py: 64 MiB GPU identity, zero copy vs host round trip
 #                (its table is copied into summary.txt)
+#   cpu_bench.txt  scripts/gpu_cpu_bench.sh: benchmarks.run (quick mode) ours vs the original vs
+#                native on the machine's idle cores, with nproc, load, CPU model, the original's
+#                setup (or why it could not start) and the JSON; only if time is left
 # At most 8 files: that is what a device call brings back.
 #
 # Bounded: every step runs under `timeout`, and the whole script ends within GPU_CHECK_BUDGET
 # seconds (default 390) even if something hangs; the tests leave GPU_BENCH_RESERVE (100) of
-# them to the benchmark. On exit it kills every process it started
+# them to the benchmark. The CPU benchmark runs last, only with at least GPU_CPU_BENCH_MIN (75)
+# seconds left, for at most GPU_CPU_BENCH_CAP (150). On exit it kills every process it started
 # (found by a marker variable in their environment, which tritonserver and stubs inherit).
 # On a machine without a GPU it still produces the report; the tests skip with the reason.
 #
@@ -24,6 +28,8 @@
 #   GPU_KIT=.gpu-kit         the kit folder; GPU_SITE=/tmp/pybackend-gpu-site where it goes
 #   GPU_CHECK_BUDGET=390     seconds for the whole script; PYTEST_ARGS extra pytest arguments
 #   GPU_BENCH_RESERVE=100    seconds kept for the benchmark; GPU_BENCH_REQUESTS=50 per row
+#   GPU_CPU_BENCH_MIN=75, GPU_CPU_BENCH_CAP=150, GPU_CPU_BENCH_ARGS=--quick   the CPU benchmark
+#                            (GPU_CPU_BENCH_CAP=0 skips it)
 set -u
 
 OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -100,6 +106,10 @@ install_kit() {
     [ -f "$KIT/tritonserver.tar.xz" ] || { echo "no kit at $KIT (run scripts/gpu_kit.sh)"; return 1; }
     rm -rf "$SITE" && mkdir -p "$SITE"
     tar -C "$SITE" -xJf "$KIT/tritonserver.tar.xz" || return 1
+    # The original backend and its stub, over the same layout (the CPU benchmark's).
+    if [ -f "$KIT/original.tar.xz" ]; then
+        tar -C "$SITE" -xJf "$KIT/original.tar.xz" || return 1
+    fi
     # One wheel at a time: a wheel for another Python (the CPU dry run) is reported and
     # skipped; the interpreter's own copy of that package is used then.
     local whl status=0
@@ -147,6 +157,22 @@ else
     step bench "$BENCH_RESERVE" "$OUT/bench.txt" "$PY" -m benchmarks.gpu_identity \
         --requests "${GPU_BENCH_REQUESTS:-50}" --server-log "$OUT/servers.log"
     grep -E '^(GPU identity|gpu_identity|\|)' "$OUT/bench.txt" >>"$SUMMARY"
+    kill_ours
+    # ------------------------------------------------------------ the CPU benchmark
+    # Last and only if time is left: the GPU results come first.
+    cpu_min=${GPU_CPU_BENCH_MIN:-75} cpu_cap=${GPU_CPU_BENCH_CAP:-150}
+    cpu_left=$(($(left) - 15))
+    if [ "$cpu_cap" -le 0 ]; then
+        echo "cpubench   SKIPPED (GPU_CPU_BENCH_CAP=0)" >>"$SUMMARY"
+    elif [ "$cpu_left" -lt "$cpu_min" ]; then
+        echo "cpubench   SKIPPED (${cpu_left}s left of the budget, it needs ${cpu_min}s)" >>"$SUMMARY"
+    else
+        [ "$cpu_cap" -gt "$cpu_left" ] && cpu_cap=$cpu_left
+        # Its own cap is 10 s inside the step's, so it can still write why it stopped.
+        step cpubench "$cpu_cap" "$OUT/build.log" bash scripts/gpu_cpu_bench.sh \
+            "$OUT/cpu_bench.txt" "$((cpu_cap - 10))"
+        grep -E '^(nproc|CPU|original|benchmark):' "$OUT/cpu_bench.txt" >>"$SUMMARY"
+    fi
 fi
 kill_ours
 trap - EXIT

@@ -6,9 +6,17 @@
 #   tritonserver.tar.xz  the wheel's tritonserver binary and nvidia_pytriton.libs/, in the
 #                        wheel's own layout (pytriton/tritonserver/bin, nvidia_pytriton.libs)
 #                        so that pybackend.server.locate finds it once the folder it is
-#                        unpacked into is on PYTHONPATH. Without the bundled libpython (only
-#                        the original backend's stub uses it) and without the original
-#                        backend: the GPU check runs ours.
+#                        unpacked into is on PYTHONPATH. Without the bundled libpython (a
+#                        3.13 one, for the 3.13 stub only).
+#   original.tar.xz      (GPU_KIT_ORIGINAL=1, the default) NVIDIA's original backend for the
+#                        CPU benchmark there (ours vs the original on 16 idle cores): the wheel's
+#                        backends/python and the cp312 stub, in the same layout (unpacked over
+#                        tritonserver.tar.xz), and pybackend-libpython/libpython3.12.so.1.0
+#                        (stripped), which the stub links: used only where the machine has no
+#                        libpython3.12 of its own.
+#   numpy1.tar.xz        numpy<2 for the original's stub (it breaks with numpy 2, the machine's):
+#                        the cp312 wheel unpacked without its tests, to go into a venv's
+#                        site-packages (xz -9 makes it 8 MiB; the wheel is 17).
 #   wheels/              cp312 wheels for the gRPC client: tritonclient, grpcio, protobuf and
 #                        python-rapidjson, at the versions in .venv (the combination the CPU
 #                        suite runs). No HTTP client: its gevent stack is heavy and the tests
@@ -16,6 +24,8 @@
 #   MANIFEST             sizes and sha256 of the above.
 #
 # Usage: scripts/gpu_kit.sh [DEST] (default .gpu-kit); VENV=.venv picks the environment.
+#   GPU_KIT_ORIGINAL=0       leave the original backend and numpy<2 out (about 11 MiB less)
+#   GPU_KIT_LIBPYTHON=PATH   the libpython3.12.so.1.0 to carry (default: found on this machine)
 set -euo pipefail
 
 DEST=${1:-.gpu-kit}
@@ -24,6 +34,12 @@ PY="$VENV/bin/python"
 # The GPU machine's interpreter and platform (x86-64, CPython 3.12, glibc >= 2.28).
 TARGET_PY=${GPU_KIT_PYTHON_VERSION:-3.12}
 CLIENT_PACKAGES=(tritonclient grpcio protobuf python-rapidjson)
+ORIGINAL=${GPU_KIT_ORIGINAL:-1}
+# The numpy<2 of .venv-orig (the one the CPU suite runs the original with).
+NUMPY1_VERSION=${GPU_KIT_NUMPY1:-1.26.4}
+PLATFORMS=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
+    --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64
+    --platform manylinux2014_x86_64 --platform manylinux1_x86_64)
 
 [ -x "$PY" ] || { echo "gpu_kit: $PY not found; run make venv first" >&2; exit 1; }
 
@@ -37,6 +53,50 @@ EOF
 )
 [ -x "$site/pytriton/tritonserver/bin/tritonserver" ] || {
     echo "gpu_kit: no tritonserver under $site/pytriton" >&2; exit 1; }
+
+# The libpython3.12.so.1.0 to carry: named, or this machine's (a pyenv 3.12 or the system's).
+find_libpython() {
+    local cand
+    for cand in "${GPU_KIT_LIBPYTHON:-}" \
+        "$(ldconfig -p 2>/dev/null | awk '/libpython3\.12\.so\.1\.0 .*x86-64/ {print $NF; exit}')" \
+        /root/.pyenv/versions/3.12*/lib/libpython3.12.so.1.0 \
+        "$(python3.12 -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))' 2>/dev/null)/libpython3.12.so.1.0"; do
+        [ -n "$cand" ] && [ -f "$cand" ] && { echo "$cand"; return 0; }
+    done
+    return 1
+}
+
+# original.tar.xz and numpy1.tar.xz (see the top). WORK SITE.
+pack_original() {
+    local work=$1 site=$2 orig="$1/orig" np="$1/numpy1" lib
+    local server="$site/pytriton/tritonserver"
+    mkdir -p "$orig/pytriton/tritonserver/backends/python" \
+        "$orig/pytriton/tritonserver/python_backend_stubs/3.12" "$orig/pybackend-libpython" "$np"
+    cp -a "$server/backends/python/libtriton_python.so" \
+        "$server/backends/python/triton_python_backend_utils.py" \
+        "$orig/pytriton/tritonserver/backends/python/"
+    cp -a "$server/python_backend_stubs/3.12/triton_python_backend_stub" \
+        "$orig/pytriton/tritonserver/python_backend_stubs/3.12/"
+    if lib=$(find_libpython); then
+        echo "gpu_kit: carrying $lib (stripped) for the original stub"
+        cp -L "$lib" "$orig/pybackend-libpython/libpython3.12.so.1.0"
+        strip --strip-unneeded "$orig/pybackend-libpython/libpython3.12.so.1.0"
+    else
+        echo "gpu_kit: WARNING no libpython3.12.so.1.0 here (set GPU_KIT_LIBPYTHON): the" \
+            "original stub will run only where the GPU machine has its own" >&2
+    fi
+    tar -C "$orig" -cf - pytriton pybackend-libpython | nice xz -9 -T2 >"$work/kit/original.tar.xz"
+
+    echo "gpu_kit: downloading numpy==$NUMPY1_VERSION for CPython $TARGET_PY (the original's stub)"
+    "$PY" -m pip --disable-pip-version-check download -q --no-deps --only-binary=:all: \
+        --python-version "$TARGET_PY" --implementation cp "${PLATFORMS[@]}" \
+        -d "$work/numpy-wheel" "numpy==$NUMPY1_VERSION"
+    "$PY" -m zipfile -e "$work"/numpy-wheel/numpy-*.whl "$np"
+    # The tests and type stubs are a fifth of it and nothing imports them.
+    find "$np" -depth \( -name tests -type d -o -name '*.pyi' \) -exec rm -rf {} +
+    echo "gpu_kit: packing numpy $NUMPY1_VERSION (xz -9, takes a few minutes)"
+    tar -C "$np" -cf - . | nice xz -9 -T2 >"$work/kit/numpy1.tar.xz"
+}
 
 # Built aside (outside the tree, so git never sees a half-built kit), moved in at the end.
 work=$(mktemp -d "${TMPDIR:-/tmp}/pybackend-gpu-kit.XXXXXX")
@@ -62,10 +122,11 @@ done
 echo "gpu_kit: downloading ${pins[*]} for CPython $TARGET_PY"
 "$PY" -m pip --disable-pip-version-check download -q --no-deps --only-binary=:all: \
     --python-version "$TARGET_PY" --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-    --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
-    -d "$work/kit/wheels" "${pins[@]}"
+    "${PLATFORMS[@]}" -d "$work/kit/wheels" "${pins[@]}"
+
+if [ "$ORIGINAL" = 1 ]; then
+    pack_original "$work" "$site"
+fi
 
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 (
@@ -80,4 +141,6 @@ revision=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
 rm -rf "$DEST"
 mv "$work/kit" "$DEST"
 cat "$DEST/MANIFEST"
-echo "gpu_kit: $DEST is $(du -sm "$DEST" | cut -f1) MiB (a device call carries at most 64 MiB)"
+tree=$(git ls-files -co --exclude-standard 2>/dev/null | tar -cf - -T - 2>/dev/null | wc -c)
+echo "gpu_kit: $DEST is $(du -sm "$DEST" | cut -f1) MiB, the working tree $((tree / 1048576)) MiB" \
+    "(a device call carries at most 64 MiB)"

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The CPU benchmark on the GPU machine (docs/gpu.md): `benchmarks.run` (ours vs the original vs
+# the native floor) on its 16 idle cores, which the 2-core development machines cannot show.
+# scripts/gpu_check.sh runs it as its last step, after the kit is unpacked and our backend is
+# built; everything goes into one report file (a device call brings back at most 8 files):
+# the machine (nproc, load, CPU model), how the original's environment was made, why the
+# original could not start if it could not (its server's log), then the benchmark's own tables
+# and notes, then its JSON after a "### JSON" line.
+#
+# The original's stub needs numpy<2 first on PATH and libpython3.12.so.1.0; the machine's
+# python3 has numpy 2, so a venv of that python3 gets the kit's numpy1.tar.xz, and the kit's
+# libpython goes on LD_LIBRARY_PATH only when the machine has none. If the original cannot
+# start, ours and the native floor still run.
+#
+# Usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]   (the benchmark's own cap, default 150)
+#   PY, KIT, SITE as in gpu_check.sh (exported there); GPU_CPU_BENCH_ARGS (default --quick)
+#   are benchmarks.run's options.
+set -u
+
+REPORT=${1:?usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]}
+CAP=${2:-150}
+PY=${PY:-python3}
+KIT=${KIT:-.gpu-kit}
+SITE=${SITE:-/tmp/pybackend-gpu-site}
+ARGS=${GPU_CPU_BENCH_ARGS:---quick}
+T0=$(date +%s)
+note() { echo "$*" >>"$REPORT"; }
+elapsed() { echo "$(($(date +%s) - T0))s"; }
+
+: >"$REPORT"
+note "# CPU benchmark on the GPU machine, $(date -u +%FT%TZ)"
+# The device's copy of .git can be stale (gpu_check.sh): the revision the caller named.
+note "revision: ${GPU_CHECK_REVISION:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}"
+note "nproc: $(nproc); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+note "CPU: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+note "memory: $(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+note "python: $("$PY" -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)' 2>&1)"
+
+# ---------------------------------------------------------------- the original's environment
+# A venv of the machine's python3 without its site-packages, numpy<2 unpacked into it: the
+# first python3 on PATH for the original's stub (benchmarks/server.py puts its bin/ first).
+orig_env() {
+    local venv="$SITE/orig-venv" version sp
+    version=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    [ -f "$KIT/numpy1.tar.xz" ] || { echo "the kit has no numpy1.tar.xz (GPU_KIT_ORIGINAL=0?)"; return 1; }
+    stub="$SITE/pytriton/tritonserver/python_backend_stubs/$version/triton_python_backend_stub"
+    [ -x "$stub" ] || { echo "the kit has no original stub for Python $version (only 3.12)"; return 1; }
+    rm -rf "$venv"
+    "$PY" -m venv --without-pip "$venv" || return 1
+    sp="$venv/lib/python$version/site-packages"
+    mkdir -p "$sp" && tar -C "$sp" -xJf "$KIT/numpy1.tar.xz" || return 1
+    env -u PYTHONPATH "$venv/bin/python3" -c \
+        'import numpy, sys; print("orig-venv numpy", numpy.__version__); sys.exit(numpy.__version__ >= "2")' ||
+        { echo "the venv's numpy is not <2"; return 1; }
+    # The stub links libpython3.X.so.1.0: the machine's own if it has one, else the kit's.
+    local missing
+    missing=$(LD_LIBRARY_PATH="$SITE/nvidia_pytriton.libs" ldd "$stub" | awk '/not found/ {print $1}')
+    if [ -n "$missing" ] && [ -f "$SITE/pybackend-libpython/libpython$version.so.1.0" ]; then
+        echo "the machine has no $missing: using the kit's ($SITE/pybackend-libpython)"
+        export LD_LIBRARY_PATH="$SITE/pybackend-libpython${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        missing=$(LD_LIBRARY_PATH="$SITE/nvidia_pytriton.libs:$LD_LIBRARY_PATH" ldd "$stub" |
+            awk '/not found/ {print $1}')
+    fi
+    [ -z "$missing" ] || { echo "the original stub cannot load: $missing"; return 1; }
+    echo "original stub: $stub"
+}
+
+# Start a server with the original backend and one identity model, as the benchmark will: on
+# failure print its log (the stub's own errors go there), so the report says why.
+PREFLIGHT='
+import sys, tempfile
+from pathlib import Path
+from benchmarks import repository
+from benchmarks.server import BenchServer, ServerFailed
+from pybackend.server import locate
+with tempfile.TemporaryDirectory(prefix="pybackend-orig-preflight-") as tmp:
+    repo = Path(tmp) / "repo"
+    repository.write_repository(repo, native=False, names=("identity",))
+    server = BenchServer("original", repo, locate.original_backend_dir(), strict=True)
+    try:
+        print(f"original server ready in {server.start(timeout=60):.2f} s")
+    except ServerFailed as exc:
+        print(f"the original backend cannot serve here:\n{exc}\n--- its log:\n{server.log_tail(80)}")
+        sys.exit(1)
+    finally:
+        server.stop()
+'
+
+backends=original,ours,native
+export PYBACKEND_ORIG_VENV="$SITE/orig-venv" PYBACKEND_CACHE_DIR="$SITE/cache"
+note ""
+note "## The original's environment"
+if orig_env >>"$REPORT" 2>&1 && timeout -k 5 90 "$PY" -c "$PREFLIGHT" >>"$REPORT" 2>&1; then
+    note "original: ready ($(elapsed))"
+else
+    note "original: NOT RUN (the lines above say why); ours and native only ($(elapsed))"
+    backends=ours,native
+fi
+
+# ---------------------------------------------------------------- the benchmark
+left=$((CAP - $(date +%s) + T0 - 5))
+note ""
+note "## python -m benchmarks.run $ARGS --backends $backends (limit ${left}s)"
+json=$(mktemp "${TMPDIR:-/tmp}/pybackend-cpu-bench.XXXXXX.json")
+# shellcheck disable=SC2086
+timeout -k 10 "$left" "$PY" -m benchmarks.run $ARGS --backends "$backends" --json "$json" \
+    >>"$REPORT" 2>&1
+rc=$?
+case $rc in
+    0) note "benchmark: done ($(elapsed) in all)" ;;
+    124 | 137) note "benchmark: TIMED OUT after ${left}s ($(elapsed) in all)" ;;
+    *) note "benchmark: failed rc=$rc ($(elapsed) in all)" ;;
+esac
+if [ -s "$json" ]; then
+    note ""
+    note "### JSON"
+    cat "$json" >>"$REPORT"
+fi
+rm -f "$json"
+exit $rc
