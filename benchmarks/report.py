@@ -218,7 +218,8 @@ def render(results: Results) -> str:
         f"Revision: {meta.get('revision', 'unknown')}",
         f"Settings: {meta['settings']}",
         f"Date: {meta['date']}; load average {meta.get('load_average_at_start', 0):.1f} at start, "
-        f"{meta.get('load_average_at_end', 0):.1f} at end (2 CPUs: above ~0.5 means other work)",
+        f"{meta.get('load_average_at_end', 0):.1f} at end ({meta.get('cpus', 2)} CPUs: "
+        "above ~0.5 means other work)",
         "",
         "### Throughput, latency, backend time, CPU",
         workload_table(results),

@@ -277,6 +277,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"load-time starts {args.load_reps} per backend",
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "load_average_at_start": os.getloadavg()[0],
+            "cpus": os.cpu_count(),
         },
         "workloads": {},
         "memory": {},
