@@ -46,7 +46,19 @@ orig_env() {
     stub="$SITE/pytriton/tritonserver/python_backend_stubs/$version/triton_python_backend_stub"
     [ -x "$stub" ] || { echo "the kit has no original stub for Python $version (only 3.12)"; return 1; }
     rm -rf "$venv"
-    "$PY" -m venv --without-pip "$venv" || return 1
+    # Debian and Ubuntu split ensurepip off; without pip venv needs none, and where venv fails
+    # all the same, the layout is made by hand (what getpath reads: bin/python3, pyvenv.cfg).
+    "$PY" -m venv --without-pip "$venv" || {
+        echo "venv failed: making $venv by hand"
+        rm -rf "$venv" && mkdir -p "$venv/bin" && "$PY" - "$venv" <<'EOF' || return 1
+import os, sys
+base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+os.symlink(base, os.path.join(sys.argv[1], "bin", "python3"))
+with open(os.path.join(sys.argv[1], "pyvenv.cfg"), "w") as cfg:
+    cfg.write(f"home = {os.path.dirname(base)}\ninclude-system-site-packages = false\n"
+              f"version = {sys.version.split()[0]}\n")
+EOF
+    }
     sp="$venv/lib/python$version/site-packages"
     mkdir -p "$sp" && tar -C "$sp" -xJf "$KIT/numpy1.tar.xz" || return 1
     env -u PYTHONPATH "$venv/bin/python3" -c \
