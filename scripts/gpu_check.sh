@@ -171,7 +171,7 @@ else
         # Its own cap is 10 s inside the step's, so it can still write why it stopped.
         step cpubench "$cpu_cap" "$OUT/build.log" bash scripts/gpu_cpu_bench.sh \
             "$OUT/cpu_bench.txt" "$((cpu_cap - 10))"
-        grep -E '^(nproc|CPU|original|benchmark):' "$OUT/cpu_bench.txt" >>"$SUMMARY"
+        grep -E '^(nproc|CPU|original( backend)?|benchmark):' "$OUT/cpu_bench.txt" >>"$SUMMARY"
     fi
 fi
 kill_ours

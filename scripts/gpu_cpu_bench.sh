@@ -9,8 +9,9 @@
 #
 # The original's stub needs numpy<2 first on PATH and libpython3.12.so.1.0; the machine's
 # python3 has numpy 2, so a venv of that python3 gets the kit's numpy1.tar.xz, and the kit's
-# libpython goes on LD_LIBRARY_PATH only when the machine has none. If the original cannot
-# start, ours and the native floor still run.
+# libpython goes on LD_LIBRARY_PATH only when the machine has none. benchmarks/preflight.py
+# then starts a server with the original and one model, as the benchmark will, and prints how
+# its stub runs or, if it cannot serve, its log; then ours and the native floor run alone.
 #
 # Usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]   (the benchmark's own cap, default 150)
 #   PY, KIT, SITE as in gpu_check.sh (exported there); GPU_CPU_BENCH_ARGS (default --quick)
@@ -77,41 +78,11 @@ EOF
     echo "original stub: $stub"
 }
 
-# Start a server with the original backend and one identity model, as the benchmark will: on
-# failure print its log (the stub's own errors go there), so the report says why.
-PREFLIGHT='
-import sys, tempfile
-from pathlib import Path
-from benchmarks import repository
-from benchmarks.server import BenchServer, ServerFailed
-from pybackend.server import locate
-with tempfile.TemporaryDirectory(prefix="pybackend-orig-preflight-") as tmp:
-    repo = Path(tmp) / "repo"
-    repository.write_repository(repo, native=False, names=("identity",))
-    # Not strict: the server is up at once, and a model that fails says so (no 60 s wait).
-    server = BenchServer("original", repo, locate.original_backend_dir(), strict=False)
-    # 30 s each: it is ready in 2 s on a loaded 2-core machine, and a stub that dies at once
-    # leaves the original waiting for it (the model stays LOADING).
-    try:
-        server.start(timeout=30)
-        problem = server.wait_models(["identity"], 30)["identity"]
-    except ServerFailed as exc:
-        problem = str(exc).splitlines()[0]
-    try:
-        if problem:
-            print(f"the original backend cannot serve here: {problem}")
-            print(f"--- its server log:\n{server.log_tail(80)}")
-            sys.exit(1)
-        print("original backend: the identity model is READY")
-    finally:
-        server.stop()
-'
-
 backends=original,ours,native
 export PYBACKEND_ORIG_VENV="$SITE/orig-venv" PYBACKEND_CACHE_DIR="$SITE/cache"
 note ""
 note "## The original's environment"
-if orig_env >>"$REPORT" 2>&1 && timeout -k 5 75 "$PY" -c "$PREFLIGHT" >>"$REPORT" 2>&1; then
+if orig_env >>"$REPORT" 2>&1 && timeout -k 5 75 "$PY" -m benchmarks.preflight >>"$REPORT" 2>&1; then
     note "original: ready ($(elapsed))"
 else
     note "original: NOT RUN (the lines above say why); ours and native only ($(elapsed))"
