@@ -24,7 +24,7 @@
 #   MANIFEST             sizes and sha256 of the above.
 #
 # Usage: scripts/gpu_kit.sh [DEST] (default .gpu-kit); VENV=.venv picks the environment.
-#   GPU_KIT_ORIGINAL=0       leave the original backend and numpy<2 out (about 11 MiB less)
+#   GPU_KIT_ORIGINAL=0       leave the original backend and numpy<2 out (about 10 MiB less)
 #   GPU_KIT_LIBPYTHON=PATH   the libpython3.12.so.1.0 to carry (default: found on this machine)
 set -euo pipefail
 
