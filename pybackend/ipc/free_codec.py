@@ -7,6 +7,8 @@ from typing import List, Sequence, Tuple
 
 from .primitives import BLOCK_REF, FREE_HEAD, U32, Buffer, ProtocolError, Reader
 
+_COUNT_AT = U32.unpack_from  # bound once: read_freed runs on the hot path (decode_execute)
+
 
 def encode_free(owner: int, blocks: Sequence[Tuple[int, int]]) -> bytearray:
     out = bytearray(FREE_HEAD.pack(owner, len(blocks)))
@@ -38,7 +40,7 @@ def read_freed(mv: memoryview, pos: int, end: int) -> List[Tuple[int, int]]:
     """The freed trailer (u32 count, then count x (u32 seg, u64 offset)) that ends a body."""
     if end - pos < 4:
         raise ProtocolError(f"{end - pos} unexpected trailing bytes in body")
-    (n,) = U32.unpack_from(mv, pos)
+    (n,) = _COUNT_AT(mv, pos)
     pos += 4
     if end - pos != n * BLOCK_REF.size:
         raise ProtocolError(f"freed trailer announces {n} blocks but carries {end - pos} bytes")
