@@ -12,7 +12,7 @@ from .protocol import PROTOCOL_VERSION, Location
 _DIMS_CACHE: dict = {}
 
 
-def dims_struct(ndim: int) -> struct.Struct:
+def _dims_struct(ndim: int) -> struct.Struct:
     s = _DIMS_CACHE.get(ndim)
     if s is None:
         if ndim > 64:
@@ -99,7 +99,7 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
     dims = t.dims
     out += TENSOR_HEAD.pack(t.dtype, t.location, len(dims))
     if dims:
-        out += dims_struct(len(dims)).pack(*dims)
+        out += _dims_struct(len(dims)).pack(*dims)
     out += U64.pack(t.byte_size)
     loc = t.location
     if loc == Location.INLINE:
@@ -124,7 +124,7 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
 def read_tensor(r: Reader) -> TensorDesc:
     name = r.str()
     dtype, loc, ndim = r.unpack(TENSOR_HEAD)
-    dims = r.unpack(dims_struct(ndim)) if ndim else ()
+    dims = r.unpack(_dims_struct(ndim)) if ndim else ()
     (byte_size,) = r.unpack(U64)
     if loc == Location.INLINE:
         return TensorDesc(name, dtype, loc, dims, byte_size, data=r.bytes_view(byte_size))
