@@ -86,17 +86,7 @@ class BoundServer(BenchServer):
         ]
         cmd += ["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=tempfile.gettempdir(),
-        )
-        while not ready.exists():
-            if self.proc.poll() is not None or time.perf_counter() - t0 > timeout:
-                raise ServerFailed(f"{self.kind} did not start:\n{self.log_tail()}")
-            time.sleep(0.05)
+        self.launch(cmd, ready.exists, timeout, 0.05, cwd=tempfile.gettempdir())
         ready.unlink()
         for pid in descendants(self.proc.pid):
             if Path(f"/proc/{pid}/comm").read_text().strip() == "tritonserver":

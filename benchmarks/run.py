@@ -86,19 +86,14 @@ def revision() -> str:
         # check was sent with is the truth there (scripts/gpu_check.sh).
         return f"{sent} (as sent to the GPU machine)"
     repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        cmd = ["git", "-C", str(repo), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return head + (" + uncommitted changes" if dirty else "")

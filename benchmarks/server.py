@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from benchmarks import procinfo
 from pybackend.server import locate
@@ -71,29 +72,43 @@ class BenchServer:
             # Experiments with our backend's options, e.g. "execute-spin-us=50,inline-threshold=0".
             extra = os.environ.get("PYBACKEND_BENCH_OURS_CONFIG", "")
             cmd += [f"--backend-config=python,{kv}" for kv in extra.split(",") if kv]
-        env = self._env()
-        t0 = time.perf_counter()
-        self.proc = subprocess.Popen(
+        return self.launch(
             cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
+            self._probe_ready,
+            timeout,
+            0.002,
+            env=self._env(),
             start_new_session=True,
             # Not the checkout: the original stub puts its cwd on sys.path and would import
             # our triton_python_backend_utils.py instead of its own.
             cwd=self.repo.parent,
         )
+
+    def launch(
+        self,
+        cmd: list[str],
+        ready: Callable[[], bool],
+        timeout: float,
+        poll_s: float,
+        **popen: Any,
+    ) -> float:
+        """Start ``cmd`` (its output into the log) and poll ``ready()`` every ``poll_s``;
+        return the seconds until it was ready, or raise ServerFailed with the log's tail when
+        the process exits or ``timeout`` passes first."""
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, **popen
+        )
         while True:
             if self.proc.poll() is not None:
-                raise ServerFailed(f"{self.kind} tritonserver exited:\n{self.log_tail()}")
-            if self._probe_ready():
+                raise ServerFailed(f"{self.kind} {Path(cmd[0]).name} exited:\n{self.log_tail()}")
+            if ready():
                 return time.perf_counter() - t0
             if time.perf_counter() - t0 > timeout:
                 raise ServerFailed(
-                    f"{self.kind} tritonserver not ready in {timeout} s:\n{self.log_tail()}"
+                    f"{self.kind} {Path(cmd[0]).name} not ready in {timeout} s:\n{self.log_tail()}"
                 )
-            time.sleep(0.002)
+            time.sleep(poll_s)
 
     def _probe_ready(self) -> bool:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1.0)

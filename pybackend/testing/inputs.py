@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional
 
+import numpy as np
+
 from ..utils.dtypes import code_of_array, numpy_to_triton_type
 from ..utils.tensor import Tensor
 from .harness_errors import InferError
@@ -21,6 +23,17 @@ def triton_code(array: Any) -> int:
     """The Triton type code of an array's data (0: none), ml_dtypes' bfloat16 included
     (UV-39: BF16 inputs and outputs are ml_dtypes arrays)."""
     return int(numpy_to_triton_type(array.dtype) or code_of_array(array) or 0)
+
+
+def as_input_array(value: Any) -> np.ndarray:
+    """An input as the model receives it: a pb_utils Tensor's array, or the value as an array
+    (text as UTF-8 BYTES, as a client sends it)."""
+    if isinstance(value, Tensor):
+        return value.as_numpy()
+    array = np.asarray(value)
+    if array.dtype.kind == "U":
+        array = np.char.encode(array, "utf-8").astype(np.object_)
+    return array
 
 
 def check_inputs(

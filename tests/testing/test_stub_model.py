@@ -15,7 +15,7 @@ import pytest
 
 from pybackend.server.processes import alive
 from pybackend.testing import InferError, ModelHarness, StubModel
-from pybackend.testing.stub_model import STOP_TIMEOUT_S
+from pybackend.testing.stub_process import STOP_TIMEOUT_S
 from pybackend.utils.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"

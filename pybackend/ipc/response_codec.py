@@ -1,0 +1,85 @@
+"""ResponseBody (docs/protocol.md, "ResponseBody"): an error or parameters plus output
+tensors, as RESULT, SEND and BLS_RESPONSE carry it; and the SEND body that carries one."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple, Union
+
+from .primitives import ERROR_HEAD, SEND_HEAD, U32, Buffer, Reader, put_str
+from .tensor_codec import TensorDesc, put_tensor, read_tensor
+
+
+class ResponseDesc:
+    """ResponseBody: an error (code, message) or parameters plus output tensors."""
+
+    __slots__ = ("error", "parameters", "outputs")
+
+    def __init__(
+        self,
+        outputs: Sequence[TensorDesc] = (),
+        parameters: str = "",
+        error: Optional[Tuple[int, str]] = None,
+    ) -> None:
+        self.outputs = list(outputs)
+        self.parameters = parameters
+        self.error = error
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResponseDesc):
+            return NotImplemented
+        return (self.error, self.parameters, self.outputs) == (
+            other.error,
+            other.parameters,
+            other.outputs,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ResponseDesc(outputs={self.outputs}, parameters={self.parameters!r}, "
+            f"error={self.error})"
+        )
+
+
+def put_response(out: bytearray, resp: Union[ResponseDesc, bytes, bytearray]) -> None:
+    """``resp`` may also be an already encoded ResponseBody (the stub's Placer writes
+    those directly): it is spliced in as it is."""
+    if not isinstance(resp, ResponseDesc):
+        out += resp
+        return
+    if resp.error is not None:
+        out += b"\x01"
+        out += ERROR_HEAD.pack(resp.error[0])
+        put_str(out, resp.error[1])
+    else:
+        out += b"\x00"
+    put_str(out, resp.parameters)
+    out += U32.pack(len(resp.outputs))
+    for t in resp.outputs:
+        put_tensor(out, t)
+
+
+def read_response(r: Reader) -> ResponseDesc:
+    error = None
+    if r.u8():
+        (code,) = r.unpack(ERROR_HEAD)
+        error = (code, r.str())
+    params = r.str()
+    n = r.u32()
+    return ResponseDesc([read_tensor(r) for _ in range(n)], params, error)
+
+
+def encode_send(
+    token: int, send_flags: int, resp: Union[ResponseDesc, bytes, bytearray, None]
+) -> bytearray:
+    out = bytearray(SEND_HEAD.pack(token, send_flags, 0 if resp is None else 1))
+    if resp is not None:
+        put_response(out, resp)
+    return out
+
+
+def decode_send(body: Buffer) -> Tuple[int, int, Optional[ResponseDesc]]:
+    r = Reader(body)
+    token, flags, has = r.unpack(SEND_HEAD)
+    resp = read_response(r) if has else None
+    r.done()
+    return token, flags, resp

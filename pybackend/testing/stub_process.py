@@ -1,0 +1,128 @@
+"""The stub process of a :class:`StubModel`: started with its output read as it comes,
+stopped without hanging on a stub that no longer answers, killed when an execute outlives
+its limit, and what to say when it died."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO, Dict, List, Optional, Sequence
+
+from ..ipc.channel import ChannelClosed
+from .stub_driver import StubDriver
+
+#: Seconds closing a model waits for the stub's finalize before killing it.
+STOP_TIMEOUT_S = 10.0
+
+
+def spawn_stub(
+    instance_name: str,
+    env: Dict[str, str],
+    python: str,
+    unset: Sequence[str],
+    output: List[str],
+) -> StubDriver:
+    """A stub process that said HELLO; its stdout and stderr lines go to ``output``."""
+    driver = StubDriver(
+        instance_name,
+        env=env,
+        python=python,
+        cwd=Path(os.getcwd()),
+        unset=unset,
+    )
+    for stream in (driver.proc.stdout, driver.proc.stderr):
+        # Read as it comes: a stub that prints more than a pipe holds must not block.
+        thread = threading.Thread(target=_drain, args=(stream, output), daemon=True)
+        thread.start()
+        driver.pipe_readers.append(thread)
+    try:
+        driver.hello()
+    except BaseException:
+        driver.close()
+        raise
+    return driver
+
+
+def _drain(stream: Optional[IO[bytes]], output: List[str]) -> None:
+    if stream is None:
+        return
+    try:
+        for line in iter(stream.readline, b""):
+            output.append(line.decode(errors="replace").rstrip("\n"))
+    except (OSError, ValueError):
+        pass  # closed by StubDriver.close
+
+
+def shutdown_stub(driver: StubDriver) -> None:
+    """``finalize``, then close the driver (which waits for the process to exit)."""
+    # A stub still busy in execute (or hung in finalize) never answers FINALIZE: it is
+    # killed after STOP_TIMEOUT_S so that closing the model cannot hang the test run.
+    timer = threading.Timer(STOP_TIMEOUT_S, _kill, args=(driver,))
+    timer.daemon = True
+    timer.start()
+    try:
+        if driver.proc.poll() is None:
+            driver.finalize()
+    except (ChannelClosed, OSError, TimeoutError, AssertionError):
+        pass  # it died or hung in finalize: close() below ends it either way
+    finally:
+        timer.cancel()
+        driver.close()
+
+
+def _kill(driver: StubDriver) -> None:
+    try:
+        driver.proc.kill()
+    except OSError:
+        pass  # already gone
+
+
+class Watchdog:
+    """Kills the stub when an execute outlives its limit (the wait then ends: the channel
+    closes)."""
+
+    def __init__(self, seconds: float, driver: StubDriver) -> None:
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire, args=(driver,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self, driver: StubDriver) -> None:
+        self.fired = True
+        _kill(driver)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def died_text(
+    model_name: str,
+    instance_name: str,
+    driver: Optional[StubDriver],
+    output: List[str],
+    cause: Optional[BaseException],
+) -> str:
+    """Why a request failed when the stub exited or stopped answering in it, with the last
+    lines it printed."""
+    code: Optional[int] = None
+    if driver is not None:
+        try:  # the channel closes a moment before the process can be reaped
+            code = driver.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
+    what = f"exited with code {code}" if code is not None else f"stopped answering ({cause!r})"
+    tail = "\n".join(output[-20:])
+    return (
+        f"the stub process of model '{model_name}' (instance '{instance_name}') "
+        f"{what} while it ran the request; its last output:\n{tail}"
+    )
+
+
+def timed_out_text(model_name: str, instance_name: str, execute_timeout: float) -> str:
+    return (
+        f"execute of model '{model_name}' (instance '{instance_name}') took "
+        f"longer than execute_timeout={execute_timeout:g} s: the stub was killed, "
+        "as the backend does with execute-timeout-seconds; start a new StubModel"
+    )

@@ -1,0 +1,407 @@
+"""The request side of a :class:`~pybackend.testing.stub_model.StubModel`: ``infer``,
+``infer_stream`` and ``infer_batch`` as EXECUTEs to its stub process (one at a time, as the
+backend sends them), the responses its senders send, cancellation, and the statistics.
+``stub_model.py`` starts and stops the stub process this side talks to."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..ipc.channel import ChannelClosed
+from ..stub.returns import OutputMismatch, OutputRules
+from ..utils.errors import ErrorCode, TritonModelException
+from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
+from ..utils.tensor import Tensor
+from .cancel_watch import CancelWatch
+from .harness_errors import InferError
+from .inputs import as_input_array, check_inputs, parameters_json
+from .model_dir import ModelOnDisk
+from .outputs import array_mismatches, report_mismatches
+from .outputs import requested_outputs as requested_outputs_of
+from .results import Outputs
+from .sequence import request_fields
+from .statistics import ExecuteTimes
+from .stub_driver import StubDriver
+from .stub_process import Watchdog, died_text, timed_out_text
+from .stub_sends import LiveStream, response_outputs, stream_outputs, wait_sent
+from .transport import FINAL
+
+Inputs = Mapping[str, Any]
+
+
+class StubRequests(ModelOnDisk):
+    """Requests to the model's stub process (StubModel sets :attr:`_driver` while it runs)."""
+
+    #: Seconds an execute may take before the stub is killed (None: no limit, as the
+    #: backend's default execute-timeout-seconds=0).
+    execute_timeout: Optional[float]
+    #: What the stub wrote to its stdout and stderr, line by line.
+    output: List[str]
+    _driver: Optional[StubDriver]
+
+    def __init__(self, model_dir: Union[str, Path], **kwargs: Any) -> None:
+        super().__init__(model_dir, **kwargs)
+        self._lock = threading.Lock()  # one execute at a time, as the backend sends them
+        self._tokens = itertools.count(1)
+        self._batches = itertools.count(1)
+        self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
+        self._sent_count: Dict[int, int] = {}
+        # token -> where a live stream's responses go (BLS calls to this model)
+        self._live: Dict[int, Callable[[Optional[Dict[str, Any]], bool], None]] = {}
+        #: Outputs that differed from config.pbtxt in responses the server would pass on
+        #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
+        self.output_mismatches: List[OutputMismatch] = []
+        self._output_rules: Optional[OutputRules] = None
+
+    def infer(
+        self,
+        inputs: Inputs,
+        *,
+        requested_outputs: Sequence[str] = (),
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        parameters: Optional[Mapping[str, Any]] = None,
+        timeout: float = 30.0,
+        sequence_id: Union[int, str] = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+    ) -> Outputs:
+        """One request; its outputs by name. An error response raises :class:`InferError`.
+        The sequence arguments are tritonclient's (see :meth:`ModelHarness.request`)."""
+        responses = self._request(
+            inputs,
+            requested_outputs,
+            request_id,
+            request_fields(correlation_id, sequence_id, sequence_start, sequence_end),
+            parameters,
+            timeout,
+        )
+        if len(responses) != 1:
+            raise InferError(f"the model sent {len(responses)} responses, not 1")
+        return responses[0]
+
+    def infer_stream(
+        self,
+        inputs: Inputs,
+        timeout: float = 30.0,
+        cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
+        **kwargs: Any,
+    ) -> List[Outputs]:
+        """A decoupled model's responses to one request, until the response sender's FINAL
+        (waited for at most ``timeout`` seconds). ``cancel_after``, ``on_response``,
+        ``cancel_event``: as :meth:`ModelHarness.infer_stream` (the stub's
+        ``is_cancelled()`` asks this side)."""
+        sequence = request_fields(
+            kwargs.get("correlation_id", 0),
+            kwargs.get("sequence_id", 0),
+            kwargs.get("sequence_start", False),
+            kwargs.get("sequence_end", False),
+        )
+        return self._request(
+            inputs,
+            kwargs.get("requested_outputs", ()),
+            kwargs.get("request_id", ""),
+            sequence,
+            kwargs.get("parameters"),
+            timeout,
+            cancel_after,
+            on_response,
+            cancel_event,
+        )
+
+    def _request(
+        self,
+        inputs: Inputs,
+        requested: Sequence[str],
+        request_id: str,
+        sequence: Tuple[Union[int, str], int],
+        parameters: Optional[Mapping[str, Any]],
+        timeout: float,
+        cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
+    ) -> List[Outputs]:
+        driver = self._started()
+        arrays = {k: as_input_array(v) for k, v in inputs.items()}
+        requested = requested_outputs_of(self.config, requested, self.model_name)
+        self.check_request(arrays, request_id)
+        correlation_id, flags = sequence
+        arrays.update(self.admit_sequence(correlation_id, flags))
+        token = next(self._tokens)
+        if cancel_after is not None:
+            self._cancel_after[token] = cancel_after
+            if cancel_after <= 0:
+                self.cancel(token)
+        live = LiveStream(requested, on_response) if on_response is not None else None
+        if live is not None:
+            self._live[token] = live.emit
+        watch = CancelWatch(cancel_event, lambda: self.cancel(token))
+        try:
+            with watch:
+                sent = self._execute(
+                    driver,
+                    token,
+                    arrays,
+                    requested,
+                    request_id,
+                    correlation_id,
+                    parameters,
+                    timeout,
+                    live=live is not None,
+                    flags=flags,
+                )
+                if live is not None:
+                    sent = live.wait(sent, driver, timeout, self.model_name, self._died)
+        finally:
+            self._live.pop(token, None)
+            self._cancel_after.pop(token, None)
+            self._sent_count.pop(token, None)
+            driver.cancelled_tokens.discard(token)
+        return stream_outputs(sent, requested, cancel_after is not None or watch.cancelled)
+
+    def _started(self) -> StubDriver:
+        if self._driver is None:
+            raise TritonModelException(f"the stub model '{self.model_name}' is not started")
+        return self._driver
+
+    def check_request(self, arrays: Mapping[str, np.ndarray], request_id: str = "") -> None:
+        """The server's checks of a request's inputs (raises :class:`InferError`)."""
+        tensors = [Tensor(k, a) for k, a in arrays.items()]
+        check_inputs(self.config, self.model_name, tensors, request_id)
+
+    def stream_live(
+        self,
+        arrays: Dict[str, np.ndarray],
+        emit: Callable[[Optional[Dict[str, Any]], bool], None],
+        requested: Sequence[str] = (),
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        parameters: Optional[Mapping[str, Any]] = None,
+    ) -> int:
+        """Start a request whose responses go to ``emit(response, final)`` as the stub
+        sends them (a BLS call's stream); returns its token (for :meth:`cancel`)."""
+        driver = self._started()
+        requested = requested_outputs_of(self.config, requested, self.model_name)
+        token = next(self._tokens)
+        self._live[token] = emit
+
+        def run() -> None:
+            try:
+                sent = self._execute(
+                    driver, token, arrays, requested, request_id, correlation_id, parameters,
+                    0.0, live=True,
+                )  # fmt: skip
+            except InferError as e:
+                sent = [{"error": (e.code, e.message), "outputs": {}}]
+            if sent and self._live.pop(token, None) is not None:
+                for i, resp in enumerate(sent):
+                    emit(resp, i == len(sent) - 1)
+
+        threading.Thread(target=run, name="stub-model-stream", daemon=True).start()
+        return token
+
+    def cancel(self, token: int) -> None:
+        """The request's client cancelled: its ``is_cancelled()`` turns true."""
+        if self._driver is not None:
+            self._driver.cancelled_tokens.add(token)
+
+    def _execute(
+        self,
+        driver: StubDriver,
+        token: int,
+        arrays: Dict[str, np.ndarray],
+        requested: Sequence[str],
+        request_id: str,
+        correlation_id: Union[int, str],
+        parameters: Optional[Mapping[str, Any]],
+        timeout: float,
+        live: bool = False,
+        flags: int = 0,
+    ) -> List[Dict[str, Any]]:
+        kwargs = {
+            "token": token,
+            "request_id": request_id,
+            "correlation_id": correlation_id,
+            "flags": flags,
+            "parameters": parameters_json(parameters),
+        }
+        queued = time.monotonic_ns()
+        while True:
+            (item,) = self._run_batch(driver, [arrays], [requested], [kwargs], [queued])
+            if isinstance(item, InferError):
+                raise item
+            if item.get("release_flags") != RELEASE_RESCHEDULE:
+                break
+            # Released with RESCHEDULE: the same request (token, inputs, id) comes back in a
+            # later execute, as the server's sequence batcher sends it again.
+        if item.get("none"):
+            # The sender answers: live, its sends went (and go) to emit already.
+            sent = [] if live else self._sent(driver, token, timeout)
+        else:
+            sent = [item]
+        return [self._checked(r) for r in sent]
+
+    def _run_batch(
+        self,
+        driver: StubDriver,
+        batch: List[Dict[str, np.ndarray]],
+        requested: Sequence[Sequence[str]],
+        kwargs: List[Dict[str, Any]],
+        queued: Sequence[int],
+    ) -> List[Any]:
+        """One EXECUTE of ``batch`` (``requested``: each request's outputs; ``queued``: when
+        each arrived, for :attr:`statistics`): each request's item (a response, or ``none``
+        where its sender answers), or the InferError every request gets when the batch
+        failed or the stub died or timed out in it."""
+        with self._lock:
+            times = ExecuteTimes()
+            try:
+                items = self._run_batch_locked(driver, batch, requested, kwargs, times)
+            except InferError:
+                self._record(batch, queued, [None] * len(batch), times.finish())
+                raise
+            self._record(batch, queued, items, times.finish())
+        return items
+
+    def _run_batch_locked(
+        self,
+        driver: StubDriver,
+        batch: List[Dict[str, np.ndarray]],
+        requested: Sequence[Sequence[str]],
+        kwargs: List[Dict[str, Any]],
+        times: ExecuteTimes,
+    ) -> List[Any]:
+        watchdog = self._watchdog(driver)
+        try:
+            result = driver.execute(
+                batch,
+                batch_id=next(self._batches),
+                requested=[list(r) for r in requested],
+                request_kwargs=[dict(k) for k in kwargs],
+                times=times,
+            )
+        except (ChannelClosed, OSError, AssertionError) as e:
+            if watchdog is not None and watchdog.fired:
+                raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
+            raise InferError(self._died(e), ErrorCode.INTERNAL) from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+        if "error" in result:
+            code, message = result["error"]
+            return [InferError(message, code) for _ in batch]
+        return list(result["items"])
+
+    def _record(
+        self,
+        batch: List[Dict[str, np.ndarray]],
+        queued: Sequence[int],
+        items: Sequence[Any],
+        times: ExecuteTimes,
+    ) -> None:
+        """The execute in :attr:`statistics` (an item that is an error, or none where the
+        batch failed, fails its request; one released to come back is left out)."""
+        outcomes = [
+            (
+                when,
+                self.batch_size(a.shape for a in arrays.values()),
+                isinstance(item, dict) and not item.get("error"),
+            )
+            for arrays, when, item in zip(batch, queued, items)
+            if not (isinstance(item, dict) and item.get("release_flags") == RELEASE_RESCHEDULE)
+        ]
+        self.statistics.record(times, outcomes)
+
+    def infer_batch(
+        self,
+        batch: Sequence[Inputs],
+        *,
+        requested_outputs: Sequence[str] = (),
+        options: Optional[Sequence[Mapping[str, Any]]] = None,
+    ) -> List[Union[Outputs, InferError]]:
+        """As :meth:`ModelHarness.infer_batch`: one EXECUTE for the batch."""
+        if self.decoupled:
+            raise TypeError("infer_batch is for models that answer with one response")
+        driver = self._started()
+        results: List[Any] = [None] * len(batch)
+        admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any], int]] = []
+        for i, inputs in enumerate(batch):
+            opts = dict(options[i]) if options is not None else {}
+            request_id = str(opts.get("request_id", ""))
+            arrays = {k: as_input_array(v) for k, v in inputs.items()}
+            try:
+                wanted = opts.get("requested_outputs", requested_outputs)
+                requested = requested_outputs_of(self.config, wanted, self.model_name)
+                self.check_request(arrays, request_id)
+            except InferError as e:
+                results[i] = e
+                continue
+            kwargs: Dict[str, Any] = {
+                "token": next(self._tokens),
+                "request_id": request_id,
+                "parameters": parameters_json(opts.get("parameters")),
+            }
+            queued = opts.get("queued_ns")
+            admitted.append((i, arrays, requested, kwargs, queued or time.monotonic_ns()))
+        if admitted:
+            _, arrays_of, requested_of, kwargs_of, queued_of = (list(c) for c in zip(*admitted))
+            items = self._run_batch(driver, arrays_of, requested_of, kwargs_of, queued_of)
+            for (i, _, requested, kwargs, _), item in zip(admitted, items):
+                if isinstance(item, InferError):
+                    results[i] = item
+                    continue
+                try:
+                    if item.get("none"):  # its response sender answered (once, with FINAL)
+                        sent = self._sent(driver, kwargs["token"], 30.0)
+                        if len(sent) != 1:
+                            raise InferError(f"the model sent {len(sent)} responses, not 1")
+                        item = sent[0]
+                    results[i] = response_outputs(self._checked(item), requested)
+                except InferError as e:
+                    results[i] = e
+        return results
+
+    def _checked(self, resp: Dict[str, Any]) -> Dict[str, Any]:
+        """``resp`` as the stub sent it: under PYBACKEND_STRICT_OUTPUTS, the stub already
+        made an output that differs from the config an error; otherwise each such output
+        is reported in :attr:`output_mismatches` and as an OutputMismatchWarning."""
+        rules = self._output_rules
+        if resp.get("error") is None and rules is not None and not rules.strict:
+            report_mismatches(array_mismatches(rules, resp["outputs"]), self.output_mismatches)
+        return resp
+
+    def _on_send(self, token: int, flags: int, resp: Optional[Dict[str, Any]]) -> bool:
+        """Each SEND, on the driver's reader thread; True when it was taken here."""
+        emit = self._live.get(token)
+        if emit is not None:
+            final = bool(flags & FINAL)
+            if final:
+                self._live.pop(token, None)
+            emit(None if resp is None else self._checked(resp), final)
+        if resp is not None and self._driver is not None:
+            count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
+            if count == self._cancel_after.get(token):
+                self.cancel(token)
+        return emit is not None
+
+    def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
+        return wait_sent(driver, token, timeout, self.model_name, self._died)
+
+    def _watchdog(self, driver: StubDriver) -> Optional[Watchdog]:
+        if self.execute_timeout is None:
+            return None
+        return Watchdog(self.execute_timeout, driver)
+
+    def _timed_out(self) -> str:
+        return timed_out_text(self.model_name, self.instance_name, self.execute_timeout or 0)
+
+    def _died(self, cause: Optional[BaseException]) -> str:
+        return died_text(self.model_name, self.instance_name, self._driver, self.output, cause)

@@ -1,0 +1,113 @@
+"""What a :class:`StubModel`'s response senders sent: the responses of a request whose
+sender answers (waited for until its FINAL), a stream handed to ``on_response`` as the
+stub sends it, and the outputs a client reads from them."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..utils.errors import ErrorCode
+from .harness_errors import InferError
+from .results import Outputs, parameters_from_json
+from .stub_driver import StubDriver
+from .transport import FINAL
+
+#: Why the stub stopped answering (StubModel._died), given what failed if anything did.
+Died = Callable[[Optional[BaseException]], str]
+
+
+def wait_sent(
+    driver: StubDriver, token: int, timeout: float, model_name: str, died: Died
+) -> List[Dict[str, Any]]:
+    """The responses the request's sender sent, once FINAL came."""
+
+    def final() -> bool:
+        return any(t == token and f & FINAL for t, f, _ in driver.sends)
+
+    with driver.cond:
+        done = driver.cond.wait_for(lambda: final() or driver.async_closed, timeout)
+        got_final = final()
+        mine = [r for t, _, r in driver.sends if t == token and r is not None]
+        driver.sends[:] = [s for s in driver.sends if s[0] != token]
+    if not done:
+        raise _no_final(model_name, timeout, len(mine))
+    if not got_final:
+        raise InferError(died(None), ErrorCode.INTERNAL)
+    return mine
+
+
+class LiveStream:
+    """An ``infer_stream`` whose responses go to ``on_response`` as the stub sends them
+    (taken on the driver's reader thread, like a BLS call's stream)."""
+
+    def __init__(self, requested: Sequence[str], on_response: Callable[[Outputs], None]) -> None:
+        self.requested = requested
+        self.on_response = on_response
+        self.sent: List[Dict[str, Any]] = []
+        self.final = threading.Event()
+
+    def emit(self, resp: Optional[Dict[str, Any]], final: bool) -> None:
+        if resp is not None:
+            self.sent.append(resp)
+            if resp.get("error") is None:
+                self.on_response(response_outputs(resp, self.requested))
+        if final:
+            self.final.set()
+
+    def wait(
+        self,
+        direct: List[Dict[str, Any]],
+        driver: StubDriver,
+        timeout: float,
+        model_name: str,
+        died: Died,
+    ) -> List[Dict[str, Any]]:
+        """All the responses: ``direct`` (what execute answered itself: an error) after what
+        was sent, or those sent until FINAL."""
+        if direct:
+            for resp in direct:
+                if resp.get("error") is None:
+                    self.on_response(response_outputs(resp, self.requested))
+            return self.sent + direct
+        waited = 0.0
+        while not self.final.wait(0.1):
+            waited += 0.1
+            if driver.async_closed:
+                raise InferError(died(None), ErrorCode.INTERNAL)
+            if waited >= timeout:
+                raise _no_final(model_name, timeout, len(self.sent))
+        return self.sent
+
+
+def _no_final(model_name: str, timeout: float, count: int) -> InferError:
+    return InferError(
+        f"no FINAL from the response sender of '{model_name}' within "
+        f"{timeout:g} s ({count} responses so far)"
+    )
+
+
+def stream_outputs(
+    sent: List[Dict[str, Any]], requested: Sequence[str], cancelled: bool
+) -> List[Outputs]:
+    out = []
+    for resp in sent:
+        err = resp.get("error")
+        if cancelled and err is not None and err[0] == ErrorCode.CANCELLED:
+            break  # the model acknowledged the client's cancel: the stream ends here
+        out.append(response_outputs(resp, requested))
+    return out
+
+
+def response_outputs(resp: Dict[str, Any], requested: Sequence[str]) -> Outputs:
+    if resp.get("error") is not None:
+        code, message = resp["error"]
+        raise InferError(message, code)
+    outputs: Dict[str, np.ndarray] = resp["outputs"]
+    # Only the requested outputs, as Triton returns them (all when none are named).
+    return Outputs(
+        ((n, a) for n, a in outputs.items() if not requested or n in requested),
+        parameters_from_json(resp.get("parameters")),
+    )
