@@ -16,17 +16,11 @@
 #include "ipc/channel.h"
 #include "ipc/codec.h"
 #include "ipc/protocol.h"
+#include "tests/expect.h"
 
 using namespace pybackend;
 
-static int g_failures = 0;
-#define EXPECT(cond)                                                         \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "%s:%d: FAILED %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                          \
-    }                                                                        \
-  } while (false)
+int g_failures = 0;
 
 namespace {
 
