@@ -2,7 +2,8 @@
 // memory, an IPC handle carries the allocation's address, and opening one maps nothing. It
 // counts what the backend allocates, frees, opens and closes, so the tests can check that each
 // device hold is freed exactly once and every mapping is closed, on a machine without a GPU.
-// Built as libcuda.so.1 into a directory on the test's RUNPATH; never installed.
+// Built as libcuda.so.1 (soname too) into the build's fake_cuda/, loaded by path by the test
+// before the driver's dlopen("libcuda.so.1") finds it by soname; never installed.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>

@@ -1,7 +1,7 @@
 // Unit tests of MemoryLedger (csrc/backend/memory_ledger.h): the state transitions of every
 // piece of memory a session shares with its stub, as docs/protocol.md ("Memory lifetimes")
-// draws them. Device memory runs on a fake libcuda.so.1 (csrc/tests/fake_cuda.cc) found on
-// this binary's RUNPATH, which counts allocations, frees and IPC mappings.
+// draws them. Device memory runs on a fake libcuda.so.1 (csrc/tests/fake_cuda.cc), loaded
+// first by path, which counts allocations, frees and IPC mappings.
 // Plain asserts with messages; run by ctest and tests/ipc/test_native_units.py.
 #include <dlfcn.h>
 #include <sys/socket.h>
@@ -48,20 +48,26 @@ struct FakeCuda {
   int (*frees)() = nullptr;
   int (*open)() = nullptr;
   int (*alloc)(unsigned long long*, size_t) = nullptr;  // NOLINT(runtime/int): cuda.h's type
+  int (*free)(unsigned long long) = nullptr;            // NOLINT(runtime/int)
 
   static FakeCuda Load() {
     FakeCuda f;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (lib == nullptr) return f;
+    // Loaded before the driver looks for libcuda.so.1, which then finds it by soname.
+    void* lib = dlopen(PYBACKEND_FAKE_CUDA, RTLD_NOW | RTLD_GLOBAL);
+    if (lib == nullptr) {
+      std::fprintf(stderr, "cannot load the fake driver: %s\n", dlerror());
+      return f;
+    }
     f.live = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_live_allocations"));
     f.frees = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_frees"));
     f.open = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_open_mappings"));
     f.alloc = reinterpret_cast<int (*)(unsigned long long*, size_t)>(  // NOLINT(runtime/int)
         dlsym(lib, "cuMemAlloc_v2"));
+    f.free = reinterpret_cast<int (*)(unsigned long long)>(  // NOLINT(runtime/int)
+        dlsym(lib, "cuMemFree_v2"));
     return f;
   }
-  bool ok() const { return live && frees && open && alloc; }
+  bool ok() const { return live && frees && open && alloc && free; }
 };
 
 }  // namespace
@@ -208,6 +214,7 @@ static void TestDeviceMemory(const FakeCuda& cuda) {
   EXPECT(uses == 2 && ledger.ipc_mappings() == 1 && cuda.open() == 1);
   ledger.OnStubGone();
   EXPECT(ledger.ipc_mappings() == 0 && cuda.open() == 0);
+  EXPECT(cuda.free(stub_mem) == 0);  // the stub's allocator frees its own memory
 }
 
 // The session ends (stub exited, crashed or restarted): nothing of either side is left.
@@ -237,13 +244,14 @@ static void TestTeardown(const FakeCuda& cuda) {
   EXPECT(ledger.MapStub(3, 0, 16, &err) == nullptr);  // unmapped, and no wait for it
   EXPECT(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
   ledger.Teardown();  // idempotent
+  EXPECT(cuda.free(stub_mem) == 0);
 }
 
 int main() {
+  FakeCuda cuda = FakeCuda::Load();  // before anything opens the driver
+  EXPECT(cuda.ok());
   TestLentBlockPinnedFreedOnUnpin();
   TestStubBlocksReturned();
-  FakeCuda cuda = FakeCuda::Load();
-  EXPECT(cuda.ok());  // the fake driver is on this binary's RUNPATH (CMakeLists.txt)
   if (cuda.ok()) {
     TestDeviceMemory(cuda);
     TestTeardown(cuda);
