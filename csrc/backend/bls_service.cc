@@ -2,15 +2,13 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
+#include "backend/bls_outputs.h"
 #include "backend/error.h"
 #include "backend/gpu_transfer.h"
 #include "backend/json.h"
 #include "backend/logging.h"
-#include "cuda/ipc_cache.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
@@ -23,22 +21,16 @@ size_t g_calls = 0;  // BlsCall objects alive
 // One BLS request from the moment Triton owns it until both its release callback and its
 // final response have run (whichever comes last frees it).
 struct BlsCall {
-  std::shared_ptr<StubSession> session;
+  BlsOutputTarget out;  // the calling session, and where the callee's outputs go
   std::shared_ptr<BlsTable> table;
   uint64_t id = 0;
-  std::string callee;
-  uint64_t inline_threshold = 0;
-  // pb_utils.PreferredMemory(TRITONSERVER_MEMORY_GPU, device): outputs go to device memory
-  // lent to the stub (docs/gpu.md); otherwise to host memory as always.
-  bool prefer_gpu = false;
-  int64_t preferred_device = 0;
   // Answered on sync (BlsService::OnExec): one BLS_RESPONSE, so a response that comes
   // without the FINAL flag waits here for the callback that carries it.
   bool on_sync = false;
   TRITONSERVER_InferenceResponse* pending = nullptr;
   std::vector<uint8_t> body;  // the BLS_EXEC body: inline inputs point into it
   std::vector<std::shared_ptr<ipc::Mapping>> maps;    // stub segments our inputs lie in
-  std::vector<std::pair<uint32_t, uint64_t>> blocks;  // stub blocks to FREE on release
+  std::vector<std::pair<uint32_t, uint64_t>> blocks;  // stub blocks to return on release
   std::mutex mu;
   // Kept (and deleted) until the final response too, even after Triton released it: a
   // decoupled callee releases its request early, and cancelling must still reach its
@@ -66,22 +58,15 @@ struct BlsCall {
     }
   }
   // Hands the stub's input blocks back at once (they are no longer read), so a caller
-  // making call after call reuses the same memory instead of growing its arena.
+  // making call after call reuses the same memory instead of growing its arena. A return
+  // that cannot go out now stays queued in the ledger for the next one.
   void ReturnInputs() {
-    if (!blocks.empty()) {
-      ipc::Writer w;
-      w.U8(static_cast<uint8_t>(ipc::Owner::STUB));
-      w.U32(static_cast<uint32_t>(blocks.size()));
-      for (auto& [seg, off] : blocks) {
-        w.U32(seg);
-        w.U64(off);
-      }
-      std::string error;
-      if (!session->alive() ||
-          !session->async().Send(ipc::MessageKind::FREE, 0, w.data(), w.size(),
-                                 static_cast<int>(session->options().timeout.count()), &error)) {
-        for (auto& [seg, off] : blocks) session->frees().Add(seg, off);
-      }
+    StubSession& s = *out.session;
+    for (auto& [seg, off] : blocks) s.ledger().Done(seg, off);
+    std::string error;
+    if (!blocks.empty() && s.alive() &&
+        !s.ledger().SendReturns(s.async(), static_cast<int>(s.options().timeout.count()), &error)) {
+      PB_LOG_WARN(s.log_prefix() + error);
     }
     blocks.clear();
     maps.clear();
@@ -92,206 +77,6 @@ struct BlsCall {
 
 namespace {
 
-// Where one output buffer came from: our arena (handed to the stub once a response names
-// it) or the heap (small outputs, copied into the message).
-struct OutBuf {
-  std::shared_ptr<StubSession> session;
-  bool arena = false;
-  bool gpu = false;  // device memory lent to the stub under gpu_ref.hold
-  ipc::GpuRef gpu_ref;
-  bool handed = false;  // the stub owns the arena block now and FREEs it itself
-  uint32_t seg = 0;
-  uint64_t offset = 0;
-  void* heap = nullptr;
-};
-
-TRITONSERVER_Error* AllocOutput(TRITONSERVER_ResponseAllocator*, const char* tensor_name,
-                                size_t byte_size, TRITONSERVER_MemoryType, int64_t, void* userp,
-                                void** buffer, void** buffer_userp,
-                                TRITONSERVER_MemoryType* actual_memory_type,
-                                int64_t* actual_memory_type_id) {
-  auto* call = static_cast<BlsCall*>(userp);
-  // Host memory (the shared arena the stub maps, or the heap for small outputs) unless the
-  // caller asked for GPU memory (docs/gpu.md); a pinned preference is served from the arena.
-  *actual_memory_type = TRITONSERVER_MEMORY_CPU;
-  *actual_memory_type_id = 0;
-  auto* out = new OutBuf();
-  if (call->prefer_gpu && byte_size > 0) {
-    try {
-      std::string where = "BLS output '" + std::string(tensor_name) + "' of model '" +
-                          call->callee + "' for " + call->session->log_prefix();
-      *buffer = reinterpret_cast<void*>(call->session->device_holds().Allocate(
-          static_cast<int>(call->preferred_device), byte_size, where, &out->gpu_ref));
-      out->session = call->session;
-      out->gpu = true;
-      *actual_memory_type = TRITONSERVER_MEMORY_GPU;
-      *actual_memory_type_id = call->preferred_device;
-      *buffer_userp = out;
-      return nullptr;
-    } catch (const BackendError& e) {
-      // No usable GPU here (no driver: a CPU-only machine) or none to spare: the output goes
-      // to host memory, as without the preference (docs/compatibility.md).
-      if (e.code() != TRITONSERVER_ERROR_UNAVAILABLE) {
-        PB_LOG_WARN(std::string(e.what()) + "; the output goes to host memory instead");
-      }
-      out->gpu = false;
-    }
-  }
-  if (byte_size <= call->inline_threshold) {
-    out->heap = std::malloc(byte_size > 0 ? byte_size : 1);
-    if (out->heap == nullptr) {
-      delete out;
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, "out of memory");
-    }
-    *buffer = out->heap;
-  } else {
-    try {
-      ipc::Arena::Block b = call->session->arena().Allocate(byte_size);
-      out->session = call->session;
-      out->arena = true;
-      out->seg = b.seg;
-      out->offset = b.offset;
-      *buffer = b.ptr;
-    } catch (const std::exception& e) {
-      delete out;
-      std::string msg = std::string("BLS output '") + tensor_name + "' of model '" + call->callee +
-                        "' (" + std::to_string(byte_size) +
-                        " bytes) does not fit in shared memory: " + e.what();
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, msg.c_str());
-    }
-  }
-  *buffer_userp = out;
-  return nullptr;
-}
-
-TRITONSERVER_Error* ReleaseOutput(TRITONSERVER_ResponseAllocator*, void*, void* buffer_userp,
-                                  size_t, TRITONSERVER_MemoryType, int64_t) {
-  auto* out = static_cast<OutBuf*>(buffer_userp);
-  if (out == nullptr) return nullptr;
-  if (out->heap != nullptr) std::free(out->heap);
-  if (out->arena && !out->handed) out->session->arena().Free(out->seg, out->offset);
-  if (out->gpu && !out->handed) out->session->device_holds().Release(out->gpu_ref.hold);
-  delete out;
-  return nullptr;
-}
-
-TRITONSERVER_ResponseAllocator* Allocator() {
-  // One allocator for the process: it only forwards to the call named by userp.
-  static TRITONSERVER_ResponseAllocator* allocator = [] {
-    TRITONSERVER_ResponseAllocator* a = nullptr;
-    Check(TRITONSERVER_ResponseAllocatorNew(&a, AllocOutput, ReleaseOutput, nullptr),
-          "TRITONSERVER_ResponseAllocatorNew");
-    return a;
-  }();
-  return allocator;
-}
-
-std::string ParametersJson(TRITONSERVER_InferenceResponse* resp) {
-  uint32_t count = 0;
-  if (TakeMessage(TRITONSERVER_InferenceResponseParameterCount(resp, &count)) != "" || count == 0) {
-    return "";
-  }
-  json::Value obj = json::Value::Object();
-  for (uint32_t i = 0; i < count; ++i) {
-    const char* name = nullptr;
-    TRITONSERVER_ParameterType type;
-    const void* value = nullptr;
-    if (!TakeMessage(TRITONSERVER_InferenceResponseParameter(resp, i, &name, &type, &value))
-             .empty() ||
-        value == nullptr) {
-      continue;
-    }
-    switch (type) {
-      case TRITONSERVER_PARAMETER_STRING:
-        obj.Set(name, json::Value(static_cast<const char*>(value)));
-        break;
-      case TRITONSERVER_PARAMETER_INT:
-        obj.Set(name, json::Value(*static_cast<const int64_t*>(value)));
-        break;
-      case TRITONSERVER_PARAMETER_BOOL:
-        obj.Set(name, json::Value(*static_cast<const bool*>(value)));
-        break;
-      case TRITONSERVER_PARAMETER_DOUBLE:
-        obj.Set(name, json::Value(*static_cast<const double*>(value)));
-        break;
-      default:
-        break;  // bytes parameters have no pb_utils form
-    }
-  }
-  return obj.Dump();
-}
-
-// Appends the ResponseBody of `resp`; returns the arena buffers it names (handed to the
-// stub once the message is out).
-std::vector<OutBuf*> WriteResponse(ipc::Writer& w, TRITONSERVER_InferenceResponse* resp) {
-  std::vector<OutBuf*> named;
-  TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseError(resp);  // owned by resp
-  if (err != nullptr) {
-    w.U8(1);
-    w.U32(TRITONSERVER_ErrorCode(err));
-    w.Str(TRITONSERVER_ErrorMessage(err));
-    w.Str("");
-    w.U32(0);
-    return named;
-  }
-  uint32_t count = 0;
-  std::string count_err = TakeMessage(TRITONSERVER_InferenceResponseOutputCount(resp, &count));
-  if (!count_err.empty()) {
-    w.U8(1);
-    w.U32(TRITONSERVER_ERROR_INTERNAL);
-    w.Str("cannot read the BLS response: " + count_err);
-    w.Str("");
-    w.U32(0);
-    return named;
-  }
-  w.U8(0);
-  w.Str(ParametersJson(resp));
-  size_t count_at = w.size();
-  w.U32(0);
-  uint32_t written = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    const char* name = nullptr;
-    TRITONSERVER_DataType dtype;
-    const int64_t* shape = nullptr;
-    uint64_t ndim = 0;
-    const void* base = nullptr;
-    size_t size = 0;
-    TRITONSERVER_MemoryType mem;
-    int64_t mem_id;
-    void* userp = nullptr;
-    std::string e = TakeMessage(TRITONSERVER_InferenceResponseOutput(
-        resp, i, &name, &dtype, &shape, &ndim, &base, &size, &mem, &mem_id, &userp));
-    if (!e.empty()) {
-      PB_LOG_ERROR("BLS: cannot read output " + std::to_string(i) + ": " + e);
-      continue;
-    }
-    auto* out = static_cast<OutBuf*>(userp);
-    if (out != nullptr && out->gpu) {
-      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::GPU_IPC, shape,
-                           static_cast<uint32_t>(ndim), size);
-      ipc::WriteGpuRef(w, out->gpu_ref);
-      named.push_back(out);
-    } else if (out != nullptr && out->arena) {
-      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA,
-                           shape, static_cast<uint32_t>(ndim), size);
-      w.U32(out->seg);
-      w.U64(out->offset);
-      named.push_back(out);
-    } else {
-      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::INLINE, shape,
-                           static_cast<uint32_t>(ndim), size);
-      if (size > 0 && base != nullptr && mem != TRITONSERVER_MEMORY_GPU) {
-        std::memcpy(w.Extend(size), base, size);
-      } else if (size > 0) {
-        std::memset(w.Extend(size), 0, size);  // not reachable with our allocator
-      }
-    }
-    ++written;
-  }
-  w.PatchU32(count_at, written);
-  return named;
-}
-
 bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::Writer& w,
                      std::string* error) {
   if (on_sync) return s.SendSync(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(), error);
@@ -301,7 +86,7 @@ bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::Write
 
 void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
   auto* call = static_cast<BlsCall*>(userp);
-  StubSession& s = *call->session;
+  StubSession& s = *call->out.session;
   if (call->on_sync) {
     // The stub takes the first response of a non-decoupled call; it goes out with FINAL.
     if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) == 0) {
@@ -323,7 +108,7 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
   std::vector<OutBuf*> named;
   if (resp != nullptr) {
     w.U8(1);
-    named = WriteResponse(w, resp);
+    named = WriteBlsResponse(w, resp);
   } else {
     w.U8(0);
   }
@@ -383,12 +168,12 @@ void SetParameters(TRITONSERVER_InferenceRequest* req, std::string_view text) {
 
 void BlsTable::Add(BlsCall* call) {
   std::lock_guard<std::mutex> lock(mu_);
-  calls_[{call->session.get(), call->id}] = call;
+  calls_[{call->out.session.get(), call->id}] = call;
 }
 
 void BlsTable::Remove(BlsCall* call) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = calls_.find({call->session.get(), call->id});
+  auto it = calls_.find({call->out.session.get(), call->id});
   if (it != calls_.end() && it->second == call) calls_.erase(it);
 }
 
@@ -472,17 +257,17 @@ void SendBlsError(StubSession& session, bool on_sync, uint64_t id, TRITONSERVER_
 void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_sync) {
   auto* call = new BlsCall();
   call->on_sync = on_sync;
-  call->session = session.shared_from_this();
+  call->out.session = session.shared_from_this();
   call->table = table_;
   call->id = msg.id;
-  call->inline_threshold = inline_threshold_;
+  call->out.inline_threshold = inline_threshold_;
   call->body = msg.body;
   TRITONSERVER_InferenceRequest* req = nullptr;
   std::string callee = "<unknown>";
   try {
     ipc::Reader r(call->body.data(), call->body.size());
     callee = r.Str();
-    call->callee = callee;
+    call->out.callee = callee;
     int64_t version = r.I64();
     bool decoupled = r.U8() != 0;
     if (decoupled && on_sync) Throw(TRITONSERVER_ERROR_INTERNAL, "a decoupled BLS call on sync");
@@ -497,9 +282,9 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     }
     uint32_t flags = r.U32();
     uint64_t timeout_us = r.U64();
-    call->prefer_gpu = r.U8() == 0;  // pb_utils numbering: 0 GPU, 1 CPU, 2 default
-    call->preferred_device = r.I64();
-    if (call->preferred_device < 0) call->preferred_device = 0;
+    call->out.prefer_gpu = r.U8() == 0;  // pb_utils numbering: 0 GPU, 1 CPU, 2 default
+    call->out.preferred_device = r.I64();
+    if (call->out.preferred_device < 0) call->out.preferred_device = 0;
     std::string_view params = r.StrView();
 
     bool ready = false;
@@ -547,7 +332,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
         data = t.inline_data;
       } else if (t.location == ipc::Location::STUB_ARENA) {
         std::string error;
-        auto map = session.peers().Get(t.seg, t.offset, t.byte_size, &error);
+        auto map = session.ledger().MapStub(t.seg, t.offset, t.byte_size, &error);
         if (!map) Throw(TRITONSERVER_ERROR_INTERNAL, "input '" + t.name + "': " + error);
         data = map->base + t.offset;
         call->maps.push_back(std::move(map));
@@ -578,8 +363,8 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     uint64_t parent_token = r.U64();
     if (r.remaining() != 0) Throw(TRITONSERVER_ERROR_INTERNAL, "trailing bytes in BLS_EXEC");
     Check(TRITONSERVER_InferenceRequestSetReleaseCallback(req, RequestRelease, call), nullptr);
-    Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, Allocator(), call, ResponseComplete,
-                                                           call),
+    Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, BlsAllocator(), &call->out,
+                                                           ResponseComplete, call),
           nullptr);
     call->request = req;
     table_->Add(call);

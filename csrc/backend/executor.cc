@@ -21,9 +21,6 @@ uint64_t NowNs() {
                                    .count());
 }
 
-// References of a RESULT that the stub is told to drop right after the responses are sent.
-constexpr uint64_t kEagerReleaseBytes = 1 << 20;
-
 struct Item {
   std::shared_ptr<RequestState> st;
   ipc::ResultKind kind = ipc::ResultKind::NONE;
@@ -52,6 +49,7 @@ class Batch {
   // Reads RESULT; throws BackendError for a failed batch (the stub's message).
   void Decode(const ipc::Message& result);
   void Respond();
+  void RespondOne(RequestState& st, const ipc::ResponseBody& body);
   void ReleaseStubKeepalive();
   // True when `t` lies inside one of this batch's input blocks: those stay pinned (ours)
   // until the batch ends, so the stub needs to keep nothing alive for them.
@@ -94,7 +92,7 @@ uint64_t Batch::TotalBatchSize() {
 }
 
 void Batch::Encode(ipc::Writer& w) {
-  ctx_.arena = &s_.arena();
+  ctx_.ledger = &s_.ledger();
   ctx_.inline_threshold = inst_.model->backend->config.inline_threshold;
   ctx_.instance_name = inst_.name;
   ctx_.session = &s_;
@@ -141,7 +139,7 @@ void Batch::Decode(const ipc::Message& result) {
       throw ipc::DecodeError("RESULT's freed trailer announces " + std::to_string(freed) +
                              " blocks but carries " + std::to_string(r.remaining()) + " bytes");
     }
-    s_.FreeOurBlocks(r, freed);
+    s_.ledger().OnStubFree(r, freed);
   }
   // Sends made during execute travel on async: handle them before touching any request.
   if (!s_.WaitAsyncProcessed(async_seq, s_.options().timeout)) {
@@ -155,35 +153,36 @@ void Batch::Respond() {
     std::lock_guard<std::mutex> lock(st.mu);
     st.release_flags = it.release_flags;
     if (it.kind != ipc::ResultKind::RESPONSE) continue;  // NONE: a sender answers, or nobody
-    ReturnStubBlocks(*it.body, s_.frees());
-    if (st.closed) {
-      PB_LOG_ERROR(s_.log_prefix() +
-                   "a response was returned for a request whose response "
-                   "sender already sent the final response; dropped");
-      continue;
-    }
-    TRITONBACKEND_Response* resp = nullptr;
-    std::string err = st.NewResponse(&resp);
-    if (!err.empty()) {
-      PB_LOG_ERROR(s_.log_prefix() + "cannot create a response: " + err);
-      st.failed = true;
-      continue;
-    }
-    if (!SendResponse(resp, *it.body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) {
-      st.failed = true;
-    }
-    st.sent_response = true;
-    st.closed = true;
-    st.DeleteFactory();
+    RespondOne(st, *it.body);
+    // Only after the copies: a return queued now may go out at once (the monitor's FREE).
+    s_.ledger().DoneWith(*it.body);
   }
+}
+
+void Batch::RespondOne(RequestState& st, const ipc::ResponseBody& body) {
+  if (st.closed) {
+    PB_LOG_ERROR(s_.log_prefix() +
+                 "a response was returned for a request whose response "
+                 "sender already sent the final response; dropped");
+    return;
+  }
+  TRITONBACKEND_Response* resp = nullptr;
+  std::string err = st.NewResponse(&resp);
+  if (!err.empty()) {
+    PB_LOG_ERROR(s_.log_prefix() + "cannot create a response: " + err);
+    st.failed = true;
+    return;
+  }
+  if (!SendResponse(resp, body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) st.failed = true;
+  st.sent_response = true;
+  st.closed = true;
+  st.DeleteFactory();
 }
 
 void Batch::ReleaseStubKeepalive() {
   // The stub keeps what a RESULT references alive until its next sync message. When that is
-  // shared memory (large tensors), tell it now that we are done, instead of pinning the
-  // memory until the next batch: our pending FREEs, or an empty FREE, on sync.
-  // Only for big references: a FREE wakes the stub's main thread, which costs more than a
-  // small block pinned until the next EXECUTE (that releases it anyway).
+  // much shared memory (large tensors), the ledger has us tell it now that we are done,
+  // instead of pinning the memory until the next batch: our pending FREEs, or an empty FREE.
   uint64_t referenced = 0;
   for (const auto& it : items_) {
     if (!it.body) continue;
@@ -191,30 +190,17 @@ void Batch::ReleaseStubKeepalive() {
       if (t.location != ipc::Location::INLINE && !InInputBlock(t)) referenced += t.byte_size;
     }
   }
-  if (!s_.alive()) return;
-  if (referenced < kEagerReleaseBytes) {
-    // Pinned until the next EXECUTE, or until the monitor sees the instance idle.
-    s_.SetKeepalivePending(referenced > 0);
-    return;
-  }
-  s_.SetKeepalivePending(false);
-  std::vector<uint8_t> body = s_.frees().TakeBody(ipc::Owner::STUB);
-  if (body.empty()) {
-    ipc::Writer w;
-    w.U8(static_cast<uint8_t>(ipc::Owner::STUB));
-    w.U32(0);
-    body.assign(w.data(), w.data() + w.size());
-  }
+  if (!s_.alive() || !s_.ledger().ReturnAfterBatch(referenced)) return;
   std::string error;
-  if (!s_.sync().Send(ipc::MessageKind::FREE, 0, body,
-                      static_cast<int>(s_.options().timeout.count()), &error)) {
+  if (!s_.ledger().SendReturns(s_.sync(), static_cast<int>(s_.options().timeout.count()), &error,
+                               true)) {
     PB_LOG_WARN(s_.log_prefix() + error);
   }
 }
 
 bool Batch::InInputBlock(const ipc::TensorDesc& t) const {
   if (t.location != ipc::Location::BACKEND_ARENA) return false;
-  for (const auto& b : ctx_.blocks) {
+  for (const auto& b : ctx_.loan.blocks) {
     if (t.seg == b.seg && t.offset >= b.offset && t.byte_size <= b.size &&
         t.offset - b.offset <= b.size - t.byte_size) {
       return true;
@@ -223,9 +209,7 @@ bool Batch::InInputBlock(const ipc::TensorDesc& t) const {
   return false;
 }
 
-void Batch::UnpinInputs() {
-  for (const auto& b : ctx_.blocks) s_.arena().Unpin(b.seg, b.offset);
-}
+void Batch::UnpinInputs() { s_.ledger().Unpin(ctx_.loan); }
 
 void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
   for (auto& it : items_) {
@@ -321,23 +305,20 @@ void Batch::Run() {
     try {
       Encode(w);
     } catch (...) {
-      for (const auto& b : ctx_.blocks) s_.arena().Free(b.seg, b.offset);
-      ctx_.blocks.clear();
-      for (uint64_t hold : ctx_.gpu_holds) s_.device_holds().Release(hold);
-      ctx_.gpu_holds.clear();
+      s_.ledger().Reclaim(ctx_.loan);
       throw;
     }
     // The stub returns input blocks as soon as its arrays die, often before RESULT (an
     // output that is a view of an input then costs no keepalive and no extra FREE round
     // trip); the pins keep them ours until the outputs have been copied.
-    for (const auto& b : ctx_.blocks) s_.arena().Pin(b.seg, b.offset);
+    s_.ledger().Pin(ctx_.loan);
     uint64_t batch_id = inst_.next_batch_id++;
     std::string error;
     compute_start_ = NowNs();
     // The stub blocks we have finished with ride in EXECUTE's freed trailer: a FREE message
     // before it cost a sendmsg here and a socket read in the stub for every batch that
     // followed one with a new output above the inline threshold.
-    s_.frees().TakeTrailer(w);
+    s_.ledger().ReturnInTrailer(w);
     if (!s_.SendSync(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(), &error)) {
       s_.MarkDead(error);
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));

@@ -27,7 +27,7 @@ void WithGpuTensor(StubSession& session, const ipc::TensorDesc& t, const std::st
   };
   if (t.gpu.owner == ipc::Owner::BACKEND) {
     cuda::IpcCache::Mapping m;
-    if (!session.device_holds().Find(t.gpu, &m)) {
+    if (!session.ledger().FindLentDevice(t.gpu, &m)) {
       Throw(TRITONSERVER_ERROR_INTERNAL,
             where +
                 ": names GPU memory of the backend's that it does not know (a GPU input "
@@ -36,7 +36,7 @@ void WithGpuTensor(StubSession& session, const ipc::TensorDesc& t, const std::st
     check(m);
     return;
   }
-  session.ipc_cache().With(t.gpu, where, check);
+  session.ledger().WithStubDevice(t.gpu, where, check);
 }
 
 void CopyGpuOutput(StubSession& session, const ipc::TensorDesc& t, void* dst,

@@ -306,7 +306,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
   if (st == nullptr) {
     PB_LOG_ERROR(where + "response sent for an unknown or finished request (token " +
                  std::to_string(token) + ") dropped");
-    ReturnStubBlocks(body, s.frees());
+    s.ledger().DoneWith(body);
     return;
   }
   std::lock_guard<std::mutex> lock(st->mu);
@@ -343,7 +343,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
     st->DeleteFactory();
     if (st->released) registry_.Remove(token);
   }
-  ReturnStubBlocks(body, s.frees());
+  s.ledger().DoneWith(body);
 }
 
 void InstanceState::OnIsCancelled(StubSession& s, const ipc::Message& msg) {

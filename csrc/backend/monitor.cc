@@ -60,8 +60,7 @@ void Monitor::Run() {
   std::chrono::steady_clock::time_point dead_since{};
 
   while (true) {
-    bool busy = fds[kPid].fd < 0 || !s_->frees().empty() || s_->arena().HasIdleCandidates() ||
-                !s_->alive() || s_->keepalive_pending();
+    bool busy = fds[kPid].fd < 0 || s_->ledger().HasWork() || !s_->alive();
     int n = poll(fds, kCount, busy ? kPollMs : kIdlePollMs);
     if (n < 0 && errno != EINTR) {
       PB_LOG_ERROR(s_->log_prefix() + "monitor poll failed: " + std::strerror(errno));
@@ -111,9 +110,7 @@ void Monitor::Run() {
         fds[kOut].fd = fds[kErr].fd = fds[kPid].fd = -1;  // only the stop event is left
         gone_reported = true;
         if (s_->handler() != nullptr) s_->handler()->OnStubGone(*s_);
-        // The dead stub's device memory is mapped here: let it go now, not when the session
-        // is destroyed (after a restart), so the driver can free it (docs/gpu.md).
-        s_->ipc_cache().CloseAll();
+        s_->ledger().OnStubGone();
       }
       continue;
     }
@@ -222,29 +219,21 @@ void Monitor::Periodic() {
   if (!s_->alive()) return;
   std::string error;
   int timeout_ms = static_cast<int>(s_->options().timeout.count());
-  if (s_->KeepalivePendingFor(kPeriodic)) {
-    // Idle since a RESULT that referenced our blocks: a FREE on sync makes the stub drop
-    // them (no batch in flight: we hold the batch lock, so it cannot follow an EXECUTE).
+  MemoryLedger& ledger = s_->ledger();
+  if (ledger.KeepaliveDue(kPeriodic)) {
+    // Idle since a RESULT that referenced the stub's blocks: a FREE on sync makes the stub
+    // drop them (no batch in flight: we hold the batch lock, so it cannot follow an EXECUTE).
     std::unique_lock<std::mutex> batch(s_->batch_mutex(), std::try_to_lock);
-    if (batch.owns_lock() && s_->keepalive_pending()) {
-      s_->ClearKeepalivePending();
-      std::vector<uint8_t> frees = s_->frees().TakeBody(ipc::Owner::STUB);
-      if (frees.empty()) {
-        ipc::Writer w;
-        w.U8(static_cast<uint8_t>(ipc::Owner::STUB));
-        w.U32(0);
-        frees.assign(w.data(), w.data() + w.size());
-      }
-      if (!s_->sync().Send(ipc::MessageKind::FREE, 0, frees, timeout_ms, &error)) {
-        PB_LOG_WARN(s_->log_prefix() + error);
-      }
+    if (batch.owns_lock() && ledger.TakeKeepalive() &&
+        !ledger.SendReturns(s_->sync(), timeout_ms, &error, true)) {
+      PB_LOG_WARN(s_->log_prefix() + error);
     }
   }
-  std::vector<uint8_t> body = s_->frees().TakeBody(ipc::Owner::STUB);
-  if (!body.empty() && !s_->async().Send(ipc::MessageKind::FREE, 0, body, timeout_ms, &error)) {
+  // Whatever else we are done with goes back on async (no batch to ride on right now).
+  if (!ledger.SendReturns(s_->async(), timeout_ms, &error)) {
     PB_LOG_WARN(s_->log_prefix() + error);
   }
-  for (uint32_t seg : s_->arena().ReleaseIdle()) {
+  for (uint32_t seg : ledger.ReleaseIdleSegments()) {
     ipc::Writer w;
     w.U8(static_cast<uint8_t>(ipc::Owner::BACKEND));
     w.U32(seg);

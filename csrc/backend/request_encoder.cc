@@ -66,9 +66,9 @@ void EncodeGpuInput(ipc::Writer& w, const char* name, TRITONSERVER_DataType dtyp
   const std::string where = InputWhere(ctx, name);
   int device = static_cast<int>(b.mem_id);
   ipc::GpuRef ref;
-  if (!ctx.session->device_holds().Share(device, b.data, where, &ref)) {
-    cuda::CUdeviceptr copy = ctx.session->device_holds().Allocate(device, byte_size, where, &ref);
-    ctx.gpu_holds.push_back(ref.hold);
+  if (!ctx.ledger->ShareDevice(device, b.data, where, &ref)) {
+    cuda::CUdeviceptr copy = ctx.ledger->LendDevice(device, byte_size, where, &ref);
+    ctx.loan.gpu_holds.push_back(ref.hold);
     cuda::Copy(cuda::Driver::Get(where), device, cuda::Direction::kDeviceToDevice,
                reinterpret_cast<void*>(copy), b.data, byte_size, where);
     ctx.session->CountGpuCopy(cuda::Direction::kDeviceToDevice);
@@ -120,13 +120,13 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
   } else {
     ipc::Arena::Block b;
     try {
-      b = ctx.arena->Allocate(byte_size);
+      b = ctx.ledger->Lend(byte_size);
     } catch (const ipc::ArenaError& e) {
       Throw(TRITONSERVER_ERROR_UNAVAILABLE,
             "no shared memory for input '" + std::string(name) + "' (" + std::to_string(byte_size) +
                 " bytes) of model instance '" + ctx.instance_name + "': " + e.what());
     }
-    ctx.blocks.push_back(b);
+    ctx.loan.blocks.push_back(b);
     ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA, shape,
                          ndim, byte_size);
     w.U32(b.seg);

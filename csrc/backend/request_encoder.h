@@ -7,25 +7,24 @@
 #include <string>
 #include <vector>
 
+#include "backend/memory_ledger.h"
 #include "backend/request_registry.h"
 #include "backend/stub_session.h"
-#include "ipc/arena.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
 
 struct EncodeContext {
-  ipc::Arena* arena = nullptr;
+  MemoryLedger* ledger = nullptr;  // lends the arena blocks and device memory inputs go to
   uint64_t inline_threshold = 4096;
   std::string instance_name;
-  // Arena blocks handed to the stub by this batch; freed here if the batch never goes out.
-  std::vector<ipc::Arena::Block> blocks;
-  // GPU inputs (docs/gpu.md): the session (its device holds, copy counters) and the model's
+  // What this batch lends the stub (arena blocks, device memory): the ledger reclaims it if
+  // the batch never goes out, and pins it while the batch runs.
+  Loan loan;
+  // GPU inputs (docs/gpu.md): the session (copy counters) and the model's
   // FORCE_CPU_ONLY_INPUT_TENSORS. Without a session every input goes to host memory.
   StubSession* session = nullptr;
   bool force_cpu_inputs = true;
-  // Device memory lent to the stub by this batch; released here if the batch never goes out.
-  std::vector<uint64_t> gpu_holds;
 };
 
 // Throws BackendError (the batch fails) on any Triton error, a GPU input, or malformed

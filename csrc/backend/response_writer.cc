@@ -124,12 +124,12 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
       src = t.inline_data;
       break;
     case ipc::Location::STUB_ARENA:
-      hold = session.peers().Get(t.seg, t.offset, t.byte_size, &error);
+      hold = session.ledger().MapStub(t.seg, t.offset, t.byte_size, &error);
       if (!hold) Throw(TRITONSERVER_ERROR_INTERNAL, "output '" + t.name + "': " + error);
       src = hold->base + t.offset;
       break;
     case ipc::Location::BACKEND_ARENA:
-      src = session.arena().Resolve(t.seg, t.offset, t.byte_size);
+      src = session.ledger().ResolveLent(t.seg, t.offset, t.byte_size);
       if (src == nullptr) {
         Throw(TRITONSERVER_ERROR_INTERNAL,
               "output '" + t.name + "' names bytes [" + std::to_string(t.offset) + ", " +
@@ -211,17 +211,6 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
     return false;
   }
   return true;
-}
-
-void ReturnStubBlocks(const ipc::ResponseBody& body, ipc::PendingFrees& frees) {
-  for (const ipc::TensorDesc& t : body.outputs) {
-    if (t.location == ipc::Location::STUB_ARENA) frees.Add(t.seg, t.offset);
-    // The stub keeps a GPU output's memory alive until it gets this back (whoever's
-    // allocation it lies in: a view of a GPU input is memory of ours).
-    if (t.location == ipc::Location::GPU_IPC) {
-      frees.Add(ipc::GPU_HOLD_SEG, t.gpu.hold);
-    }
-  }
 }
 
 }  // namespace pybackend

@@ -25,7 +25,4 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
 void SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code code,
                        const std::string& message, uint32_t send_flags);
 
-// Queues a FREE for every block of the stub's arena that `body` references.
-void ReturnStubBlocks(const ipc::ResponseBody& body, ipc::PendingFrees& frees);
-
 }  // namespace pybackend

@@ -1,10 +1,5 @@
 #include "backend/stub_session.h"
 
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
 
 #include "backend/error.h"
@@ -31,10 +26,11 @@ StubSession::StubSession(SessionOptions opts, AsyncHandler* handler)
       log_prefix_(opts_.model_name == opts_.instance_name
                       ? opts_.model_name + ": "
                       : opts_.model_name + "/" + opts_.instance_name + ": "),
-      arena_(opts_.shm_prefix + opts_.instance_name, opts_.shm_default_byte_size,
-             opts_.shm_growth_byte_size),
-      metrics_(opts_.instance_name) {
-  arena_.set_max_size(opts_.shm_max_byte_size, "the backend config shm-max-byte-size");
+      metrics_(opts_.instance_name),
+      ledger_(opts_.shm_prefix + opts_.instance_name, opts_.shm_default_byte_size,
+              opts_.shm_growth_byte_size,
+              [this](const std::string& text) { PB_LOG_WARN(log_prefix_ + text); }) {
+  ledger_.arena().set_max_size(opts_.shm_max_byte_size, "the backend config shm-max-byte-size");
 }
 
 StubSession::~StubSession() {
@@ -48,6 +44,7 @@ StubSession::~StubSession() {
   sync_.reset();
   async_.reset();
   process_.reset();
+  ledger_.Teardown();  // the stub is gone: whatever it held of ours and we of its goes now
 }
 
 void StubSession::Spawn() {
@@ -77,8 +74,8 @@ void StubSession::Spawn() {
     return;
   }
   process_ = StubProcess::Spawn(so, &sync_fd, &async_fd);
-  sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
-  async_ = std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
+  sync_ = MakeChannel(sync_fd.Release(), "sync");
+  async_ = MakeChannel(async_fd.Release(), "async");
   monitor_ = std::make_unique<Monitor>(this);
   monitor_->Start();
   PB_LOG_VERBOSE(log_prefix_ + "started stub pid " + std::to_string(process_->pid()) + ": " +
@@ -89,8 +86,8 @@ void StubSession::Attach() {
   ipc::UniqueFd sync_fd, async_fd, peer_async;
   std::string what = "model '" + opts_.model_name + "' instance '" + opts_.instance_name + "'";
   process_ = StubProcess::Attach(opts_.attach_socket, what, &sync_fd, &async_fd, &peer_async);
-  sync_ = std::make_unique<ipc::Channel>(sync_fd.Release(), "sync", &arena_, &peers_, &frees_);
-  async_ = std::make_unique<ipc::Channel>(async_fd.Release(), "async", &arena_, &peers_, &frees_);
+  sync_ = MakeChannel(sync_fd.Release(), "sync");
+  async_ = MakeChannel(async_fd.Release(), "async");
   json::Value hello = json::Value::Object();
   hello.Set("model_name", opts_.model_name);
   hello.Set("model_version", static_cast<int64_t>(opts_.model_version));
@@ -220,7 +217,7 @@ std::string StubSession::Finalize() {
       std::lock_guard<std::mutex> lock(state_mu_);
       finalizing_ = true;  // it exits after FINALIZE_REPLY: that EOF is no crash
     }
-    FlushFrees(*sync_, &error);
+    ledger_.SendReturns(*sync_, static_cast<int>(opts_.timeout.count()), &error);
     if (sync_->Send(ipc::MessageKind::FINALIZE, 0, nullptr, 0,
                     static_cast<int>(opts_.timeout.count()), &error)) {
       Wait w = WaitSync(ipc::MessageKind::FINALIZE_REPLY, opts_.timeout, &msg, &error);
@@ -270,24 +267,11 @@ void StubSession::StopMonitor() {
   if (monitor_ != nullptr) monitor_->Stop();
 }
 
-bool StubSession::FlushFrees(ipc::Channel& channel, std::string* error) {
-  std::vector<uint8_t> body = frees_.TakeBody(ipc::Owner::STUB);
-  if (body.empty()) return true;
-  return channel.Send(ipc::MessageKind::FREE, 0, body, static_cast<int>(opts_.timeout.count()),
-                      error);
-}
-
-std::optional<std::chrono::milliseconds> StubSession::NextSlice(Clock::time_point deadline,
-                                                                bool bounded) {
-  // Wake up now and then even without a bound: to notice a stopped stub, and to poll the
-  // process where there is no pidfd.
-  auto slice = std::chrono::milliseconds(process_->pidfd() < 0 ? 100 : 1000);
-  if (bounded) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return std::nullopt;
-    slice = std::min(slice, left + std::chrono::milliseconds(1));
-  }
-  return slice;
+std::unique_ptr<ipc::Channel> StubSession::MakeChannel(int fd, const char* name) {
+  // Indirect bodies: ours allocated from the ledger's arena, the stub's read from its
+  // segments and queued for return like any other block of the stub's we are done with.
+  return std::make_unique<ipc::Channel>(fd, name, &ledger_.arena(), &ledger_.peers(),
+                                        ledger_.returns());
 }
 
 bool StubSession::StoppedTooLong(bool quiet_slice, std::optional<Clock::time_point>* since) {
@@ -306,141 +290,6 @@ bool StubSession::StoppedTooLong(bool quiet_slice, std::optional<Clock::time_poi
   return true;
 }
 
-StubSession::Wait StubSession::RecvFailed(ipc::Channel::RecvStatus st, const std::string& error) {
-  if (st == ipc::Channel::RecvStatus::kClosed) {
-    MarkDead("the stub closed its sync channel", false);
-    return Wait::kDead;
-  }
-  MarkDead("protocol error: " + error);
-  return Wait::kError;
-}
-
-StubSession::Wait StubSession::WaitReadable(int fd, Clock::time_point deadline, bool bounded) {
-  StubProcess* proc = process_.get();
-  std::optional<Clock::time_point> stopped_since;
-  while (true) {
-    std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
-    if (!slice) return Wait::kTimeout;
-    pollfd fds[2] = {{fd, POLLIN, 0}, {proc->pidfd(), POLLIN, 0}};
-    int n = poll(fds, proc->pidfd() >= 0 ? 2 : 1, static_cast<int>(slice->count()));
-    if (n < 0 && errno != EINTR) return Wait::kError;
-    if (fds[0].revents) return Wait::kOk;
-    if (StoppedTooLong(n == 0, &stopped_since)) return Wait::kDead;
-    bool gone = (proc->pidfd() >= 0 && fds[1].revents) || (proc->pidfd() < 0 && proc->Poll());
-    if (gone || !alive()) {
-      // Anything it sent before exiting is already queued on our socket.
-      pollfd again{fd, POLLIN, 0};
-      if (poll(&again, 1, 0) > 0) return Wait::kOk;
-      MarkDead("the stub process ended", false);
-      return Wait::kDead;
-    }
-  }
-}
-
-bool StubSession::SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
-                           std::string* error) {
-  int timeout_ms = static_cast<int>(opts_.timeout.count());
-  std::lock_guard<std::mutex> lock(sync_send_mu_);
-  if (lane_active_) {
-    // New segments first, on the socket: the stub reads counted socket messages first.
-    if (!sync_->AnnounceSegments(timeout_ms, error)) return false;
-    if (lane_->Post(kind, id, body, len)) return true;
-  }
-  return sync_->Send(kind, id, body, len, timeout_ms, error);
-}
-
-StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_point deadline,
-                                                bool bounded, std::string* error) {
-  StubProcess* proc = process_.get();
-  std::optional<Clock::time_point> stopped_since;
-  while (true) {
-    uint32_t seen = lane_->UpBell();
-    bool gone = !alive();
-    if (lane_->SocketPending() || gone) {
-      auto st = sync_->Recv(out, error);
-      if (st == ipc::Channel::RecvStatus::kOk) {
-        lane_->SocketRead();
-        return Wait::kOk;
-      }
-      if (st != ipc::Channel::RecvStatus::kWouldBlock) return RecvFailed(st, *error);
-      // Counted but not readable yet: the count is bumped after the send returns, so this
-      // only happens when it is gone.
-    }
-    if (lane_->Take(out)) return Wait::kOk;
-    if (gone) return Wait::kDead;  // the monitor saw it go, and rang the bell
-    std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
-    if (!slice) return Wait::kTimeout;
-    auto before = Clock::now();
-    lane_->Wait(seen, *slice);
-    bool quiet = lane_->UpBell() == seen && Clock::now() - before >= *slice;
-    if (StoppedTooLong(quiet, &stopped_since)) return Wait::kDead;
-    if (proc->pidfd() < 0 && proc->Poll()) MarkDead("the stub process ended", false);
-  }
-}
-
-StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout,
-                                        ipc::Message* out, std::string* error, bool just_sent) {
-  bool bounded = timeout.count() >= 0;
-  auto deadline = Clock::now() + (bounded ? timeout : std::chrono::milliseconds(0));
-  auto spin_until = Clock::now() + std::chrono::microseconds(opts_.spin_us);
-  if (just_sent && opts_.spin_us <= 0 && !lane_active_) {
-    Wait w = WaitReadable(sync_->fd(), deadline, bounded);
-    if (w != Wait::kOk) return w;
-  }
-  while (true) {
-    if (lane_active_) {
-      Wait w = NextSyncFromLane(out, deadline, bounded, error);
-      if (w != Wait::kOk) return w;
-    } else {
-      auto st = sync_->Recv(out, error);
-      if (st == ipc::Channel::RecvStatus::kWouldBlock) {
-        // A short busy-poll first saves the cost of waking a sleeping CPU for fast replies.
-        if (opts_.spin_us > 0 && Clock::now() < spin_until) continue;
-        Wait w = WaitReadable(sync_->fd(), deadline, bounded);
-        if (w != Wait::kOk) return w;
-        continue;
-      }
-      if (st != ipc::Channel::RecvStatus::kOk) return RecvFailed(st, *error);
-    }
-    if (out->kind == static_cast<uint16_t>(want)) return Wait::kOk;
-    if (HandleCommon(*out)) continue;
-    if (want == ipc::MessageKind::RESULT &&
-        out->kind == static_cast<uint16_t>(ipc::MessageKind::BLS_EXEC)) {
-      // A BLS call from the thread running execute: started here, answered on sync.
-      AsyncHandler* h = handler();
-      if (h != nullptr && h->OnSyncCall(*this, *out)) continue;
-    }
-    *error = std::string("unexpected ") + ipc::KindName(out->kind) +
-             " on the sync channel while waiting for " + ipc::KindName(static_cast<uint16_t>(want));
-    MarkDead("protocol error: " + *error);
-    return Wait::kError;
-  }
-}
-
-bool StubSession::WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(state_mu_);
-  return state_cv_.wait_for(lock, timeout, [&] {
-    return static_cast<int32_t>(async_processed_ - seq) >= 0 || async_closed_;
-  }) && static_cast<int32_t>(async_processed_ - seq) >= 0;
-}
-
-void StubSession::FreeOurBlocks(ipc::Reader& r, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t seg = r.U32();
-    uint64_t off = r.U64();
-    if (seg == ipc::GPU_HOLD_SEG) {  // device memory we lent (docs/gpu.md)
-      if (!device_holds_.Release(off)) {
-        PB_LOG_WARN(log_prefix_ + "the stub freed an unknown GPU hold " + std::to_string(off));
-      }
-      continue;
-    }
-    if (!arena_.Free(seg, off)) {
-      PB_LOG_WARN(log_prefix_ + "the stub freed an unknown block (segment " + std::to_string(seg) +
-                  ", offset " + std::to_string(off) + ")");
-    }
-  }
-}
-
 bool StubSession::HandleCommon(ipc::Message& msg) {
   using ipc::MessageKind;
   switch (static_cast<MessageKind>(msg.kind)) {
@@ -450,20 +299,20 @@ bool StubSession::HandleCommon(ipc::Message& msg) {
       uint32_t seg = r.U32();
       uint64_t size = r.U64();
       if (!msg.fd) throw std::runtime_error("SEGMENT_ADD without an fd");
-      peers_.Add(seg, size, msg.fd.Release());
+      ledger_.peers().Add(seg, size, msg.fd.Release());
       return true;
     }
     case MessageKind::SEGMENT_DROP: {
       ipc::Reader r(msg.body.data(), msg.body.size());
       r.U8();
-      peers_.Drop(r.U32());
+      ledger_.peers().Drop(r.U32());
       return true;
     }
     case MessageKind::FREE: {
       ipc::Reader r(msg.body.data(), msg.body.size());
       r.U8();
       uint32_t n = r.U32();
-      FreeOurBlocks(r, n);
+      ledger_.OnStubFree(r, n);
       return true;
     }
     case MessageKind::LOG: {
@@ -500,7 +349,7 @@ void StubSession::MarkDead(const std::string& reason, bool telling) {
   }
   state_cv_.notify_all();
   if (lane_ != nullptr) lane_->WakeWaiter();  // a thread asleep on the lane checks alive()
-  peers_.Abort();
+  ledger_.OnStubDead();
   // A stub we gave up on (timeout, protocol error, closed channel) must not linger.
   if (kill_it && process_ != nullptr) process_->Kill();
 }
@@ -534,19 +383,6 @@ std::string StubSession::UnhealthyMessage(const std::string& next) {
                          "ignored while the model is loaded and unchanged) or restart the server "
                          "to start a new stub."
                        : next);
-}
-
-void StubSession::SetKeepalivePending(bool pending) {
-  if (pending) {
-    keepalive_since_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  }
-  keepalive_pending_.store(pending, std::memory_order_relaxed);
-}
-
-bool StubSession::KeepalivePendingFor(std::chrono::milliseconds idle) {
-  if (!keepalive_pending()) return false;
-  auto since = Clock::time_point(Clock::duration(keepalive_since_ns_.load()));
-  return Clock::now() - since >= idle;
 }
 
 void StubSession::CountAsyncProcessed() {
@@ -593,7 +429,7 @@ std::string StubSession::StderrTail() {
 
 void StubSession::set_instance_metrics(std::shared_ptr<InstanceMetrics> metrics) {
   instance_metrics_ = metrics;
-  ipc_cache_.set_on_count([m = std::move(metrics)](size_t n) {
+  ledger_.set_on_ipc_count([m = std::move(metrics)](size_t n) {
     if (m) m->SetIpcHandlesOpen(n);
   });
 }

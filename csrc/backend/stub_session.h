@@ -1,5 +1,6 @@
-// One live stub and everything tied to its lifetime: the process, both channels, the
-// backend's arena and the stub's mapped segments, the FREE queue and the monitor thread.
+// One live stub and everything tied to its lifetime: the process, both channels, the memory
+// shared with it (its MemoryLedger: our arena, the stub's segments, the blocks to return,
+// device memory) and the monitor thread.
 // Used for instance stubs and for the short-lived auto-complete stub alike.
 #pragma once
 
@@ -18,11 +19,9 @@
 #include "backend/custom_metrics.h"
 #include "backend/instance_metrics.h"
 #include "backend/json.h"
+#include "backend/memory_ledger.h"
 #include "backend/stub_process.h"
-#include "cuda/device_holds.h"
 #include "cuda/driver.h"
-#include "cuda/ipc_cache.h"
-#include "ipc/arena.h"
 #include "ipc/channel.h"
 #include "ipc/lane.h"
 
@@ -115,8 +114,6 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // Thread-safe: the answer to a BLS call made on sync comes from one of Triton's threads.
   bool SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* body, size_t len,
                 std::string* error);
-  // Sends pending FREEs (the stub's blocks we are done with) on the sync channel.
-  bool FlushFrees(ipc::Channel& channel, std::string* error);
   // Waits for the next sync message of kind `want` (handling segment/free/log messages that
   // arrive on sync meanwhile). timeout < 0: no time bound (the stub's death still ends it).
   // `just_sent`: the caller has just sent the request this answers, so nothing can be queued
@@ -129,9 +126,6 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // Handles SEGMENT_ADD / SEGMENT_DROP / FREE / LOG from either channel. False if `msg` is
   // none of them.
   bool HandleCommon(ipc::Message& msg);
-  // Returns `n` of our blocks, read from `r` as (u32 segment, u64 offset) pairs, to the arena
-  // (a FREE's list, or the freed trailer of a RESULT). Unknown blocks are logged, not fatal.
-  void FreeOurBlocks(ipc::Reader& r, uint32_t n);
 
   bool alive();
   // Marks the stub dead (EOF seen, protocol broken, timed out); the reason is kept for the
@@ -148,33 +142,22 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   const SessionOptions& options() const { return opts_; }
   ipc::Channel& sync() { return *sync_; }
   ipc::Channel& async() { return *async_; }
-  ipc::Arena& arena() { return arena_; }
-  ipc::PeerSegments& peers() { return peers_; }
-  ipc::PendingFrees& frees() { return frees_; }
+  // Every block, hold and mapping shared with this stub, and when each goes back.
+  MemoryLedger& ledger() { return ledger_; }
   StubProcess* process() { return process_.get(); }
   AsyncHandler* handler() { return handler_.load(std::memory_order_acquire); }
   // The families and metrics this stub created (deleted when the session ends).
   CustomMetrics& metrics() { return metrics_; }
   const std::string& log_prefix() const { return log_prefix_; }
-  // GPU tensors: the stub's device allocations mapped here (closed when the session ends:
-  // stub exit, crash or restart) and the instance's series that count our copies and those
-  // mappings. Set by the instance before Start(); unset (auto-complete) nothing is counted.
-  cuda::IpcCache& ipc_cache() { return ipc_cache_; }
-  // Device memory we lent the stub (GPU inputs we had to copy, BLS outputs on a GPU).
-  cuda::DeviceHolds& device_holds() { return device_holds_; }
+  // GPU tensors: the instance's series that count our copies and the ledger's IPC mappings.
+  // Set by the instance before Start(); unset (auto-complete) nothing is counted.
   void set_instance_metrics(std::shared_ptr<InstanceMetrics> metrics);
   void CountGpuCopy(cuda::Direction d);
 
   // Held by the executor for a whole batch (EXECUTE ... RESULT read and answered), so the
-  // monitor's idle-time FREE on sync can never land between an EXECUTE and its RESULT.
+  // monitor's idle-time FREE on sync (MemoryLedger::KeepaliveDue) can never land between an
+  // EXECUTE and its RESULT.
   std::mutex& batch_mutex() { return batch_mu_; }
-  // The last RESULT referenced our blocks, which the stub keeps alive until its next sync
-  // message: the monitor sends that message once the instance has been idle for a moment,
-  // so a small pinned block cannot keep a growth segment from being released.
-  void SetKeepalivePending(bool pending);
-  bool KeepalivePendingFor(std::chrono::milliseconds idle);
-  void ClearKeepalivePending() { keepalive_pending_.store(false, std::memory_order_relaxed); }
-  bool keepalive_pending() const { return keepalive_pending_.load(std::memory_order_relaxed); }
 
   // Called by the monitor.
   void CountAsyncProcessed();
@@ -186,6 +169,7 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
  private:
   friend class Monitor;
   std::string StubRole() const;
+  std::unique_ptr<ipc::Channel> MakeChannel(int fd, const char* name);
   void Attach();  // Spawn() in attach mode: connect to the serving process
   Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
   // How long the next sleep of a wait may last; nullopt when `deadline` has passed.
@@ -205,13 +189,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   SessionOptions opts_;
   std::atomic<AsyncHandler*> handler_;  // set later for an early-spawned stub
   std::string log_prefix_;
-  ipc::Arena arena_;
-  ipc::PeerSegments peers_;
-  ipc::PendingFrees frees_;
   CustomMetrics metrics_;
-  std::shared_ptr<InstanceMetrics> instance_metrics_;  // before ipc_cache_: it reports there
-  cuda::IpcCache ipc_cache_;
-  cuda::DeviceHolds device_holds_;
+  std::shared_ptr<InstanceMetrics> instance_metrics_;  // before ledger_: it reports there
+  MemoryLedger ledger_;  // before the channels: they use its arena, segments and queue
   std::unique_ptr<StubProcess> process_;
   std::unique_ptr<ipc::Lane> lane_;  // before sync_: the channel rings it until destroyed
   bool lane_active_ = false;         // LANE sent: sync traffic is counted and rung from now on
@@ -222,8 +202,6 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   std::atomic<bool> dead_{false};
   std::mutex batch_mu_;
   std::mutex sync_send_mu_;  // SendSync: the instance thread and BLS callbacks
-  std::atomic<bool> keepalive_pending_{false};
-  std::atomic<int64_t> keepalive_since_ns_{0};
   std::mutex state_mu_;
   std::condition_variable state_cv_;
   std::string dead_reason_;  // "" when the exit status says it all

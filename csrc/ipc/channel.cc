@@ -53,6 +53,16 @@ bool PendingFrees::empty() {
   return blocks_.empty();
 }
 
+size_t PendingFrees::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return blocks_.size();
+}
+
+void PendingFrees::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  blocks_.clear();
+}
+
 // ----------------------------------------------------------------------------- Channel
 
 Channel::Channel(int fd, std::string name, Arena* own, PeerSegments* peer, PendingFrees* frees)

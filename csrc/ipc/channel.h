@@ -58,6 +58,8 @@ class PendingFrees {
   // (u32 segment, u64 offset) pairs) that ends an EXECUTE body; nothing if none.
   void TakeTrailer(Writer& w);
   bool empty();
+  size_t size();
+  void Clear();  // the peer is gone: nobody is left to take them
 
  private:
   std::mutex mu_;

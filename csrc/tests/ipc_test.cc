@@ -21,17 +21,11 @@
 #include "ipc/arena.h"
 #include "ipc/channel.h"
 #include "ipc/codec.h"
+#include "tests/expect.h"
 
 using namespace pybackend;
 
-static int g_failures = 0;
-#define EXPECT(cond)                                                         \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "%s:%d: FAILED %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                          \
-    }                                                                        \
-  } while (false)
+int g_failures = 0;
 
 template <typename F>
 bool Throws(F f) {
