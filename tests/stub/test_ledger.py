@@ -68,10 +68,12 @@ def frees(ch: Channel) -> list:
         ch.sock.setblocking(True)
 
 
-def owner_with_view():
-    """(an object standing for a block's views' owner, a view that keeps it alive)."""
+def tracked_view(st: StubState, seg: int, off: int) -> np.ndarray:
+    """A view of a 64-byte block the ledger tracks, as dispatch.py tracks an input: by the
+    object every view keeps alive, which nothing else references."""
     owner = np.frombuffer(bytearray(64), np.uint8)
-    return owner.base, owner[8:].view(np.float32)
+    st.ledger.track(owner.base, seg, off, 64)
+    return owner[8:].view(np.float32)
 
 
 # ---------------------------------------------------------------------- backend blocks
@@ -80,9 +82,7 @@ def owner_with_view():
 def test_a_tracked_block_is_queued_only_when_its_last_view_dies(parts) -> None:
     st, _, _, _ = parts
     led = st.ledger
-    base, view = owner_with_view()
-    led.track(base, 2, 640, 64)
-    del base
+    view = tracked_view(st, 2, 640)
     gc.collect()
     assert not led.queue  # the view still keeps the block
     del view
@@ -93,9 +93,7 @@ def test_a_tracked_block_is_queued_only_when_its_last_view_dies(parts) -> None:
 def test_a_block_that_dies_during_an_ok_result_rides_in_its_trailer(parts) -> None:
     st, sync_ch, async_ch, _ = parts
     led = st.ledger
-    base, view = owner_with_view()
-    led.track(base, 3, 128, 64)
-    del base
+    view = tracked_view(st, 3, 128)
     led.result_follows()
     del view  # the batch's objects die as execute returns
     assert list(led.queue) == [(3, 128)]
