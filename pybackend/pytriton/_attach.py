@@ -115,7 +115,7 @@ class AttachedStub(Stub):
         """Everything this instance held, without ending the process."""
         st = self.state
         try:
-            st.flush_frees()
+            st.ledger.flush()
         except Exception:  # noqa: BLE001 - the backend may be gone already
             pass
         for ch in (st.sync, st.async_):

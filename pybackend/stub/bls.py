@@ -26,7 +26,7 @@ import numpy as np
 from ..ipc.bls_codec import BlsExecDesc, decode_bls_response, encode_bls_exec
 from ..ipc.channel import Message
 from ..ipc.codec import GpuRef, ProtocolError, ResponseDesc, TensorDesc
-from ..ipc.protocol import GPU_HOLD_SEG, Location, MessageKind
+from ..ipc.protocol import Location, MessageKind
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
@@ -367,14 +367,8 @@ class BlsClient:
                 tensors.append(self._tensor(td))
                 done += 1
         except Exception as e:  # noqa: BLE001 - a bad output fails this response only
-            st = self.state
-            for td in desc.outputs[done + 1 :]:
-                if td.location == Location.BACKEND_ARENA and st.peer.contains(
-                    td.seg, td.offset, td.byte_size
-                ):
-                    st.free_backend_block(td.seg, td.offset)
-                elif td.location == Location.GPU_IPC and td.data.hold:  # type: ignore[union-attr]
-                    st.free_backend_block(GPU_HOLD_SEG, td.data.hold)  # type: ignore[union-attr]
+            # The failed one returned its own; those after it were never wrapped.
+            self.state.ledger.give_back_unwrapped(desc.outputs[done + 1 :])
             return _error_response(f"cannot read the BLS response: {e}")
         resp = InferenceResponse(tensors)
         resp._parameters = desc.parameters
@@ -388,10 +382,10 @@ class BlsClient:
         if td.location == Location.GPU_IPC:  # preferred_memory GPU: lent until the tensor dies
             ref: Any = td.data
             try:
-                on_gpu = self.state.gpu_inputs.buffer(ref, n)
+                on_gpu = self.state.ledger.map_gpu(ref, n)
             except BaseException:
                 if ref.hold:
-                    self.state.free_backend_block(GPU_HOLD_SEG, ref.hold)
+                    self.state.ledger.give_back_hold(ref.hold)
                 raise
             return Tensor._on_device(td.name, td.dtype, td.dims, on_gpu)
         if td.location != Location.BACKEND_ARENA:
@@ -404,13 +398,13 @@ class BlsClient:
         try:
             t = Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
         except BaseException:
-            st.free_backend_block(td.seg, td.offset)
+            st.ledger.give_back(td.seg, td.offset)
             raise
         if n:
             # Every view of the tensor keeps buf.base alive; when it dies the block goes home.
-            st.track_backend_block(buf.base, td.seg, td.offset)
+            st.ledger.track(buf.base, td.seg, td.offset)
         else:
-            st.free_backend_block(td.seg, td.offset)
+            st.ledger.give_back(td.seg, td.offset)
         return t
 
     def _fail_all(self) -> None:

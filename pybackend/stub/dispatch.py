@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ipc import codec
 from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc
-from ..ipc.protocol import GPU_HOLD_SEG, Location, ResultKind, ResultStatus
+from ..ipc.protocol import ResultKind
 from ..utils.errors import ErrorCode
 from ..utils.request import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
@@ -70,6 +70,8 @@ class Dispatcher:
         # (seg, offset, size) of the current batch's input blocks: the backend keeps them
         # until it has read RESULT, so outputs that are views of them need no keepalive.
         self._input_blocks: List[Tuple[int, int, int]] = []
+        self.ledger = state.ledger
+        self._track = state.ledger.track  # bound once: it runs for every input in the arena
         self.async_exec = AsyncExecutor(self, async_limit, async_cancel)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
@@ -134,13 +136,13 @@ class Dispatcher:
                 # tensor keeps alive: when it dies the block goes back to the backend.
                 # (Tracked only once the tensor exists: a failure before is freed by the
                 # caller.)
-                st.track_backend_block(buf.base, seg, offset, n)
+                self._track(buf.base, seg, offset, n)
                 self._input_blocks.append((seg, offset, n))
             else:
                 t = Tensor._from_buffer(name, dtype, dims, _EMPTY)
-                st.free_backend_block(seg, offset)
+                self.ledger.give_back(seg, offset)
         elif loc == 3:  # Location.GPU_IPC: FORCE_CPU_ONLY_INPUT_TENSORS "no" (stub/gpu.py)
-            gpu = self.state.gpu_inputs.buffer(data, n)  # type: ignore[arg-type]
+            gpu = self.ledger.map_gpu(data, n)  # type: ignore[arg-type]
             t = Tensor._on_device(name, dtype, dims, gpu)
         else:
             raise ProtocolError(f"input '{name}' has location {loc}, which inputs cannot use")
@@ -182,27 +184,19 @@ class Dispatcher:
         try:
             return codec.decode_execute(body, self._tensor, self._request, freed)
         except BaseException:
-            # The batch fails: the blocks of inputs not yet wrapped go home right away.
-            # (A reference that does not resolve names no block: nothing to return. A
-            # body that does not decode names none we can trust.)
+            # The batch fails: the blocks of inputs not yet wrapped go home right away
+            # (those wrapped go when their tensors die). A body that does not decode names
+            # none we can trust.
             freed.clear()
             try:
                 descs = codec.decode_execute(body, freed=freed)
             except ProtocolError:
                 descs = []
                 freed.clear()
-            st = self.state
-            rest = [td for d in descs for td in d.inputs][self._made :]
-            for td in rest:
-                if td.location == Location.BACKEND_ARENA and st.peer.contains(
-                    td.seg, td.offset, td.byte_size
-                ):
-                    st.free_backend_block(td.seg, td.offset)
-                elif td.location == Location.GPU_IPC and td.data.hold:  # type: ignore[union-attr]
-                    st.free_backend_block(GPU_HOLD_SEG, td.data.hold)  # type: ignore[union-attr]
+            self.ledger.give_back_unwrapped([td for d in descs for td in d.inputs][self._made :])
             raise
         finally:
-            self.state.free_own_blocks(freed)
+            self.ledger.returned(freed)
 
     # ------------------------------------------------------------------ execute
 
@@ -215,23 +209,11 @@ class Dispatcher:
         try:
             result = self._execute(body)
         except BaseException:
-            if st.main_flushes:  # frees queued without waking the reader: wake it now
-                st.main_flushes = False
-                st.wake_reader()
+            self.ledger.no_result()  # what died meanwhile is the reader's to send
             raise
         finally:
             st.sync_calls = False
-        if st.main_flushes:
-            st.main_flushes = False
-            if st.backend_frees:
-                if result[0] == ResultStatus.OK:
-                    # A FREE on the socket cost a sendmsg here and a recvmsg in the backend
-                    # on every request with an input in the arena (64 KiB identity: ~7 us, 5 %).
-                    codec.append_freed(result, st.take_frees())
-                if st.backend_frees:  # a failed batch, or more than one trailer holds
-                    # RESULT follows at once and rings the lane's bell: the backend wakes
-                    # once and reads both (a ring here cost a wake-up and a thread switch).
-                    st.flush_frees(channel=st.sync, ring=False)
+        self.ledger.settle(result)
         return result
 
     def _execute(self, body: memoryview) -> bytearray:
@@ -272,8 +254,8 @@ class Dispatcher:
             for r in self._open:
                 watch(r)
             self._open = []
-        # The batch's objects die as this returns: execute() sends their FREEs.
-        self.state.main_flushes = True
+        # The batch's objects die as this returns: their blocks ride in RESULT (execute()).
+        self.ledger.result_follows()
         # u32 on the wire: the backend compares it modulo 2**32.
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 

@@ -1,10 +1,10 @@
 """The stub's side of GPU tensors (docs/gpu.md): sharing an output's device memory with the
 backend through CUDA IPC, and keeping it alive until the backend has copied it.
 
-Lifetimes (until the one-ledger refactor of docs/gpu.md): a GPU output that a RESULT or
-SEND names is *held* here under a hold id; the backend returns the BlockRef
-(GPU_HOLD_SEG, hold) like one of our arena blocks (FREE, or EXECUTE's freed trailer) once it
-has copied the bytes, and the hold, with the producer's memory, is dropped then.
+The mechanics live here; the stub's ledger (stub/ledger.py) owns both classes and is the
+only way in: a GPU output that a RESULT or SEND names is *held* here under a hold id until
+the backend returns the BlockRef (GPU_HOLD_SEG, hold) like one of our arena blocks (FREE,
+or EXECUTE's freed trailer), and the hold, with the producer's memory, is dropped then.
 """
 
 from __future__ import annotations

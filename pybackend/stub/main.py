@@ -127,7 +127,7 @@ class Stub:
 
     def _exit(self, code: int) -> NoReturn:
         try:
-            self.state.flush_frees()
+            self.state.ledger.flush()
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
         for stream in (sys.stdout, sys.stderr):

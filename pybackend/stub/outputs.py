@@ -85,13 +85,9 @@ class Placer:
 
     def abort(self) -> None:
         """The message will not be sent: give back the references taken for it."""
-        arena = self.state.arena
         blocks, self.blocks = self.blocks, []
-        for seg, off in blocks:
-            arena.decref(seg, off)  # type: ignore[union-attr]
         holds, self.holds = self.holds, []
-        for hold in holds:
-            self.state.gpu.release(hold)
+        self.state.ledger.not_sent(blocks, holds)
         self.keepalive = []
 
     def response(
@@ -203,7 +199,7 @@ class Placer:
         n = buf.nbytes
         if n == 0:
             return _INLINE, 0, b""
-        ref = self.state.gpu.share(buf)
+        ref = self.state.ledger.share_gpu(buf)
         if ref is not None:
             self.holds.append(ref.hold)
             return _GPU_IPC, n, ref

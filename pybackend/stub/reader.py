@@ -1,6 +1,7 @@
 """The async-channel reader thread: FREEs of our blocks, the backend's segments, RPC
-replies; it also returns backend blocks (batched, within FLUSH_S), releases our idle
-segments and sends queued one-way messages (SENDER_DROPPED, metric deletes)."""
+replies; it also gives the ledger its turns (backend blocks returned within FLUSH_S, our
+idle segments released: stub/ledger.py) and sends queued one-way messages (SENDER_DROPPED,
+metric deletes)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ import select
 import threading
 import time
 
-from ..ipc.arena import IDLE_RELEASE_S
 from ..ipc.channel import ChannelClosed
 from ..ipc.codec import ProtocolError
+from .ledger import FLUSH_S
 from .logging import WARNING
 from .state import StubState
 
-FLUSH_S = 0.05
 EXIT_GRACE_S = 5.0
 
 
@@ -28,20 +28,14 @@ class Reader(threading.Thread):
 
     def run(self) -> None:
         st = self.state
+        ledger = st.ledger
         poller = select.poll()
         async_fd = st.async_.fileno()
         poller.register(async_fd, select.POLLIN)
         poller.register(st.wake_r, select.POLLIN)
         flush_at = None
         while True:
-            now = time.monotonic()
-            if flush_at is not None:
-                timeout_ms = max(0, int((flush_at - now) * 1000) + 1)
-            elif st.arena is not None and st.arena.has_idle_candidates():
-                timeout_ms = int(IDLE_RELEASE_S * 250)
-            else:
-                timeout_ms = -1
-            for fd, _ in poller.poll(timeout_ms):
+            for fd, _ in poller.poll(ledger.wait_ms(time.monotonic(), flush_at)):
                 if fd == async_fd:
                     try:
                         msg = st.async_.recv()
@@ -67,24 +61,9 @@ class Reader(threading.Thread):
             if st.oneway:
                 st.flush_oneway(nonblocking=True)  # what does not fit is retried below
             now = time.monotonic()
-            if st.free_urgent:
-                flush_at = now  # big blocks queued: the backend wants them back now
-            if flush_at is not None and now >= flush_at:
-                flush_at = None
-                if not st.flush_frees(nonblocking=True):
-                    flush_at = now + FLUSH_S  # the socket is full: retry soon
-            if flush_at is None:
-                # Disarm first, then look: a FREE queued after the look wakes us again;
-                # one queued before it is seen now. While a flush is scheduled producers
-                # need not wake us (the flush takes whatever is queued by then).
-                st.free_armed = False
-                if st.backend_frees:
-                    st.free_armed = True
-                    flush_at = now + FLUSH_S
+            flush_at = ledger.tick(now, flush_at)
             if st.oneway and flush_at is None:
                 flush_at = now + FLUSH_S  # the socket was full: retry soon
-            if st.arena is not None:
-                st.arena.release_idle(now)
 
     def _backend_gone(self) -> None:
         """The backend closed the async channel. The main thread normally sees EOF on

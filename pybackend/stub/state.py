@@ -1,5 +1,5 @@
 """Everything the stub's threads share: the two channels, our arena, the backend's
-segments, the queue of backend blocks to return, and RPCs waiting for a REPLY."""
+segments, the ledger of shared memory (stub/ledger.py), and RPCs waiting for a REPLY."""
 
 from __future__ import annotations
 
@@ -14,21 +14,13 @@ from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
 from ..ipc import codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, Message
-from ..ipc.protocol import (
-    DEFAULT_INLINE_THRESHOLD,
-    GPU_HOLD_SEG,
-    MAX_INLINE_BODY,
-    MessageKind,
-    Owner,
-)
-from .gpu import GpuHolds, GpuMappings
+from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MessageKind, Owner
+from .ledger import Ledger
 from .logging import WARNING, StubLog
 
 if TYPE_CHECKING:
     from .returns import OutputRules
 
-FREE_CHUNK = (MAX_INLINE_BODY - codec.FREE_HEAD.size) // codec.BLOCK_REF.size
-URGENT_FREE_BYTES = 1 << 20  # queued backend blocks that are returned without batching
 RPC_TIMEOUT_S = 30.0
 
 
@@ -55,16 +47,6 @@ class _Pending:
         self.result: Optional[Tuple[bool, int, str, bytes]] = None
 
 
-class _BlockRef(weakref.ref):
-    """Weak reference to the owner of a backend block's views; it carries the block so
-    the callback can return it (several times cheaper than weakref.finalize)."""
-
-    __slots__ = ("seg", "off", "nbytes")
-    seg: int
-    off: int
-    nbytes: int
-
-
 class _WatchRef(weakref.ref):
     """Weak reference to a Python object of an open request (the request or its sender)."""
 
@@ -80,37 +62,30 @@ class StubState:
         self.sync = Channel(socket.socket(fileno=sync_fd), self._indirect_out, self._indirect_in)
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
-        self.gpu_inputs = GpuMappings(lambda hold: self.free_backend_block(GPU_HOLD_SEG, hold))
-        self.gpu = GpuHolds(lambda text: self.log.here(WARNING, text), self.gpu_inputs)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
         # The model's output rules when PYBACKEND_STRICT_OUTPUTS is on (stub/returns.py);
         # None by default: outputs go out unchecked, as the original sends them.
         self.output_rules: Optional[OutputRules] = None
-        self.backend_frees: Deque[Tuple[int, int]] = collections.deque()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
-        self.free_armed = False
+        # Every block, hold and mapping shared with the backend, and when each goes back.
+        self.ledger = Ledger(
+            instance,
+            self.peer,
+            self.async_,
+            self.sync,
+            self.wake_reader,
+            lambda text: self.log.here(WARNING, text),
+        )
         # One-way messages queued from garbage-collector callbacks (metric deletes): those may
         # run on any thread, even inside a send on this one, so they never send themselves.
         self.oneway: Deque[Tuple[int, bytes]] = collections.deque()
-        # Bytes of backend blocks queued since the last flush. Small blocks are batched
-        # (one FREE per FLUSH_S); past URGENT_FREE_BYTES the reader flushes at once, so
-        # the backend reuses a big block (hot in cache, no arena growth) for the next
-        # request instead of carving a fresh one for each request of the next 50 ms.
-        self.free_pending_bytes = 0
-        self.free_urgent = False
-        # Set by the main thread between the end of an execute and its RESULT: it sends
-        # the queued FREEs itself just before RESULT (the inputs of the batch die as execute
-        # returns), so waking the reader for them would only cost a thread switch.
-        self.main_flushes = False
         # True while the main thread runs an execute whose RESULT the backend's instance
         # thread waits for on sync: a blocking BLS call made by that thread then goes on
         # sync, where that backend thread starts it and answers (bls.py, "on sync").
         self.sync_calls = False
         self.main_ident = threading.get_ident()
-        self._block_refs: Dict[int, _BlockRef] = {}
-        self._on_block_dead = self._block_dead
         self._rpc_ids = itertools.count(1)
         self._rpcs: Dict[int, _Pending] = {}
         self._rpc_lock = threading.Lock()
@@ -132,7 +107,7 @@ class StubState:
     # ------------------------------------------------------------------ arena
 
     def make_arena(self, default_size: int, growth_size: int, max_size: int = 0) -> Arena:
-        self.arena = Arena(
+        self.arena = self.ledger.arena = Arena(
             Owner.STUB,
             default_size,
             growth_size,
@@ -173,37 +148,10 @@ class StubState:
     def _indirect_in(self, seg: int, off: int, length: int) -> bytes:
         mm = self.peer.get(seg, off, length)
         data = mm[off : off + length] if mm is not None else b""
-        self.free_backend_block(seg, off)
+        self.ledger.give_back(seg, off)
         return data
 
-    # ------------------------------------------------------------------ frees
-
-    def track_backend_block(self, owner: object, seg: int, off: int, nbytes: int = 0) -> None:
-        """Return block (seg, off) to the backend once ``owner`` (the object every view
-        of the block keeps alive) is garbage-collected."""
-        r = _BlockRef(owner, self._on_block_dead)
-        r.seg = seg
-        r.off = off
-        r.nbytes = nbytes
-        self._block_refs[id(r)] = r
-
-    def _block_dead(self, r: _BlockRef) -> None:
-        self._block_refs.pop(id(r), None)
-        self.free_backend_block(r.seg, r.off, r.nbytes)
-
-    def free_backend_block(self, seg: int, off: int, nbytes: int = 0) -> None:
-        """Queue a backend block for FREE; may run in any thread (it is a GC callback)."""
-        self.backend_frees.append((seg, off))
-        if self.main_flushes:
-            return
-        pending = self.free_pending_bytes + nbytes
-        self.free_pending_bytes = pending
-        if pending >= URGENT_FREE_BYTES and not self.free_urgent:
-            self.free_urgent = True
-            self.wake_reader()
-        elif not self.free_armed:
-            self.free_armed = True
-            self.wake_reader()
+    # ------------------------------------------------------------------ wake-ups
 
     def wake_reader(self) -> None:
         """Make the reader thread re-evaluate its timers (pending FREEs, idle segments)."""
@@ -211,73 +159,6 @@ class StubState:
             os.write(self.wake_w, b"\x01")
         except OSError:
             pass  # the pipe is full: the reader is about to wake anyway
-
-    def free_own_blocks(self, blocks: List[Tuple[int, int]]) -> None:
-        """Our arena blocks the backend has finished with (a FREE, or EXECUTE's trailer).
-        A block we do not know is logged and skipped: the backend frees what a forged or
-        broken RESULT named too, and that must not cost the other blocks or the batch."""
-        if not blocks:
-            return
-        arena = self.arena
-        if arena is None:
-            raise codec.ProtocolError("the backend freed stub blocks before INIT")
-        for seg, off in blocks:
-            if seg == GPU_HOLD_SEG:  # a GPU output the backend has copied (stub/gpu.py)
-                if not self.gpu.release(off):
-                    self.log.here(
-                        WARNING,
-                        f"pybackend stub '{self.instance}': ignoring a free of GPU hold {off}",
-                    )
-                continue
-            try:
-                arena.decref(seg, off)
-            except codec.ProtocolError as e:
-                self.log.here(WARNING, f"pybackend stub '{self.instance}': ignoring a free: {e}")
-        if arena.has_idle_candidates():
-            self.wake_reader()  # it times the release of idle segments
-
-    def take_frees(self, limit: int = FREE_CHUNK) -> List[Tuple[int, int]]:
-        """Up to ``limit`` queued backend blocks, taken off the queue (for a RESULT to carry,
-        or a FREE)."""
-        q = self.backend_frees
-        blocks: List[Tuple[int, int]] = []
-        try:
-            while len(blocks) < limit:
-                blocks.append(q.popleft())
-        except IndexError:
-            pass
-        if not q:
-            self.free_urgent = False
-            self.free_pending_bytes = 0
-        return blocks
-
-    def flush_frees(
-        self, nonblocking: bool = False, channel: Optional[Channel] = None, ring: bool = True
-    ) -> bool:
-        """Send every queued backend block back with FREE (on ``channel``, by default the
-        async one). Returns False when the socket was full (``nonblocking``): the rest
-        stays queued for the next attempt. ``ring``: see :meth:`Channel.send`."""
-        q = self.backend_frees
-        out = self.async_ if channel is None else channel
-        self.free_urgent = False
-        self.free_pending_bytes = 0
-        while q:
-            blocks = self.take_frees()
-            if not blocks:
-                break
-            try:
-                out.send(
-                    MessageKind.FREE,
-                    codec.encode_free(Owner.BACKEND, blocks),
-                    nonblocking=nonblocking,
-                    ring=ring,
-                )
-            except BlockingIOError:
-                q.extendleft(reversed(blocks))
-                return False
-            except OSError:
-                return True  # the backend is gone: nothing to return the blocks to
-        return True
 
     # ------------------------------------------------------------------ one-way messages
 
@@ -364,7 +245,7 @@ class StubState:
                 owner, blocks = codec.decode_free(msg.body)
                 if owner != Owner.STUB:
                     raise codec.ProtocolError(f"FREE for owner {owner} reached the stub")
-                self.free_own_blocks(blocks)
+                self.ledger.returned(blocks)
             elif kind == MessageKind.SEGMENT_ADD:
                 owner, seg, size = codec.decode_segment_add(msg.body)
                 if owner != Owner.BACKEND or len(msg.fds) != 1:

@@ -109,13 +109,13 @@ def test_a_gpu_output_travels_as_an_ipc_reference_held_until_returned(state) -> 
         assert out.location == Location.GPU_IPC and out.byte_size == 48
         ref = out.data
         assert (ref.owner, ref.device, ref.handle, ref.offset) == (Owner.STUB, 0, HANDLE, 64)
-        assert p.holds == [ref.hold] and len(state.gpu) == 1
+        assert p.holds == [ref.hold] and len(state.ledger.gpu_holds) == 1
         del t, view
         gc.collect()
         assert producer() is not None  # held for the backend
-        state.free_own_blocks([(GPU_HOLD_SEG, ref.hold)])  # the backend has copied it
+        state.ledger.returned([(GPU_HOLD_SEG, ref.hold)])  # the backend has copied it
         gc.collect()
-        assert producer() is None and len(state.gpu) == 0
+        assert producer() is None and len(state.ledger.gpu_holds) == 0
     finally:
         use(old)
 
@@ -129,14 +129,14 @@ def test_an_aborted_message_drops_its_holds(state) -> None:
         del t
         p.abort()
         gc.collect()
-        assert producer() is None and len(state.gpu) == 0
+        assert producer() is None and len(state.ledger.gpu_holds) == 0
     finally:
         use(old)
 
 
 def test_an_unknown_hold_is_logged_not_fatal(state) -> None:
-    state.free_own_blocks([(GPU_HOLD_SEG, 12345)])
-    assert len(state.gpu) == 0
+    state.ledger.returned([(GPU_HOLD_SEG, 12345)])
+    assert len(state.ledger.gpu_holds) == 0
 
 
 def test_without_cuda_ipc_the_output_is_staged_through_host_memory_with_one_warning(
@@ -145,7 +145,7 @@ def test_without_cuda_ipc_the_output_is_staged_through_host_memory_with_one_warn
     drv = FakeDriver(0, ipc_ok=False)
     old = use(drv)
     warnings = []
-    state.gpu._warn = warnings.append
+    state.ledger.gpu_holds._warn = warnings.append
     try:
         host = np.arange(8, dtype=np.float32)
         for _ in range(2):
@@ -185,8 +185,8 @@ def test_a_view_of_a_gpu_input_goes_back_under_the_backends_own_handle(state) ->
     try:
         theirs = codec.GpuRef(int(Owner.BACKEND), 5, 9, b"B" * 64, 0)
         given_back = []
-        state.gpu_inputs._give_back = given_back.append
-        t_in = Tensor._on_device("IN", TYPE_FP32, (64,), state.gpu_inputs.buffer(theirs, 256))
+        state.ledger.gpu_maps._give_back = given_back.append
+        t_in = Tensor._on_device("IN", TYPE_FP32, (64,), state.ledger.map_gpu(theirs, 256))
         view = DeviceBuffer(alloc.ctypes.data + 128, 32, KDL_CUDA, 5)
         view.owner = t_in  # as a torch view keeps its base alive
         out = Tensor._on_device("OUT", TYPE_FP32, (8,), view)
@@ -198,7 +198,7 @@ def test_a_view_of_a_gpu_input_goes_back_under_the_backends_own_handle(state) ->
         del t_in, view, out
         gc.collect()
         assert given_back == []  # the stub's hold keeps the input (and the lent memory)
-        state.free_own_blocks([(GPU_HOLD_SEG, ref.hold)])
+        state.ledger.returned([(GPU_HOLD_SEG, ref.hold)])
         gc.collect()
         assert given_back == [9]  # then the lent memory goes home
     finally:

@@ -1,0 +1,326 @@
+"""The stub's ledger (pybackend/stub/ledger.py) in-process, over real socket pairs: each
+lifetime's transitions (docs/protocol.md, "Memory lifetimes", stub side) and which carrier
+takes a backend block home: RESULT's freed trailer, a FREE on sync, the reader's FREE."""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pybackend.ipc import codec
+from pybackend.ipc.channel import Channel
+from pybackend.ipc.codec import GpuRef, RequestDesc, ResultDesc, TensorDesc
+from pybackend.ipc.protocol import GPU_HOLD_SEG, Location, MessageKind, Owner, ResultKind
+from pybackend.stub.dispatch import Dispatcher
+from pybackend.stub.ledger import FLUSH_S, FREE_CHUNK, URGENT_FREE_BYTES
+from pybackend.stub.state import StubState
+from pybackend.utils import cuda_driver
+from pybackend.utils.dlpack import KDL_CUDA, DeviceBuffer
+from pybackend.utils.dtypes import TYPE_FP32, TYPE_UINT8
+
+
+@pytest.fixture()
+def parts():
+    """(state, the backend's end of sync, of async, the warnings the ledger logged)."""
+    sync_peer, sync_stub = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    async_peer, async_stub = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    st = StubState(sync_stub.detach(), async_stub.detach(), "unit_0")
+    warnings: list = []
+    st.ledger._warn = warnings.append
+    st.ledger.gpu_holds._warn = warnings.append
+    sync_ch, async_ch = Channel(sync_peer), Channel(async_peer)
+    yield st, sync_ch, async_ch, warnings
+    st.close()
+    sync_ch.close()
+    async_ch.close()
+    os.close(st.wake_r)
+    os.close(st.wake_w)
+
+
+def woken(st: StubState) -> bool:
+    """Whether the reader's wake-up pipe was written since the last look (and drain it)."""
+    try:
+        return len(os.read(st.wake_r, 4096)) > 0
+    except BlockingIOError:
+        return False
+
+
+def frees(ch: Channel) -> list:
+    """The blocks of every FREE waiting on ``ch`` (other messages are skipped)."""
+    ch.sock.setblocking(False)
+    blocks = []
+    try:
+        while True:
+            msg = ch.recv()
+            if msg.kind == MessageKind.FREE:
+                owner, got = codec.decode_free(msg.body)
+                assert owner == Owner.BACKEND
+                blocks += got
+    except BlockingIOError:
+        return blocks
+    finally:
+        ch.sock.setblocking(True)
+
+
+def tracked_view(st: StubState, seg: int, off: int) -> np.ndarray:
+    """A view of a 64-byte block the ledger tracks, as dispatch.py tracks an input: by the
+    object every view keeps alive, which nothing else references."""
+    owner = np.frombuffer(bytearray(64), np.uint8)
+    st.ledger.track(owner.base, seg, off, 64)
+    return owner[8:].view(np.float32)
+
+
+# ---------------------------------------------------------------------- backend blocks
+
+
+def test_a_tracked_block_is_queued_only_when_its_last_view_dies(parts) -> None:
+    st, _, _, _ = parts
+    led = st.ledger
+    view = tracked_view(st, 2, 640)
+    gc.collect()
+    assert not led.queue  # the view still keeps the block
+    del view
+    assert list(led.queue) == [(2, 640)] and led.pending_bytes == 64
+    assert led.armed and woken(st)  # the reader was told once
+
+
+def test_a_block_that_dies_during_an_ok_result_rides_in_its_trailer(parts) -> None:
+    st, sync_ch, async_ch, _ = parts
+    led = st.ledger
+    view = tracked_view(st, 3, 128)
+    led.result_follows()
+    del view  # the batch's objects die as execute returns
+    assert list(led.queue) == [(3, 128)]
+    assert not woken(st) and not led.armed  # RESULT carries it: no thread switch
+    result = codec.encode_result(ResultDesc([(ResultKind.NONE, 1, None)], 0))
+    led.settle(result)
+    assert codec.decode_result(result).freed == [(3, 128)]
+    assert not led.queue and not led.result_carries
+    assert frees(sync_ch) == [] and frees(async_ch) == []
+
+
+def test_what_one_trailer_cannot_hold_goes_by_free_on_sync_before_result(parts) -> None:
+    st, sync_ch, async_ch, _ = parts
+    led = st.ledger
+    led.result_follows()
+    blocks = [(1, 8 * i) for i in range(FREE_CHUNK + 5)]
+    for seg, off in blocks:
+        led.give_back(seg, off)
+    result = codec.encode_result(ResultDesc([(ResultKind.NONE, 1, None)], 0))
+    led.settle(result)
+    assert codec.decode_result(result).freed == blocks[:FREE_CHUNK]
+    assert frees(sync_ch) == blocks[FREE_CHUNK:] and frees(async_ch) == []
+    assert not led.queue
+
+
+def test_a_batch_error_result_carries_no_trailer_its_blocks_go_by_free_on_sync(parts) -> None:
+    st, sync_ch, _, _ = parts
+    led = st.ledger
+    led.result_follows()
+    led.give_back(4, 0)
+    result = codec.encode_result_error(13, "boom")
+    before = bytes(result)
+    led.settle(result)
+    assert bytes(result) == before
+    assert frees(sync_ch) == [(4, 0)]
+
+
+def test_an_execute_that_raises_leaves_its_blocks_to_the_reader(parts) -> None:
+    st, _, async_ch, _ = parts
+    led = st.ledger
+    led.result_follows()
+    led.give_back(5, 64)
+    assert not woken(st)
+    led.no_result()
+    assert woken(st) and not led.result_carries
+    now = time.monotonic()
+    due = led.tick(now, None)
+    assert due == pytest.approx(now + FLUSH_S) and frees(async_ch) == []
+    assert led.tick(due, due) is None
+    assert frees(async_ch) == [(5, 64)]
+
+
+def test_small_blocks_are_batched_by_the_reader_big_ones_go_at_once(parts) -> None:
+    st, _, async_ch, _ = parts
+    led = st.ledger
+    now = time.monotonic()
+    led.give_back(0, 0, 4096)
+    assert woken(st) and led.armed and not led.urgent
+    led.give_back(0, 4096, 4096)
+    assert not woken(st)  # armed: one wake-up per batch
+    due = led.tick(now, None)
+    assert due == pytest.approx(now + FLUSH_S)
+    assert frees(async_ch) == []  # batched until FLUSH_S
+    led.give_back(0, 1 << 20, URGENT_FREE_BYTES)  # past the urgent threshold
+    assert led.urgent and woken(st)
+    assert led.tick(now, due) is None  # flushed now, not at ``due``
+    assert frees(async_ch) == [(0, 0), (0, 4096), (0, 1 << 20)]
+    assert not led.urgent and led.pending_bytes == 0 and not led.armed
+
+
+def test_a_full_socket_keeps_the_blocks_for_the_next_turn(parts) -> None:
+    st, _, async_ch, _ = parts
+    led = st.ledger
+    while True:
+        try:
+            st.async_.send(MessageKind.LOG, b"x" * 4000, nonblocking=True)
+        except BlockingIOError:
+            break
+    led.give_back(3, 128)
+    led.give_back(3, 256)
+    now = time.monotonic()
+    assert led.tick(now, now) == pytest.approx(now + FLUSH_S)  # retried soon
+    assert list(led.queue) == [(3, 128), (3, 256)]
+    assert frees(async_ch) == []  # only the LOGs went out; reading them makes room
+    assert led.tick(now + FLUSH_S, now + FLUSH_S) is None
+    assert frees(async_ch) == [(3, 128), (3, 256)] and not led.queue
+
+
+def test_a_failed_batch_returns_the_blocks_of_inputs_never_wrapped(parts) -> None:
+    """Decoding stops at an input that cannot be one (location STUB_ARENA): the input
+    wrapped before it goes when its tensor dies, the ones after it at once; one outside
+    every segment names no block; the freed trailer of EXECUTE is honoured anyway."""
+    st, _, async_ch, warnings = parts
+    fd = os.memfd_create("unit-peer")
+    os.ftruncate(fd, 1 << 16)
+    st.peer.add(0, 1 << 16, fd)
+    arena = st.make_arena(1 << 16, 1 << 16)
+    ours = arena.alloc(256)
+    frees(async_ch)  # SEGMENT_ADD of our arena
+
+    def arena_input(name: str, seg: int, off: int, loc: int = Location.BACKEND_ARENA):
+        return TensorDesc(name, TYPE_UINT8, loc, (64,), 64, seg, off)
+
+    gpu = TensorDesc("G", TYPE_FP32, Location.GPU_IPC, (1,), 4, data=GpuRef(1, 0, 77, b"h" * 64, 0))
+    inputs = [
+        arena_input("A", 0, 0),
+        arena_input("BAD", 0, 64, Location.STUB_ARENA),
+        arena_input("C", 0, 128),
+        arena_input("LOST", 9, 0),
+        gpu,
+    ]
+    body = codec.encode_execute([RequestDesc(1, inputs=inputs)], freed=[ours])
+    model = SimpleNamespace(execute=lambda requests: pytest.fail("execute ran"))
+    d = Dispatcher(st, model, "unit_0", "model.py", decoupled=False)
+    result = d.execute(memoryview(body))
+    assert codec.decode_result(result).error is not None  # the batch failed
+    gc.collect()
+    assert sorted(st.ledger.queue) == [(0, 0), (0, 128), (GPU_HOLD_SEG, 77)]
+    assert arena.used_bytes == 0 and warnings == []
+    now = time.monotonic()
+    st.ledger.tick(now, now)
+    assert sorted(frees(async_ch)) == [(0, 0), (0, 128), (GPU_HOLD_SEG, 77)]
+
+
+# ---------------------------------------------------------------------- our blocks
+
+
+def test_our_blocks_come_back_once_unknown_and_double_frees_are_logged(parts) -> None:
+    st, _, _, warnings = parts
+    arena = st.make_arena(1 << 16, 1 << 16)
+    a = arena.alloc(100)
+    b = arena.alloc(100)
+    used = arena.used_bytes
+    st.ledger.returned([(42, 0), a])  # an unknown segment does not cost the good block
+    assert 0 < arena.used_bytes < used
+    assert len(warnings) == 1 and "ignoring a free" in warnings[0]
+    st.ledger.returned([a])  # the same block twice
+    assert len(warnings) == 2 and "ignoring a free" in warnings[1]
+    st.ledger.returned([b])
+    assert arena.used_bytes == 0 and len(warnings) == 2
+
+
+def test_a_free_before_init_is_a_protocol_error(parts) -> None:
+    st, _, _, _ = parts
+    with pytest.raises(codec.ProtocolError, match="before INIT"):
+        st.ledger.returned([(0, 0)])
+
+
+def test_references_of_a_message_never_sent_are_dropped(parts) -> None:
+    st, _, _, _ = parts
+    arena = st.make_arena(1 << 16, 1 << 16)
+    blk = arena.alloc(100)
+    arena.incref(*blk)  # two messages reference it
+    st.ledger.not_sent([blk], [])
+    assert arena.used_bytes > 0
+    st.ledger.not_sent([blk], [])
+    assert arena.used_bytes == 0
+
+
+# ---------------------------------------------------------------------- GPU
+
+
+class FakeDriver:
+    """Device memory is host memory; every pointer lies in one allocation at ``base``."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.closed: list = []
+
+    def address_range(self, device: int, ptr: int):
+        return self.base, 1 << 20
+
+    def ipc_handle(self, device: int, base: int) -> bytes:
+        return b"S" * 64
+
+    def open_ipc(self, device: int, handle: bytes) -> int:
+        return self.base
+
+    def close_ipc(self, device: int, ptr: int) -> None:
+        self.closed.append(ptr)
+
+
+@pytest.fixture()
+def driver():
+    host = np.zeros(256, np.uint8)
+    drv = FakeDriver(host.ctypes.data)
+    old = cuda_driver.use_driver(drv)
+    yield drv
+    cuda_driver.use_driver(old)
+
+
+def test_a_gpu_hold_is_released_once(parts, driver) -> None:
+    st, _, _, warnings = parts
+    st.make_arena(1 << 16, 1 << 16)
+    led = st.ledger
+    kept = []
+    buf = DeviceBuffer(driver.base + 16, 32, KDL_CUDA, 0, release=lambda: kept.append("gone"))
+    ref = led.share_gpu(buf)
+    assert ref is not None and ref.offset == 16 and len(led.gpu_holds) == 1
+    del buf
+    assert kept == []  # held for the backend
+    led.returned([(GPU_HOLD_SEG, ref.hold)])
+    assert kept == ["gone"] and len(led.gpu_holds) == 0 and warnings == []
+    led.returned([(GPU_HOLD_SEG, ref.hold)])  # a second return of the same hold
+    assert len(warnings) == 1 and f"GPU hold {ref.hold}" in warnings[0]
+
+
+def test_a_gpu_hold_of_a_message_never_sent_is_dropped(parts, driver) -> None:
+    st, _, _, _ = parts
+    led = st.ledger
+    ref = led.share_gpu(DeviceBuffer(driver.base, 8, KDL_CUDA, 0))
+    assert ref is not None
+    led.not_sent([], [ref.hold])
+    assert len(led.gpu_holds) == 0
+
+
+def test_lent_gpu_memory_is_unmapped_and_its_hold_queued_when_the_tensor_dies(
+    parts, driver
+) -> None:
+    st, _, _, _ = parts
+    led = st.ledger
+    lent = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 31, b"B" * 64, 8), 16)
+    cached = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 0, b"P" * 64, 0), 16)
+    assert lent.ptr == driver.base + 8
+    del cached
+    gc.collect()
+    assert not led.queue  # Triton's pool (hold 0) stays mapped, nothing to return
+    del lent
+    gc.collect()
+    assert list(led.queue) == [(GPU_HOLD_SEG, 31)] and driver.closed == [driver.base]
