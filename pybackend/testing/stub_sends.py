@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..utils.errors import ErrorCode
-from .harness_errors import InferError
+from .harness_errors import InferError, no_final
 from .results import Outputs, parameters_from_json
 from .stub_driver import StubDriver
 from .transport import FINAL
@@ -33,7 +33,7 @@ def wait_sent(
         mine = [r for t, _, r in driver.sends if t == token and r is not None]
         driver.sends[:] = [s for s in driver.sends if s[0] != token]
     if not done:
-        raise _no_final(model_name, timeout, len(mine))
+        raise no_final(model_name, timeout, len(mine))
     if not got_final:
         raise InferError(died(None), ErrorCode.INTERNAL)
     return mine
@@ -78,15 +78,8 @@ class LiveStream:
             if driver.async_closed:
                 raise InferError(died(None), ErrorCode.INTERNAL)
             if waited >= timeout:
-                raise _no_final(model_name, timeout, len(self.sent))
+                raise no_final(model_name, timeout, len(self.sent))
         return self.sent
-
-
-def _no_final(model_name: str, timeout: float, count: int) -> InferError:
-    return InferError(
-        f"no FINAL from the response sender of '{model_name}' within "
-        f"{timeout:g} s ({count} responses so far)"
-    )
 
 
 def stream_outputs(
