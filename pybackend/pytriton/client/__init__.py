@@ -34,6 +34,7 @@ _DEFAULT_INFERENCE_TIMEOUT_S = 60.0
 
 Inputs = Union[Tuple[np.ndarray, ...], Dict[str, np.ndarray]]
 __all__ = [
+    "AsyncioDecoupledModelClient",
     "AsyncioModelClient",
     "DecoupledModelClient",
     "FuturesModelClient",
@@ -428,36 +429,5 @@ class FuturesModelClient:
         return self._submit("infer_batch", *inputs, **kwargs)
 
 
-class AsyncioModelClient:
-    """``await client.infer_sample(...)`` / ``infer_batch``: the synchronous client run in
-    the loop's default executor (one client per executor thread)."""
-
-    def __init__(
-        self, url: str, model_name: str, model_version: Optional[str] = None, **kwargs: Any
-    ) -> None:
-        kwargs.pop("lazy_init", None)
-        self._futures = FuturesModelClient(url, model_name, model_version, **kwargs)
-
-    async def __aenter__(self) -> AsyncioModelClient:
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        self._futures.close()
-
-    async def infer_sample(self, *inputs: np.ndarray, **kwargs: Any) -> Dict[str, np.ndarray]:
-        import asyncio
-
-        return await asyncio.wrap_future(self._futures.infer_sample(*inputs, **kwargs))
-
-    async def infer_batch(self, *inputs: np.ndarray, **kwargs: Any) -> Dict[str, np.ndarray]:
-        import asyncio
-
-        return await asyncio.wrap_future(self._futures.infer_batch(*inputs, **kwargs))
-
-    async def model_config(self) -> TritonModelConfig:
-        import asyncio
-
-        return await asyncio.wrap_future(self._futures.model_config())
+# The asyncio clients build on the ones above; imported last so that module can import them.
+from .asyncio_clients import AsyncioDecoupledModelClient, AsyncioModelClient  # noqa: E402
