@@ -125,7 +125,7 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
                 worker, self._start, client, method, inputs, kwargs
             )
             while True:
-                result = await loop.run_in_executor(worker, next, responses, _END)
+                result: Any = await loop.run_in_executor(worker, next, responses, _END)
                 if result is _END:
                     return
                 yield result
