@@ -34,12 +34,14 @@ from .request import (
 )
 from .response import InferenceResponse
 from .senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL, InferenceResponseSender
+from .shared import shared
 from .tensor import Tensor
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 
 __all__ = [
+    "shared",
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
     "TRITONSERVER_RESPONSE_COMPLETE_FINAL",
