@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..stub import loader
-from ..stub.async_execute import ConfigError
+from ..stub.parameters import ParameterError
 from ..stub.returns import OutputRules
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
@@ -115,7 +115,7 @@ class ModelHarness(HarnessBls):
                     self.config = complete(self.config, self.model_name)
                 # The stub's rules for what execute returns (stub/returns.py).
                 self._output_rules = OutputRules(self.config, self.instance_name)
-            except (loader.LoadError, ConfigError) as e:
+            except (loader.LoadError, ParameterError) as e:
                 raise TritonModelException(str(e)) from None
             self.model = cls()
             if hasattr(self.model, "initialize"):

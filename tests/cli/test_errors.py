@@ -12,6 +12,7 @@ from pybackend.ipc.codec import ProtocolError
 from pybackend.server import ServerError
 from pybackend.stub import async_execute
 from pybackend.stub.loader import LoadError
+from pybackend.stub.parameters import ParameterError
 from pybackend.testing import ConfigError as HarnessConfigError
 from pybackend.testing import InferError
 from pybackend.testing.metric_store import MetricError
@@ -29,8 +30,8 @@ def test_the_two_config_errors_are_one_kind() -> None:
     # pybackend.testing's is the root's ConfigError itself; the stub's parameter errors
     # derive from it and stay ValueErrors, as the load failures they cause always were.
     assert HarnessConfigError is ConfigError
-    assert issubclass(async_execute.ConfigError, ConfigError)
-    assert issubclass(async_execute.ConfigError, ValueError)
+    assert issubclass(ParameterError, ConfigError)
+    assert issubclass(ParameterError, ValueError)
     with pytest.raises(ConfigError, match="must be true or false"):
         async_execute.cancel_on_client_cancel(
             '{"parameters": {"PYBACKEND_ASYNC_EXECUTE_CANCEL": {"string_value": "maybe"}}}'
