@@ -8,6 +8,7 @@ import pytest
 from pybackend.devserver import ServeError
 from pybackend.errors import ConfigError, PybackendError
 from pybackend.execution_env import EnvError
+from pybackend.ipc.arena import ArenaError
 from pybackend.ipc.codec import ProtocolError
 from pybackend.server import ServerError
 from pybackend.stub import async_execute
@@ -20,7 +21,16 @@ from pybackend.testing.metric_store import MetricError
 
 @pytest.mark.parametrize(
     "cls",
-    [ServeError, EnvError, ProtocolError, ServerError, LoadError, InferError, MetricError],
+    [
+        ServeError,
+        EnvError,
+        ProtocolError,
+        ServerError,
+        LoadError,
+        InferError,
+        MetricError,
+        ArenaError,
+    ],
 )
 def test_each_part_s_error_is_a_pybackend_error(cls: type) -> None:
     assert issubclass(cls, PybackendError)
@@ -38,3 +48,10 @@ def test_the_two_config_errors_are_one_kind() -> None:
         )
     # ServerError is still the RuntimeError callers caught before.
     assert issubclass(ServerError, RuntimeError)
+
+
+def test_arena_error_is_still_a_memory_error() -> None:
+    # The stub's BLS calls (and model code) catch running out of shared memory as MemoryError.
+    assert issubclass(ArenaError, MemoryError)
+    with pytest.raises(MemoryError):
+        raise ArenaError("could not reserve 1 byte")
