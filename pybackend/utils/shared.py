@@ -12,13 +12,10 @@ goes to the caller that ran it and to those that waited, and the next call tries
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Hashable, Optional, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Hashable, Iterator, Optional, TypeVar
 
 T = TypeVar("T")
-
-_lock = threading.Lock()
-_built: Dict[Hashable, Any] = {}
-_building: Dict[Hashable, "_Build"] = {}
 
 
 class _Build:
@@ -30,37 +27,73 @@ class _Build:
         self.error: Optional[BaseException] = None
 
 
+class Registry:
+    """One table of shared objects: the process's, or, in the offline harness, that of one
+    process it stands for (pybackend.testing: under PYBACKEND_INSTANCE_PROCESS own or fork
+    each instance has a process, so a table, of its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._built: Dict[Hashable, Any] = {}
+        self._building: Dict[Hashable, _Build] = {}
+
+    def get(self, key: Hashable, factory: Callable[[], T]) -> T:
+        """The object for ``key``, built by ``factory()`` on the first call."""
+        with self._lock:
+            if key in self._built:
+                return self._built[key]  # type: ignore[no-any-return]
+            build = self._building.get(key)
+            mine = build is None
+            if build is None:
+                build = self._building[key] = _Build()
+        if not mine:
+            build.done.wait()  # bounded by the factory: the builder always finishes it
+            if build.error is not None:
+                raise build.error
+            return build.value  # type: ignore[no-any-return]
+        try:
+            value = factory()
+        except BaseException as e:
+            build.error = e
+            with self._lock:
+                del self._building[key]
+            build.done.set()
+            raise
+        build.value = value
+        with self._lock:
+            self._built[key] = value
+            del self._building[key]
+        build.done.set()
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._built.clear()
+
+
+_process = Registry()
+# The offline harness binds the threads that run one of its instances to the table of the
+# process that instance stands for; a thread bound to none uses the process's.
+_local = threading.local()
+
+
 def shared(key: Hashable, factory: Callable[[], T]) -> T:
     """The process's object for ``key``, built by ``factory()`` on the first call."""
-    with _lock:
-        if key in _built:
-            return _built[key]  # type: ignore[no-any-return]
-        build = _building.get(key)
-        mine = build is None
-        if build is None:
-            build = _building[key] = _Build()
-    if not mine:
-        build.done.wait()  # bounded by the factory: the builder always finishes it
-        if build.error is not None:
-            raise build.error
-        return build.value  # type: ignore[no-any-return]
+    registry: Optional[Registry] = getattr(_local, "registry", None)
+    return (registry or _process).get(key, factory)
+
+
+@contextmanager
+def bound(registry: Optional[Registry]) -> Iterator[None]:
+    """The calling thread's ``shared`` uses ``registry`` (None: the process's) for the block."""
+    previous = getattr(_local, "registry", None)
+    _local.registry = registry
     try:
-        value = factory()
-    except BaseException as e:
-        build.error = e
-        with _lock:
-            del _building[key]
-        build.done.set()
-        raise
-    build.value = value
-    with _lock:
-        _built[key] = value
-        del _building[key]
-    build.done.set()
-    return value
+        yield
+    finally:
+        _local.registry = previous
 
 
 def _forget_all() -> None:
     """Tests: start from an empty table."""
-    with _lock:
-        _built.clear()
+    _process.clear()
