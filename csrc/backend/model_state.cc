@@ -228,9 +228,10 @@ void ModelState::ReadParameters() {
   instance_process = ParseInstanceProcess(name, mode);
   if (instance_process != InstanceProcess::kOwn && isolate_gpu) {
     Throw(TRITONSERVER_ERROR_INVALID_ARG,
-          "model '" + name + "': ISOLATE_GPU gives each instance a process that sees only its "
-          "own device, and PYBACKEND_INSTANCE_PROCESS=" + mode +
-              " puts the instances in one process: choose one of the two");
+          "model '" + name +
+              "': ISOLATE_GPU gives each instance a process that sees only its "
+              "own device, and PYBACKEND_INSTANCE_PROCESS=" +
+              mode + " puts the instances in one process: choose one of the two");
   }
 
   python = backend->DefaultPython();
@@ -338,7 +339,10 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
 }
 
 void ModelState::AutoComplete() {
-  StubSession session(MakeSessionOptions(name), nullptr);
+  SessionOptions opts = MakeSessionOptions(name);
+  // A shared process imports model.py for auto-complete too: the instances find it imported.
+  opts.host = host;
+  StubSession session(std::move(opts), nullptr);
   json::Value reply = session.Start(InitArgs("auto_complete", name, "AUTO", 0));
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {

@@ -19,6 +19,7 @@ from instances_support import (
     at_once,
     call,
     config,
+    imports,
     make_server,
     settled,
 )
@@ -55,11 +56,14 @@ def concurrent(client: Any, op: int, n: int) -> list[dict[str, Any]]:
 
 
 def test_every_instance_has_its_own_identity_in_one_process(server: TritonServer, client: Any):
+    (server.model_repository / "ident" / "1" / "imports.log").unlink(missing_ok=True)
     client.load_model("ident", config=config("shared", COUNT))
     procs = settled(server, 1)
     assert len(procs) == 1, procs
     (host,) = procs
     assert "pybackend.stub.host" in procs[host]
+    # model.py imported once, in that process (auto-complete included).
+    assert imports(server) == [host]
     answers = concurrent(client, OP_BARRIER, COUNT)
     # The module-level barrier of COUNT parties opened: all instances were in execute at
     # once, in one process, each on a thread of its own.
