@@ -145,3 +145,14 @@ def test_identity_answers_come_from_their_own_instance(client: Any):
     client.load_model("ident", config=config("shared", 2))
     seen = {call(client, OP_IDENT)["args"]["model_instance_name"] for _ in range(8)}
     assert seen <= {"ident_0_0", "ident_0_1"}
+
+
+def test_a_thread_started_at_import_cannot_make_bls_calls_and_says_why(client: Any):
+    client.load_model("import_thread", config=config("shared", 2))
+    try:
+        answer = call(client, OP_IDENT, model="import_thread")
+    finally:
+        client.unload_model("import_thread")
+    assert answer["status"] == "error", answer
+    assert "works for no instance" in answer["text"], answer
+    assert "model 'import_thread'" in answer["text"], answer
