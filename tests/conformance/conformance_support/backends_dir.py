@@ -24,13 +24,33 @@ def selected_python_backend() -> pathlib.Path:
     return backends / "python"
 
 
-def python_based_backends(root: pathlib.Path, runtimes: Mapping[str, pathlib.Path]) -> pathlib.Path:
-    """``<root>/backends`` with ``python`` and a copy of each runtime directory as ``<name>``."""
+#: The files of a Python backend: the original's three, ours' library and the file naming
+#: its stubs' interpreter.
+_BACKEND_FILES = (
+    "libtriton_python.so",
+    "triton_python_backend_stub",
+    "triton_python_backend_utils.py",
+    "python_executable",
+)
+
+
+def python_based_backends(
+    root: pathlib.Path, runtimes: Mapping[str, pathlib.Path], own_library: bool = False
+) -> pathlib.Path:
+    """``<root>/backends`` with ``python`` and a copy of each runtime directory as ``<name>``.
+
+    ``own_library``: each runtime directory also gets a copy of the selected backend's files,
+    which the original's docs say take priority over ``backends/python``'s (a runtime that
+    needs another Python)."""
     backends = root / "backends"
     backends.mkdir(parents=True)
-    os.symlink(selected_python_backend(), backends / "python")
+    python = selected_python_backend()
+    os.symlink(python, backends / "python")
     for name, source in runtimes.items():
         shutil.copytree(source, backends / name, ignore=shutil.ignore_patterns("__pycache__"))
+        for file in _BACKEND_FILES if own_library else ():
+            if (python / file).is_file():
+                shutil.copy2(python / file, backends / name / file)
     return backends
 
 
