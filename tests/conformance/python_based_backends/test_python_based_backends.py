@@ -22,13 +22,13 @@ from conformance_support.control import is_ready, load, load_error, model_config
 
 RUNTIME = pathlib.Path(__file__).resolve().parent / "runtimes" / "pbb_scaler"
 X = np.array([1.0, -2.0, 0.25], np.float32)
-MODELS = ("pbb_double", "pbb_triple", "pbb_minimal")
+MODELS = ("pbb_double", "pbb_triple", "pbb_minimal", "pbb_other")
 
 
 @pytest.fixture(scope="module")
 def backends(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     root = tmp_path_factory.mktemp("python_based_backends")
-    return python_based_backends(root, {"pbb_scaler": RUNTIME})
+    return python_based_backends(root, {"pbb_scaler": RUNTIME, "pbb_scaler_b": RUNTIME})
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +125,17 @@ def test_a_backend_with_neither_library_nor_model_py(loaded):
         "the model configuration." in message
     ), message
     assert not is_ready(loaded, "pbb_minimal")
+
+
+def test_two_runtimes_in_one_server(loaded, backends):
+    """Two python-based backends share backends/python's library: each model runs its own
+    backend's model.py."""
+    load(loaded, "pbb_double")
+    load(loaded, "pbb_other")
+    for model, runtime, factor in (
+        ("pbb_double", "pbb_scaler", 2),
+        ("pbb_other", "pbb_scaler_b", 7),
+    ):
+        seen = where(loaded, model, version="1")
+        assert os.path.realpath(seen["file"]) == os.path.realpath(backends / runtime / "model.py")
+        np.testing.assert_array_equal(scaled(loaded, model, version="1"), X * factor)
