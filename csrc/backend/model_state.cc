@@ -1,5 +1,7 @@
 #include "backend/model_state.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "backend/cores.h"
@@ -30,6 +32,24 @@ void ReplaceAll(std::string* s, const std::string& from, const std::string& to) 
   }
 }
 
+// A `triton_python_backend_stub` that a user built for the original (it runs a model with
+// another Python) and left next to the model: the original would run it, we never do. One
+// line per model load says so and names what chooses the interpreter here.
+void NoteUnusedStubFile(const ModelState& m) {
+  for (const std::string& dir : {m.repository, m.VersionDir()}) {
+    std::string path = dir + "/triton_python_backend_stub";
+    struct stat st = {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    PB_LOG_WARN("model '" + m.name + "': " + path +
+                " is not needed and is not used: pybackend has no stub binary, its stubs run " +
+                m.python +
+                "; to run this model with another Python, set the model parameter "
+                "EXECUTION_ENV_PATH (or --backend-config=python,python-executable=<path> for "
+                "every model)");
+    return;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
@@ -57,6 +77,7 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
 
   state->ReadConfig();
   state->ReadParameters();
+  NoteUnusedStubFile(*state);
   bool auto_complete = false;
   Check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete),
         "TRITONBACKEND_ModelAutoCompleteConfig");
@@ -228,9 +249,10 @@ void ModelState::ReadParameters() {
   instance_process = ParseInstanceProcess(name, mode);
   if (instance_process != InstanceProcess::kOwn && isolate_gpu) {
     Throw(TRITONSERVER_ERROR_INVALID_ARG,
-          "model '" + name + "': ISOLATE_GPU gives each instance a process that sees only its "
-          "own device, and PYBACKEND_INSTANCE_PROCESS=" + mode +
-              " puts the instances in one process: choose one of the two");
+          "model '" + name +
+              "': ISOLATE_GPU gives each instance a process that sees only its "
+              "own device, and PYBACKEND_INSTANCE_PROCESS=" +
+              mode + " puts the instances in one process: choose one of the two");
   }
 
   python = backend->DefaultPython();
@@ -338,7 +360,10 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
 }
 
 void ModelState::AutoComplete() {
-  StubSession session(MakeSessionOptions(name), nullptr);
+  SessionOptions opts = MakeSessionOptions(name);
+  // A shared process imports model.py for auto-complete too: the instances find it imported.
+  opts.host = host;
+  StubSession session(std::move(opts), nullptr);
   json::Value reply = session.Start(InitArgs("auto_complete", name, "AUTO", 0));
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {

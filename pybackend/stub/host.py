@@ -75,8 +75,10 @@ class SharedHost(_Host):
 
     def __init__(self, control: socket.socket, model: str) -> None:
         super().__init__(control, model)
-        from .threaded import routing_transport
+        from ..utils import transport as utils_transport
+        from .threaded import NoInstanceTransport, routing_transport
 
+        utils_transport.set_transport(NoInstanceTransport(model))
         self.routing = routing_transport()
 
     def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:

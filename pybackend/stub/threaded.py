@@ -14,9 +14,10 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ..utils import transport as utils_transport
+from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
 from .dispatch import Dispatcher
 from .main import Stub
@@ -85,6 +86,35 @@ class RoutingTransport(Transport):
         return self.current().empty_array(shape, dtype)
 
 
+class NoInstanceTransport(Transport):
+    """For threads of a shared process that work for no instance (started at import time):
+    what needs an instance fails saying so, instead of going nowhere."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def _refuse(self, what: str) -> TritonModelException:
+        return TritonModelException(
+            f"{what} from thread '{threading.current_thread().name}' of the process that the "
+            f"instances of model '{self.model}' share (PYBACKEND_INSTANCE_PROCESS=shared): that "
+            "thread works for no instance (it was not started by an instance's thread, e.g. it "
+            "was started when model.py was imported). Call it from execute or initialize, or "
+            "from a thread that one of them started."
+        )
+
+    def send_response(self, request: Any, response: Any, flags: int) -> None:
+        raise self._refuse("Sending a response")
+
+    def bls_exec(self, request: Any, decoupled: bool) -> Any:
+        raise self._refuse("BLS (InferenceRequest.exec/async_exec)")
+
+    def model_control(self, op: str, **kwargs: Any) -> Any:
+        raise self._refuse(f"Model control ({op})")
+
+    def metric_family_new(self, name: str, description: str, kind: int) -> int:
+        raise self._refuse("Creating a MetricFamily")
+
+
 _routing_lock = threading.Lock()
 _inherit_installed = False
 
@@ -128,6 +158,16 @@ class ThreadedStub(Stub):
     """The stub's loop for one instance, on a thread of a process that serves several."""
 
     exit_with_backend = False  # the backend's end is this instance's end only
+
+    def _import_model(self, init: Dict[str, Any]) -> Any:
+        # model.py is imported once for every instance of the process: a thread it starts
+        # works for none of them (not for the one whose thread happened to import it).
+        saved = _bound()
+        _local.transport = None
+        try:
+            return super()._import_model(init)
+        finally:
+            _local.transport = saved
 
     def close(self) -> None:
         """Everything this instance held, without ending the process."""

@@ -9,7 +9,7 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
-from ..utils.shared import Registry, bound
+from ..utils.process_shared import Registry, bound
 from .transport import HarnessTransport
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from ..utils.errors import TritonModelException
-from ..utils.shared import Registry
+from ..utils.process_shared import Registry
 
 T = TypeVar("T")
 

@@ -26,6 +26,7 @@ from .memory import TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_GPU, MemoryType
 from .metrics import Metric, MetricFamily, MetricKind
 from .model_config import ModelConfig
 from .model_control import is_model_ready, load_model, unload_model
+from .process_shared import shared
 from .request import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
     TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
@@ -34,7 +35,6 @@ from .request import (
 )
 from .response import InferenceResponse
 from .senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL, InferenceResponseSender
-from .shared import shared
 from .tensor import Tensor
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1

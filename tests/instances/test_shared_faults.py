@@ -4,6 +4,8 @@ process; an initialize that fails in one instance fails the load and leaves noth
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -110,6 +112,30 @@ def test_a_crash_fails_every_instance_in_flight_then_all_come_back(
     assert len(settled(server, 1)) == 1
     after = restarts(server)
     assert {i: after[i] - before[i] for i in INSTANCES} == dict.fromkeys(INSTANCES, 1.0)
+
+
+def test_a_sigkill_fails_every_instance_in_flight_then_all_come_back(
+    server: TritonServer, client: Any
+):
+    client.load_model("ident", config=config("shared", COUNT))
+    (host,) = settled(server, 1)
+    parked = server.model_repository / "ident" / "1" / "parked.log"
+    parked.unlink(missing_ok=True)
+    with ThreadPoolExecutor(COUNT) as pool:
+        futures = [pool.submit(outcome, client.url, OP_PARK) for _ in range(COUNT)]
+        deadline = time.monotonic() + 60
+        while len(parked.read_text().split() if parked.exists() else []) < COUNT:
+            assert time.monotonic() < deadline, "the requests did not all reach execute"
+            time.sleep(0.02)
+        os.kill(host, signal.SIGKILL)  # as the OOM killer would
+        results = [f.result(timeout=120) for f in futures]
+    named = set()
+    for r in results:
+        assert isinstance(r, InferenceServerException), r
+        assert "killed by signal 9 (SIGKILL)" in str(r), str(r)
+        named |= {i for i in INSTANCES if f"instance '{i}'" in str(r)}
+    assert named == INSTANCES
+    all_back(client, host)
 
 
 def test_an_execute_timeout_restarts_the_whole_process(server: TritonServer, client: Any):

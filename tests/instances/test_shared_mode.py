@@ -19,6 +19,7 @@ from instances_support import (
     at_once,
     call,
     config,
+    imports,
     make_server,
     settled,
 )
@@ -55,11 +56,14 @@ def concurrent(client: Any, op: int, n: int) -> list[dict[str, Any]]:
 
 
 def test_every_instance_has_its_own_identity_in_one_process(server: TritonServer, client: Any):
+    (server.model_repository / "ident" / "1" / "imports.log").unlink(missing_ok=True)
     client.load_model("ident", config=config("shared", COUNT))
     procs = settled(server, 1)
     assert len(procs) == 1, procs
     (host,) = procs
     assert "pybackend.stub.host" in procs[host]
+    # model.py imported once, in that process (auto-complete included).
+    assert imports(server) == [host]
     answers = concurrent(client, OP_BARRIER, COUNT)
     # The module-level barrier of COUNT parties opened: all instances were in execute at
     # once, in one process, each on a thread of its own.
@@ -141,3 +145,14 @@ def test_identity_answers_come_from_their_own_instance(client: Any):
     client.load_model("ident", config=config("shared", 2))
     seen = {call(client, OP_IDENT)["args"]["model_instance_name"] for _ in range(8)}
     assert seen <= {"ident_0_0", "ident_0_1"}
+
+
+def test_a_thread_started_at_import_cannot_make_bls_calls_and_says_why(client: Any):
+    client.load_model("import_thread", config=config("shared", 2))
+    try:
+        answer = call(client, OP_IDENT, model="import_thread")
+    finally:
+        client.unload_model("import_thread")
+    assert answer["status"] == "error", answer
+    assert "works for no instance" in answer["text"], answer
+    assert "model 'import_thread'" in answer["text"], answer

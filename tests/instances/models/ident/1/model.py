@@ -82,6 +82,9 @@ class TritonPythonModel:
             elif op == OP_PARK:
                 with _lock:
                     _waiting += 1
+                    # Seen by a test that kills the process once every instance is parked.
+                    with open(os.path.join(os.path.dirname(__file__), "parked.log"), "a") as f:
+                        f.write(f"{self.args['model_instance_name']}\n")
                 _never.wait(BOUND_S)
             out.append(
                 pb_utils.InferenceResponse(
