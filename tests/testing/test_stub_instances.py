@@ -14,13 +14,14 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from pybackend.testing import StubModel
+from pybackend.testing import InferError, StubModel
 from pybackend.utils.errors import TritonModelException
 
 MODEL = """
 import json
 import os
 import threading
+import time
 import uuid
 
 import numpy as np
@@ -46,7 +47,9 @@ class TritonPythonModel:
         out = []
         for request in requests:
             wait = int(pb_utils.get_input_tensor_by_name(request, "WAIT").as_numpy()[0])
-            if wait:  # only executes of several instances running at once pass it
+            if wait < 0:  # hangs: the execute timeout's case
+                time.sleep(-wait)
+            elif wait:  # only executes of several instances running at once pass it
                 BARRIER.setdefault(wait, threading.Barrier(wait)).wait(20)
             answer = {
                 "instance": self.args["model_instance_name"],
@@ -143,6 +146,17 @@ def test_a_failing_initialize_fails_the_start_and_leaves_no_process(
         model.start()
     assert model.instances == [model] and not model.alive
     assert model._instances.host is None
+
+
+@pytest.mark.timeout(120)
+def test_an_execute_timeout_ends_the_shared_process_of_every_instance(model_dir: Path) -> None:
+    # Threads cannot be killed: as the backend does, the whole process goes.
+    with StubModel(model_dir, config=config(2, "shared"), instances=2, execute_timeout=2) as model:
+        first, second = model.instances
+        assert first.pid == second.pid and first.alive and second.alive
+        with pytest.raises(InferError, match="execute_timeout=2"):
+            answer(first, wait=-60)
+        assert not first.alive and not second.alive
 
 
 @pytest.mark.timeout(60)
