@@ -65,6 +65,7 @@ class StubInstances:
                 instance_name=name,
                 model_file=first.model_file.name,
                 auto_complete=False,
+                bls=first._fakes,  # each instance's BLS calls reach the same fakes
                 env=first._env,
                 python=first._python if first._python_given else None,
                 execute_timeout=first.execute_timeout,

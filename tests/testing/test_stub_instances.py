@@ -172,3 +172,42 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+CALLER = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "WAIT")
+            call = pb_utils.InferenceRequest(
+                model_name="callee", inputs=[x], requested_output_names=["Y"]
+            )
+            y = pb_utils.get_output_tensor_by_name(call.exec(), "Y").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", y.astype(object))]))
+        return out
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["own", "shared"])
+def test_every_instance_reaches_the_bls_fakes(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "inst" / "1").mkdir(parents=True)
+    (tmp_path / "inst" / "1" / "model.py").write_text(CALLER)
+    import triton_python_backend_utils as pb_utils
+
+    def callee(request: Any) -> Any:
+        x = pb_utils.get_input_tensor_by_name(request, "WAIT").as_numpy()
+        return pb_utils.InferenceResponse([pb_utils.Tensor("Y", np.array([f"y{x[0]}"], object))])
+
+    model = StubModel(
+        tmp_path / "inst", config=config(2, mode), instances=2, bls={"callee": callee}
+    )
+    with model:
+        for n, instance in enumerate(model.instances):
+            out = instance.infer({"WAIT": np.array([n], np.int32)})
+            assert out["OUT"].tolist() == [f"y{n}".encode()]
