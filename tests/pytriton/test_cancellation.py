@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Dict, List
@@ -122,6 +124,46 @@ def test_cancelled_stream_closes_the_generator(triton: Triton, make: Any) -> Non
     probe.closed.clear()
     assert _stream_once(grpc_url, "Slow", 3) == [0, 1, 2]
     assert probe.closed_count == 2
+
+
+# A client process that opens a stream, reads one response, says so, then waits to be killed.
+_CLIENT = """
+import sys, time, queue
+import numpy as np
+import tritonclient.grpc as grpcclient
+got = queue.Queue()
+client = grpcclient.InferenceServerClient(sys.argv[1])
+client.start_stream(callback=lambda result, error: got.put(error or result))
+inp = grpcclient.InferInput("count", [1, 1], "INT32")
+inp.set_data_from_numpy(np.array([[100000]], np.int32))
+client.async_stream_infer("Slow", [inp])
+got.get(timeout=60)
+print("first", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_client_that_dies_closes_the_generator(triton: Triton) -> None:
+    """No cancel from the client: its process is killed mid-stream, its connection drops."""
+    probe = _Probe()
+    config = ModelConfig(max_batch_size=4, decoupled=True)
+    triton.bind("Slow", _slow_stream(probe), **IO, config=config)  # type: ignore[arg-type]
+    triton.run()
+    grpc_url = urls(triton)[1].removeprefix("grpc://")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CLIENT, grpc_url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "first"
+    finally:
+        proc.kill()
+        proc.wait(_WAIT_S)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert probe.closed.wait(_WAIT_S), "the callable's generator was never closed"
+    assert probe.steps < 100_000
+    assert _stream_once(grpc_url, "Slow", 2) == [0, 1]
 
 
 def test_is_cancelled_visible_to_the_callable(triton: Triton) -> None:
