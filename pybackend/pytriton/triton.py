@@ -69,8 +69,21 @@ class Triton:
         if config is not None:
             merged.update({k: v for k, v in config.to_dict().items() if v is not None})
         self._config = TritonConfig(**merged)
-        # PyTriton's default: a random token guards the control endpoints.
-        self._security_config = security_config or TritonSecurityConfig()
+        own_restrictions = bool(
+            self._config.http_restricted_api or self._config.grpc_restricted_protocol
+        )
+        if security_config is None:
+            # PyTriton's default: a random token guards the control endpoints; restrictions
+            # the TritonConfig sets itself are kept instead (PyTriton would overwrite them).
+            security_config = TritonSecurityConfig(
+                restricted_endpoints=[] if own_restrictions else None
+            )
+        elif security_config.active and own_restrictions:
+            raise PyTritonValidationError(
+                "Set the restricted endpoints either through TritonSecurityConfig or through "
+                "TritonConfig's http_restricted_api/grpc_restricted_protocol, not both."
+            )
+        self._security_config = security_config
         #: Readiness and model loading go over HTTP, or gRPC when HTTP is off (as PyTriton).
         self._protocol = "http" if self._config.allow_http in (True, None) else "grpc"
         self._own_workspace = workspace is None
@@ -341,12 +354,6 @@ class Triton:
         c = self._config
         stop_timeout = float(max(2 * (c.exit_timeout_secs or 15), 10))
         security = self._security_config
-        if security.active and (c.http_restricted_api or c.grpc_restricted_protocol):
-            raise PyTritonValidationError(
-                "Set the restricted endpoints either through TritonSecurityConfig or through "
-                "TritonConfig's http_restricted_api/grpc_restricted_protocol; for the latter "
-                "pass security_config=TritonSecurityConfig(restricted_endpoints=[])."
-            )
         server = ControlledServer(
             self._repository,
             backend="ours",

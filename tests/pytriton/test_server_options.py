@@ -161,6 +161,17 @@ def test_no_restrictions(triton: Triton) -> None:
         t.stop()
 
 
+def test_restrictions_of_the_triton_config_replace_the_default() -> None:
+    own = loopback_config(http_restricted_api="model-repository:x-key=v")
+    t = Triton(config=own)
+    try:
+        assert t.get_access_token() is None  # no default token on top of the user's own
+    finally:
+        t.stop()
+    with pytest.raises(PyTritonValidationError, match="not both"):
+        Triton(config=own, security_config=TritonSecurityConfig(access_token="t"))
+
+
 def test_invalid_endpoint_names_are_refused() -> None:
     with pytest.raises(PyTritonValidationError, match="Invalid endpoint names: bogus"):
         TritonSecurityConfig(restricted_endpoints=["bogus"])
