@@ -16,7 +16,11 @@ from tritonclient.utils import InferenceServerException
 
 from integration_support.pytriton_helpers import loopback_config, urls
 from pybackend.pytriton.client import ModelClient
-from pybackend.pytriton.exceptions import PyTritonRuntimeError, PyTritonValidationError
+from pybackend.pytriton.exceptions import (
+    PyTritonBadParameterError,
+    PyTritonRuntimeError,
+    PyTritonValidationError,
+)
 from pybackend.pytriton.model_config import ModelConfig, ModelWarmup, Tensor, WarmupInput
 from pybackend.pytriton.proxy.types import Request
 from pybackend.pytriton.triton import RemoteTriton, Triton, TritonSecurityConfig
@@ -191,3 +195,39 @@ def test_remote_triton_with_access_token(tmp_path: Path) -> None:
                 with ModelClient(f"http://{server.http_url}", "R") as client:
                     y = client.infer_sample(np.zeros(3, np.float32))["y"]
                 np.testing.assert_array_equal(y, np.ones(3, np.float32))
+
+
+def test_warmup_config_as_triton_reads_it(tmp_path: Path) -> None:
+    from pybackend.pytriton._config import config_pbtxt, model_config_dict, warmup
+
+    np.save(tmp_path / "s.npy", np.array([b"ab", b"c"], dtype=np.bytes_))
+    config = ModelConfig(
+        model_warmup=[
+            ModelWarmup(
+                "mixed",
+                4,
+                {
+                    "x": WarmupInput(np.float32, (3,), random_data=True),
+                    "s": WarmupInput(bytes, (2,), input_data_file=str(tmp_path / "s.npy")),
+                },
+                1,
+            )
+        ]
+    )
+    inputs = [
+        Tensor(name="x", dtype=np.float32, shape=(3,)),
+        Tensor(name="s", dtype=bytes, shape=(2,)),
+    ]
+    text = config_pbtxt(model_config_dict("M", inputs, IO["outputs"], config, 1, "/tmp/s"))
+    assert "model_warmup" in text and "random_data: true" in text
+    assert 'input_data_file: "mixed_s"' in text and "batch_size: 4" in text
+    # Triton's raw form of a string sample: each element's 4-byte length, then its bytes.
+    assert warmup(config)[1] == {"warmup/mixed_s": b"\x02\x00\x00\x00ab\x01\x00\x00\x00c"}
+
+
+def test_warmup_input_without_data_is_refused(triton: Triton) -> None:
+    config = ModelConfig(
+        model_warmup=[ModelWarmup("w", 1, {"x": WarmupInput(np.float32, (3,))}, 1)]
+    )
+    with pytest.raises(PyTritonBadParameterError, match="zero_data"):
+        triton.bind("NoData", Recorder(), **IO, config=config)
