@@ -64,7 +64,7 @@ _FLAG_PAIRS: Dict[str, List[Any]] = {
 _CORRID_TYPES = {"TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING"}
 
 
-def _sequence_batching(s: SequenceBatcher, max_batch_size: int) -> Dict[str, Any]:
+def _sequence_batching(s: SequenceBatcher, max_batch_size: int, model: str) -> Dict[str, Any]:
     """ModelConfig.sequence_batcher as model_config.proto's ``sequence_batching``."""
     out: Dict[str, Any] = {}
     if s.max_sequence_idle_microseconds:
@@ -77,8 +77,8 @@ def _sequence_batching(s: SequenceBatcher, max_batch_size: int) -> Dict[str, Any
         if kind is SequenceControl.CORRID:
             if dtype not in _CORRID_TYPES:
                 raise PyTritonBadParameterError(
-                    f"Control input `{c.name}` (CORRID) has dtype {c.dtype!r}; use np.uint64, "
-                    "np.int64, np.uint32, np.int32 or bytes."
+                    f"Model `{model}`: control input `{c.name}` (CORRID) has dtype "
+                    f"{c.dtype!r}; use np.uint64, np.int64, np.uint32, np.int32 or bytes."
                 )
             control["dataType"] = dtype
         elif dtype in _FLAG_VALUES:
@@ -86,8 +86,8 @@ def _sequence_batching(s: SequenceBatcher, max_batch_size: int) -> Dict[str, Any
             control[field] = _FLAG_PAIRS[field]
         else:
             raise PyTritonBadParameterError(
-                f"Control input `{c.name}` ({kind.name}) has dtype {c.dtype!r}; use np.int32, "
-                "np.float32 or np.bool_."
+                f"Model `{model}`: control input `{c.name}` ({kind.name}) has dtype "
+                f"{c.dtype!r}; use np.int32, np.float32 or np.bool_."
             )
         controls.append({"name": c.name, "control": [control]})
     if controls:
@@ -115,24 +115,24 @@ def _sequence_batching(s: SequenceBatcher, max_batch_size: int) -> Dict[str, Any
     return out
 
 
-def _batching(config: ModelConfig) -> Dict[str, Any]:
+def _batching(config: ModelConfig, model: str) -> Dict[str, Any]:
     sequence = config.sequence_batcher
     if sequence is not None and config.batcher != DynamicBatcher():
         raise PyTritonBadParameterError(
-            "A model has one batcher: set either `batcher` (dynamic batching) or "
+            f"Model `{model}` has one batcher: set either `batcher` (dynamic batching) or "
             "`sequence_batcher` in its ModelConfig, not both."
         )
     if not config.batching:
         out: Dict[str, Any] = {"maxBatchSize": 0}
         if sequence is not None:
-            out["sequenceBatching"] = _sequence_batching(sequence, 0)
+            out["sequenceBatching"] = _sequence_batching(sequence, 0, model)
         return out
     if config.max_batch_size < 1:
         raise PyTritonBadParameterError("The `max_batch_size` must be greater or equal to 1.")
     if sequence is not None:
         return {
             "maxBatchSize": int(config.max_batch_size),
-            "sequenceBatching": _sequence_batching(sequence, config.max_batch_size),
+            "sequenceBatching": _sequence_batching(sequence, config.max_batch_size, model),
         }
     b = config.batcher
     dyn: Dict[str, Any] = {}
@@ -262,7 +262,7 @@ def model_config_dict(
         "instanceGroup": [{"count": int(instances), "kind": "KIND_GPU" if on_gpu else "KIND_CPU"}],
         "parameters": parameters,
     }
-    out.update(_batching(config))
+    out.update(_batching(config, name))
     if config.decoupled:
         out["modelTransactionPolicy"] = {"decoupled": True}
     if config.response_cache:
