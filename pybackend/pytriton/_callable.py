@@ -33,7 +33,7 @@ _SEQUENCE_END = 2
 
 def to_request(
     r: InferenceRequest, gpu: Optional[GpuInputs] = None, on_gpu: AbstractSet[str] = frozenset()
-) -> Request:  # noqa: E501
+) -> Request:
     """``on_gpu``: the inputs declared with device="cuda", given as ``gpu`` converts them."""
     if gpu is None:
         data = {t.name(): t.as_numpy() for t in r.inputs()}
