@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from typing import AbstractSet, Any, Callable, Dict, Generator, List, Optional
 
 import numpy as np
@@ -21,6 +22,8 @@ from ._context import TritonContext, TritonModelConfig, serving
 from ._gpu import GpuInputs, dlpack_output, framework, is_device_array
 from .exceptions import PyTritonUnrecoverableError
 from .proxy.types import Request
+
+LOGGER = logging.getLogger("pybackend.pytriton")
 
 _ALLOWED_KINDS = "biufOSU"
 _OBJECTS = (bytes, object, np.bytes_, np.object_, str, np.str_)
@@ -67,6 +70,7 @@ class CallableModel:
         dispatcher: Any,  # runs coroutines: run_coroutine(coro) (the instance's Dispatcher)
         on_unrecoverable: Callable[[str], None],
         device_id: int = 0,
+        warmup_executions: int = 0,
     ) -> None:
         self.model_name = config.model_name
         self._config = config
@@ -78,6 +82,9 @@ class CallableModel:
         self._strict = strict
         self._dispatcher = dispatcher
         self._on_unrecoverable = on_unrecoverable
+        # Triton warms an instance up (model_warmup) before it schedules anything else on it:
+        # its first executions are the warmup's.
+        self._warmups_left = warmup_executions
         self._on_gpu = frozenset(str(t.name) for t in config.inputs if t.device == "cuda")
         name = framework() if self._on_gpu else None
         self._gpu = GpuInputs(name, device_id) if name else None
@@ -85,10 +92,32 @@ class CallableModel:
     # ------------------------------------------------------------------ execute
 
     def execute(self, requests: List[InferenceRequest]) -> Any:
+        warming = self._warmups_left > 0
+        if warming:
+            self._warmups_left -= 1
         reqs = [to_request(r, self._gpu, self._on_gpu) for r in requests]
         if self._decoupled:
-            self._stream(requests, reqs)
+            self._stream(requests, reqs, warming)
             return None
+        if not warming:
+            return self._answer(requests, reqs)
+        try:
+            return self._answer(requests, reqs)
+        except Exception as e:  # noqa: BLE001 - the callable may raise anything
+            self._warmup_failed(e)
+            return [InferenceResponse([]) for _ in requests]
+
+    def _warmup_failed(self, e: BaseException) -> None:
+        # As PyTriton: a failed warmup is logged and the model loads. Failing the sample
+        # would fail the load, and tritonserver 2.51 then often dies (SIGSEGV) for any
+        # backend, NVIDIA's included.
+        LOGGER.warning(
+            "Warmup of model `%s` failed; the model loads anyway.\n%s",
+            self.model_name,
+            format_exception(e),
+        )
+
+    def _answer(self, requests: List[InferenceRequest], reqs: List[Request]) -> Any:
         try:
             with serving(self._config, self._context):
                 results = list(self._results(reqs))
@@ -105,7 +134,9 @@ class CallableModel:
         self._validate(responses, len(requests))
         return [InferenceResponse(self._tensors(d)) for d in responses]
 
-    def _stream(self, requests: List[InferenceRequest], reqs: List[Request]) -> None:
+    def _stream(
+        self, requests: List[InferenceRequest], reqs: List[Request], warming: bool = False
+    ) -> None:
         senders = [r.get_response_sender() for r in requests]
         results = self._results(reqs)
         try:
@@ -125,6 +156,11 @@ class CallableModel:
                         results.close()
                         break
         except Exception as e:  # noqa: BLE001 - the callable may raise anything
+            if warming:
+                self._warmup_failed(e)
+                for sender in senders:
+                    sender.send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                return
             # The stub's form for every model error: "<type>: <message>", then the frames.
             text = format_exception(e)
             error = InferenceResponse(error=TritonError(text))

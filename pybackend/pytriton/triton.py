@@ -213,6 +213,8 @@ class Triton:
                 dispatcher,
                 self._on_unrecoverable,
                 int(init.get("device_id") or 0),
+                # Triton runs each warmup sample `count` times (0 means once).
+                sum(max(w.count, 1) for w in binding.config.model_warmup or []),
             )
 
         return make

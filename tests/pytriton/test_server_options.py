@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import http.client
+import logging
 from pathlib import Path
 from typing import Dict, List
 
@@ -15,7 +16,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from integration_support.pytriton_helpers import loopback_config, urls
-from pybackend.pytriton.client import ModelClient
+from pybackend.pytriton.client import ModelClient, PyTritonClientInferenceServerError
 from pybackend.pytriton.exceptions import (
     PyTritonBadParameterError,
     PyTritonRuntimeError,
@@ -86,13 +87,27 @@ def test_model_warmup_runs_through_the_callable_at_load(triton: Triton, tmp_path
     assert len(model.calls) == 4
 
 
-def test_failing_warmup_fails_the_load(triton: Triton) -> None:
+def test_a_failing_warmup_is_logged_and_the_model_loads(
+    triton: Triton, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As PyTriton 0.7: a warmup error is a warning. (Failing Triton's warmup sample fails
+    the load, and tritonserver 2.51 then often dies of SIGSEGV, with NVIDIA's backend too.)"""
     config = ModelConfig(
-        model_warmup=[ModelWarmup("w", 1, {"x": WarmupInput(np.float32, (3,), zero_data=True)}, 1)]
+        model_warmup=[ModelWarmup("w", 1, {"x": WarmupInput(np.float32, (3,), zero_data=True)}, 0)]
     )
-    triton.bind("ColdFeet", Recorder(fail=True), **IO, config=config)
-    with pytest.raises(PyTritonRuntimeError, match="warmup broke the model"):
+    model = Recorder(fail=True)
+    triton.bind("ColdFeet", model, **IO, config=config)
+    with caplog.at_level(logging.WARNING, logger="pybackend.pytriton"):
         triton.run()
+    assert model.calls == [[[[0.0] * 3]]]  # count 0: the sample ran once
+    assert "Warmup of model `ColdFeet` failed" in caplog.text
+    assert "RuntimeError: warmup broke the model" in caplog.text
+    server = triton.server
+    assert server is not None and server.is_alive()
+    # Later requests are real ones: their errors reach the client.
+    with ModelClient(urls(triton)[0], "ColdFeet") as client:
+        with pytest.raises(PyTritonClientInferenceServerError, match="warmup broke the model"):
+            client.infer_sample(np.zeros(3, np.float32))
 
 
 # ---------------------------------------------------------------------- allow_http=False
