@@ -9,6 +9,7 @@ the fix) these requests hang until it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -81,3 +82,19 @@ def test_calls_without_a_cycle_and_after_a_refusal_run(server: Any, http: Any) -
     assert run(http, server, "cycle_a", "cycle_b") == "leaf cycle_b"
     assert run(http, server, "cycle_b", "cycle_a,cycle_self") == "leaf cycle_self"
     assert run(http, server, "cycle_self", "") == "leaf cycle_self"
+
+
+def test_concurrent_self_calls_never_wait_forever(server: Any, http: Any) -> None:
+    """Eight clients at once on two instances that each call themselves: whether a call
+    finds a free instance depends on timing (both instances may hold a client's request
+    and call at once, closing the cycle), so each answer is the callee's or the refusal,
+    and none waits past the client's timeout."""
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(
+            pool.map(lambda _: run(http, server, "cycle_self2", "cycle_self2"), range(8))
+        )
+    for answer in answers:
+        assert answer == "leaf cycle_self2" or (
+            "closes the call cycle cycle_self2 -> cycle_self2," in answer
+        ), answer
+    assert "leaf cycle_self2" in answers  # a refused call frees its instance for the others
