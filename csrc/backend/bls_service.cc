@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <vector>
 
+#include "backend/bls_cycles.h"
 #include "backend/bls_outputs.h"
 #include "backend/error.h"
 #include "backend/gpu_transfer.h"
@@ -87,6 +88,8 @@ bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::Write
 void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
   auto* call = static_cast<BlsCall*>(userp);
   StubSession& s = *call->out.session;
+  // Off the cycle registry before the caller can run on and call again.
+  if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) bls_cycles::End(call);
   if (call->on_sync) {
     // The stub takes the first response of a non-decoupled call; it goes out with FINAL.
     if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) == 0) {
@@ -362,6 +365,11 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     }
     uint64_t parent_token = r.U64();
     if (r.remaining() != 0) Throw(TRITONSERVER_ERROR_INTERNAL, "trailing bytes in BLS_EXEC");
+    // A call that could never be answered is refused here (bls_cycles.h); End on FINAL.
+    const void* parent = bls_cycles::ParentRequest(registry_, parent_token);
+    std::string cycle = bls_cycles::Begin(
+        {call, req, parent, model_name_, instance_name_, callee, on_sync && timeout_us == 0});
+    if (!cycle.empty()) Throw(TRITONSERVER_ERROR_UNAVAILABLE, cycle);
     Check(TRITONSERVER_InferenceRequestSetReleaseCallback(req, RequestRelease, call), nullptr);
     Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, BlsAllocator(), &call->out,
                                                            ResponseComplete, call),
@@ -383,6 +391,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     if (dynamic_cast<const ipc::DecodeError*>(&e) != nullptr) {
       PB_LOG_ERROR(session.log_prefix() + "malformed BLS_EXEC: " + e.what());
     }
+    bls_cycles::End(call);
     if (req != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(req));
     call->ReturnInputs();
     SendBlsError(session, on_sync, msg.id, code,
