@@ -183,6 +183,23 @@ def as_instance_list(
     return as_list(value, function, argument, element, f"a list of {what}")
 
 
+# The default of a positional-only argument that must be given (see positional_only).
+MISSING: Any = object()
+
+
+def positional_only(function: str, names: str, keywords: Dict[str, Any], *values: Any) -> None:
+    """A binding declared without argument names takes its arguments by position only;
+    pybind11 refuses keywords (and missing arguments) with its conversion TypeError. The
+    Python signature is ``(a=MISSING, b=MISSING, /, **keywords)`` so that a keyword reaches
+    this check instead of Python's own TypeError."""
+    if keywords or any(v is MISSING for v in values):
+        got = f", got the keywords {', '.join(keywords)}" if keywords else ""
+        raise TypeError(
+            f"{function}(): incompatible function arguments. It takes {names} by position "
+            f"only{got}."
+        )
+
+
 # pybind11's text when ``py::cast`` fails inside a binding's body (release builds).
 CAST_ERROR = (
     "Unable to cast Python instance to C++ type (#define PYBIND11_DETAILED_ERROR_MESSAGES or "

@@ -393,6 +393,15 @@ def run_matrix(request, common, part):
     for row in table_rows:
         if row.name != part:
             continue
+        # How the valid arguments may be passed: all by position, all by keyword (the
+        # binding's argument names are part of the contract).
+        names = list(row.valid)
+        table[f"{row.name}(<all positional>)"] = common.outcome(
+            lambda row=row: row.call(*row.valid.values()), row.observe
+        )
+        table[f"{row.name}(<all keywords: {', '.join(names)}>)"] = common.outcome(
+            lambda row=row: row.call(**row.valid), row.observe
+        )
         for argument, valid in row.valid.items():
             for value_name, make in common.VALUES.items():
                 arguments = dict(row.valid)
