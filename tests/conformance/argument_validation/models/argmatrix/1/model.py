@@ -28,7 +28,8 @@ def _common(repository):
 
 class Row:
     """One callable: ``call(*positional, **keywords)`` with the valid arguments in
-    ``valid`` (name -> value); ``keywords`` names the ones passed by keyword."""
+    ``valid`` (name -> value); ``keywords`` names the ones passed by keyword. A ``call``
+    that wraps a method passes its arguments on as they came (by position or keyword)."""
 
     def __init__(self, name, call, valid, keywords=(), observe=None):
         self.name = name
@@ -75,9 +76,9 @@ def _exec_state(result):
     return ["iterator", [r.has_error() for r in result]]
 
 
-def _async_exec(request, **kwargs):
+def _async_exec(request, *args, **kwargs):
     async def run():
-        return await request.async_exec(**kwargs)
+        return await request.async_exec(*args, **kwargs)
 
     return asyncio.run(run())
 
@@ -159,7 +160,7 @@ def rows(request):
         ),
         Row(
             "Tensor.__dlpack__",
-            lambda **kw: _tensor().__dlpack__(**kw),
+            lambda *a, **kw: _tensor().__dlpack__(*a, **kw),
             {"stream": None},
             ["stream"],
         ),
@@ -210,26 +211,26 @@ def rows(request):
         ),
         Row(
             "InferenceRequest.exec",
-            lambda **kw: _bls_request().exec(**kw),
+            lambda *a, **kw: _bls_request().exec(*a, **kw),
             {"decoupled": False},
             ["decoupled"],
             observe=_exec_state,
         ),
         Row(
             "InferenceRequest.async_exec",
-            lambda **kw: _async_exec(_bls_request(), **kw),
+            lambda *a, **kw: _async_exec(_bls_request(), *a, **kw),
             {"decoupled": False},
             ["decoupled"],
             observe=_exec_state,
         ),
         Row(
             "InferenceRequest.set_flags",
-            lambda flags: _bls_request().set_flags(flags),
+            lambda *a, **kw: _bls_request().set_flags(*a, **kw),
             {"flags": 1},
         ),
         Row(
             "InferenceRequest.set_release_flags",
-            lambda flags: _bls_request().set_release_flags(flags),
+            lambda *a, **kw: _bls_request().set_release_flags(*a, **kw),
             {"flags": pb_utils.TRITONSERVER_REQUEST_RELEASE_ALL},
         ),
         Row(
@@ -347,25 +348,25 @@ def rows(request):
         ),
         Row(
             "ModelConfig.set_max_batch_size",
-            lambda size: _model_config(lambda c: c.set_max_batch_size(size)),
+            lambda *a, **kw: _model_config(lambda c: c.set_max_batch_size(*a, **kw)),
             {"max_batch_size": 4},
             observe=lambda config: config,
         ),
         Row(
             "ModelConfig.add_input",
-            lambda entry: _model_config(lambda c: c.add_input(entry)),
+            lambda *a, **kw: _model_config(lambda c: c.add_input(*a, **kw)),
             {"input": {"name": "J", "data_type": "TYPE_FP32", "dims": [1]}},
             observe=lambda config: config,
         ),
         Row(
             "ModelConfig.add_output",
-            lambda entry: _model_config(lambda c: c.add_output(entry)),
+            lambda *a, **kw: _model_config(lambda c: c.add_output(*a, **kw)),
             {"output": {"name": "P", "data_type": "TYPE_FP32", "dims": [1]}},
             observe=lambda config: config,
         ),
         Row(
             "ModelConfig.set_model_transaction_policy",
-            lambda policy: _model_config(lambda c: c.set_model_transaction_policy(policy)),
+            lambda *a, **kw: _model_config(lambda c: c.set_model_transaction_policy(*a, **kw)),
             {"transaction_policy_dict": {"decoupled": False}},
             observe=lambda config: config,
         ),
