@@ -22,6 +22,9 @@ single-overload function gets):
   of that class only (plain ints are not enum members); inside a vector, ``None`` is let
   through for the binding to refuse with its own text.
 
+Arguments the binding declares without names are positional-only (``/``): Python's own
+TypeError for a keyword stands for pybind11's, as it does for a missing or extra argument.
+
 Where the binding takes a plain Python object and checks it itself, the callable keeps
 its own check and the original's text (e.g. "Correlation ID must be integer or string");
 the casts such a body makes (``py::cast``) fail with pybind11's RuntimeError
@@ -61,6 +64,8 @@ def _short_repr(value: Any) -> str:
 
 def as_string(value: Any, function: str, argument: str) -> str:
     """``std::string``: str, or bytes decoded as UTF-8."""
+    if type(value) is str:
+        return value
     if isinstance(value, str):
         return str(value)  # a plain str, also for numpy.str_
     if isinstance(value, bytes):
@@ -176,28 +181,13 @@ def as_instance_list(
 ) -> List[Optional[T]]:
     """A vector of bound objects; a None element is kept (pybind11 hands the binding a
     null pointer, which it refuses with its own text)."""
+    if type(value) is list and all(type(item) is kind for item in value):
+        return list(value)  # the common case, without a call per element (hot path)
 
     def element(item: Any) -> Optional[T]:
         return None if item is None else as_instance(item, kind, function, argument, what)
 
     return as_list(value, function, argument, element, f"a list of {what}")
-
-
-# The default of a positional-only argument that must be given (see positional_only).
-MISSING: Any = object()
-
-
-def positional_only(function: str, names: str, keywords: Dict[str, Any], *values: Any) -> None:
-    """A binding declared without argument names takes its arguments by position only;
-    pybind11 refuses keywords (and missing arguments) with its conversion TypeError. The
-    Python signature is ``(a=MISSING, b=MISSING, /, **keywords)`` so that a keyword reaches
-    this check instead of Python's own TypeError."""
-    if keywords or any(v is MISSING for v in values):
-        got = f", got the keywords {', '.join(keywords)}" if keywords else ""
-        raise TypeError(
-            f"{function}(): incompatible function arguments. It takes {names} by position "
-            f"only{got}."
-        )
 
 
 # pybind11's text when ``py::cast`` fails inside a binding's body (release builds).

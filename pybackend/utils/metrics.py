@@ -18,7 +18,7 @@ import enum
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import transport as _transport
-from .arguments import MISSING, as_float, as_instance, as_string, cast_in_body, positional_only
+from .arguments import as_float, as_instance, as_string, cast_in_body
 from .errors import TritonModelException
 
 FAMILY_DELETED = (
@@ -64,21 +64,19 @@ class Metric:
         except TritonModelException as e:
             raise TritonModelException(prefix + str(e)) from None
 
-    def increment(self, value: float = MISSING, /, **keywords: Any) -> None:
+    # value: positional only, as the original's binding (which names no arguments)
+    def increment(self, value: float, /) -> None:
         """Add ``value`` (counters: non-negative only; not for histograms)."""
-        positional_only("increment", "(value)", keywords, value)
         value = as_float(value, "increment", "value")
         self._call("increment", "Failed to increment metric value: ", value)
 
-    def set(self, value: float = MISSING, /, **keywords: Any) -> None:
+    def set(self, value: float, /) -> None:
         """Gauges only."""
-        positional_only("set", "(value)", keywords, value)
         value = as_float(value, "set", "value")
         self._call("set", "Failed to set metric value: ", value)
 
-    def observe(self, value: float = MISSING, /, **keywords: Any) -> None:
+    def observe(self, value: float, /) -> None:
         """Histograms only."""
-        positional_only("observe", "(value)", keywords, value)
         value = as_float(value, "observe", "value")
         self._call("observe", "Failed to observe metric value: ", value)
 

@@ -7,7 +7,6 @@ from typing import Any, List, Optional, Sequence, Set, Union, cast
 
 from . import transport as _transport
 from .arguments import (
-    MISSING,
     as_bool,
     as_instance,
     as_instance_list,
@@ -15,7 +14,6 @@ from .arguments import (
     as_string,
     as_string_list,
     expect_dict,
-    positional_only,
     refuse,
 )
 from .errors import TritonModelException
@@ -198,8 +196,7 @@ class InferenceRequest:
     def flags(self) -> int:
         return self._flags
 
-    def set_flags(self, flags: int = MISSING, /, **keywords: Any) -> None:
-        positional_only("set_flags", "(flags)", keywords, flags)
+    def set_flags(self, flags: int, /) -> None:  # positional only, as the original
         self._flags = as_int(flags, "set_flags", "flags", "uint32")
 
     def timeout(self) -> int:
@@ -232,8 +229,7 @@ class InferenceRequest:
             self._cancelled = bool(_transport._current.is_cancelled(self))
         return self._cancelled
 
-    def set_release_flags(self, flags: int = MISSING, /, **keywords: Any) -> None:
-        positional_only("set_release_flags", "(flags)", keywords, flags)
+    def set_release_flags(self, flags: int, /) -> None:
         flags = as_int(flags, "set_release_flags", "flags", "uint32")
         if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
             raise TritonModelException(

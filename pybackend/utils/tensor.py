@@ -9,7 +9,7 @@ import numpy as np
 
 from . import dlpack, dtypes
 from . import transport as _transport
-from .arguments import MISSING, as_string, positional_only, refuse
+from .arguments import as_string, refuse
 from .bytes_codec import decode_object_array, serialize_to_bytes
 from .dlpack import KDL_BFLOAT, KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_UINT, DeviceBuffer
 from .errors import TritonModelException
@@ -106,10 +106,10 @@ class Tensor:
 
     __slots__ = ("_name", "_dtype", "_shape", "_array", "_raw", "__weakref__")
 
-    def __init__(self, name: str = MISSING, array: Any = MISSING, /, **keywords: Any) -> None:
-        if keywords or array is MISSING:
-            positional_only("Tensor", "(name, array)", keywords, name, array)
-        name = as_string(name, "Tensor", "name")
+    def __init__(self, name: str, array: Any, /) -> None:
+        # Positional only, as the original's binding (which names no arguments).
+        if type(name) is not str:  # inline fast path: this constructor is on the hot path
+            name = as_string(name, "Tensor", "name")
         if not isinstance(array, np.ndarray):
             # Like the original (pybind11 py::array): no implicit conversion of lists.
             raise refuse("Tensor", "array", "a numpy.ndarray", array)
@@ -218,12 +218,9 @@ class Tensor:
         return t
 
     @classmethod
-    def from_dlpack(
-        cls, name: str = MISSING, dlpack: Any = MISSING, /, **keywords: Any
-    ) -> "Tensor":
+    def from_dlpack(cls, name: str, dlpack: Any, /) -> "Tensor":
         """Wrap a DLPack capsule or an object with ``__dlpack__``/``__dlpack_device__``
         (zero-copy for C-contiguous CPU tensors; BF16 included)."""
-        positional_only("from_dlpack", "(name, dlpack)", keywords, name, dlpack)
         name = as_string(name, "from_dlpack", "name")
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")

@@ -103,14 +103,6 @@ def test_enum_takes_members_only() -> None:
             args.as_instance(value, Color, "f", "kind")
 
 
-def test_positional_only() -> None:
-    args.positional_only("f", "(value)", {}, 1)
-    with REFUSED:
-        args.positional_only("f", "(value)", {"value": 1}, args.MISSING)
-    with REFUSED:
-        args.positional_only("f", "(value)", {}, args.MISSING)
-
-
 def test_casts_in_a_binding_body() -> None:
     assert args.cast_in_body(np.float32(2), args.as_float) == 2.0
     with pytest.raises(RuntimeError, match="Unable to cast Python instance to C"):

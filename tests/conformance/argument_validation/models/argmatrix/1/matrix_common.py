@@ -58,6 +58,13 @@ VALUES = {
 # which a clean-room implementation does not reproduce: the type and this phrase are the
 # contract for those, the rest of the text is not compared.
 PYBIND11_PHRASES = ("incompatible function arguments", "incompatible constructor arguments")
+# What Python says where pybind11 says the above: arguments that do not fit the signature
+# (a keyword for a positional-only argument, an unknown keyword, one missing or too many).
+CALL_MISMATCH = re.compile(
+    r"\(\) (got some positional-only arguments passed as keyword arguments"
+    r"|got an unexpected keyword argument|missing \d+ required positional argument"
+    r"|takes \d+ positional argument)"
+)
 
 
 # The original's stub runs numpy 1 (it breaks with numpy 2), ours may run numpy 2, which
@@ -75,7 +82,8 @@ def _neutral(text):
 
 def describe_error(exc):
     text = str(exc)
-    if isinstance(exc, TypeError) and any(p in text for p in PYBIND11_PHRASES):
+    pybind11 = any(p in text for p in PYBIND11_PHRASES) or CALL_MISMATCH.search(text)
+    if isinstance(exc, TypeError) and pybind11:
         text = "<incompatible arguments>"
     return _neutral(f"{type(exc).__name__}: {text}")
 
