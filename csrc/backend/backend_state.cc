@@ -209,9 +209,15 @@ std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backen
   Check(TRITONBACKEND_BackendArtifacts(backend, &type, &location),
         "TRITONBACKEND_BackendArtifacts");
   state->location = location != nullptr ? location : "";
-  // A python-based backend (backends/<name>/model.py and no library of its own) loads us with
-  // its own directory as artifacts.
-  if (!state->location.empty() && RealPath(state->location) != state->library_dir &&
+  // A python-based backend (backends/<name>/model.py) loads us with its own directory as
+  // artifacts: with no library of its own, ours from backends/python; with one (the original's
+  // "custom backend's artifacts take priority", e.g. a copy of ours with its own
+  // python_executable), that copy. As the original: any directory but
+  // <backend-directory>/python that holds a model.py.
+  std::string python_dir = state->config.backend_directory.empty()
+                               ? state->library_dir
+                               : RealPath(state->config.backend_directory + "/python");
+  if (!state->location.empty() && RealPath(state->location) != python_dir &&
       IsFile(state->location + "/model.py")) {
     state->runtime_modeldir = state->location;
   }

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <vector>
 
+#include "backend/bls_cycles.h"
 #include "backend/bls_outputs.h"
 #include "backend/error.h"
 #include "backend/gpu_transfer.h"
@@ -89,6 +90,8 @@ bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::BlsRe
 void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
   auto* call = static_cast<BlsCall*>(userp);
   StubSession& s = *call->out.session;
+  // Off the cycle registry before the caller can run on and call again.
+  if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) bls_cycles::End(call);
   if (call->on_sync) {
     // The stub takes the first response of a non-decoupled call; it goes out with FINAL.
     if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) == 0) {
@@ -301,6 +304,11 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     ipc::DecodeBlsExec(call->body, &exec);
     Validate(exec, on_sync);
     Build(session, exec, call, &req);
+    // A call that could never be answered is refused here (bls_cycles.h); End on FINAL.
+    const void* parent = bls_cycles::ParentRequest(registry_, exec.parent_token);
+    std::string cycle = bls_cycles::Begin({call, req, parent, model_name_, instance_name_,
+                                           exec.model_name, on_sync && exec.timeout_us == 0});
+    if (!cycle.empty()) Throw(TRITONSERVER_ERROR_UNAVAILABLE, cycle);
     Start(call, req, exec.parent_token);
   } catch (const std::exception& e) {
     // Like the original, a request that could not be started fails with INTERNAL (the
@@ -309,6 +317,7 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     if (dynamic_cast<const ipc::DecodeError*>(&e) != nullptr) {
       PB_LOG_ERROR(session.log_prefix() + "malformed BLS_EXEC: " + e.what());
     }
+    bls_cycles::End(call);
     if (req != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(req));
     call->ReturnInputs();
     const std::string callee = exec.model_name.empty() ? "<unknown>" : exec.model_name;

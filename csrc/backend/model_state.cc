@@ -1,5 +1,7 @@
 #include "backend/model_state.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "backend/cores.h"
@@ -30,6 +32,24 @@ void ReplaceAll(std::string* s, const std::string& from, const std::string& to) 
   }
 }
 
+// A `triton_python_backend_stub` that a user built for the original (it runs a model with
+// another Python) and left next to the model: the original would run it, we never do. One
+// line per model load says so and names what chooses the interpreter here.
+void NoteUnusedStubFile(const ModelState& m) {
+  for (const std::string& dir : {m.repository, m.VersionDir()}) {
+    std::string path = dir + "/triton_python_backend_stub";
+    struct stat st = {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    PB_LOG_WARN("model '" + m.name + "': " + path +
+                " is not needed and is not used: pybackend has no stub binary, its stubs run " +
+                m.python +
+                "; to run this model with another Python, set the model parameter "
+                "EXECUTION_ENV_PATH (or --backend-config=python,python-executable=<path> for "
+                "every model)");
+    return;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
@@ -57,6 +77,7 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
 
   state->ReadConfig();
   state->ReadParameters();
+  NoteUnusedStubFile(*state);
   bool auto_complete = false;
   Check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete),
         "TRITONBACKEND_ModelAutoCompleteConfig");

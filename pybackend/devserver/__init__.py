@@ -6,6 +6,10 @@ model repository's Python models, in this Python environment, without tritonserv
         client = tritonclient.http.InferenceServerClient(server.http_url)
 
 Or from a shell: ``pybackend devserve model_repository`` (docs/devserver.md).
+
+Its scope is frozen: it serves what docs/devserver.md lists, for development (production is
+tritonserver with this package's backend). Bugs are fixed; it is extended only where an
+issue asks.
 """
 
 from .errors import ServeError

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..errors import PybackendError
 from .codec import ProtocolError
 
 ALIGN = 64
@@ -32,8 +33,11 @@ def _align(n: int, a: int = ALIGN) -> int:
     return (n + a - 1) & ~(a - 1)
 
 
-class ArenaError(MemoryError):
-    """Shared memory could not be reserved (the system is out of memory or tmpfs space)."""
+class ArenaError(PybackendError, MemoryError):
+    """Shared memory could not be reserved (the system is out of memory or tmpfs space).
+    Still a MemoryError: what reserves memory for a tensor (the stub's BLS calls, model code
+    that makes tensors) catches running out of shared memory as it catches running out of
+    memory."""
 
 
 def create_segment_fd(size: int) -> int:

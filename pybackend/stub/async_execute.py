@@ -26,17 +26,18 @@ at its current ``await``, and each request not yet finished ends with a CANCELLE
 
 from __future__ import annotations
 
-import json
 import threading
 import traceback
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
-from .. import errors
 from ..utils.errors import TritonError
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from .failures import failed_requests_text
 from .logging import ERROR
+from .parameters import ParameterError, parameter_value, switch_parameter
+from .returns import RESCHEDULED, RESPONSE, UNANSWERED, ReturnRefused, judge_return
 from .tracebacks import format_exception
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,48 +51,16 @@ CANCELLED_TEXT = (
 )
 
 
-class ConfigError(errors.ConfigError, ValueError):
-    """A PYBACKEND_ASYNC_EXECUTE_* parameter with a value we cannot use (a ValueError, as
-    the load failure it causes always was)."""
-
-
-def _parameter(model_config: Union[str, Mapping[str, Any]], key: str) -> Optional[str]:
-    """The string value of a model config parameter (the config as JSON text or a dict)."""
-    try:
-        config = json.loads(model_config or "{}") if isinstance(model_config, str) else model_config
-        params = config.get("parameters") or {}
-    except ValueError:
-        return None
-    entry = params.get(key)
-    if entry is None:
-        return None
-    return entry.get("string_value", "") if isinstance(entry, dict) else str(entry)
-
-
 def cancel_on_client_cancel(model_config: str) -> bool:
     """PYBACKEND_ASYNC_EXECUTE_CANCEL: cancel a coroutine whose requests were all cancelled."""
     return switch_parameter(model_config, CANCEL_PARAMETER)
-
-
-def switch_parameter(model_config: Union[str, Mapping[str, Any]], key: str) -> bool:
-    """A model config parameter that is on or off (false when unset); ConfigError for a
-    value that is neither."""
-    text = _parameter(model_config, key)
-    if text is None:
-        return False
-    value = text.strip().lower()
-    if value in ("true", "yes", "on", "1"):
-        return True
-    if value in ("false", "no", "off", "0", ""):
-        return False
-    raise ConfigError(f"model config parameter {key} must be true or false, found {text!r}")
 
 
 def concurrency_limit(model_config: str, decoupled: bool) -> int:
     """The configured limit; 0 means unbounded (decoupled default), 1 (default mode's
     default) means one batch at a time, run to completion inside EXECUTE."""
     default = 0 if decoupled else 1
-    text = _parameter(model_config, PARAMETER)
+    text = parameter_value(model_config, PARAMETER)
     if text is None:
         return default
     try:
@@ -99,7 +68,7 @@ def concurrency_limit(model_config: str, decoupled: bool) -> int:
     except ValueError:
         value = -1
     if value < 1:
-        raise ConfigError(
+        raise ParameterError(
             f"model config parameter {PARAMETER} must be an integer >= 1 (how many batches "
             f"one instance runs in `async def execute` at once), found {text!r}"
         )
@@ -209,9 +178,6 @@ class AsyncExecutor:
 
     def _deliver(self, requests: List[InferenceRequest], ret: Any) -> None:
         """The return path's rules (stub/returns.py), answered through the senders."""
-        # Imported here: returns.py imports this module (its switch parameters).
-        from .returns import RESCHEDULED, RESPONSE, UNANSWERED, ReturnRefused, judge_return
-
         try:
             verdicts = judge_return(ret, requests, False, self.d.instance, through_senders=True)
         except ReturnRefused as e:
@@ -233,13 +199,10 @@ class AsyncExecutor:
         try:
             sender.send(resp, flags=flags)
         except Exception as e:  # noqa: BLE001 - e.g. the model already answered
-            self.d.state.log.here(
-                ERROR,
-                f"Failed to process the request(s) for model '{self.d.instance}', message: {e}",
-            )
+            self.d.state.log.here(ERROR, failed_requests_text(self.d.instance, str(e)))
 
     def _fail(self, requests: List[InferenceRequest], message: str) -> None:
-        text = f"Failed to process the request(s) for model '{self.d.instance}', message: {message}"
+        text = failed_requests_text(self.d.instance, message)
         self.d.state.log.here(ERROR, text)
         error = InferenceResponse(error=TritonError(text))
         for req in requests:

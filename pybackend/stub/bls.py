@@ -390,22 +390,15 @@ class BlsClient:
             return Tensor._on_device(td.name, td.dtype, td.dims, on_gpu)
         if td.location != Location.BACKEND_ARENA:
             raise ProtocolError(f"output '{td.name}' has location {td.location}")
-        st = self.state
-        mm = st.peer.get(td.seg, td.offset, n)
-        if mm is None:
-            raise ProtocolError(f"output '{td.name}' names an unknown backend segment {td.seg}")
-        buf = np.frombuffer(mm, np.uint8, n, td.offset) if n else _EMPTY
+        name, dtype, dims = td.name, td.dtype, td.dims
+        ledger = self.state.ledger
         try:
-            t = Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+            return ledger.wrap(
+                td.seg, td.offset, n, lambda buf: Tensor._from_buffer(name, dtype, dims, buf)
+            )
         except BaseException:
-            st.ledger.give_back(td.seg, td.offset)
+            ledger.give_back_unwrapped([td])  # nothing holds its block (if it names one)
             raise
-        if n:
-            # Every view of the tensor keeps buf.base alive; when it dies the block goes home.
-            st.ledger.track(buf.base, td.seg, td.offset)
-        else:
-            st.ledger.give_back(td.seg, td.offset)
-        return t
 
     def _fail_all(self) -> None:
         with self._lock:

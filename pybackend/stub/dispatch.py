@@ -24,6 +24,7 @@ from ..utils.request import (
 )
 from ..utils.tensor import Tensor
 from .async_execute import AsyncExecutor
+from .failures import failed_requests_text
 from .loader import no_execute_text
 from .logging import ERROR
 from .outputs import Placer
@@ -71,7 +72,7 @@ class Dispatcher:
         # until it has read RESULT, so outputs that are views of them need no keepalive.
         self._input_blocks: List[Tuple[int, int, int]] = []
         self.ledger = state.ledger
-        self._track = state.ledger.track  # bound once: it runs for every input in the arena
+        self._wrap = state.ledger.wrap  # bound once: it runs for every input in the arena
         self.async_exec = AsyncExecutor(self, async_limit, async_cancel)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
@@ -127,20 +128,10 @@ class Dispatcher:
             buf = np.frombuffer(data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
             t = Tensor._from_buffer(name, dtype, dims, buf)
         elif loc == 1:  # Location.BACKEND_ARENA
-            st = self.state
-            mm = st.peer.get(seg, offset, n)
-            if n and mm is not None:
-                buf = np.frombuffer(mm, np.uint8, n, offset)
-                t = Tensor._from_buffer(name, dtype, dims, buf)
-                # buf.base is a memoryview private to this block that every view of the
-                # tensor keeps alive: when it dies the block goes back to the backend.
-                # (Tracked only once the tensor exists: a failure before is freed by the
-                # caller.)
-                self._track(buf.base, seg, offset, n)
+            # Tracked only once the tensor exists: a failure before is freed by the caller.
+            t = self._wrap(seg, offset, n, lambda buf: Tensor._from_buffer(name, dtype, dims, buf))
+            if n:
                 self._input_blocks.append((seg, offset, n))
-            else:
-                t = Tensor._from_buffer(name, dtype, dims, _EMPTY)
-                self.ledger.give_back(seg, offset)
         elif loc == 3:  # Location.GPU_IPC: FORCE_CPU_ONLY_INPUT_TENSORS "no" (stub/gpu.py)
             gpu = self.ledger.map_gpu(data, n)  # type: ignore[arg-type]
             t = Tensor._on_device(name, dtype, dims, gpu)
@@ -293,8 +284,8 @@ class Dispatcher:
             elif verdict == RESCHEDULED:
                 items.append((_NONE, flags, None))
             else:  # UNANSWERED: nobody can answer it
-                text = f"Failed to process the request(s) for model '{self.instance}', message: "
-                error = ResponseDesc((), "", (ErrorCode.INTERNAL, text + what))
+                text = failed_requests_text(self.instance, what)
+                error = ResponseDesc((), "", (ErrorCode.INTERNAL, text))
                 items.append((_RESPONSE, flags, error))
         return items
 
@@ -310,7 +301,7 @@ class Dispatcher:
             finished.append(sender is not None and sender._closed)
             if sender is not None:
                 sender._close()
-        text = f"Failed to process the request(s) for model '{self.instance}', message: {message}"
+        text = failed_requests_text(self.instance, message)
         sent_meanwhile = async_mark >= 0 and self.state.async_.sent != async_mark
         self.state.log.here(ERROR, text)
         if not sent_meanwhile or not requests:

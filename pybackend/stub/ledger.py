@@ -5,6 +5,7 @@ and of the policy that decides when what the stub holds goes back (docs/protocol
 Four lifetimes meet here:
 
 * **A backend block the stub holds** (an input, a BLS output, an indirect message body).
+  :meth:`Ledger.wrap` makes a tensor's array over it (an input, a BLS output) and
   :meth:`Ledger.track` ties it to the object every view of it keeps alive; when that dies,
   or at once through :meth:`Ledger.give_back`, it is *queued*. The queue goes home by one
   of three carriers, chosen here: the freed trailer of the RESULT the main thread is about to
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import collections
 import weakref
-from typing import Callable, Deque, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Tuple, TypeVar
+
+import numpy as np
 
 from ..ipc import codec
 from ..ipc.arena import IDLE_RELEASE_S, Arena, PeerSegments
@@ -48,6 +51,9 @@ _BACKEND_ARENA = int(Location.BACKEND_ARENA)
 _GPU_IPC = int(Location.GPU_IPC)
 
 Block = Tuple[int, int]
+T = TypeVar("T")
+
+_EMPTY = np.empty(0, np.uint8)
 
 
 class _BlockRef(weakref.ref):
@@ -106,6 +112,24 @@ class Ledger:
         r.off = off
         r.nbytes = nbytes
         self._refs[id(r)] = r
+
+    def wrap(self, seg: int, off: int, nbytes: int, make: Callable[[np.ndarray], T]) -> T:
+        """What ``make`` builds (a tensor) over the backend block (seg, off) of ``nbytes``
+        bytes, given as a uint8 array over the shared memory. The block goes back when the
+        last view of that array dies, queued with its size (a big one goes back at once:
+        URGENT_FREE_BYTES); an empty one goes back now. ProtocolError for a block outside
+        the backend's segments. Should ``make`` raise, nothing is tracked: the caller
+        returns the block (:meth:`give_back_unwrapped`)."""
+        mm = self.peer.get(seg, off, nbytes)
+        if not nbytes:
+            made = make(_EMPTY)
+            self.give_back(seg, off)
+            return made
+        buf = np.frombuffer(mm, np.uint8, nbytes, off)
+        made = make(buf)
+        # buf.base is a memoryview private to this block that every view of it keeps alive.
+        self.track(buf.base, seg, off, nbytes)
+        return made
 
     def _dead(self, r: _BlockRef) -> None:
         self._refs.pop(id(r), None)

@@ -20,10 +20,12 @@ from ..ipc.lane import Lane
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
 from ..utils import transport as utils_transport
 from . import debug, loader
-from .async_execute import ConfigError, cancel_on_client_cancel, concurrency_limit
+from .async_execute import cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
+from .failures import failed_requests_text
 from .fork_route import ForkRoute
 from .logging import ERROR, INFO, WARNING, RecordForwarder
+from .parameters import ParameterError
 from .reader import Reader
 from .returns import OutputRules, strict_outputs
 from .state import StubState
@@ -92,8 +94,9 @@ class Stub:
                 if dispatcher is None:
                     body = codec.encode_result_error(
                         1,
-                        f"Failed to process the request(s) for model '{self.instance}', message: "
-                        "the stub received EXECUTE before a successful INIT",
+                        failed_requests_text(
+                            self.instance, "the stub received EXECUTE before a successful INIT"
+                        ),
                     )
                 else:
                     body = dispatcher.execute(msg.body)
@@ -196,7 +199,7 @@ class Stub:
                     gc.collect()
                     gc.freeze()
             reply["ok"] = True
-        except (loader.LoadError, ConfigError) as e:
+        except (loader.LoadError, ParameterError) as e:
             reply["error"] = str(e)
         except Exception as e:  # noqa: BLE001 - model import/initialize may raise anything
             reply["error"] = format_exception(e)

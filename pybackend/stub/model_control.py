@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional
 from ..ipc.bls_codec import encode_model_load, encode_model_ready, encode_model_unload
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
+from .failures import failed_request_text
 from .state import RpcError, StubState
 
 # Loading runs the model's initialize: allow far longer than ordinary RPCs.
@@ -17,9 +18,7 @@ LOAD_TIMEOUT_S = 3600.0
 
 
 def _fail(instance: str, what: str, error: str) -> TritonModelException:
-    return TritonModelException(
-        f"{what}: Failed to process the request for model '{instance}', message: {error}"
-    )
+    return TritonModelException(f"{what}: {failed_request_text(instance, error)}")
 
 
 def model_control(state: StubState, instance: str, op: str, **kw: Any) -> Any:

@@ -24,7 +24,7 @@ from ..utils.dtypes import CODE_TO_KSERVE_NAME, TYPE_BYTES
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
 from ..utils.response import InferenceResponse
-from .async_execute import switch_parameter
+from .parameters import switch_parameter
 
 STRICT_PARAMETER = "PYBACKEND_STRICT_OUTPUTS"
 
@@ -163,7 +163,7 @@ class _Spec:
 
 class OutputRules:
     """The output section of one model's (completed) configuration. ``strict``: mismatches
-    fail the response; None reads :data:`STRICT_PARAMETER` from the config (ConfigError for
+    fail the response; None reads :data:`STRICT_PARAMETER` from the config (ParameterError for
     a value that is not a yes or a no)."""
 
     def __init__(

@@ -11,38 +11,45 @@ client would see, with the backend's texts. Decoupled models answer through thei
 senders (also from threads, after ``execute`` returned): ``stream`` collects them. BLS calls
 go to other harnesses started in the same process (by model name) or to fakes.
 
-This module loads and closes the model and holds the calls that get one response each
-(``infer``, ``infer_batch``); the requests and ``execute`` are :class:`HarnessExecute`'s
-(harness_execute.py), response senders and ``infer_stream`` :class:`HarnessStreams`'
-(harness_streams.py), BLS calls to the model :class:`HarnessBls`' (harness_bls.py).
+ModelHarness is the model on disk (its configuration, statistics) and the parts it owns,
+each holding its own state: :class:`ModelCode` (harness_code.py: the model instance and its
+event loop), :class:`SenderStreams` and :class:`StreamCalls` (harness_streams.py: what
+response senders send, ``stream``, ``infer_stream``), :class:`Executor`
+(harness_execute.py: requests and ``execute``) and :class:`BlsServer` (harness_bls.py: BLS
+calls from other models). This module loads and closes the model and holds the calls.
+The calls the three engines share are stated once in :mod:`pybackend.testing.engine`.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import sys
+import threading
 import types
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..stub import loader
-from ..stub.async_execute import ConfigError
-from ..stub.returns import OutputRules
+from ..stub.parameters import ParameterError
+from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
+from ..utils.response import InferenceResponse
 from .config import complete
-from .harness_bls import HarnessBls
+from .harness_bls import BlsServer
+from .harness_code import ModelCode, Running
 from .harness_errors import InferError
-from .harness_execute import Inputs
+from .harness_execute import Executor, Inputs
 from .harness_responses import response_outputs
+from .harness_streams import SenderStreams, StreamCalls
 from .load_checks import refuse_like_server, run_warmup
+from .model_dir import ModelOnDisk
 from .results import Outputs
-from .transport import BlsFake, LogRecord, install, uninstall_if_idle
+from .transport import BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
 
-class ModelHarness(HarnessBls):
+class ModelHarness(ModelOnDisk):
     """One instance of the model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
     ``<model_dir>/config.pbtxt``). ``config``: a dict instead of config.pbtxt (or on top of
     an absent one). ``bls``: fakes for models this one calls, by name."""
@@ -69,9 +76,34 @@ class ModelHarness(HarnessBls):
             auto_complete=auto_complete,
         )
         self.logs: List[LogRecord] = []
-        self.model: Any = None
         self.finalizing = False  # close() runs finalize: BLS is refused (spec 2.3)
         self._fakes = dict(bls or {})
+        self._transport = t = harness_transport()
+        self._code = ModelCode(self, t)
+        self._streams = SenderStreams(t)
+        self._executor = Executor(self, self._code, self._streams, t)
+        self._stream_calls = StreamCalls(self, self._executor, self._streams)
+        self._bls = BlsServer(self, self._executor, self._streams)
+
+    @property
+    def model(self) -> Any:
+        """The model's TritonPythonModel instance while the harness runs (None before
+        ``initialize`` ran and after close)."""
+        return self._code.model
+
+    @model.setter
+    def model(self, value: Any) -> None:
+        self._code.model = value
+
+    @property
+    def output_mismatches(self) -> List[OutputMismatch]:
+        """Outputs that differed from config.pbtxt in responses the server would pass on
+        (each also an OutputMismatchWarning); see pybackend.stub.returns."""
+        return self._executor.output_mismatches
+
+    @output_mismatches.setter
+    def output_mismatches(self, value: List[OutputMismatch]) -> None:
+        self._executor.output_mismatches = value
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -114,14 +146,12 @@ class ModelHarness(HarnessBls):
                 else:  # the server completes every config (a batcher's preferred sizes)
                     self.config = complete(self.config, self.model_name)
                 # The stub's rules for what execute returns (stub/returns.py).
-                self._output_rules = OutputRules(self.config, self.instance_name)
-            except (loader.LoadError, ConfigError) as e:
+                self._executor.output_rules = OutputRules(self.config, self.instance_name)
+            except (loader.LoadError, ParameterError) as e:
                 raise TritonModelException(str(e)) from None
             self.model = cls()
             if hasattr(self.model, "initialize"):
-                result = self.model.initialize(self.initialize_args())
-                if inspect.iscoroutine(result):
-                    self._run(result)
+                self._code.call("initialize", self.initialize_args())
 
     def _import(self) -> types.ModuleType:
         if not self.model_file.is_file():
@@ -142,26 +172,16 @@ class ModelHarness(HarnessBls):
         """``finalize``, then forget the model."""
         self.finalizing = True  # BLS is refused from here on, as in the stub
         if self.model is not None and hasattr(self.model, "finalize"):
-            with self._running():
-                result = self.model.finalize()
-                if inspect.iscoroutine(result):
-                    self._run(result)
+            self._code.call("finalize")
         self.model = None
-        if self._loop is not None:
-            loop, thread = self._loop, self._loop_thread
-            loop.call_soon_threadsafe(loop.stop)
-            if thread is not None:
-                thread.join(5)
-            if not loop.is_running():
-                loop.close()
-            self._loop = self._loop_thread = None
+        self._code.stop_loop()
         t = self._transport
         with t.lock:
             if self in t.harnesses:
                 t.harnesses.remove(self)
             for name in self._fakes:
                 t.fakes.pop(name, None)
-            for token in [k for k, h in t.by_token.items() if h is self]:
+            for token in [k for k, s in t.by_token.items() if s is self._streams]:
                 del t.by_token[token]
         t.forget_families_of(self)
         uninstall_if_idle(t)
@@ -183,6 +203,74 @@ class ModelHarness(HarnessBls):
         }
 
     # ------------------------------------------------------------------ calls
+
+    def request(
+        self,
+        inputs: Inputs,
+        *,
+        requested_outputs: Sequence[str] = (),
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        parameters: Optional[Mapping[str, Any]] = None,
+        sequence_id: Union[int, str] = 0,
+        sequence_start: bool = False,
+        sequence_end: bool = False,
+        queued_ns: Optional[int] = None,
+    ) -> InferenceRequest:
+        """An incoming request, as the backend builds it, with ``inputs`` as tensors.
+        ``sequence_id``/``sequence_start``/``sequence_end`` as tritonclient's: the correlation
+        id and flags, checked and given control inputs as the sequence batcher does.
+        ``queued_ns``: when it arrived (``time.monotonic_ns()``; now by default), where its
+        queue time in :attr:`statistics` starts."""
+        return self._executor.request(
+            inputs,
+            requested_outputs=requested_outputs,
+            request_id=request_id,
+            correlation_id=correlation_id,
+            parameters=parameters,
+            sequence_id=sequence_id,
+            sequence_start=sequence_start,
+            sequence_end=sequence_end,
+            queued_ns=queued_ns,
+        )
+
+    def execute(self, requests: Sequence[Union[Inputs, InferenceRequest]]) -> List[Any]:
+        """One ``execute`` batch. Returns, per request, its ``InferenceResponse``: an error
+        response when ``execute`` raised or returned something the backend refuses (the
+        backend's texts), or ``None`` when it answers through its response sender
+        (decoupled mode; see :meth:`stream`)."""
+        return self._executor.execute(requests)
+
+    def stream(
+        self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
+    ) -> List[InferenceResponse]:
+        """A decoupled model's responses to one request, until the response sender's FINAL
+        (waited for at most ``timeout`` seconds: senders may answer from threads)."""
+        return self._stream_calls.stream(inputs, timeout)
+
+    def infer_stream(
+        self,
+        inputs: Inputs,
+        timeout: float = 30.0,
+        cancel_after: Optional[int] = None,
+        on_response: Optional[Callable[[Outputs], None]] = None,
+        cancel_event: Optional[threading.Event] = None,
+        **kwargs: Any,
+    ) -> List[Outputs]:
+        """A decoupled model's responses to one request, as outputs by name (an error
+        response raises :class:`InferError`); the call of every engine
+        (:class:`pybackend.testing.engine.Engine`).
+
+        ``cancel_after=n``: the client cancels once ``n`` responses came (``0``: at once);
+        from then on ``is_cancelled()`` is true for the request and its sender. The model
+        must still end the stream with FINAL; a CANCELLED error response ends it quietly.
+        ``on_response``: called with each response's outputs as the model sends it (also
+        from the model's threads), before this returns them all. ``cancel_event``: once
+        set (by another thread), the client cancels, as with ``cancel_after``.
+        ``kwargs``: as :meth:`request` (request id, sequence id and flags, ...)."""
+        return self._stream_calls.infer_stream(
+            inputs, timeout, cancel_after, on_response, cancel_event, **kwargs
+        )
 
     def infer_batch(
         self,
@@ -229,6 +317,23 @@ class ModelHarness(HarnessBls):
             return response_outputs(self._checked(responses[0], req), req)
         (resp,) = self.execute([req])
         return response_outputs(None if resp is None else self._checked(resp, req), req)
+
+    # ------------------------------------------------------------------ parts' services
+
+    def _checked(self, resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
+        """``resp`` with the outputs Triton passes on (those requested), as the server's
+        stub checks them (stub/returns.py): under PYBACKEND_STRICT_OUTPUTS a mismatch turns
+        it into the error response; otherwise it passes, and each mismatch is reported in
+        :attr:`output_mismatches` and as an OutputMismatchWarning."""
+        return self._executor.checked(resp, req)
+
+    def _running(self) -> Running:
+        """Marks this harness's model code as running on the calling thread."""
+        return self._code.running()
+
+    def _serve_bls(self, request: InferenceRequest, decoupled_call: bool) -> Any:
+        """A BLS call from another model in this process (the transport routes it here)."""
+        return self._bls.serve(request, decoupled_call)
 
 
 def _package_of(version_dir: Path) -> str:

@@ -7,26 +7,35 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, Optional
 
 from ..utils.errors import ErrorCode, TritonError
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .bls_responses import DECOUPLED_ONLY, BlsResponses, refused_text
 from .harness_errors import InferError
-from .harness_streams import HarnessStreams
+from .harness_execute import Executor
+from .harness_streams import SenderStreams
+from .model_dir import ModelOnDisk
 from .transport import FINAL
 
 
-class HarnessBls(HarnessStreams):
-    """BLS calls from other models in this process (the transport routes them here)."""
+class BlsServer:
+    """BLS calls from other models in this process (the transport routes them here) to the
+    model in ``disk``, run by ``executor``, whose senders' sends ``streams`` collects."""
 
-    def _serve_bls(self, request: InferenceRequest, decoupled_call: bool) -> Any:
+    def __init__(self, disk: ModelOnDisk, executor: Executor, streams: SenderStreams) -> None:
+        self._disk = disk
+        self._executor = executor
+        self._streams = streams
+
+    def serve(self, request: InferenceRequest, decoupled_call: bool) -> Any:
         """A BLS call from another model: the response (``decoupled_call``: the
         :class:`BlsResponses` as they come), with the server's texts for a call it refuses."""
+        model_name, executor = self._disk.model_name, self._executor
         inputs = {t.name(): t for t in request.inputs()}
         try:
-            req = self.request(
+            req = executor.request(
                 inputs,
                 requested_outputs=sorted(request.requested_output_names()),
                 request_id=request.request_id(),
@@ -34,26 +43,28 @@ class HarnessBls(HarnessStreams):
                 parameters=json.loads(request.parameters() or "{}"),
             )
         except InferError as e:
-            return _refused(self.model_name, e.message, decoupled_call)
-        if self.decoupled and not decoupled_call:
-            self._queued.pop(req._token, None)  # never executed: not in the statistics
-            return _refused(self.model_name, DECOUPLED_ONLY.format(self.model_name), False)
-        if not self.decoupled:
-            (resp,) = self.execute([req])
-            resp = self._checked(resp, req)
+            return _refused(model_name, e.message, decoupled_call)
+        decoupled = self._disk.decoupled
+        if decoupled and not decoupled_call:
+            executor.never_executed(req)
+            return _refused(model_name, DECOUPLED_ONLY.format(model_name), False)
+        if not decoupled:
+            (resp,) = executor.execute([req])
+            resp = executor.checked(resp, req)
             # The response comes with FINAL: a decoupled call to it yields just that one.
             return BlsResponses.of([resp], final_alone=False) if decoupled_call else resp
-        stream = BlsResponses(cancel=lambda: self._cancel_token(req._token))
-        with self._cond:
-            self._listeners[req._token] = lambda resp, flags: stream.put(
-                None if resp is None else self._checked(resp, req), bool(flags & FINAL)
-            )
+        token = req._token
+        stream = BlsResponses(cancel=lambda: self._streams.cancel(token))
+
+        def listen(resp: Optional[InferenceResponse], flags: int) -> None:
+            stream.put(None if resp is None else executor.checked(resp, req), bool(flags & FINAL))
+
+        self._streams.listen(token, listen)
 
         def run() -> None:
-            (ret,) = self.execute([req])
+            (ret,) = executor.execute([req])
             if ret is not None:  # the batch failed after what it sent: the error ends it
-                with self._cond:
-                    self._listeners.pop(req._token, None)
+                self._streams.unlisten(token)
                 stream.put(ret, True)
 
         threading.Thread(target=run, name="harness-bls", daemon=True).start()

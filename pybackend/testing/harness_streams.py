@@ -1,55 +1,145 @@
-"""The decoupled side of a :class:`~pybackend.testing.harness.ModelHarness`: what response
-senders send (also from the model's threads, after ``execute`` returned), collected until
-FINAL or handed on as they come, and the client's cancel."""
+"""The response senders of a :class:`~pybackend.testing.harness.ModelHarness`'s requests:
+what they send (also from the model's threads, after ``execute`` returned), kept until FINAL
+or handed to a listener as it comes, and the client's cancel (:class:`SenderStreams`); and
+the calls that read a request's stream (:class:`StreamCalls`: ``stream``, ``infer_stream``)."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .cancel_watch import CancelWatch
 from .harness_errors import no_final
-from .harness_execute import HarnessExecute, Inputs
 from .harness_responses import response_outputs, stream_outputs
+from .model_dir import ModelOnDisk
 from .results import Outputs
-from .transport import FINAL
+from .transport import FINAL, HarnessTransport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .harness_execute import Executor, Inputs
+
+#: Takes a response sent to a request (None: a FINAL flag alone) and the send's flags.
+Listener = Callable[[Optional[InferenceResponse], int], None]
 
 
-class HarnessStreams(HarnessExecute):
-    """Requests whose response senders answer, and their streams."""
+class SenderStreams:
+    """Per request token: what its response sender sent, whether its FINAL came, and who
+    takes its responses as they come (a live stream, a decoupled BLS call)."""
 
-    def __init__(self, model_dir: Union[str, Path], **kwargs: Any) -> None:
-        super().__init__(model_dir, **kwargs)
+    def __init__(self, transport: HarnessTransport) -> None:
+        self._transport = transport
+        self.cond = threading.Condition()
+        self._sent: Dict[int, List[InferenceResponse]] = {}
+        self._done: Dict[int, bool] = {}
         self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
-        # token -> what takes the responses of a decoupled BLS call to this model
-        self._listeners: Dict[int, Any] = {}
+        self._listeners: Dict[int, Listener] = {}
+
+    def on_send(
+        self, request: InferenceRequest, response: Optional[InferenceResponse], flags: int
+    ) -> None:
+        """A send of the request's response sender (the transport routes it here)."""
+        token = request._token
+        with self.cond:
+            listener = self._listeners.get(token)
+            if listener is not None:  # a live stream takes it as it comes
+                listener(response, flags)
+                if flags & FINAL:
+                    del self._listeners[token]
+                return
+            if response is not None:
+                sent = self._sent.setdefault(token, [])
+                sent.append(response)
+                if len(sent) == self._cancel_after.get(token):
+                    # Before send() returns, as a client's cancel that arrived meanwhile.
+                    self.cancel(token)
+            if flags & FINAL:
+                self._done[token] = True
+            self.cond.notify_all()
+
+    def final_answer(self, token: int) -> Optional[InferenceResponse]:
+        """The first response sent, once the sender's FINAL came (None before, or when the
+        FINAL came alone)."""
+        with self.cond:
+            sent = self._sent.get(token)
+            return sent[0] if sent and self._done.get(token) else None
+
+    def completed(self, token: int) -> bool:
+        """Whether the request's sender sent its FINAL."""
+        with self.cond:
+            return self._done.get(token, False)
+
+    def wait_final(self, token: int, timeout: float) -> Optional[List[InferenceResponse]]:
+        """What the sender sent, once its FINAL came (None: no FINAL within ``timeout``)."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: self._done.get(token, False), timeout):
+                return None
+            return list(self._sent.get(token, []))
+
+    def count(self, token: int) -> int:
+        with self.cond:
+            return len(self._sent.get(token, []))
+
+    def take(self, token: int) -> List[InferenceResponse]:
+        """What the sender sent, forgotten here."""
+        with self.cond:
+            return list(self._sent.pop(token, []))
+
+    def listen(self, token: int, listener: Listener) -> None:
+        with self.cond:
+            self._listeners[token] = listener
+
+    def unlisten(self, token: int) -> None:
+        with self.cond:
+            self._listeners.pop(token, None)
+
+    def cancel_after(self, token: int, after: int) -> None:
+        """The client cancels once the sender sent ``after`` responses (``0``: now)."""
+        if after <= 0:
+            self.cancel(token)
+        else:
+            self._cancel_after[token] = after
+
+    def cancels_after(self, token: int) -> Optional[int]:
+        return self._cancel_after.get(token)
+
+    def cancel(self, token: int) -> None:
+        """The request's client cancelled: its ``is_cancelled()`` turns true."""
+        with self._transport.lock:
+            self._transport.cancelled.add(token)
+
+    def end(self, token: int) -> None:
+        """The client is done with the request: no cancel is pending for it any more."""
+        with self._transport.lock:
+            self._transport.cancelled.discard(token)
+        self._cancel_after.pop(token, None)
+
+
+class StreamCalls:
+    """A request's responses as a client reads them, from what ``executor`` returns and
+    ``streams`` collects for the model in ``disk``."""
+
+    def __init__(self, disk: ModelOnDisk, executor: "Executor", streams: SenderStreams) -> None:
+        self._disk = disk
+        self._executor = executor
+        self._streams = streams
 
     def infer_stream(
         self,
-        inputs: Inputs,
-        timeout: float = 30.0,
-        cancel_after: Optional[int] = None,
-        on_response: Optional[Callable[[Outputs], None]] = None,
-        cancel_event: Optional[threading.Event] = None,
+        inputs: "Inputs",
+        timeout: float,
+        cancel_after: Optional[int],
+        on_response: Optional[Callable[[Outputs], None]],
+        cancel_event: Optional[threading.Event],
         **kwargs: Any,
     ) -> List[Outputs]:
-        """A decoupled model's responses to one request, as outputs by name (an error
-        response raises :class:`InferError`); the same call as :class:`ServerModel`'s.
-
-        ``cancel_after=n``: the client cancels once ``n`` responses came (``0``: at once);
-        from then on ``is_cancelled()`` is true for the request and its sender. The model
-        must still end the stream with FINAL; a CANCELLED error response ends it quietly.
-        ``on_response``: called with each response's outputs as the model sends it (also
-        from the model's threads), before this returns them all. ``cancel_event``: once
-        set (by another thread), the client cancels, as with ``cancel_after``.
-        ``kwargs``: as :meth:`request` (request id, sequence id and flags, ...)."""
-        req = self.request(inputs, **kwargs)
+        """:meth:`ModelHarness.infer_stream`."""
+        req = self._executor.request(inputs, **kwargs)
+        token = req._token
         if cancel_after is not None:
-            self._arm_cancel(req._token, cancel_after)
-        watch = CancelWatch(cancel_event, lambda: self._cancel_token(req._token))
+            self._streams.cancel_after(token, cancel_after)
+        watch = CancelWatch(cancel_event, lambda: self._streams.cancel(token))
         try:
             with watch:
                 if on_response is None:
@@ -57,29 +147,25 @@ class HarnessStreams(HarnessExecute):
                 else:
                     responses = self._stream_live(req, timeout, on_response)
         finally:
-            with self._transport.lock:
-                self._transport.cancelled.discard(req._token)
-            self._cancel_after.pop(req._token, None)
+            self._streams.end(token)
         quiet = cancel_after is not None or watch.cancelled
-        return stream_outputs([self._checked(r, req) for r in responses], req, quiet)
+        checked = [self._executor.checked(r, req) for r in responses]
+        return stream_outputs(checked, req, quiet)
 
     def stream(
-        self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
+        self, inputs: Union["Inputs", InferenceRequest], timeout: float
     ) -> List[InferenceResponse]:
-        """A decoupled model's responses to one request, until the response sender's FINAL
-        (waited for at most ``timeout`` seconds: senders may answer from threads)."""
-        req = inputs if isinstance(inputs, InferenceRequest) else self.request(inputs)
-        (ret,) = self.execute([req])
+        """:meth:`ModelHarness.stream`."""
+        req = inputs if isinstance(inputs, InferenceRequest) else self._executor.request(inputs)
+        (ret,) = self._executor.execute([req])
         if ret is not None:
-            with self._cond:
-                sent = list(self._streams.pop(req._token, []))
+            sent = self._streams.take(req._token)
             # A model that is not decoupled answers once (returned, or sent with FINAL: then
             # ret is that response); a decoupled one's batch failed: what was sent, the error.
-            return [ret] if not self.decoupled else sent + [ret]
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._done.get(req._token, False), timeout):
-                raise no_final(self.model_name, timeout, len(self._streams.get(req._token, [])))
-            return list(self._streams.pop(req._token, []))
+            return [ret] if not self._disk.decoupled else sent + [ret]
+        if self._streams.wait_final(req._token, timeout) is None:
+            raise no_final(self._disk.model_name, timeout, self._streams.count(req._token))
+        return self._streams.take(req._token)
 
     def _stream_live(
         self,
@@ -89,8 +175,9 @@ class HarnessStreams(HarnessExecute):
     ) -> List[InferenceResponse]:
         """:meth:`stream`, handing each response on as the model sends it (a listener
         takes them at the send, so a model that streams from inside ``execute`` is live)."""
-        if not self.decoupled:  # its one answer comes when execute is done: nothing to stream
-            responses = [self._checked(r, req) for r in self.stream(req, timeout)]
+        checked = self._executor.checked
+        if not self._disk.decoupled:  # its one answer comes when execute is done
+            responses = [checked(r, req) for r in self.stream(req, timeout)]
             for resp in responses:
                 if not resp.has_error():
                     on_response(response_outputs(resp, req))
@@ -101,58 +188,24 @@ class HarnessStreams(HarnessExecute):
 
         def listen(resp: Optional[InferenceResponse], flags: int) -> None:
             if resp is not None:
-                resp = self._checked(resp, req)
+                resp = checked(resp, req)
                 sent.append(resp)
                 if not resp.has_error():
                     on_response(response_outputs(resp, req))
-                if len(sent) == self._cancel_after.get(token):
-                    self._cancel_token(token)
+                if len(sent) == self._streams.cancels_after(token):
+                    self._streams.cancel(token)
             if flags & FINAL:
                 final.set()
 
-        with self._cond:
-            self._listeners[token] = listen
-        (ret,) = self.execute([req])
+        self._streams.listen(token, listen)
+        (ret,) = self._executor.execute([req])
         if ret is not None:  # a model's one response, or the error after what was sent
-            with self._cond:
-                self._listeners.pop(token, None)
-            ret = self._checked(ret, req)
+            self._streams.unlisten(token)
+            ret = checked(ret, req)
             if not ret.has_error():
                 on_response(response_outputs(ret, req))
             return sent + [ret]
         if not final.wait(timeout):
-            with self._cond:
-                self._listeners.pop(token, None)
-            raise no_final(self.model_name, timeout, len(sent))
+            self._streams.unlisten(token)
+            raise no_final(self._disk.model_name, timeout, len(sent))
         return sent
-
-    def _arm_cancel(self, token: int, after: int) -> None:
-        if after <= 0:
-            self._cancel_token(token)
-        else:
-            self._cancel_after[token] = after
-
-    def _on_send(
-        self, request: InferenceRequest, response: Optional[InferenceResponse], flags: int
-    ) -> None:
-        with self._cond:
-            listener = self._listeners.get(request._token)
-            if listener is not None:  # a decoupled BLS call's stream takes it as it comes
-                listener(response, flags)
-                if flags & FINAL:
-                    del self._listeners[request._token]
-                return
-            if response is not None:
-                sent = self._streams.setdefault(request._token, [])
-                sent.append(response)
-                if len(sent) == self._cancel_after.get(request._token):
-                    # Before send() returns, as a client's cancel that arrived meanwhile.
-                    self._cancel_token(request._token)
-            if flags & FINAL:
-                self._done[request._token] = True
-            self._cond.notify_all()
-
-    def _cancel_token(self, token: int) -> None:
-        """The request's client cancelled: its ``is_cancelled()`` turns true."""
-        with self._transport.lock:
-            self._transport.cancelled.add(token)

@@ -15,6 +15,8 @@ from ..utils.bytes_codec import deserialize_bytes_tensor
 from ..utils.config_rules import load_refusals
 from ..utils.dtypes import CONFIG_NAME_TO_CODE, TYPE_BYTES, triton_to_numpy_type
 from ..utils.errors import TritonModelException
+from .engine import OfflineEngine
+from .harness_errors import InferError
 
 Sample = Tuple[str, int, List[Dict[str, np.ndarray]]]  # name, iterations, the batch's inputs
 
@@ -72,7 +74,7 @@ def _sample_input(spec: Mapping[str, Any], batched: bool, model_dir: Path) -> np
     return np.zeros(shape, dtype)
 
 
-def run_warmup(model: Any) -> None:
+def run_warmup(model: OfflineEngine) -> None:
     """Run ``model``'s warmup samples (a started ModelHarness or StubModel) as the server
     runs them on an instance; TritonModelException with the server's text for the first
     sample that fails."""
@@ -84,9 +86,7 @@ def run_warmup(model: Any) -> None:
                 raise TritonModelException(f"failed to run warmup sample '{name}': {reasons}")
 
 
-def _errors(model: Any, batch: List[Dict[str, np.ndarray]]) -> List[str]:
-    from .harness_errors import InferError
-
+def _errors(model: OfflineEngine, batch: List[Dict[str, np.ndarray]]) -> List[str]:
     if not model.decoupled:
         return [r.message for r in model.infer_batch(batch) if isinstance(r, InferError)]
     errors = []

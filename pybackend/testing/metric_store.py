@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import PybackendError
+from ..stub.failures import failed_request_text
 
 KIND_NAMES = {
     0: "TRITONSERVER_METRIC_KIND_COUNTER",
@@ -133,4 +134,4 @@ class MetricStore:
 
 def metric_refusal(instance_name: str, message: str) -> str:
     """A refusal as the backend hands it to the stub (pb_utils puts the operation first)."""
-    return f"Failed to process the request for model '{instance_name}', message: {message}"
+    return failed_request_text(instance_name, message)

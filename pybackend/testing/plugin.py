@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, List, Sequence, Union
 
 import pytest
 
+from .engine import Engine
 from .harness import ModelHarness
 from .server_model import ServerModel
 from .stub_model import StubModel
@@ -64,7 +65,7 @@ def triton_model(pybackend_mode: str) -> Iterator[Callable[..., Any]]:
         model_dir: Union[str, Path], *, others: Sequence[Union[str, Path]] = (), **kwargs: Any
     ) -> Any:
         if pybackend_mode == "server":
-            model: Any = ServerModel(model_dir, others=others, **kwargs)
+            model: Engine = ServerModel(model_dir, others=others, **kwargs)
         else:
             kind = StubModel if pybackend_mode == "stub" else ModelHarness
             for other in others:

@@ -19,6 +19,7 @@ from .metric_store import MetricError, MetricRecord, MetricStore, metric_refusal
 if TYPE_CHECKING:  # pragma: no cover
     from ..utils.request import InferenceRequest
     from .harness import ModelHarness
+    from .harness_streams import SenderStreams
 
 FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
 
@@ -40,7 +41,8 @@ class HarnessTransport(Transport):
         self.lock = threading.RLock()
         self.harnesses: List["ModelHarness"] = []
         self.fakes: Dict[str, BlsFake] = {}
-        self.by_token: Dict[int, "ModelHarness"] = {}
+        # token -> where its response sender's sends go (the streams of its harness)
+        self.by_token: Dict[int, "SenderStreams"] = {}
         self.cancelled: Set[int] = set()  # tokens whose client cancelled
         self.tokens = itertools.count(1)
         self.local = threading.local()  # .harness: the one whose model runs on this thread
@@ -81,10 +83,10 @@ class HarnessTransport(Transport):
         self, request: "InferenceRequest", response: Optional[InferenceResponse], flags: int
     ) -> None:
         with self.lock:
-            h = self.by_token.get(request._token)
-        if h is None:
+            streams = self.by_token.get(request._token)
+        if streams is None:
             raise TritonModelException("this request does not belong to a running harness")
-        h._on_send(request, response, flags)
+        streams.on_send(request, response, flags)
 
     def is_cancelled(self, request: "InferenceRequest") -> bool:
         with self.lock:

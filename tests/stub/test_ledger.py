@@ -218,6 +218,75 @@ def test_a_failed_batch_returns_the_blocks_of_inputs_never_wrapped(parts) -> Non
     assert sorted(frees(async_ch)) == [(0, 0), (0, 128), (GPU_HOLD_SEG, 77)]
 
 
+BIG = 64 << 20  # a 64 MiB tensor: far past URGENT_FREE_BYTES
+
+
+def peer_segment(st: StubState, size: int) -> None:
+    """Segment 0 of the backend's arena, ``size`` bytes (pages are touched only if read)."""
+    fd = os.memfd_create("unit-peer")
+    os.ftruncate(fd, size)
+    st.peer.add(0, size, fd)
+
+
+def test_wrap_returns_a_block_with_its_size_when_the_last_view_dies(parts) -> None:
+    st, _, _, _ = parts
+    peer_segment(st, BIG + 4096)
+    led = st.ledger
+    arr = led.wrap(0, 4096, BIG, lambda buf: buf.view(np.float32).reshape(1024, -1))
+    assert arr.shape == (1024, BIG // 4096) and not led.queue
+    view = arr[3]
+    del arr
+    gc.collect()
+    assert not led.queue  # a view keeps the block
+    del view
+    assert list(led.queue) == [(0, 4096)] and led.pending_bytes == BIG
+    assert led.urgent and woken(st)  # big: the reader returns it at once
+
+
+def test_wrap_of_an_empty_tensor_gives_the_block_back_now(parts) -> None:
+    st, _, _, _ = parts
+    peer_segment(st, 4096)
+    arr = st.ledger.wrap(0, 64, 0, lambda buf: buf)
+    assert arr.size == 0 and list(st.ledger.queue) == [(0, 64)]
+
+
+def test_wrap_tracks_nothing_when_the_tensor_cannot_be_made(parts) -> None:
+    st, _, _, _ = parts
+    peer_segment(st, 4096)
+
+    def refuse(buf: np.ndarray) -> np.ndarray:
+        raise ValueError("not this one")
+
+    with pytest.raises(ValueError):
+        st.ledger.wrap(0, 64, 64, refuse)
+    gc.collect()
+    assert not st.ledger.queue  # the caller returns it (give_back_unwrapped)
+
+
+def test_a_64_mib_bls_output_goes_back_at_once_when_it_dies(parts) -> None:
+    """A BLS response's output in the backend's arena is wrapped as an execute input is:
+    with its size, so a big one takes the immediate return (URGENT_FREE_BYTES) instead of
+    waiting FLUSH_S for company (docs/protocol.md, "Memory lifetimes")."""
+    from pybackend.ipc.codec import ResponseDesc
+    from pybackend.stub.bls import BlsClient
+
+    st, _, async_ch, _ = parts
+    peer_segment(st, BIG)
+    client = BlsClient(st)
+    out = TensorDesc("OUT", TYPE_UINT8, Location.BACKEND_ARENA, (BIG,), BIG, 0, 0)
+    resp = client._response(ResponseDesc([out]))
+    tensor = resp.output_tensors()[0]
+    assert tensor.as_numpy().nbytes == BIG and not st.ledger.queue
+    del resp, tensor
+    gc.collect()
+    led = st.ledger
+    assert list(led.queue) == [(0, 0)] and led.pending_bytes == BIG and led.urgent
+    assert woken(st)
+    now = time.monotonic()
+    assert led.tick(now, None) is None  # flushed on this turn, not FLUSH_S later
+    assert frees(async_ch) == [(0, 0)]
+
+
 # ---------------------------------------------------------------------- our blocks
 
 

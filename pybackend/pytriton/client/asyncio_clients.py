@@ -10,8 +10,8 @@ from typing import Any, AsyncIterator, Dict, Optional, Tuple, Union
 import numpy as np
 
 from .._context import TritonModelConfig
-from . import DecoupledModelClient, FuturesModelClient, parse_url
 from .exceptions import PyTritonClientValueError
+from .sync_clients import DecoupledModelClient, FuturesModelClient, parse_url
 
 _Params = Optional[Dict[str, Union[str, int, bool]]]
 _END = object()

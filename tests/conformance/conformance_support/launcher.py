@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from pybackend.server import TritonServer
 
 from .backend import selected_backend
+from .backends_dir import backend_dir_env
 
 # Environment every server of the suite gets. PYTHONDONTWRITEBYTECODE is blanked (empty
 # means unset to CPython) so that "no __pycache__ in the model repository" is a real check.
@@ -30,13 +31,17 @@ def start_server(
     model_control_mode: str | None = None,
     load_models: Iterable[str] = (),
     ready_timeout: float = 90.0,
+    backend_dir: pathlib.Path | None = None,
 ) -> TritonServer:
-    """An un-entered TritonServer for the selected backend (use it as a context manager)."""
+    """An un-entered TritonServer for the selected backend (use it as a context manager).
+
+    ``backend_dir``: a backends directory to serve from instead (conformance_support.
+    backends_dir builds one whose ``python`` is the selected backend)."""
     return TritonServer(
         model_repository,
-        backend=selected_backend(),
+        backend=str(backend_dir) if backend_dir is not None else selected_backend(),
         extra_args=tuple(extra_args),
-        env={**BASE_ENV, **(env or {})},
+        env={**BASE_ENV, **(backend_dir_env() if backend_dir is not None else {}), **(env or {})},
         ready_timeout=ready_timeout,
         model_control_mode=model_control_mode,
         load_models=tuple(load_models),

@@ -1,0 +1,77 @@
+"""The model's code as the offline harness runs it: the ``TritonPythonModel`` instance, the
+event loop thread its coroutines run on (one, as in the stub), and the mark that says whose
+model code runs on a thread (pb_utils' logs and BLS calls go to that harness)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from typing import Any, Optional
+
+from .transport import HarnessTransport
+
+
+class ModelCode:
+    """The model instance of ``owner`` (what the transport routes its logs and BLS calls
+    to) and where its coroutines run."""
+
+    def __init__(self, owner: Any, transport: HarnessTransport) -> None:
+        self._owner = owner
+        self._transport = transport
+        #: The model's TritonPythonModel instance while the harness runs (None before its
+        #: ``initialize`` ran and after close).
+        self.model: Any = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_thread: Optional[threading.Thread] = None
+
+    def running(self) -> "Running":
+        """Marks this model's code as running on the calling thread, for the block."""
+        return Running(self._transport, self._owner)
+
+    def call(self, method: str, *args: Any) -> Any:
+        """The model's ``method`` (its coroutine run to its end), marked as running."""
+        with self.running():
+            return self.settle(getattr(self.model, method)(*args))
+
+    def settle(self, result: Any) -> Any:
+        """``result``, or what it returns when it is a coroutine (run on the model's loop)."""
+        return self.run(result) if inspect.iscoroutine(result) else result
+
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine of the model on its event loop (one thread, like the stub's)."""
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="harness-loop", daemon=True)
+            thread.start()
+            self._loop, self._loop_thread = loop, thread
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def stop_loop(self) -> None:
+        """The event loop thread ends (a later coroutine starts a new one)."""
+        if self._loop is None:
+            return
+        loop, thread = self._loop, self._loop_thread
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(5)
+        if not loop.is_running():
+            loop.close()
+        self._loop = self._loop_thread = None
+
+
+class Running:
+    """Marks the harness whose model code runs on this thread (for logs and BLS)."""
+
+    def __init__(self, transport: HarnessTransport, harness: Any) -> None:
+        self._transport = transport
+        self.harness = harness
+        self.previous: Any = None
+
+    def __enter__(self) -> None:
+        local = self._transport.local
+        self.previous = getattr(local, "harness", None)
+        local.harness = self.harness
+
+    def __exit__(self, *exc: object) -> None:
+        self._transport.local.harness = self.previous
