@@ -21,6 +21,8 @@ import os
 import struct
 from typing import Optional, Tuple
 
+from ..utils.native import helpers as _native
+
 BLOCK = 64 * 1024
 HEAD = 64
 SLOT = BLOCK - HEAD
@@ -85,6 +87,15 @@ class Lane:
         body = memoryview(self._mm)[_DOWN + HEAD : _DOWN + HEAD + n]
         w[_D_FULL] = 0
         return kind, msg_id, body
+
+    def spin(self, seen: int, limit_s: float) -> bool:
+        """Poll the down bell until it differs from ``seen`` (True) or ``limit_s`` passes
+        (False), in C with the GIL released (csrc/stub_native/lane_spin.cc): a poll in Python
+        would keep the stub's other threads waiting for the GIL. False at once where the
+        native helpers are missing: the stub then sleeps at once, as without a spin."""
+        if _native is None:
+            return False
+        return bool(_native.pb_lane_spin(self._down_bell, seen, int(limit_s * 1e9)))
 
     def wait(self, seen: int, timeout_s: float) -> None:
         """Sleep (GIL released) until the down bell differs from ``seen`` or for at most
