@@ -40,7 +40,7 @@ def decision() -> str:
         repo = Path(tmp) / "models"
         repository.write_repository(repo, native=False, names=("identity",))
         with TritonServer(repo, backend="ours", extra_args=["--log-verbose=1"]) as server:
-            found = re.findall(r"model '\w+': sync spin .*", server.log_text())
+            found = re.findall(r"model '\w+': sync spin [^\"\n]*", server.log_text())
     return found[0] if found else "no 'sync spin' line in the log (an older backend?)"
 
 

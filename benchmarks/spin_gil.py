@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pybackend.ipc.lane import BLOCK, Lane
 
 
-def rate_while(wait: Callable[[], None], seconds: float) -> float:
+def rate_while(wait: Callable[[], object], seconds: float) -> float:
     """Counts per second of a Python loop in a second thread while ``wait`` runs in a loop."""
     stop = threading.Event()
     count = [0]

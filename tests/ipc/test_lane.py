@@ -18,6 +18,7 @@ import pytest
 from pybackend.ipc import lane as lane_mod
 from pybackend.ipc.channel import Channel
 from pybackend.ipc.lane import BLOCK, HEAD, Lane
+from pybackend.utils import native
 
 pytestmark = pytest.mark.skipif(
     os.uname().machine != "x86_64", reason="the lane exists on x86-64 only"
@@ -106,7 +107,7 @@ def test_wait_sleeps_while_the_bell_is_unchanged(page: tuple[Lane, memoryview], 
 
 
 needs_native = pytest.mark.skipif(
-    lane_mod._native is None, reason="the native helpers are not built (make build)"
+    native.helpers is None, reason="the native helpers are not built (make build)"
 )
 
 
@@ -147,7 +148,7 @@ def test_without_the_native_helpers_spin_returns_at_once(
     page: tuple[Lane, memoryview], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lane, w = page
-    monkeypatch.setattr(lane_mod, "_native", None)
+    monkeypatch.setattr(lane, "_spin_c", None)  # as where libpybackend_native.so is missing
     w[0] = 3
     ring = threading.Timer(0.01, w.__setitem__, (0, 4))
     ring.start()
