@@ -1,8 +1,8 @@
-"""The native unit tests, built with CMake into a temporary directory and run, so they are part of
-every test run: csrc/tests/ipc_test.cc (codec, arena, channel, JSON, parallel copy, cgroup CPU
-limit, the sync spin's decision and the lane's poll) and csrc/tests/ledger_test.cc
-(MemoryLedger's state transitions: lent blocks pinned and freed, the stub's blocks returned,
-device holds and IPC mappings on a fake libcuda.so.1, teardown)."""
+"""The native unit tests, built with CMake into a temporary directory and run, so they are part
+of every test run: csrc/tests/ipc_test.cc (codec, arena, channel, JSON, parallel copy, cgroup
+CPU limit) and csrc/tests/ledger_test.cc (MemoryLedger's state transitions: lent blocks pinned
+and freed, the stub's blocks returned, device holds and IPC mappings on a fake libcuda.so.1,
+teardown)."""
 
 from __future__ import annotations
 
