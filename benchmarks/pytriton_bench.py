@@ -8,6 +8,13 @@ process), the same callable, the same tritonserver binary, interleaved windows::
 Per row: req/s, p50/p99 µs, Triton's backend µs/req, and CPU of every process of each
 side (tritonserver, and the rest: the user's process plus PyTriton's stub and proxy) as %
 of one core. The load generator and windows are the main benchmark's (measure.py).
+
+The GPU row (ours only; skipped, with the reason, without a GPU, torch and cupy): a 64 MiB
+FP32 tensor through two callables bound in this process, the client's CUDA shared memory in
+and out: ``Tensor(device="cuda")`` returning its input tensor (no host round trip), against
+a numpy callable that moves the same data to the GPU and back (the backend stages it
+through the host both ways). Measured as benchmarks/gpu_identity.py measures (client
+median, backend µs/req from Triton's statistics, copies per request).
 """
 
 from __future__ import annotations
@@ -161,12 +168,106 @@ def markdown(rows: list[dict[str, object]]) -> str:
     return head + body
 
 
+GPU_MIB = 64
+GPU_MODELS = {
+    "bind_gpu_identity": "Tensor(device='cuda') identity, 64 MiB",
+    "bind_numpy_round_trip": "numpy callable, host round trip, 64 MiB",
+}
+
+
+def gpu_rows(requests: int) -> tuple[list[dict[str, object]], str | None]:
+    """The GPU rows, or why they are skipped."""
+    from benchmarks import gpu_identity
+
+    missing = gpu_identity.gpu_missing()
+    if missing is None:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                missing = f"torch {torch.__version__} sees no CUDA device"
+        except ImportError:
+            missing = "torch is not installed (GPU inputs are torch tensors)"
+    if missing is not None:
+        return [], missing
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    from pybackend.pytriton.model_config import ModelConfig, Tensor
+    from pybackend.pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
+
+    def identity(reqs: list) -> list:
+        return [{"OUT": r["IN"]} for r in reqs]  # the CUDA tensor itself
+
+    def numpy_round_trip(reqs: list) -> list:
+        return [{"OUT": torch.from_numpy(r["IN"]).cuda().cpu().numpy()} for r in reqs]
+
+    def io(device: str) -> dict:
+        return {
+            "inputs": [Tensor(name="IN", dtype=np.float32, shape=(-1,), device=device)],
+            "outputs": [Tensor(name="OUT", dtype=np.float32, shape=(-1,), device=device)],
+        }
+
+    http, grpc, metrics = free_ports(3, "127.0.0.1")
+    config = TritonConfig(
+        http_address="127.0.0.1",
+        grpc_address="127.0.0.1",
+        metrics_address="127.0.0.1",
+        http_port=http,
+        grpc_port=grpc,
+        metrics_port=metrics,
+    )
+    x = np.random.default_rng(0).random(GPU_MIB * MIB // 4, dtype=np.float32)
+    rows: list[dict[str, object]] = []
+    # Open endpoints: the client registers CUDA shared memory and reads the statistics.
+    unrestricted = TritonSecurityConfig(restricted_endpoints=[])
+    with Triton(config=config, security_config=unrestricted) as triton:
+        unbatched = ModelConfig(batching=False)
+        triton.bind("bind_gpu_identity", identity, **io("cuda"), config=unbatched)
+        triton.bind("bind_numpy_round_trip", numpy_round_trip, **io("cpu"), config=unbatched)
+        server = triton.server
+        assert server is not None
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        try:
+            for model, title in GPU_MODELS.items():
+                result = gpu_identity.measure_row(server, client, model, x, _Requests(requests))
+                rows.append({"workload": model, "title": title, "impl": "ours", **result})
+        finally:
+            client.close()
+    return rows, None
+
+
+class _Requests:
+    """The argument gpu_identity.measure_row reads (its --requests)."""
+
+    def __init__(self, requests: int) -> None:
+        self.requests = requests
+
+
+def gpu_markdown(rows: list[dict[str, object]]) -> str:
+    head = "| workload | client median µs | backend µs/req | copies/request |\n|---|---|---|---|\n"
+    body = ""
+    for r in rows:
+        if "error" in r:
+            body += f"| {r['title']} | error: {r['error']} | | |\n"
+            continue
+        moved = r["copies_per_request"]
+        assert isinstance(moved, dict)
+        body += (
+            f"| {r['title']} | {_fmt(r['client_median_us'])} | {_fmt(r['backend_us'])} | "
+            + ", ".join(f"{d} {v:g}" for d, v in moved.items())
+            + " |\n"
+        )
+    return head + body
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.pytriton_bench")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--window", type=float, default=1.5)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--gpu-requests", type=int, default=30)
     args = parser.parse_args(argv)
     if not PYTHONS["pytriton"].exists():
         print("no .venv-pytriton: run `make .venv-pytriton` first", file=sys.stderr)
@@ -209,8 +310,13 @@ def main(argv: list[str]) -> int:
             for s in servers.values():
                 s.stop()
     print(markdown(rows))
+    gpu, skipped = gpu_rows(args.gpu_requests)
+    if skipped is not None:
+        print(f"\nGPU row skipped: {skipped}")
+    else:
+        print("\n" + gpu_markdown(gpu))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        args.json.write_text(json.dumps(rows + gpu, indent=2))
     return 0
 
 

@@ -34,12 +34,10 @@ def main() -> None:
         grpc_port=args.grpc_port,
         metrics_port=args.metrics_port,
     )
-    extra = {}
-    if args.impl == "pytriton":
-        # PyTriton 0.7 guards /v2/models/<m>/stats with an access token by default; the
-        # benchmark reads Triton's backend time there (no effect on the inference path).
-        extra["security_config"] = triton_mod.TritonSecurityConfig(restricted_endpoints=[])
-    with triton_mod.Triton(config=config, **extra) as triton:
+    # PyTriton 0.7 (and ours, with its defaults) guards /v2/models/<m>/stats with an access
+    # token; the benchmark reads Triton's backend time there (no effect on the inference path).
+    security = triton_mod.TritonSecurityConfig(restricted_endpoints=[])
+    with triton_mod.Triton(config=config, security_config=security) as triton:
         triton.bind(
             model_name="identity",
             infer_func=identity,

@@ -82,7 +82,7 @@ class BenchServer:
             *self.args,
         ]
         if self.kind == "ours":
-            # Experiments with our backend's options, e.g. "execute-spin-us=50,inline-threshold=0".
+            # Experiments with our backend's options, e.g. "ipc-spin-us=50,inline-threshold=0".
             extra = os.environ.get("PYBACKEND_BENCH_OURS_CONFIG", "")
             cmd += [f"--backend-config=python,{kv}" for kv in extra.split(",") if kv]
         return self.launch(

@@ -13,7 +13,8 @@
 #                (its table is copied into summary.txt)
 #   cpu_bench.txt  scripts/gpu_cpu_bench.sh: benchmarks.run (quick mode) ours vs the original vs
 #                native on the machine's idle cores, with nproc, load, CPU model, the original's
-#                setup (or why it could not start) and the JSON; only if time is left
+#                setup (or why it could not start), the sync spin's A/B (benchmarks/spin_ab.py)
+#                and the JSON; only if time is left
 # At most 8 files: that is what a device call brings back.
 #
 # Bounded: every step runs under `timeout`, and the whole script ends within GPU_CHECK_BUDGET
@@ -29,7 +30,8 @@
 #   GPU_CHECK_BUDGET=390     seconds for the whole script; PYTEST_ARGS extra pytest arguments
 #   GPU_BENCH_RESERVE=100    seconds kept for the benchmark; GPU_BENCH_REQUESTS=50 per row
 #   GPU_CPU_BENCH_MIN=75, GPU_CPU_BENCH_CAP=150, GPU_CPU_BENCH_ARGS=--quick   the CPU benchmark
-#                            (GPU_CPU_BENCH_CAP=0 skips it)
+#                            (GPU_CPU_BENCH_CAP=0 skips it); GPU_SPIN_AB=1|only|0 the spin A/B
+#                            after it, instead of it, or not (scripts/gpu_cpu_bench.sh)
 set -u
 
 OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -171,7 +173,8 @@ else
         # Its own cap is 10 s inside the step's, so it can still write why it stopped.
         step cpubench "$cpu_cap" "$OUT/build.log" bash scripts/gpu_cpu_bench.sh \
             "$OUT/cpu_bench.txt" "$((cpu_cap - 10))"
-        grep -E '^(nproc|CPU|original( backend)?|benchmark):' "$OUT/cpu_bench.txt" >>"$SUMMARY"
+        grep -E '^(nproc|CPU|original( backend)?|benchmark|decision|spin A/B):' \
+            "$OUT/cpu_bench.txt" >>"$SUMMARY"
     fi
 fi
 kill_ours

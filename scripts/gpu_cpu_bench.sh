@@ -13,6 +13,12 @@
 # then starts a server with the original and one model, as the benchmark will, and prints how
 # its stub runs or, if it cannot serve, its log; then ours and the native floor run alone.
 #
+# Then, with the time left and the original ready, the sync spin's A/B (issue 31 part 2,
+# benchmarks/spin_ab.py): the single-round-trip rows with our spin in auto mode (on with 16
+# cores) against it forced off, 3 interleaved runs a side, each against the original in the
+# same run, with the spread. GPU_SPIN_AB=1 (default: after the benchmark), only (instead of
+# it: give the step its time with GPU_CPU_BENCH_CAP), 0 (not at all).
+#
 # Usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]   (the benchmark's own cap, default 150)
 #   PY, KIT, SITE as in gpu_check.sh (exported there); GPU_CPU_BENCH_ARGS (default --quick)
 #   are benchmarks.run's options.
@@ -24,6 +30,7 @@ PY=${PY:-python3}
 KIT=${KIT:-.gpu-kit}
 SITE=${SITE:-/tmp/pybackend-gpu-site}
 ARGS=${GPU_CPU_BENCH_ARGS:---quick}
+SPIN_AB=${GPU_SPIN_AB:-1}
 T0=$(date +%s)
 note() { echo "$*" >>"$REPORT"; }
 elapsed() { echo "$(($(date +%s) - T0))s"; }
@@ -90,19 +97,41 @@ else
 fi
 
 # ---------------------------------------------------------------- the benchmark
-left=$((CAP - $(date +%s) + T0 - 5))
-note ""
-note "## python -m benchmarks.run $ARGS --backends $backends (limit ${left}s)"
+rc=0
 json=$(mktemp "${TMPDIR:-/tmp}/pybackend-cpu-bench.XXXXXX.json")
-# shellcheck disable=SC2086
-timeout -k 10 "$left" "$PY" -m benchmarks.run $ARGS --backends "$backends" --json "$json" \
-    >>"$REPORT" 2>&1
-rc=$?
-case $rc in
-    0) note "benchmark: done ($(elapsed) in all)" ;;
-    124 | 137) note "benchmark: TIMED OUT after ${left}s ($(elapsed) in all)" ;;
-    *) note "benchmark: failed rc=$rc ($(elapsed) in all)" ;;
-esac
+if [ "$SPIN_AB" = only ]; then
+    note "benchmark: skipped (GPU_SPIN_AB=only)"
+else
+    left=$((CAP - $(date +%s) + T0 - 5))
+    note ""
+    note "## python -m benchmarks.run $ARGS --backends $backends (limit ${left}s)"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$left" "$PY" -m benchmarks.run $ARGS --backends "$backends" --json "$json" \
+        >>"$REPORT" 2>&1
+    rc=$?
+    case $rc in
+        0) note "benchmark: done ($(elapsed) in all)" ;;
+        124 | 137) note "benchmark: TIMED OUT after ${left}s ($(elapsed) in all)" ;;
+        *) note "benchmark: failed rc=$rc ($(elapsed) in all)" ;;
+    esac
+fi
+
+# ---------------------------------------------------------------- the sync spin's A/B
+left=$((CAP - $(date +%s) + T0 - 5))
+if [ "$SPIN_AB" = 0 ]; then
+    note "spin A/B: skipped (GPU_SPIN_AB=0)"
+elif [ "$backends" != original,ours,native ]; then
+    note "spin A/B: NOT RUN (it measures against the original, which could not start)"
+elif [ "$left" -lt 40 ]; then
+    note "spin A/B: NOT RUN (${left}s left of the cap, it needs 40s at least)"
+else
+    note ""
+    note "## python -m benchmarks.spin_ab --budget $((left - 10)) (limit ${left}s)"
+    timeout -k 10 "$left" "$PY" -m benchmarks.spin_ab --budget "$((left - 10))" >>"$REPORT" 2>&1
+    ab=$?
+    note "spin A/B: rc=$ab ($(elapsed) in all)"
+    [ "$rc" -eq 0 ] && rc=$ab
+fi
 if [ -s "$json" ]; then
     note ""
     note "### JSON"

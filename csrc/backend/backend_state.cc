@@ -113,12 +113,18 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
       int64_t n = ParseInt(key, value);
       if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, "inline-threshold can't be negative.");
       c->inline_threshold = static_cast<uint64_t>(n);
-    } else if (key == "execute-spin-us") {
-      int64_t n = ParseInt(key, value);
-      if (n < 0 || n > 1000000) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-spin-us must be between 0 and 1000000.");
+    } else if (key == "ipc-spin-us" || key == "execute-spin-us") {
+      // execute-spin-us: the earlier name, from when only the backend's side polled.
+      if (value == "auto") {
+        c->ipc_spin_us = kLaneSpinAuto;
+      } else {
+        int64_t n = ParseInt(key, value);
+        if (n < 0 || n > 1000000) {
+          Throw(TRITONSERVER_ERROR_INVALID_ARG,
+                key + " must be \"auto\" or between 0 and 1000000 (microseconds, 0 = off).");
+        }
+        c->ipc_spin_us = n;
       }
-      c->execute_spin_us = n;
     } else if (key == "execute-timeout-seconds") {
       int64_t n = ParseInt(key, value);
       if (n < 0) {

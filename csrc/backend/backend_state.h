@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/instance_metrics.h"
+#include "backend/lane_spin.h"
 #include "triton/tritonbackend.h"
 
 namespace pybackend {
@@ -21,7 +22,7 @@ struct BackendConfig {
   std::string shm_region_prefix = "triton_python_backend_shm_region_";
   std::string python_executable;        // ours: interpreter for the stubs
   uint64_t inline_threshold = 4096;     // ours: tensors up to this size travel in the message
-  int64_t execute_spin_us = 0;          // ours: busy-poll before blocking on RESULT
+  int64_t ipc_spin_us = kLaneSpinAuto;  // ours: poll before sleeping on sync (lane_spin.h)
   int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
   bool stub_restart = true;             // ours: replace a dead stub with a new one
   bool ipc_lane = true;                 // ours: EXECUTE/RESULT through shared memory (ipc/lane.h)

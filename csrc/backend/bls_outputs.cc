@@ -133,31 +133,21 @@ std::string ParametersJson(TRITONSERVER_InferenceResponse* resp) {
 
 }  // namespace
 
-std::vector<OutBuf*> WriteBlsResponse(ipc::Writer& w, TRITONSERVER_InferenceResponse* resp) {
+std::vector<OutBuf*> WriteBlsResponse(ipc::BlsResponseEncoder& enc,
+                                      TRITONSERVER_InferenceResponse* resp) {
   std::vector<OutBuf*> named;
   TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseError(resp);  // owned by resp
   if (err != nullptr) {
-    w.U8(1);
-    w.U32(TRITONSERVER_ErrorCode(err));
-    w.Str(TRITONSERVER_ErrorMessage(err));
-    w.Str("");
-    w.U32(0);
+    enc.ErrorResponse(TRITONSERVER_ErrorCode(err), TRITONSERVER_ErrorMessage(err));
     return named;
   }
   uint32_t count = 0;
   std::string count_err = TakeMessage(TRITONSERVER_InferenceResponseOutputCount(resp, &count));
   if (!count_err.empty()) {
-    w.U8(1);
-    w.U32(TRITONSERVER_ERROR_INTERNAL);
-    w.Str("cannot read the BLS response: " + count_err);
-    w.Str("");
-    w.U32(0);
+    enc.ErrorResponse(TRITONSERVER_ERROR_INTERNAL, "cannot read the BLS response: " + count_err);
     return named;
   }
-  w.U8(0);
-  w.Str(ParametersJson(resp));
-  size_t count_at = w.size();
-  w.U32(0);
+  enc.BeginResponse(ParametersJson(resp));
   uint32_t written = 0;
   for (uint32_t i = 0; i < count; ++i) {
     const char* name = nullptr;
@@ -176,29 +166,25 @@ std::vector<OutBuf*> WriteBlsResponse(ipc::Writer& w, TRITONSERVER_InferenceResp
       continue;
     }
     auto* out = static_cast<OutBuf*>(userp);
+    const ipc::TensorHead head{name, static_cast<uint8_t>(dtype), shape,
+                               static_cast<uint32_t>(ndim), size};
     if (out != nullptr && out->gpu) {
-      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::GPU_IPC, shape,
-                           static_cast<uint32_t>(ndim), size);
-      ipc::WriteGpuRef(w, out->gpu_ref);
+      enc.GpuTensor(head, out->gpu_ref);
       named.push_back(out);
     } else if (out != nullptr && out->arena) {
-      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA,
-                           shape, static_cast<uint32_t>(ndim), size);
-      w.U32(out->seg);
-      w.U64(out->offset);
+      enc.ArenaTensor(head, ipc::Location::BACKEND_ARENA, out->seg, out->offset);
       named.push_back(out);
     } else {
-      ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::INLINE, shape,
-                           static_cast<uint32_t>(ndim), size);
+      uint8_t* dst = enc.InlineTensor(head);
       if (size > 0 && base != nullptr && mem != TRITONSERVER_MEMORY_GPU) {
-        std::memcpy(w.Extend(size), base, size);
+        std::memcpy(dst, base, size);
       } else if (size > 0) {
-        std::memset(w.Extend(size), 0, size);  // not reachable with our allocator
+        std::memset(dst, 0, size);  // not reachable with our allocator
       }
     }
     ++written;
   }
-  w.PatchU32(count_at, written);
+  enc.EndResponse(written);
   return named;
 }
 

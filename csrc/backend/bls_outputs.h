@@ -12,6 +12,7 @@
 
 #include "backend/stub_session.h"
 #include "ipc/codec.h"
+#include "ipc/messages/bls.h"
 #include "triton/tritonserver_infer.h"
 
 namespace pybackend {
@@ -44,8 +45,9 @@ struct OutBuf {
 // One allocator for the process; its userp is the call's BlsOutputTarget.
 TRITONSERVER_ResponseAllocator* BlsAllocator();
 
-// Appends the ResponseBody of `resp`; returns the lent buffers it names (to mark handed once
-// the message is out).
-std::vector<OutBuf*> WriteBlsResponse(ipc::Writer& w, TRITONSERVER_InferenceResponse* resp);
+// Writes `resp` as the BLS_RESPONSE's response; returns the lent buffers it names (to mark
+// handed once the message is out).
+std::vector<OutBuf*> WriteBlsResponse(ipc::BlsResponseEncoder& enc,
+                                      TRITONSERVER_InferenceResponse* resp);
 
 }  // namespace pybackend

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <vector>
 
+#include "backend/bls_cycles.h"
 #include "backend/bls_outputs.h"
 #include "backend/error.h"
 #include "backend/gpu_transfer.h"
@@ -77,16 +78,20 @@ struct BlsCall {
 
 namespace {
 
-bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::Writer& w,
+bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::BlsResponseEncoder& enc,
                      std::string* error) {
-  if (on_sync) return s.SendSync(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(), error);
-  return s.async().Send(ipc::MessageKind::BLS_RESPONSE, id, w.data(), w.size(),
+  if (on_sync) {
+    return s.SendSync(ipc::MessageKind::BLS_RESPONSE, id, enc.data(), enc.size(), error);
+  }
+  return s.async().Send(ipc::MessageKind::BLS_RESPONSE, id, enc.data(), enc.size(),
                         static_cast<int>(s.options().timeout.count()), error);
 }
 
 void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
   auto* call = static_cast<BlsCall*>(userp);
   StubSession& s = *call->out.session;
+  // Off the cycle registry before the caller can run on and call again.
+  if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) bls_cycles::End(call);
   if (call->on_sync) {
     // The stub takes the first response of a non-decoupled call; it goes out with FINAL.
     if ((flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) == 0) {
@@ -103,17 +108,15 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
       call->pending = nullptr;
     }
   }
-  ipc::Writer w;
-  w.U32(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+  ipc::BlsResponseEncoder enc(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL);
   std::vector<OutBuf*> named;
   if (resp != nullptr) {
-    w.U8(1);
-    named = WriteBlsResponse(w, resp);
+    named = WriteBlsResponse(enc, resp);
   } else {
-    w.U8(0);
+    enc.NoResponse();
   }
   std::string error;
-  bool sent = s.alive() && SendBlsResponse(s, call->on_sync, call->id, w, &error);
+  bool sent = s.alive() && SendBlsResponse(s, call->on_sync, call->id, enc, &error);
   if (sent) {
     for (OutBuf* out : named) out->handed = true;
   } else if (s.alive()) {
@@ -159,6 +162,45 @@ void SetParameters(TRITONSERVER_InferenceRequest* req, std::string_view text) {
               "Expect parameters values to have type bool/int/str, found a value of parameter '" +
                   key + "' that is none of them");
     }
+  }
+}
+
+// One input of a BLS request, where it lies: in the message, in the stub's arena (mapped
+// here; its block goes back when the request is released) or on a GPU.
+void AddInput(StubSession& session, const ipc::TensorDesc& t, BlsCall* call,
+              TRITONSERVER_InferenceRequest* req) {
+  const uint8_t* data = nullptr;
+  TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
+  int64_t mem_id = 0;
+  if (t.location == ipc::Location::INLINE) {
+    data = t.inline_data;
+  } else if (t.location == ipc::Location::STUB_ARENA) {
+    std::string error;
+    auto map = session.ledger().MapStub(t.seg, t.offset, t.byte_size, &error);
+    if (!map) Throw(TRITONSERVER_ERROR_INTERNAL, "input '" + t.name + "': " + error);
+    data = map->base + t.offset;
+    call->maps.push_back(std::move(map));
+    call->blocks.emplace_back(t.seg, t.offset);
+  } else if (t.location == ipc::Location::GPU_IPC) {
+    // A GPU tensor: the callee reads it where it lies (the stub's allocation, mapped once,
+    // or memory of ours it sends back); the stub holds it until the request is released.
+    call->blocks.emplace_back(ipc::GPU_HOLD_SEG, t.gpu.hold);
+    std::string where = session.log_prefix() + "BLS input '" + t.name + "'";
+    WithGpuTensor(session, t, where, [&](const void* p) { data = static_cast<const uint8_t*>(p); });
+    mem = TRITONSERVER_MEMORY_GPU;
+    mem_id = static_cast<int64_t>(t.gpu.device);
+  } else {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "input '" + t.name + "' has a location BLS inputs cannot use");
+  }
+  Check(TRITONSERVER_InferenceRequestAddInput(req, t.name.c_str(),
+                                              static_cast<TRITONSERVER_DataType>(t.dtype),
+                                              t.dims.data(), t.dims.size()),
+        nullptr);
+  if (t.byte_size > 0) {
+    Check(TRITONSERVER_InferenceRequestAppendInputData(req, t.name.c_str(), data, t.byte_size, mem,
+                                                       mem_id),
+          nullptr);
   }
 }
 
@@ -240,16 +282,10 @@ TRITONSERVER_InferenceTrace* BlsService::ChildTrace(uint64_t token) {
 
 void SendBlsError(StubSession& session, bool on_sync, uint64_t id, TRITONSERVER_Error_Code code,
                   const std::string& message) {
-  ipc::Writer w;
-  w.U32(TRITONSERVER_RESPONSE_COMPLETE_FINAL);
-  w.U8(1);
-  ipc::ResponseBody body;
-  body.has_error = true;
-  body.error_code = code;
-  body.error_message = message;
-  ipc::WriteResponseBody(w, body);
+  ipc::BlsResponseEncoder enc(TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+  enc.ErrorResponse(code, message);
   std::string error;
-  if (!SendBlsResponse(session, on_sync, id, w, &error)) {
+  if (!SendBlsResponse(session, on_sync, id, enc, &error)) {
     PB_LOG_ERROR(session.log_prefix() + "cannot deliver a BLS error: " + error);
   }
 }
@@ -263,119 +299,17 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
   call->out.inline_threshold = inline_threshold_;
   call->body = msg.body;
   TRITONSERVER_InferenceRequest* req = nullptr;
-  std::string callee = "<unknown>";
+  ipc::BlsExecMsg exec;  // views into call->body
   try {
-    ipc::Reader r(call->body.data(), call->body.size());
-    callee = r.Str();
-    call->out.callee = callee;
-    int64_t version = r.I64();
-    bool decoupled = r.U8() != 0;
-    if (decoupled && on_sync) Throw(TRITONSERVER_ERROR_INTERNAL, "a decoupled BLS call on sync");
-    std::string request_id = r.Str();
-    uint8_t corr_kind = r.U8();
-    uint64_t corr = 0;
-    std::string corr_str;
-    if (corr_kind == 0) {
-      corr = r.U64();
-    } else {
-      corr_str = r.Str();
-    }
-    uint32_t flags = r.U32();
-    uint64_t timeout_us = r.U64();
-    call->out.prefer_gpu = r.U8() == 0;  // pb_utils numbering: 0 GPU, 1 CPU, 2 default
-    call->out.preferred_device = r.I64();
-    if (call->out.preferred_device < 0) call->out.preferred_device = 0;
-    std::string_view params = r.StrView();
-
-    bool ready = false;
-    Check(TRITONSERVER_ServerModelIsReady(server_, callee.c_str(), version, &ready), nullptr);
-    if (!ready) {
-      Throw(TRITONSERVER_ERROR_UNAVAILABLE,
-            "Failed for execute the inference request. Model '" + callee + "' is not ready.");
-    }
-    uint32_t txn = 0;
-    Check(TRITONSERVER_ServerModelTransactionProperties(server_, callee.c_str(), version, &txn,
-                                                        nullptr),
-          nullptr);
-    if ((txn & TRITONSERVER_TXN_DECOUPLED) != 0 && !decoupled) {
-      Throw(TRITONSERVER_ERROR_INVALID_ARG,
-            "Model " + callee +
-                " is using the decoupled. The current BLS request call doesn't support models "
-                "using the decoupled transaction policy. Please use 'decoupled=True' argument to "
-                "the 'exec' or 'async_exec' calls for decoupled models.'");
-    }
-
-    Check(TRITONSERVER_InferenceRequestNew(&req, server_, callee.c_str(), version), nullptr);
-    Check(TRITONSERVER_InferenceRequestSetId(req, request_id.c_str()), nullptr);
-    if (corr_kind == 0) {
-      Check(TRITONSERVER_InferenceRequestSetCorrelationId(req, corr), nullptr);
-    } else {
-      Check(TRITONSERVER_InferenceRequestSetCorrelationIdString(req, corr_str.c_str()), nullptr);
-    }
-    Check(TRITONSERVER_InferenceRequestSetFlags(req, flags), nullptr);
-    if (timeout_us > 0) {
-      Check(TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(req, timeout_us), nullptr);
-    }
-    SetParameters(req, params);
-    uint32_t n_requested = r.U32();
-    for (uint32_t i = 0; i < n_requested; ++i) {
-      std::string name = r.Str();
-      Check(TRITONSERVER_InferenceRequestAddRequestedOutput(req, name.c_str()), nullptr);
-    }
-    uint32_t n_inputs = r.U32();
-    for (uint32_t i = 0; i < n_inputs; ++i) {
-      ipc::TensorDesc t = ipc::ReadTensorDesc(r);
-      const uint8_t* data = nullptr;
-      TRITONSERVER_MemoryType mem = TRITONSERVER_MEMORY_CPU;
-      int64_t mem_id = 0;
-      if (t.location == ipc::Location::INLINE) {
-        data = t.inline_data;
-      } else if (t.location == ipc::Location::STUB_ARENA) {
-        std::string error;
-        auto map = session.ledger().MapStub(t.seg, t.offset, t.byte_size, &error);
-        if (!map) Throw(TRITONSERVER_ERROR_INTERNAL, "input '" + t.name + "': " + error);
-        data = map->base + t.offset;
-        call->maps.push_back(std::move(map));
-        call->blocks.emplace_back(t.seg, t.offset);
-      } else if (t.location == ipc::Location::GPU_IPC) {
-        // A GPU tensor: the callee reads it where it lies (the stub's allocation, mapped once,
-        // or memory of ours it sends back); the stub holds it until the request is released.
-        call->blocks.emplace_back(ipc::GPU_HOLD_SEG, t.gpu.hold);
-        std::string where = session.log_prefix() + "BLS input '" + t.name + "'";
-        WithGpuTensor(session, t, where,
-                      [&](const void* p) { data = static_cast<const uint8_t*>(p); });
-        mem = TRITONSERVER_MEMORY_GPU;
-        mem_id = static_cast<int64_t>(t.gpu.device);
-      } else {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "input '" + t.name + "' has a location BLS inputs cannot use");
-      }
-      Check(TRITONSERVER_InferenceRequestAddInput(req, t.name.c_str(),
-                                                  static_cast<TRITONSERVER_DataType>(t.dtype),
-                                                  t.dims.data(), t.dims.size()),
-            nullptr);
-      if (t.byte_size > 0) {
-        Check(TRITONSERVER_InferenceRequestAppendInputData(req, t.name.c_str(), data, t.byte_size,
-                                                           mem, mem_id),
-              nullptr);
-      }
-    }
-    uint64_t parent_token = r.U64();
-    if (r.remaining() != 0) Throw(TRITONSERVER_ERROR_INTERNAL, "trailing bytes in BLS_EXEC");
-    Check(TRITONSERVER_InferenceRequestSetReleaseCallback(req, RequestRelease, call), nullptr);
-    Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, BlsAllocator(), &call->out,
-                                                           ResponseComplete, call),
-          nullptr);
-    call->request = req;
-    table_->Add(call);
-    TRITONSERVER_InferenceTrace* trace = ChildTrace(parent_token);
-    TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server_, req, trace);
-    if (err != nullptr) {
-      if (trace != nullptr) TakeMessage(TRITONSERVER_InferenceTraceDelete(trace));
-      table_->Remove(call);
-      call->request = nullptr;  // deleted below with req
-      Check(err, nullptr);
-    }
+    ipc::DecodeBlsExec(call->body, &exec);
+    Validate(exec, on_sync);
+    Build(session, exec, call, &req);
+    // A call that could never be answered is refused here (bls_cycles.h); End on FINAL.
+    const void* parent = bls_cycles::ParentRequest(registry_, exec.parent_token);
+    std::string cycle = bls_cycles::Begin({call, req, parent, model_name_, instance_name_,
+                                           exec.model_name, on_sync && exec.timeout_us == 0});
+    if (!cycle.empty()) Throw(TRITONSERVER_ERROR_UNAVAILABLE, cycle);
+    Start(call, req, exec.parent_token);
   } catch (const std::exception& e) {
     // Like the original, a request that could not be started fails with INTERNAL (the
     // callee's own errors keep their codes).
@@ -383,11 +317,81 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     if (dynamic_cast<const ipc::DecodeError*>(&e) != nullptr) {
       PB_LOG_ERROR(session.log_prefix() + "malformed BLS_EXEC: " + e.what());
     }
+    bls_cycles::End(call);
     if (req != nullptr) TakeMessage(TRITONSERVER_InferenceRequestDelete(req));
     call->ReturnInputs();
+    const std::string callee = exec.model_name.empty() ? "<unknown>" : exec.model_name;
     SendBlsError(session, on_sync, msg.id, code,
                  "Model " + callee + " - Error when running inference: " + e.what());
     delete call;
+  }
+}
+
+void BlsService::Validate(const ipc::BlsExecMsg& exec, bool on_sync) {
+  const std::string& callee = exec.model_name;
+  if (exec.decoupled && on_sync) Throw(TRITONSERVER_ERROR_INTERNAL, "a decoupled BLS call on sync");
+  bool ready = false;
+  Check(TRITONSERVER_ServerModelIsReady(server_, callee.c_str(), exec.model_version, &ready),
+        nullptr);
+  if (!ready) {
+    Throw(TRITONSERVER_ERROR_UNAVAILABLE,
+          "Failed for execute the inference request. Model '" + callee + "' is not ready.");
+  }
+  uint32_t txn = 0;
+  Check(TRITONSERVER_ServerModelTransactionProperties(server_, callee.c_str(), exec.model_version,
+                                                      &txn, nullptr),
+        nullptr);
+  if ((txn & TRITONSERVER_TXN_DECOUPLED) != 0 && !exec.decoupled) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "Model " + callee +
+              " is using the decoupled. The current BLS request call doesn't support models "
+              "using the decoupled transaction policy. Please use 'decoupled=True' argument to "
+              "the 'exec' or 'async_exec' calls for decoupled models.'");
+  }
+}
+
+void BlsService::Build(StubSession& session, const ipc::BlsExecMsg& exec, BlsCall* call,
+                       TRITONSERVER_InferenceRequest** out_req) {
+  call->out.callee = exec.model_name;
+  call->out.prefer_gpu = exec.preferred_memory == 0;  // pb_utils numbering: 0 GPU, 1 CPU, 2 default
+  call->out.preferred_device = exec.preferred_device < 0 ? 0 : exec.preferred_device;
+
+  Check(TRITONSERVER_InferenceRequestNew(out_req, server_, exec.model_name.c_str(),
+                                         exec.model_version),
+        nullptr);
+  TRITONSERVER_InferenceRequest* req = *out_req;
+  Check(TRITONSERVER_InferenceRequestSetId(req, exec.request_id.c_str()), nullptr);
+  if (!exec.correlation_id.is_string) {
+    Check(TRITONSERVER_InferenceRequestSetCorrelationId(req, exec.correlation_id.u64), nullptr);
+  } else {
+    const std::string corr(exec.correlation_id.str);  // NUL-terminated for Triton
+    Check(TRITONSERVER_InferenceRequestSetCorrelationIdString(req, corr.c_str()), nullptr);
+  }
+  Check(TRITONSERVER_InferenceRequestSetFlags(req, exec.flags), nullptr);
+  if (exec.timeout_us > 0) {
+    Check(TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(req, exec.timeout_us), nullptr);
+  }
+  SetParameters(req, exec.parameters);
+  for (const std::string& name : exec.requested_outputs) {
+    Check(TRITONSERVER_InferenceRequestAddRequestedOutput(req, name.c_str()), nullptr);
+  }
+  for (const ipc::TensorDesc& t : exec.inputs) AddInput(session, t, call, req);
+}
+
+void BlsService::Start(BlsCall* call, TRITONSERVER_InferenceRequest* req, uint64_t parent_token) {
+  Check(TRITONSERVER_InferenceRequestSetReleaseCallback(req, RequestRelease, call), nullptr);
+  Check(TRITONSERVER_InferenceRequestSetResponseCallback(req, BlsAllocator(), &call->out,
+                                                         ResponseComplete, call),
+        nullptr);
+  call->request = req;
+  table_->Add(call);
+  TRITONSERVER_InferenceTrace* trace = ChildTrace(parent_token);
+  TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server_, req, trace);
+  if (err != nullptr) {
+    if (trace != nullptr) TakeMessage(TRITONSERVER_InferenceTraceDelete(trace));
+    table_->Remove(call);
+    call->request = nullptr;  // deleted by the caller with req
+    Check(err, nullptr);
   }
 }
 

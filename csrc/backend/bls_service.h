@@ -18,6 +18,7 @@
 #include "backend/request_registry.h"
 #include "backend/stub_session.h"
 #include "ipc/channel.h"
+#include "ipc/messages/bls.h"
 #include "triton/tritonserver_infer.h"
 
 namespace pybackend {
@@ -67,6 +68,13 @@ class BlsService {
   // A child of the trace of the incoming request `token` (nullptr when it has none, or is
   // gone); owned by the caller until handed to ServerInferAsync.
   TRITONSERVER_InferenceTrace* ChildTrace(uint64_t token);
+  // OnExec's steps once the message is decoded (ipc::DecodeBlsExec): whether the call may be
+  // made (throws BackendError), then the Triton request for it (`*req` is set as soon as it
+  // exists, so the caller deletes it on a throw), then its start.
+  void Validate(const ipc::BlsExecMsg& exec, bool on_sync);
+  void Build(StubSession& session, const ipc::BlsExecMsg& exec, BlsCall* call,
+             TRITONSERVER_InferenceRequest** req);
+  void Start(BlsCall* call, TRITONSERVER_InferenceRequest* req, uint64_t parent_token);
 
   TRITONSERVER_Server* server_;
   std::string model_name_;

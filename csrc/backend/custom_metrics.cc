@@ -6,6 +6,7 @@
 #include "backend/logging.h"
 #include "backend/stub_session.h"
 #include "ipc/codec.h"
+#include "ipc/messages/rpc.h"
 #include "ipc/protocol.h"
 
 namespace pybackend {
@@ -14,20 +15,13 @@ namespace {
 
 using ipc::MessageKind;
 
-// Sends the REPLY for request `msg`: ok with `payload`, or the error text with `code`.
+// Sends the REPLY for request `msg`: `ok`, or the error text with `code`.
 void Reply(StubSession& s, const ipc::Message& msg, const std::string& error,
-           TRITONSERVER_Error_Code code, const ipc::Writer& payload) {
-  ipc::Writer w;
-  if (error.empty()) {
-    w.U8(1);
-    w.Raw(payload.data(), payload.size());
-  } else {
-    w.U8(0);
-    w.U32(code);
-    w.Str(error);
-  }
+           TRITONSERVER_Error_Code code, const std::vector<uint8_t>& ok) {
+  std::vector<uint8_t> err_reply;
+  if (!error.empty()) err_reply = ipc::EncodeErrorReply(code, error);
   std::string send_err;
-  if (!s.async().Send(MessageKind::REPLY, msg.id, w.data(), w.size(),
+  if (!s.async().Send(MessageKind::REPLY, msg.id, error.empty() ? ok : err_reply,
                       static_cast<int>(s.options().timeout.count()), &send_err)) {
     PB_LOG_ERROR(s.log_prefix() + send_err);
   }
@@ -45,25 +39,24 @@ struct Labels {
 
 void CustomMetrics::Handle(StubSession& s, const ipc::Message& msg) {
   auto kind = static_cast<MessageKind>(msg.kind);
-  ipc::Writer payload;
+  std::vector<uint8_t> reply = ipc::EncodeEmptyReply();
   std::string error;
   try {
-    ipc::Reader r(msg.body.data(), msg.body.size());
     switch (kind) {
       case MessageKind::METRIC_FAMILY_DELETE:
-        FamilyDelete(r.U64());
+        FamilyDelete(ipc::DecodeToken(msg.body));
         return;  // one-way: the stub does not wait (it may be a garbage-collector callback)
       case MessageKind::METRIC_FAMILY_NEW:
-        error = FamilyNew(msg, &payload);
+        error = FamilyNew(msg, &reply);
         break;
       case MessageKind::METRIC_NEW:
-        error = MetricNew(msg, &payload);
+        error = MetricNew(msg, &reply);
         break;
       case MessageKind::METRIC_VALUE:
       case MessageKind::METRIC_INCREMENT:
       case MessageKind::METRIC_SET:
       case MessageKind::METRIC_OBSERVE:
-        error = MetricOp(msg, &payload);
+        error = MetricOp(msg, &reply);
         break;
       default:
         error = std::string("unknown metrics message ") + ipc::KindName(msg.kind);
@@ -74,21 +67,20 @@ void CustomMetrics::Handle(StubSession& s, const ipc::Message& msg) {
       PB_LOG_ERROR(s.log_prefix() + error);
       return;
     }
-    payload.Clear();
   }
   // The stub adds its operation's prefix ("Failed to increment metric value: "); the text
   // in between is the one the original's stub reports for an error of the server's API.
   if (!error.empty()) {
     error = "Failed to process the request for model '" + instance_ + "', message: " + error;
   }
-  Reply(s, msg, error, TRITONSERVER_ERROR_INTERNAL, payload);
+  Reply(s, msg, error, TRITONSERVER_ERROR_INTERNAL, reply);
 }
 
-std::string CustomMetrics::FamilyNew(const ipc::Message& msg, ipc::Writer* payload) {
-  ipc::Reader r(msg.body.data(), msg.body.size());
-  uint8_t kind = r.U8();
-  std::string name = r.Str();
-  std::string description = r.Str();
+std::string CustomMetrics::FamilyNew(const ipc::Message& msg, std::vector<uint8_t>* reply) {
+  ipc::MetricFamilyNewMsg m = ipc::DecodeMetricFamilyNew(msg.body);
+  uint8_t kind = m.kind;
+  const std::string& name = m.name;
+  const std::string& description = m.description;
   if (kind > TRITONSERVER_METRIC_KIND_HISTOGRAM) {
     return "unknown metric kind " + std::to_string(kind) + " (COUNTER=0, GAUGE=1, HISTOGRAM=2)";
   }
@@ -99,7 +91,7 @@ std::string CustomMetrics::FamilyNew(const ipc::Message& msg, ipc::Writer* paylo
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;
   families_[id] = family;
-  payload->U64(id);
+  *reply = ipc::EncodeIdReply(id);
   return "";
 }
 
@@ -122,23 +114,16 @@ void CustomMetrics::FamilyDelete(uint64_t family_id) {
   families_.erase(fam);
 }
 
-std::string CustomMetrics::MetricNew(const ipc::Message& msg, ipc::Writer* payload) {
-  ipc::Reader r(msg.body.data(), msg.body.size());
-  uint64_t family_id = r.U64();
-  uint32_t n_labels = r.U32();
+std::string CustomMetrics::MetricNew(const ipc::Message& msg, std::vector<uint8_t>* reply) {
+  ipc::MetricNewMsg m = ipc::DecodeMetricNew(msg.body);
+  uint64_t family_id = m.family_id;
   Labels labels;
-  for (uint32_t i = 0; i < n_labels; ++i) {
-    std::string key = r.Str();
-    std::string value = r.Str();
+  for (const auto& [key, value] : m.labels) {
     labels.params.push_back(
         TRITONSERVER_ParameterNew(key.c_str(), TRITONSERVER_PARAMETER_STRING, value.c_str()));
   }
-  std::vector<double> buckets;
-  bool has_buckets = r.U8() != 0;
-  if (has_buckets) {
-    uint32_t n = r.U32();
-    for (uint32_t i = 0; i < n; ++i) buckets.push_back(r.F64());
-  }
+  const std::vector<double>& buckets = m.buckets;
+  bool has_buckets = m.has_buckets;
   std::lock_guard<std::mutex> lock(mu_);
   auto fam = families_.find(family_id);
   if (fam == families_.end()) return "the metric family was deleted";
@@ -161,15 +146,15 @@ std::string CustomMetrics::MetricNew(const ipc::Message& msg, ipc::Writer* paylo
   if (!err.empty()) return err;
   uint64_t id = next_id_++;
   metrics_[id] = MetricEntry{metric, family_id};
-  payload->U64(id);
+  *reply = ipc::EncodeIdReply(id);
   return "";
 }
 
-std::string CustomMetrics::MetricOp(const ipc::Message& msg, ipc::Writer* payload) {
-  ipc::Reader r(msg.body.data(), msg.body.size());
-  uint64_t metric_id = r.U64();
+std::string CustomMetrics::MetricOp(const ipc::Message& msg, std::vector<uint8_t>* reply) {
   auto kind = static_cast<MessageKind>(msg.kind);
-  double value = kind == MessageKind::METRIC_VALUE ? 0.0 : r.F64();
+  ipc::MetricOpMsg op = ipc::DecodeMetricOp(kind, msg.body);
+  uint64_t metric_id = op.metric_id;
+  double value = op.value;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = metrics_.find(metric_id);
   if (it == metrics_.end()) return "the metric was deleted";
@@ -178,7 +163,7 @@ std::string CustomMetrics::MetricOp(const ipc::Message& msg, ipc::Writer* payloa
     case MessageKind::METRIC_VALUE: {
       double out = 0.0;
       std::string err = TakeMessage(TRITONSERVER_MetricValue(m, &out));
-      if (err.empty()) payload->F64(out);
+      if (err.empty()) *reply = ipc::EncodeValueReply(out);
       return err;
     }
     case MessageKind::METRIC_INCREMENT:

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "ipc/channel.h"
 #include "ipc/codec.h"
@@ -38,11 +39,11 @@ class CustomMetrics {
     TRITONSERVER_Metric* metric = nullptr;
     uint64_t family_id = 0;
   };
-  // Each returns the core's error text ("" on success) and fills the reply payload.
-  std::string FamilyNew(const ipc::Message& msg, ipc::Writer* payload);
+  // Each returns the core's error text ("" on success) and sets the ok REPLY's body.
+  std::string FamilyNew(const ipc::Message& msg, std::vector<uint8_t>* reply);
   void FamilyDelete(uint64_t family_id);
-  std::string MetricNew(const ipc::Message& msg, ipc::Writer* payload);
-  std::string MetricOp(const ipc::Message& msg, ipc::Writer* payload);
+  std::string MetricNew(const ipc::Message& msg, std::vector<uint8_t>* reply);
+  std::string MetricOp(const ipc::Message& msg, std::vector<uint8_t>* reply);
 
   std::string instance_;
   std::mutex mu_;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "backend/backend_state.h"
+#include "backend/bls_cycles.h"
 #include "backend/bls_service.h"
 #include "backend/error.h"
 #include "backend/executor.h"
@@ -118,6 +119,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
           "TRITONBACKEND_ModelInstanceSetState");
     PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceInitialize: instance initialization successful " +
                    state->name + " (device " + std::to_string(state->device_id) + ")");
+    pybackend::bls_cycles::AddInstance(model_state->name, state->name);
     state.release();
     return nullptr;
   } catch (...) {
@@ -128,7 +130,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
   try {
     PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceFinalize: delete instance state");
-    delete GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
+    auto* state = GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
+    if (state != nullptr) pybackend::bls_cycles::RemoveInstance(state->model->name, state->name);
+    delete state;
     return nullptr;
   } catch (...) {
     return pybackend::CurrentExceptionToTritonError();
@@ -173,6 +177,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   PB_LOG_VERBOSE("model " + state->model->name + ", instance " + state->name + ", executing " +
                  std::to_string(request_count) + " requests");
   try {
+    pybackend::bls_cycles::Executing executing(state->model->name, state->name, requests,
+                                               request_count);
     pybackend::ExecuteBatch(*state, requests, request_count);
   } catch (const std::exception& e) {
     // ExecuteBatch handles its own errors; this is a last line of defence.

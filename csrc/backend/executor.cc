@@ -11,6 +11,7 @@
 #include "backend/request_encoder.h"
 #include "backend/response_writer.h"
 #include "ipc/codec.h"
+#include "ipc/messages/execute.h"
 
 namespace pybackend {
 namespace {
@@ -45,7 +46,7 @@ class Batch {
 
  private:
   uint64_t TotalBatchSize();
-  void Encode(ipc::Writer& w);
+  void Encode(ipc::ExecuteEncoder& enc);
   // Reads RESULT; throws BackendError for a failed batch (the stub's message).
   void Decode(const ipc::Message& result);
   void Respond();
@@ -91,56 +92,45 @@ uint64_t Batch::TotalBatchSize() {
   return total;
 }
 
-void Batch::Encode(ipc::Writer& w) {
+void Batch::Encode(ipc::ExecuteEncoder& enc) {
   ctx_.ledger = &s_.ledger();
   ctx_.inline_threshold = inst_.model->backend->config.inline_threshold;
   ctx_.instance_name = inst_.name;
   ctx_.session = &s_;
   ctx_.force_cpu_inputs = inst_.model->force_cpu_only_inputs;
-  w.U32(static_cast<uint32_t>(items_.size()));
+  enc.Begin(static_cast<uint32_t>(items_.size()));
   for (auto& it : items_) {
     if (inst_.model->decoupled) {
       // Decoupled senders outlive execute: they need a factory made while the request lives.
       Check(TRITONBACKEND_ResponseFactoryNew(&it.st->factory, it.st->request),
             "TRITONBACKEND_ResponseFactoryNew");
     }
-    EncodeRequest(w, *it.st, ctx_);
+    EncodeRequest(enc, *it.st, ctx_);
   }
 }
 
 void Batch::Decode(const ipc::Message& result) {
-  ipc::Reader r(result.body.data(), result.body.size());
-  uint8_t status = r.U8();
-  if (status == static_cast<uint8_t>(ipc::ResultStatus::BATCH_ERROR)) {
-    r.U32();  // the code: a failed execute is always INTERNAL, as in the original
-    Throw(TRITONSERVER_ERROR_INTERNAL, r.Str());
+  ipc::ResultDecoder dec(result.body);
+  if (dec.batch_error()) {
+    // The code is not used: a failed execute is always INTERNAL, as in the original.
+    Throw(TRITONSERVER_ERROR_INTERNAL, dec.error_message());
   }
-  uint32_t async_seq = r.U32();
-  uint32_t n = r.U32();
+  uint32_t async_seq = dec.async_seq();
+  uint32_t n = dec.size();
   if (n != items_.size()) {
     throw ipc::DecodeError("RESULT has " + std::to_string(n) + " entries for " +
                            std::to_string(items_.size()) + " requests");
   }
   for (auto& it : items_) {
-    it.kind = static_cast<ipc::ResultKind>(r.U8());
-    it.release_flags = r.U32();
-    if (it.kind == ipc::ResultKind::RESPONSE) {
-      it.body = ipc::ReadResponseBody(r);
-    } else if (it.kind != ipc::ResultKind::NONE) {
-      throw ipc::DecodeError("unknown result kind " + std::to_string(static_cast<int>(it.kind)));
-    }
+    ipc::ResultDecoder::Item item = dec.NextItem();
+    it.kind = item.kind;
+    it.release_flags = item.release_flags;
+    if (it.kind == ipc::ResultKind::RESPONSE) it.body = dec.Response();
   }
   // The optional trailer: our blocks whose last view died with the batch (the batch's
   // inputs, mostly). They stay pinned until the outputs are copied, as after a FREE.
-  if (r.remaining() > 0) {
-    uint32_t freed = r.U32();
-    constexpr size_t kBlockRefBytes = sizeof(uint32_t) + sizeof(uint64_t);  // seg, offset
-    if (r.remaining() != static_cast<size_t>(freed) * kBlockRefBytes) {
-      throw ipc::DecodeError("RESULT's freed trailer announces " + std::to_string(freed) +
-                             " blocks but carries " + std::to_string(r.remaining()) + " bytes");
-    }
-    s_.ledger().OnStubFree(r, freed);
-  }
+  ipc::BlockRefs freed = dec.Freed();
+  if (!freed.empty()) s_.ledger().OnStubFree(freed);
   // Sends made during execute travel on async: handle them before touching any request.
   if (!s_.WaitAsyncProcessed(async_seq, s_.options().timeout)) {
     PB_LOG_WARN(s_.log_prefix() + "async messages sent before RESULT did not arrive in time");
@@ -301,9 +291,9 @@ void Batch::Run() {
     }
     if (!s_.alive()) Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
 
-    ipc::Writer w;
+    ipc::ExecuteEncoder enc;
     try {
-      Encode(w);
+      Encode(enc);
     } catch (...) {
       s_.ledger().Reclaim(ctx_.loan);
       throw;
@@ -318,8 +308,8 @@ void Batch::Run() {
     // The stub blocks we have finished with ride in EXECUTE's freed trailer: a FREE message
     // before it cost a sendmsg here and a socket read in the stub for every batch that
     // followed one with a new output above the inline threshold.
-    s_.ledger().ReturnInTrailer(w);
-    if (!s_.SendSync(ipc::MessageKind::EXECUTE, batch_id, w.data(), w.size(), &error)) {
+    enc.Freed(s_.ledger().TakeReturns());
+    if (!s_.SendSync(ipc::MessageKind::EXECUTE, batch_id, enc.data(), enc.size(), &error)) {
       s_.MarkDead(error);
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }

@@ -6,6 +6,8 @@
 #include "backend/response_writer.h"
 #include "backend/thread_name.h"
 #include "ipc/codec.h"
+#include "ipc/messages/execute.h"
+#include "ipc/messages/rpc.h"
 
 namespace pybackend {
 
@@ -295,12 +297,11 @@ void InstanceState::RestartLoop() {
 }
 
 void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
-  ipc::Reader r(msg.body.data(), msg.body.size());
-  uint64_t token = r.U64();
-  uint32_t send_flags = r.U32();
-  bool has_response = r.U8() != 0;
-  ipc::ResponseBody body;
-  if (has_response) body = ipc::ReadResponseBody(r);
+  ipc::SendMsg send = ipc::DecodeSend(msg.body);
+  uint64_t token = send.token;
+  uint32_t send_flags = send.send_flags;
+  bool has_response = send.has_response;
+  ipc::ResponseBody& body = send.response;
   bool final_flag = (send_flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) != 0;
   const std::string where = "model '" + model->name + "', instance '" + name + "': ";
 
@@ -349,8 +350,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
 }
 
 void InstanceState::OnIsCancelled(StubSession& s, const ipc::Message& msg) {
-  ipc::Reader r(msg.body.data(), msg.body.size());
-  uint64_t token = r.U64();
+  uint64_t token = ipc::DecodeToken(msg.body);
   bool cancelled = false;
   std::string err;
   if (std::shared_ptr<RequestState> st = registry_.Find(token)) {
@@ -361,25 +361,18 @@ void InstanceState::OnIsCancelled(StubSession& s, const ipc::Message& msg) {
       err = TakeMessage(TRITONBACKEND_RequestIsCancelled(st->request, &cancelled));
     }
   }
-  ipc::Writer w;
-  if (err.empty()) {
-    w.U8(1);
-    w.U8(cancelled ? 1 : 0);
-  } else {
-    w.U8(0);
-    w.U32(TRITONSERVER_ERROR_INTERNAL);
-    w.Str(err);
-  }
+  std::vector<uint8_t> reply = err.empty()
+                                   ? ipc::EncodeFlagReply(cancelled)
+                                   : ipc::EncodeErrorReply(TRITONSERVER_ERROR_INTERNAL, err);
   std::string send_err;
-  if (!s.async().Send(ipc::MessageKind::REPLY, msg.id, w.data(), w.size(),
+  if (!s.async().Send(ipc::MessageKind::REPLY, msg.id, reply,
                       static_cast<int>(s.options().timeout.count()), &send_err)) {
     PB_LOG_ERROR(s.log_prefix() + send_err);
   }
 }
 
 void InstanceState::OnSenderDropped(StubSession& s, const ipc::Message& msg) {
-  ipc::Reader r(msg.body.data(), msg.body.size());
-  uint64_t token = r.U64();
+  uint64_t token = ipc::DecodeToken(msg.body);
   std::shared_ptr<RequestState> st = registry_.Find(token);
   if (st == nullptr) return;  // finished or rescheduled meanwhile
   std::lock_guard<std::mutex> lock(st->mu);

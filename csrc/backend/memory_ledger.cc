@@ -30,11 +30,11 @@ void MemoryLedger::Unpin(const Loan& loan) {
   for (const auto& b : loan.blocks) arena_.Unpin(b.seg, b.offset);
 }
 
-uint32_t MemoryLedger::OnStubFree(ipc::Reader& r, uint32_t n) {
+uint32_t MemoryLedger::OnStubFree(const ipc::BlockRefs& blocks) {
   uint32_t unknown = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t seg = r.U32();
-    uint64_t off = r.U64();
+  for (uint32_t i = 0; i < blocks.size(); ++i) {
+    uint32_t seg = blocks.seg(i);
+    uint64_t off = blocks.offset(i);
     if (seg == ipc::GPU_HOLD_SEG) {  // device memory we lent (docs/gpu.md)
       if (!holds_.Release(off)) {
         ++unknown;
@@ -64,22 +64,14 @@ void MemoryLedger::DoneWith(const ipc::ResponseBody& body) {
 
 bool MemoryLedger::SendReturns(ipc::Channel& channel, int timeout_ms, std::string* error,
                                bool even_empty) {
-  std::vector<uint8_t> body = returns_.TakeBody(ipc::Owner::STUB);
-  if (body.empty()) {
-    if (!even_empty) return true;
-    ipc::Writer w;
-    w.U8(static_cast<uint8_t>(ipc::Owner::STUB));
-    w.U32(0);
-    body.assign(w.data(), w.data() + w.size());
+  ipc::BlockList blocks = returns_.Take();
+  if (blocks.empty() && !even_empty) return true;
+  if (channel.Send(ipc::MessageKind::FREE, 0, ipc::EncodeFree(ipc::Owner::STUB, blocks), timeout_ms,
+                   error)) {
+    return true;
   }
-  if (channel.Send(ipc::MessageKind::FREE, 0, body, timeout_ms, error)) return true;
   // Not sent: the blocks are still the stub's to get back (the next return tries again).
-  ipc::Reader r(body.data(), body.size());
-  r.U8();
-  for (uint32_t i = 0, n = r.U32(); i < n; ++i) {
-    uint32_t seg = r.U32();
-    returns_.Add(seg, r.U64());
-  }
+  for (const auto& [seg, off] : blocks) returns_.Add(seg, off);
   return false;
 }
 

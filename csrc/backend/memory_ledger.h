@@ -30,6 +30,7 @@
 #include "ipc/arena.h"
 #include "ipc/channel.h"
 #include "ipc/codec.h"
+#include "ipc/messages/free.h"
 
 namespace pybackend {
 
@@ -68,10 +69,10 @@ class MemoryLedger {
   // read outputs that are views of them; a free that comes meanwhile completes on Unpin.
   void Pin(const Loan& loan);
   void Unpin(const Loan& loan);
-  // The stub is done with `n` of our blocks, read from `r` as (u32 segment, u64 offset)
-  // pairs: a FREE's list or a RESULT's freed trailer. (GPU_HOLD_SEG, hold) releases device
-  // memory. Unknown entries are warned about, never fatal. Returns how many were unknown.
-  uint32_t OnStubFree(ipc::Reader& r, uint32_t n);
+  // The stub is done with these blocks of ours: a FREE's list or a RESULT's freed trailer.
+  // (GPU_HOLD_SEG, hold) releases device memory. Unknown entries are warned about, never
+  // fatal. Returns how many were unknown.
+  uint32_t OnStubFree(const ipc::BlockRefs& blocks);
   // Where our block lies in this process (nullptr when out of range).
   const uint8_t* ResolveLent(uint32_t seg, uint64_t offset, uint64_t length) {
     return arena_.Resolve(seg, offset, length);
@@ -93,8 +94,8 @@ class MemoryLedger {
   void DoneWith(const ipc::ResponseBody& body);
 
   // ------------------------------------------------- "what is returned now" (the policy)
-  // Everything queued rides in EXECUTE's freed trailer: no message of its own.
-  void ReturnInTrailer(ipc::Writer& w) { returns_.TakeTrailer(w); }
+  // Everything queued, taken to ride in EXECUTE's freed trailer: no message of its own.
+  ipc::BlockList TakeReturns() { return returns_.Take(); }
   // Sends everything queued as one FREE on `channel` (nothing to send: no message, unless
   // `even_empty`: an empty FREE still makes the stub drop what it keeps alive for a RESULT).
   // On failure the blocks stay queued.

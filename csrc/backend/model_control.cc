@@ -12,6 +12,8 @@
 #include "backend/logging.h"
 #include "backend/thread_name.h"
 #include "ipc/codec.h"
+#include "ipc/messages/bls.h"
+#include "ipc/messages/rpc.h"
 
 namespace pybackend {
 namespace {
@@ -20,54 +22,43 @@ std::mutex g_mu;
 std::condition_variable g_cv;
 int g_running = 0;  // load/unload threads still running
 
-void Reply(StubSession& s, uint64_t id, TRITONSERVER_Error* err, const ipc::Writer* payload) {
-  ipc::Writer w;
-  if (err == nullptr) {
-    w.U8(1);
-    if (payload != nullptr) w.Raw(payload->data(), payload->size());
-  } else {
-    w.U8(0);
-    w.U32(TRITONSERVER_ErrorCode(err));
-    w.Str(TRITONSERVER_ErrorMessage(err));
+// Answers with `ok` (the kind's payload) unless `err`, which it deletes.
+void Reply(StubSession& s, uint64_t id, TRITONSERVER_Error* err, std::vector<uint8_t> ok) {
+  std::vector<uint8_t> reply = std::move(ok);
+  if (err != nullptr) {
+    reply = ipc::EncodeErrorReply(TRITONSERVER_ErrorCode(err), TRITONSERVER_ErrorMessage(err));
     TRITONSERVER_ErrorDelete(err);
   }
   std::string error;
   if (!s.alive()) return;
-  if (!s.async().Send(ipc::MessageKind::REPLY, id, w.data(), w.size(),
+  if (!s.async().Send(ipc::MessageKind::REPLY, id, reply,
                       static_cast<int>(s.options().timeout.count()), &error)) {
     PB_LOG_ERROR(s.log_prefix() + "cannot answer a model-control request: " + error);
   }
 }
 
 TRITONSERVER_Error* Load(TRITONSERVER_Server* server, const std::vector<uint8_t>& body) {
-  ipc::Reader r(body.data(), body.size());
-  std::string name = r.Str();
-  std::string config = r.Str();
-  uint32_t n_files = r.U32();
+  ipc::ModelLoadMsg load = ipc::DecodeModelLoad(body);
   std::vector<TRITONSERVER_Parameter*> params;
-  if (!config.empty()) {
+  if (!load.config.empty()) {
     params.push_back(
-        TRITONSERVER_ParameterNew("config", TRITONSERVER_PARAMETER_STRING, config.c_str()));
+        TRITONSERVER_ParameterNew("config", TRITONSERVER_PARAMETER_STRING, load.config.c_str()));
   }
-  for (uint32_t i = 0; i < n_files; ++i) {
-    std::string path = r.Str();
-    uint32_t size = r.U32();
-    const uint8_t* data = r.Bytes(size);
-    params.push_back(TRITONSERVER_ParameterBytesNew(path.c_str(), data, size));
+  for (const ipc::ModelLoadMsg::File& f : load.files) {
+    params.push_back(TRITONSERVER_ParameterBytesNew(f.path.c_str(), f.data, f.size));
   }
   TRITONSERVER_Error* err = TRITONSERVER_ServerLoadModelWithParameters(
-      server, name.c_str(), const_cast<const TRITONSERVER_Parameter**>(params.data()),
+      server, load.model_name.c_str(), const_cast<const TRITONSERVER_Parameter**>(params.data()),
       params.size());
   for (TRITONSERVER_Parameter* p : params) TRITONSERVER_ParameterDelete(p);
   return err;
 }
 
 TRITONSERVER_Error* Unload(TRITONSERVER_Server* server, const std::vector<uint8_t>& body) {
-  ipc::Reader r(body.data(), body.size());
-  std::string name = r.Str();
-  bool dependents = r.U8() != 0;
-  return dependents ? TRITONSERVER_ServerUnloadModelAndDependents(server, name.c_str())
-                    : TRITONSERVER_ServerUnloadModel(server, name.c_str());
+  ipc::ModelUnloadMsg unload = ipc::DecodeModelUnload(body);
+  const char* name = unload.model_name.c_str();
+  return unload.unload_dependents ? TRITONSERVER_ServerUnloadModelAndDependents(server, name)
+                                  : TRITONSERVER_ServerUnloadModel(server, name);
 }
 
 }  // namespace
@@ -79,16 +70,12 @@ bool HandleModelControl(StubSession& session, TRITONSERVER_Server* server,
     TRITONSERVER_Error* err = nullptr;
     bool ready = false;
     try {
-      ipc::Reader r(msg.body.data(), msg.body.size());
-      std::string name = r.Str();
-      int64_t version = r.I64();
-      err = TRITONSERVER_ServerModelIsReady(server, name.c_str(), version, &ready);
+      ipc::ModelReadyMsg m = ipc::DecodeModelReady(msg.body);
+      err = TRITONSERVER_ServerModelIsReady(server, m.model_name.c_str(), m.version, &ready);
     } catch (const std::exception& e) {
       err = NewError(TRITONSERVER_ERROR_INTERNAL, e.what());
     }
-    ipc::Writer payload;
-    payload.U8(ready ? 1 : 0);
-    Reply(session, msg.id, err, &payload);
+    Reply(session, msg.id, err, ipc::EncodeFlagReply(ready));
     return true;
   }
   if (kind != ipc::MessageKind::MODEL_LOAD && kind != ipc::MessageKind::MODEL_UNLOAD) return false;
@@ -106,7 +93,7 @@ bool HandleModelControl(StubSession& session, TRITONSERVER_Server* server,
     } catch (const std::exception& e) {
       err = NewError(TRITONSERVER_ERROR_INTERNAL, e.what());
     }
-    Reply(*s, id, err, nullptr);
+    Reply(*s, id, err, ipc::EncodeEmptyReply());
     std::lock_guard<std::mutex> lock(g_mu);
     --g_running;
     g_cv.notify_all();

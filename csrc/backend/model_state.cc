@@ -7,6 +7,7 @@
 #include "backend/cores.h"
 #include "backend/error.h"
 #include "backend/execution_env.h"
+#include "backend/lane_spin.h"
 #include "backend/logging.h"
 #include "backend/thread_budget.h"
 #include "ipc/protocol.h"
@@ -191,6 +192,12 @@ void ModelState::ReadParameters() {
                    std::to_string(CountInstances(config)) +
                    " instances); set where unset: OMP_NUM_THREADS, MKL_NUM_THREADS, ...");
   }
+  LaneSpin spin =
+      DecideLaneSpin(backend->config.ipc_spin_us, UsableCores(), CountInstances(config));
+  lane_spin_us = spin.micros;
+  PB_LOG_VERBOSE("model '" + name + "': sync spin " +
+                 (spin.micros > 0 ? std::to_string(spin.micros) + " us" : std::string("off")) +
+                 " (" + spin.reason + ")");
   force_cpu_only_inputs = true;
   if (GetParameter(config, "FORCE_CPU_ONLY_INPUT_TENSORS", &value)) {
     if (value == "yes") {
@@ -324,9 +331,11 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   // Debug mode: a stub may sit at a breakpoint for as long as its developer needs (a day
   // here; the waits' millisecond counts stay within an int).
   if (!debug.empty()) o.timeout = std::chrono::hours(24);
-  o.spin_us = static_cast<int>(c.execute_spin_us);
+  o.spin_us = lane_spin_us;
   o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);
+  // The stub's side of the same decision (pybackend/stub/main.py), always set: one rule.
+  o.env.emplace_back("PYBACKEND_STUB_SPIN_US", std::to_string(lane_spin_us));
   o.attach_socket = attach_socket;
   if (!exec_env.python.empty()) {
     // Only pybackend from the server's environment: its site-packages would shadow the

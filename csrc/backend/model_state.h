@@ -40,6 +40,7 @@ class ModelState {
   ExecutionEnv exec_env;  // EXECUTION_ENV_PATH, prepared (empty fields when unset)
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
   int thread_budget = 0;
+  int lane_spin_us = 0;  // both sides of the sync channel poll this long (lane_spin.h)
   // PYBACKEND_DEBUG (model parameter, else the server's environment): "" when off, else
   // how the first instance's stub offers a debugger (pdb, debugpy[:[HOST:]PORT],
   // debugpy-wait[...]). Debug mode needs one instance and lifts the stub and execute

@@ -10,6 +10,7 @@
 #include "backend/stub_session.h"
 #include "backend/thread_name.h"
 #include "ipc/codec.h"
+#include "ipc/messages/session.h"
 
 namespace pybackend {
 namespace {
@@ -234,11 +235,8 @@ void Monitor::Periodic() {
     PB_LOG_WARN(s_->log_prefix() + error);
   }
   for (uint32_t seg : ledger.ReleaseIdleSegments()) {
-    ipc::Writer w;
-    w.U8(static_cast<uint8_t>(ipc::Owner::BACKEND));
-    w.U32(seg);
-    if (!s_->async().Send(ipc::MessageKind::SEGMENT_DROP, 0, w.data(), w.size(), timeout_ms,
-                          &error)) {
+    if (!s_->async().Send(ipc::MessageKind::SEGMENT_DROP, 0,
+                          ipc::EncodeSegmentDrop({ipc::Owner::BACKEND, seg}), timeout_ms, &error)) {
       PB_LOG_WARN(s_->log_prefix() + error);
     }
   }

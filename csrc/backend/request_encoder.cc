@@ -60,7 +60,7 @@ std::string InputWhere(const EncodeContext& ctx, const char* name) {
 // GPU tensor. Triton's own memory (its CUDA pool, an ensemble step's output) is shared as it
 // is; memory CUDA IPC cannot share again (a client's CUDA shared memory, which Triton itself
 // imported) is first copied into device memory lent to the stub.
-void EncodeGpuInput(ipc::Writer& w, const char* name, TRITONSERVER_DataType dtype,
+void EncodeGpuInput(ipc::ExecuteEncoder& enc, const char* name, TRITONSERVER_DataType dtype,
                     const int64_t* shape, uint32_t ndim, uint64_t byte_size, const InputBuffer& b,
                     EncodeContext& ctx) {
   const std::string where = InputWhere(ctx, name);
@@ -73,12 +73,10 @@ void EncodeGpuInput(ipc::Writer& w, const char* name, TRITONSERVER_DataType dtyp
                reinterpret_cast<void*>(copy), b.data, byte_size, where);
     ctx.session->CountGpuCopy(cuda::Direction::kDeviceToDevice);
   }
-  ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::GPU_IPC, shape, ndim,
-                       byte_size);
-  ipc::WriteGpuRef(w, ref);
+  enc.GpuTensor({name, static_cast<uint8_t>(dtype), shape, ndim, byte_size}, ref);
 }
 
-void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx) {
+void EncodeInput(ipc::ExecuteEncoder& enc, TRITONBACKEND_Input* input, EncodeContext& ctx) {
   const char* name = nullptr;
   TRITONSERVER_DataType dtype;
   const int64_t* shape = nullptr;
@@ -106,17 +104,16 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
   if (!ctx.force_cpu_inputs && buffers == 1 && one.mem == TRITONSERVER_MEMORY_GPU &&
       dtype != TRITONSERVER_TYPE_BYTES && ctx.session != nullptr && one.size == byte_size &&
       byte_size > 0) {
-    EncodeGpuInput(w, name, dtype, shape, ndim, byte_size, one, ctx);
+    EncodeGpuInput(enc, name, dtype, shape, ndim, byte_size, one, ctx);
     return;
   }
 
   bool inline_it = byte_size <= ctx.inline_threshold &&
-                   w.size() + byte_size + kInlineSlack <= ipc::MAX_INLINE_BODY;
+                   enc.size() + byte_size + kInlineSlack <= ipc::MAX_INLINE_BODY;
+  const ipc::TensorHead head{name, static_cast<uint8_t>(dtype), shape, ndim, byte_size};
   uint8_t* dst = nullptr;
   if (inline_it) {
-    ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::INLINE, shape, ndim,
-                         byte_size);
-    dst = w.Extend(byte_size);  // filled below, before anything else is written
+    dst = enc.InlineTensor(head);  // filled below, before anything else is written
   } else {
     ipc::Arena::Block b;
     try {
@@ -127,10 +124,7 @@ void EncodeInput(ipc::Writer& w, TRITONBACKEND_Input* input, EncodeContext& ctx)
                 " bytes) of model instance '" + ctx.instance_name + "': " + e.what());
     }
     ctx.loan.blocks.push_back(b);
-    ipc::WriteTensorHead(w, name, static_cast<uint8_t>(dtype), ipc::Location::BACKEND_ARENA, shape,
-                         ndim, byte_size);
-    w.U32(b.seg);
-    w.U64(b.offset);
+    enc.ArenaTensor(head, ipc::Location::BACKEND_ARENA, b.seg, b.offset);
     dst = b.ptr;
   }
 
@@ -202,56 +196,49 @@ void ValidateBytesInput(const uint8_t* data, uint64_t size, uint64_t expected,
   }
 }
 
-void EncodeRequest(ipc::Writer& w, RequestState& st, EncodeContext& ctx) {
+void EncodeRequest(ipc::ExecuteEncoder& enc, RequestState& st, EncodeContext& ctx) {
   TRITONBACKEND_Request* req = st.request;
-  w.U64(st.token);
 
   const char* id = nullptr;
   Check(TRITONBACKEND_RequestId(req, &id), "TRITONBACKEND_RequestId");
-  w.Str(id != nullptr ? id : "");
 
-  uint64_t corr = 0;
-  TRITONSERVER_Error* err = TRITONBACKEND_RequestCorrelationId(req, &corr);
-  if (err == nullptr) {
-    w.U8(0);
-    w.U64(corr);
-  } else {
+  ipc::CorrelationId corr;
+  TRITONSERVER_Error* err = TRITONBACKEND_RequestCorrelationId(req, &corr.u64);
+  if (err != nullptr) {
     // The id is a string: the u64 call refuses it.
     TRITONSERVER_ErrorDelete(err);
     const char* corr_s = nullptr;
     Check(TRITONBACKEND_RequestCorrelationIdString(req, &corr_s),
           "TRITONBACKEND_RequestCorrelationIdString");
-    w.U8(1);
-    w.Str(corr_s != nullptr ? corr_s : "");
+    corr.is_string = true;
+    corr.str = corr_s != nullptr ? corr_s : "";
   }
 
   uint32_t flags = 0;
   Check(TRITONBACKEND_RequestFlags(req, &flags), "TRITONBACKEND_RequestFlags");
-  w.U32(flags);
   uint64_t timeout = 0;
   Check(TRITONBACKEND_InferenceRequestTimeoutMicroseconds(req, &timeout),
         "TRITONBACKEND_InferenceRequestTimeoutMicroseconds");
-  w.U64(timeout);
-  w.Str(ParametersJson(req));
+  enc.RequestHead(st.token, id != nullptr ? id : "", corr, flags, timeout, ParametersJson(req));
 
   uint32_t n_out = 0;
   Check(TRITONBACKEND_RequestOutputCount(req, &n_out), "TRITONBACKEND_RequestOutputCount");
-  w.U32(n_out);
+  enc.RequestedOutputs(n_out);
   st.requested_outputs.clear();
   for (uint32_t i = 0; i < n_out; ++i) {
     const char* out_name = nullptr;
     Check(TRITONBACKEND_RequestOutputName(req, i, &out_name), "TRITONBACKEND_RequestOutputName");
-    w.Str(out_name);
+    enc.RequestedOutput(out_name);
     st.requested_outputs.insert(out_name);
   }
 
   uint32_t n_in = 0;
   Check(TRITONBACKEND_RequestInputCount(req, &n_in), "TRITONBACKEND_RequestInputCount");
-  w.U32(n_in);
+  enc.Inputs(n_in);
   for (uint32_t i = 0; i < n_in; ++i) {
     TRITONBACKEND_Input* input = nullptr;
     Check(TRITONBACKEND_RequestInputByIndex(req, i, &input), "TRITONBACKEND_RequestInputByIndex");
-    EncodeInput(w, input, ctx);
+    EncodeInput(enc, input, ctx);
   }
 }
 

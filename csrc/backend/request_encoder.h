@@ -11,6 +11,7 @@
 #include "backend/request_registry.h"
 #include "backend/stub_session.h"
 #include "ipc/codec.h"
+#include "ipc/messages/execute.h"
 
 namespace pybackend {
 
@@ -29,7 +30,7 @@ struct EncodeContext {
 
 // Throws BackendError (the batch fails) on any Triton error, a GPU input, or malformed
 // BYTES input. Fills st.requested_outputs.
-void EncodeRequest(ipc::Writer& w, RequestState& st, EncodeContext& ctx);
+void EncodeRequest(ipc::ExecuteEncoder& enc, RequestState& st, EncodeContext& ctx);
 
 // Checks serialized BYTES data: `expected` elements of u32 length + bytes, nothing left over.
 void ValidateBytesInput(const uint8_t* data, uint64_t size, uint64_t expected,

@@ -6,6 +6,8 @@
 #include "backend/logging.h"
 #include "backend/monitor.h"
 #include "ipc/codec.h"
+#include "ipc/messages/free.h"
+#include "ipc/messages/session.h"
 
 namespace pybackend {
 namespace {
@@ -92,8 +94,7 @@ void StubSession::Attach() {
   hello.Set("model_name", opts_.model_name);
   hello.Set("model_version", static_cast<int64_t>(opts_.model_version));
   hello.Set("instance_name", opts_.instance_name);
-  ipc::Writer body;
-  body.Str(hello.Dump());
+  std::vector<uint8_t> body = ipc::EncodeJson(hello.Dump());
   std::string error;
   if (!sync_->Send(ipc::MessageKind::ATTACH, 0, body.data(), body.size(),
                    static_cast<int>(opts_.timeout.count()), &error, peer_async.get())) {
@@ -159,11 +160,11 @@ json::Value StubSession::Start(const json::Value& init_args) {
   uint32_t version = 0, pid = 0;
   std::string py_version, np_version;
   try {
-    ipc::Reader r(msg.body.data(), msg.body.size());
-    version = r.U32();
-    pid = r.U32();
-    py_version = r.Str();
-    np_version = r.Str();
+    ipc::HelloMsg hello = ipc::DecodeHello(msg.body);
+    version = hello.protocol_version;
+    pid = hello.pid;
+    py_version = std::move(hello.python_version);
+    np_version = std::move(hello.numpy_version);
   } catch (const ipc::DecodeError& e) {
     fail(Wait::kError, "HELLO", std::string("malformed HELLO: ") + e.what());
   }
@@ -190,8 +191,7 @@ json::Value StubSession::Start(const json::Value& init_args) {
     lane_active_ = true;
   }
 
-  ipc::Writer init;
-  init.Str(init_args.Dump());  // a `json` field is a length-prefixed str
+  std::vector<uint8_t> init = ipc::EncodeJson(init_args.Dump());
   if (!sync_->Send(ipc::MessageKind::INIT, 0, init.data(), init.size(),
                    static_cast<int>(left().count()), &error)) {
     fail(Wait::kError, "INIT_REPLY", error);
@@ -199,8 +199,7 @@ json::Value StubSession::Start(const json::Value& init_args) {
   w = WaitSync(ipc::MessageKind::INIT_REPLY, left(), &msg, &error);
   if (w != Wait::kOk) fail(w, "INIT_REPLY", error);
   try {
-    ipc::Reader r(msg.body.data(), msg.body.size());
-    return json::Value::Parse(r.StrView());
+    return json::Value::Parse(ipc::DecodeJson(msg.body));
   } catch (const std::exception& e) {
     fail(Wait::kError, "INIT_REPLY", std::string("malformed INIT_REPLY: ") + e.what());
   }
@@ -225,8 +224,7 @@ std::string StubSession::Finalize() {
       if (w == Wait::kOk) {
         replied = true;
         try {
-          ipc::Reader r(msg.body.data(), msg.body.size());
-          json::Value v = json::Value::Parse(r.StrView());
+          json::Value v = json::Value::Parse(ipc::DecodeJson(msg.body));
           if (const json::Value* e = v.Find("error"); e != nullptr && e->is_string()) {
             result = e->AsString();
           }
@@ -295,33 +293,26 @@ bool StubSession::HandleCommon(ipc::Message& msg) {
   using ipc::MessageKind;
   switch (static_cast<MessageKind>(msg.kind)) {
     case MessageKind::SEGMENT_ADD: {
-      ipc::Reader r(msg.body.data(), msg.body.size());
-      r.U8();  // owner: always the stub here
-      uint32_t seg = r.U32();
-      uint64_t size = r.U64();
+      // owner: always the stub here
+      ipc::SegmentAddMsg add = ipc::DecodeSegmentAdd(msg.body);
       if (!msg.fd) throw std::runtime_error("SEGMENT_ADD without an fd");
-      ledger_.peers().Add(seg, size, msg.fd.Release());
+      ledger_.peers().Add(add.seg, add.size, msg.fd.Release());
       return true;
     }
     case MessageKind::SEGMENT_DROP: {
-      ipc::Reader r(msg.body.data(), msg.body.size());
-      r.U8();
-      ledger_.peers().Drop(r.U32());
+      ledger_.peers().Drop(ipc::DecodeSegmentDrop(msg.body).seg);
       return true;
     }
     case MessageKind::FREE: {
-      ipc::Reader r(msg.body.data(), msg.body.size());
-      r.U8();
-      uint32_t n = r.U32();
-      ledger_.OnStubFree(r, n);
+      ledger_.OnStubFree(ipc::DecodeFree(msg.body).blocks);
       return true;
     }
     case MessageKind::LOG: {
-      ipc::Reader r(msg.body.data(), msg.body.size());
-      uint8_t level = r.U8();
-      uint32_t line = r.U32();
-      std::string file = r.Str();
-      std::string text = r.Str();
+      ipc::LogMsg log = ipc::DecodeLog(msg.body);
+      uint8_t level = log.level;
+      uint32_t line = log.line;
+      const std::string& file = log.file;
+      const std::string& text = log.message;
       if (level > TRITONSERVER_LOG_VERBOSE) level = TRITONSERVER_LOG_INFO;
       auto lvl = static_cast<TRITONSERVER_LogLevel>(level);
       if (lvl != TRITONSERVER_LOG_VERBOSE || LogEnabled(lvl)) {

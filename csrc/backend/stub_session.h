@@ -189,9 +189,11 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // kDead or kError for a sync receive that ended in kClosed or kError (marks the stub dead).
   Wait RecvFailed(ipc::Channel::RecvStatus st, const std::string& error);
   // The next sync message with the lane on: a counted socket message first, else the slot,
-  // else asleep on the bell. Same results as reading the socket after WaitReadable.
+  // else polling the bell until `spin_until`, else asleep on it. Same results as reading the
+  // socket after WaitReadable.
   Wait NextSyncFromLane(ipc::Message* out, std::chrono::steady_clock::time_point deadline,
-                        bool bounded, std::string* error);
+                        bool bounded, std::chrono::steady_clock::time_point spin_until,
+                        std::string* error);
 
   SessionOptions opts_;
   std::atomic<AsyncHandler*> handler_;  // set later for an early-spawned stub

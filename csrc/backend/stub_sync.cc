@@ -68,7 +68,8 @@ bool StubSession::SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* bo
 }
 
 StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_point deadline,
-                                                bool bounded, std::string* error) {
+                                                bool bounded, Clock::time_point spin_until,
+                                                std::string* error) {
   StubProcess* proc = process_.get();
   std::optional<Clock::time_point> stopped_since;
   while (true) {
@@ -86,6 +87,10 @@ StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_p
     }
     if (lane_->Take(out)) return Wait::kOk;
     if (gone) return Wait::kDead;  // the monitor saw it go, and rang the bell
+    if (opts_.spin_us > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::microseconds>(spin_until - Clock::now());
+      if (left.count() > 0 && lane_->Spin(seen, left)) continue;
+    }
     std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
     if (!slice) return Wait::kTimeout;
     auto before = Clock::now();
@@ -107,7 +112,7 @@ StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::mill
   }
   while (true) {
     if (lane_active_) {
-      Wait w = NextSyncFromLane(out, deadline, bounded, error);
+      Wait w = NextSyncFromLane(out, deadline, bounded, spin_until, error);
       if (w != Wait::kOk) return w;
     } else {
       auto st = sync_->Recv(out, error);

@@ -11,6 +11,8 @@
 
 #include "ipc/codec.h"
 #include "ipc/lane.h"
+#include "ipc/messages/free.h"
+#include "ipc/messages/session.h"
 
 namespace pybackend::ipc {
 
@@ -26,27 +28,20 @@ void PendingFrees::Add(uint32_t seg, uint64_t offset) {
   blocks_.emplace_back(seg, offset);
 }
 
-std::vector<uint8_t> PendingFrees::TakeBody(Owner owner) {
-  Writer w;
-  w.U8(static_cast<uint8_t>(owner));
-  TakeTrailer(w);
-  if (w.size() == 1) return {};
-  return std::vector<uint8_t>(w.data(), w.data() + w.size());
+BlockList PendingFrees::Take() {
+  BlockList blocks;
+  std::lock_guard<std::mutex> lock(mu_);
+  blocks.swap(blocks_);
+  return blocks;
 }
 
-void PendingFrees::TakeTrailer(Writer& w) {
-  std::vector<std::pair<uint32_t, uint64_t>> blocks;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    blocks.swap(blocks_);
-  }
-  if (blocks.empty()) return;
-  w.U32(static_cast<uint32_t>(blocks.size()));
-  for (auto& [seg, off] : blocks) {
-    w.U32(seg);
-    w.U64(off);
-  }
+std::vector<uint8_t> PendingFrees::TakeBody(Owner owner) {
+  BlockList blocks = Take();
+  if (blocks.empty()) return {};
+  return EncodeFree(owner, blocks);
 }
+
+void PendingFrees::TakeTrailer(Writer& w) { AppendFreed(w, Take()); }
 
 bool PendingFrees::empty() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -130,12 +125,9 @@ bool Channel::AnnounceLocked(int timeout_ms, std::string* error) {
   bool ok = true;
   for (const NewSegment& s : own_->TakeUnannounced()) {
     if (ok) {
-      Writer w;
-      w.U8(static_cast<uint8_t>(Owner::BACKEND));
-      w.U32(s.id);
-      w.U64(s.size);
-      ok = SendRaw(static_cast<uint16_t>(MessageKind::SEGMENT_ADD), 0, 0, w.data(), w.size(), s.fd,
-                   timeout_ms, error);
+      std::vector<uint8_t> body = EncodeSegmentAdd({Owner::BACKEND, s.id, s.size});
+      ok = SendRaw(static_cast<uint16_t>(MessageKind::SEGMENT_ADD), 0, 0, body.data(), body.size(),
+                   s.fd, timeout_ms, error);
     }
     close(s.fd);
   }
@@ -165,11 +157,8 @@ bool Channel::Send(MessageKind kind, uint64_t id, const uint8_t* body, size_t le
     }
     std::memcpy(b.ptr, body, len);
     if (!AnnounceLocked(timeout_ms, error)) return false;
-    Writer w;
-    w.U32(b.seg);
-    w.U64(b.offset);
-    w.U64(len);
-    return SendRaw(static_cast<uint16_t>(kind), FLAG_INDIRECT, id, w.data(), w.size(), pass_fd,
+    std::vector<uint8_t> ref = EncodeIndirect({b.seg, b.offset, len});
+    return SendRaw(static_cast<uint16_t>(kind), FLAG_INDIRECT, id, ref.data(), ref.size(), pass_fd,
                    timeout_ms, error);
   }
   if (!AnnounceLocked(timeout_ms, error)) return false;
@@ -233,10 +222,10 @@ Channel::RecvStatus Channel::Recv(Message* msg, std::string* error) {
     return RecvStatus::kOk;
   }
   try {
-    Reader r(body, h.body_len);
-    uint32_t seg = r.U32();
-    uint64_t off = r.U64();
-    uint64_t len = r.U64();
+    IndirectRef ref = DecodeIndirect(body, h.body_len);
+    uint32_t seg = ref.seg;
+    uint64_t off = ref.offset;
+    uint64_t len = ref.length;
     if (peer_ == nullptr) throw DecodeError("indirect body where none is allowed");
     auto map = peer_->Get(seg, off, len, error);
     if (!map) return RecvStatus::kError;

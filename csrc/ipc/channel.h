@@ -12,6 +12,7 @@
 
 #include "ipc/arena.h"
 #include "ipc/codec.h"
+#include "ipc/messages/free.h"
 #include "ipc/protocol.h"
 
 namespace pybackend::ipc {
@@ -52,6 +53,8 @@ struct Message {
 class PendingFrees {
  public:
   void Add(uint32_t seg, uint64_t offset);
+  // Everything queued so far, handed to the caller (the queue is empty afterwards).
+  BlockList Take();
   // Everything queued so far, encoded as a FREE body for owner `owner`; empty if none.
   std::vector<uint8_t> TakeBody(Owner owner);
   // Everything queued so far, appended to `w` as a freed trailer (u32 count, then the
@@ -63,7 +66,7 @@ class PendingFrees {
 
  private:
   std::mutex mu_;
-  std::vector<std::pair<uint32_t, uint64_t>> blocks_;
+  BlockList blocks_;
 };
 
 class Channel {

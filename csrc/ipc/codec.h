@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ipc/protocol.h"
@@ -43,6 +44,8 @@ class Writer {
   size_t size() const { return buf_.size(); }
   const uint8_t* data() const { return buf_.data(); }
   void Clear() { buf_.clear(); }
+  // The bytes written, moved out (the writer is empty afterwards): a message body to send.
+  std::vector<uint8_t> Take() { return std::move(buf_); }
 
  private:
   void Put(const void* data, size_t size);

@@ -55,6 +55,10 @@ class Lane {
   void SocketRead() { ++socket_read_; }
   // Moves a message from the up slot into *out; false when empty.
   bool Take(Message* out);
+  // Polls the up bell until it differs from `seen` (true) or `limit` passes (false), a pause
+  // instruction between reads: for a reply expected sooner than a sleeping thread wakes up
+  // (backend/lane_spin.h decides whether to).
+  bool Spin(uint32_t seen, std::chrono::microseconds limit) const;
   // Sleeps until the up bell differs from `seen` or `timeout` passes.
   void Wait(uint32_t seen, std::chrono::milliseconds timeout);
   // Rings the up bell from our side: wakes our own waiter (the stub is gone).

@@ -1,6 +1,6 @@
 // Unit tests for the parts of the backend that do not need a Triton server: the codec, the
 // arena allocator, peer segments, the channel (SCM_RIGHTS, FLAG_INDIRECT), the JSON value, the
-// parallel copy and the cgroup CPU limit.
+// parallel copy, the cgroup CPU limit and the sync spin (its decision and the lane's poll).
 // Plain asserts with messages; run by ctest (cmake -DPYBACKEND_BUILD_TESTS=ON).
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -17,10 +17,12 @@
 
 #include "backend/cores.h"
 #include "backend/json.h"
+#include "backend/lane_spin.h"
 #include "backend/parallel_copy.h"
 #include "ipc/arena.h"
 #include "ipc/channel.h"
 #include "ipc/codec.h"
+#include "ipc/lane.h"
 #include "tests/expect.h"
 
 using namespace pybackend;
@@ -365,6 +367,46 @@ static void TestCgroupCpuLimit() {
   EXPECT(cores >= 1 && cores <= static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+// Cores x instances -> spin or not, and the ipc-spin-us knob over both.
+static void TestLaneSpinDecision() {
+  // Auto: at least kLaneSpinMinCores (4) usable cores per instance.
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 2, 1).micros == 0);  // the 2-vCPU machines
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 1, 1).micros == 0);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 3, 1).micros == 0);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 4, 1).micros == kLaneSpinAutoMicros);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 1).micros == kLaneSpinAutoMicros);  // the GPU machine
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 2).micros == kLaneSpinAutoMicros);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 4).micros == kLaneSpinAutoMicros);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 5).micros == 0);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 16).micros == 0);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 0).micros == kLaneSpinAutoMicros);  // counted as 1
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 2, 1).reason.find("fewer than 4") != std::string::npos);
+  EXPECT(DecideLaneSpin(kLaneSpinAuto, 16, 1).reason.find("16 usable cores, 1 instance") !=
+         std::string::npos);
+  // Set: applies whatever the cores; 0 is off even with cores to spare.
+  EXPECT(DecideLaneSpin(50, 2, 1).micros == 50);
+  EXPECT(DecideLaneSpin(0, 16, 1).micros == 0);
+  EXPECT(DecideLaneSpin(0, 16, 1).reason.find("ipc-spin-us") != std::string::npos);
+}
+
+// Lane::Spin returns as soon as the bell moves, and gives up when the time is over (no timing
+// asserted: only which of the two happened).
+static void TestLaneSpin() {
+  if (!ipc::Lane::Supported()) return;
+  ipc::Lane lane("pybackend-ipc-test-lane");
+  uint32_t seen = lane.UpBell();
+  EXPECT(!lane.Spin(seen, std::chrono::microseconds(200)));
+  EXPECT(!lane.Spin(seen, std::chrono::microseconds(0)));
+  std::thread ringer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    lane.WakeWaiter();  // rings the up bell
+  });
+  EXPECT(lane.Spin(seen, std::chrono::seconds(30)));  // bounded: a broken ring fails, not hangs
+  ringer.join();
+  EXPECT(lane.UpBell() != seen);
+  EXPECT(lane.Spin(seen, std::chrono::microseconds(0)));  // already moved: true at once
+}
+
 int main() {
   TestCodec();
   TestArena();
@@ -373,6 +415,8 @@ int main() {
   TestJson();
   TestParallelCopy();
   TestCgroupCpuLimit();
+  TestLaneSpinDecision();
+  TestLaneSpin();
   if (g_failures == 0) std::printf("ipc_test: all passed\n");
   return g_failures == 0 ? 0 : 1;
 }

@@ -38,8 +38,7 @@ uint32_t StubFrees(MemoryLedger& ledger, const std::vector<std::pair<uint32_t, u
     w.U32(seg);
     w.U64(off);
   }
-  ipc::Reader r(w.data(), w.size());
-  return ledger.OnStubFree(r, static_cast<uint32_t>(refs.size()));
+  return ledger.OnStubFree(ipc::BlockRefs(w.data(), static_cast<uint32_t>(refs.size())));
 }
 
 // The fake driver's counters and its allocator (standing for the stub's torch/cupy).
@@ -126,14 +125,14 @@ static void TestStubBlocksReturned() {
   ledger.Done(5, 0);
   EXPECT(ledger.queued_returns() == 3 && ledger.HasWork());
   ipc::Writer tw;
-  ledger.ReturnInTrailer(tw);
+  ipc::AppendFreed(tw, ledger.TakeReturns());
   ipc::Reader tr(tw.data(), tw.size());
   EXPECT(tr.U32() == 3 && tr.U32() == 4 && tr.U64() == 128);
   EXPECT(tr.U32() == ipc::GPU_HOLD_SEG && tr.U64() == 77);
   EXPECT(tr.U32() == 5 && tr.U64() == 0 && tr.remaining() == 0);
   EXPECT(ledger.queued_returns() == 0);
   ipc::Writer none;
-  ledger.ReturnInTrailer(none);
+  ipc::AppendFreed(none, ledger.TakeReturns());
   EXPECT(none.size() == 0);  // nothing queued: no trailer at all
 
   int sv[2];

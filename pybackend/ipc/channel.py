@@ -145,11 +145,11 @@ class Channel:
 
         ``spin_s`` > 0 polls without sleeping for that long first: a message that arrives
         meanwhile costs no wake-up of this thread (tens of µs on VMs), at the price of
-        burning CPU while waiting."""
+        burning CPU while waiting. The backend decides it (csrc/backend/lane_spin.h)."""
         got: Optional[tuple]
         try:
             if self.lane is not None:
-                from_lane = self._recv_lane(self.lane)
+                from_lane = self._recv_lane(self.lane, spin_s)
                 if isinstance(from_lane, Message):
                     return from_lane
                 got = from_lane
@@ -193,10 +193,10 @@ class Channel:
             body = memoryview(self.indirect_in(seg, off, length))
         return Message(kind, flags, msg_id, body, fds)
 
-    def _recv_lane(self, lane: Lane) -> "tuple | Message":
-        """A counted socket message first, then the slot, else sleep on the bell. Every
-        second without a message the socket is read too: that is how EOF (the backend went
-        away) is seen."""
+    def _recv_lane(self, lane: Lane, spin_s: float) -> "tuple | Message":
+        """A counted socket message first, then the slot, else poll the bell for up to
+        ``spin_s`` (once per call), else sleep on it. Every second without a message the
+        socket is read too: that is how EOF (the backend went away) is seen."""
         while True:
             seen = lane.down_bell()
             if lane.socket_pending():
@@ -206,6 +206,11 @@ class Channel:
             if slot is not None:
                 kind, msg_id, body = slot
                 return Message(kind, 0, msg_id, body, [])
+            if spin_s > 0.0:
+                spun = lane.spin(seen, spin_s)
+                spin_s = 0.0
+                if spun:
+                    continue
             lane.wait(seen, 1.0)
             if lane.down_bell() == seen:
                 try:

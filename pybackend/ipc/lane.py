@@ -19,7 +19,7 @@ import ctypes
 import mmap
 import os
 import struct
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 BLOCK = 64 * 1024
 HEAD = 64
@@ -64,6 +64,11 @@ class Lane:
         self._ts_for = 1.0
         self._ts_ref = ctypes.byref(self._ts)
         self.socket_read = 0  # the backend's socket messages we have read
+        # Imported here, not with the module: pybackend.utils is the whole pb_utils package,
+        # which the stub has loaded by the time the backend sends LANE.
+        from ..utils.native import helpers
+
+        self._spin_c: Optional[Any] = helpers.pb_lane_spin if helpers is not None else None
 
     # ------------------------------------------------------------------ down (we read)
 
@@ -85,6 +90,15 @@ class Lane:
         body = memoryview(self._mm)[_DOWN + HEAD : _DOWN + HEAD + n]
         w[_D_FULL] = 0
         return kind, msg_id, body
+
+    def spin(self, seen: int, limit_s: float) -> bool:
+        """Poll the down bell until it differs from ``seen`` (True) or ``limit_s`` passes
+        (False), in C with the GIL released (csrc/stub_native/lane_spin.cc): a poll in Python
+        would keep the stub's other threads waiting for the GIL. False at once where the
+        native helpers are missing: the stub then sleeps at once, as without a spin."""
+        if self._spin_c is None:
+            return False
+        return bool(self._spin_c(self._down_bell, seen, int(limit_s * 1e9)))
 
     def wait(self, seen: int, timeout_s: float) -> None:
         """Sleep (GIL released) until the down bell differs from ``seen`` or for at most

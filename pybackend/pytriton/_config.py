@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+import dataclasses
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
 from ..utils.dtypes import numpy_to_triton_type
 from .exceptions import PyTritonBadParameterError, PyTritonModelConfigError
-from .model_config import ModelConfig, QueuePolicy, Tensor
+from .model_config import (
+    DynamicBatcher,
+    ModelConfig,
+    QueuePolicy,
+    SequenceBatcher,
+    SequenceControl,
+    SequenceStrategy,
+    Tensor,
+)
 
 #: The model parameter that selects attach mode in our backend (csrc/backend/model_state.cc).
 ATTACH_PARAMETER = "PYBACKEND_ATTACH_SOCKET"
@@ -24,7 +33,7 @@ _TRITON_TYPE_NAMES = {
 def named(tensors: Sequence[Tensor], prefix: str) -> List[Tensor]:
     """Unnamed tensors are called <prefix>_<n>, counted from 1 (PyTriton's names)."""
     return [
-        t if t.name else Tensor(t.shape, t.dtype, f"{prefix}_{i}", t.optional)
+        t if t.name else dataclasses.replace(t, name=f"{prefix}_{i}")
         for i, t in enumerate(tensors, start=1)
     ]
 
@@ -47,11 +56,84 @@ def _queue_policy(p: QueuePolicy) -> Dict[str, Any]:
     }
 
 
-def _batching(config: ModelConfig) -> Dict[str, Any]:
+_FLAG_VALUES = {"TYPE_INT32": "int32FalseTrue", "TYPE_FP32": "fp32FalseTrue",
+                "TYPE_BOOL": "boolFalseTrue"}  # fmt: skip
+_FLAG_PAIRS: Dict[str, List[Any]] = {
+    "int32FalseTrue": [0, 1], "fp32FalseTrue": [0.0, 1.0], "boolFalseTrue": [False, True],
+}  # fmt: skip
+_CORRID_TYPES = {"TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING"}
+
+
+def _sequence_batching(s: SequenceBatcher, max_batch_size: int, model: str) -> Dict[str, Any]:
+    """ModelConfig.sequence_batcher as model_config.proto's ``sequence_batching``."""
+    out: Dict[str, Any] = {}
+    if s.max_sequence_idle_microseconds:
+        out["maxSequenceIdleMicroseconds"] = int(s.max_sequence_idle_microseconds)
+    controls = []
+    for c in s.control_inputs:
+        kind = SequenceControl(c.kind)
+        dtype = data_type(c.dtype)
+        control: Dict[str, Any] = {"kind": kind.value}
+        if kind is SequenceControl.CORRID:
+            if dtype not in _CORRID_TYPES:
+                raise PyTritonBadParameterError(
+                    f"Model `{model}`: control input `{c.name}` (CORRID) has dtype "
+                    f"{c.dtype!r}; use np.uint64, np.int64, np.uint32, np.int32 or bytes."
+                )
+            control["dataType"] = dtype
+        elif dtype in _FLAG_VALUES:
+            field = _FLAG_VALUES[dtype]
+            control[field] = _FLAG_PAIRS[field]
+        else:
+            raise PyTritonBadParameterError(
+                f"Model `{model}`: control input `{c.name}` ({kind.name}) has dtype "
+                f"{c.dtype!r}; use np.int32, np.float32 or np.bool_."
+            )
+        controls.append({"name": c.name, "control": [control]})
+    if controls:
+        out["controlInput"] = controls
+    strategy = SequenceStrategy(s.strategy)
+    if strategy is SequenceStrategy.DIRECT:
+        direct: Dict[str, Any] = {}
+        if s.max_queue_delay_microseconds:
+            direct["maxQueueDelayMicroseconds"] = int(s.max_queue_delay_microseconds)
+        if s.minimum_slot_utilization:
+            direct["minimumSlotUtilization"] = float(s.minimum_slot_utilization)
+        out["direct"] = direct
+    else:
+        oldest: Dict[str, Any] = {
+            # Triton requires at least one candidate sequence.
+            "maxCandidateSequences": int(s.max_candidate_sequences or max(max_batch_size, 1))
+        }
+        if s.preferred_batch_size:
+            oldest["preferredBatchSize"] = [int(b) for b in s.preferred_batch_size]
+        if s.max_queue_delay_microseconds:
+            oldest["maxQueueDelayMicroseconds"] = int(s.max_queue_delay_microseconds)
+        if s.preserve_ordering:
+            oldest["preserveOrdering"] = True
+        out["oldest"] = oldest
+    return out
+
+
+def _batching(config: ModelConfig, model: str) -> Dict[str, Any]:
+    sequence = config.sequence_batcher
+    if sequence is not None and config.batcher != DynamicBatcher():
+        raise PyTritonBadParameterError(
+            f"Model `{model}` has one batcher: set either `batcher` (dynamic batching) or "
+            "`sequence_batcher` in its ModelConfig, not both."
+        )
     if not config.batching:
-        return {"maxBatchSize": 0}
+        out: Dict[str, Any] = {"maxBatchSize": 0}
+        if sequence is not None:
+            out["sequenceBatching"] = _sequence_batching(sequence, 0, model)
+        return out
     if config.max_batch_size < 1:
         raise PyTritonBadParameterError("The `max_batch_size` must be greater or equal to 1.")
+    if sequence is not None:
+        return {
+            "maxBatchSize": int(config.max_batch_size),
+            "sequenceBatching": _sequence_batching(sequence, config.max_batch_size, model),
+        }
     b = config.batcher
     dyn: Dict[str, Any] = {}
     if b.max_queue_delay_microseconds > 0:
@@ -88,6 +170,64 @@ def _batching(config: ModelConfig) -> Dict[str, Any]:
     return {"maxBatchSize": int(config.max_batch_size), "dynamicBatching": dyn}
 
 
+def _sample_bytes(value: np.ndarray) -> bytes:
+    """One sample in Triton's raw warmup format: row-major bytes; a string element is its
+    4-byte little-endian length, then its bytes."""
+    if value.dtype.kind in "OSU":
+        out = bytearray()
+        for item in value.reshape(-1):
+            raw = item.encode() if isinstance(item, str) else bytes(item)
+            out += len(raw).to_bytes(4, "little") + raw
+        return bytes(out)
+    return np.ascontiguousarray(value).tobytes()
+
+
+def warmup(config: ModelConfig) -> Tuple[List[Dict[str, Any]], Dict[str, bytes]]:
+    """ModelConfig.model_warmup as model_config.proto's ``model_warmup`` (Triton runs it
+    through the bound callable when it loads the model), and the files it reads: PyTriton's
+    ``input_data_file`` is a .npy file; Triton's is raw data under the model's warmup/."""
+    samples: List[Dict[str, Any]] = []
+    files: Dict[str, bytes] = {}
+    for w in config.model_warmup or []:
+        inputs: Dict[str, Any] = {}
+        for name, spec in w.inputs.items():
+            shape = tuple(int(d) for d in spec.shape)
+            item: Dict[str, Any] = {"dataType": data_type(spec.dtype), "dims": list(shape)}
+            if spec.input_data_file:
+                data = np.load(spec.input_data_file, allow_pickle=False)
+                if data.shape != shape and data.shape[1:] == shape and len(data):
+                    data = data[0]  # a batch in the file: Triton repeats one sample
+                if data.shape != shape:
+                    raise PyTritonBadParameterError(
+                        f"Warmup `{w.name}`: input `{name}` file {spec.input_data_file} holds "
+                        f"shape {data.shape}; expected {shape} (one sample)."
+                    )
+                if data.dtype.kind not in "OSU":
+                    data = data.astype(spec.dtype)
+                path = f"warmup/{w.name}_{name}"
+                files[path] = _sample_bytes(data)
+                item["inputDataFile"] = path.split("/", 1)[1]
+            elif spec.random_data:
+                item["randomData"] = True
+            elif spec.zero_data:
+                item["zeroData"] = True
+            else:
+                raise PyTritonBadParameterError(
+                    "One of 'zero_data', 'random_data', or 'input_data_file' must be provided "
+                    f"for warmup input `{name}` of warmup `{w.name}`."
+                )
+            inputs[name] = item
+        samples.append(
+            {
+                "name": w.name,
+                "batchSize": int(w.batch_size),
+                "count": int(w.count),
+                "inputs": inputs,
+            }
+        )
+    return samples, files
+
+
 def model_config_dict(
     name: str,
     inputs: Sequence[Tensor],
@@ -108,19 +248,28 @@ def model_config_dict(
             item["optional"] = True
         return item
 
+    parameters = {ATTACH_PARAMETER: {"stringValue": attach_socket}}
+    on_gpu = any(t.device == "cuda" for t in list(inputs) + list(outputs))
+    if any(t.device == "cuda" for t in inputs):
+        # GPU inputs stay where Triton has them (the stub's CUDA IPC path).
+        parameters["FORCE_CPU_ONLY_INPUT_TENSORS"] = {"stringValue": "no"}
     out: Dict[str, Any] = {
         "name": name,
         "backend": "python",
         "input": [io(t, True) for t in inputs],
         "output": [io(t, False) for t in outputs],
-        "instanceGroup": [{"count": int(instances), "kind": "KIND_CPU"}],
-        "parameters": {ATTACH_PARAMETER: {"stringValue": attach_socket}},
+        # A GPU model's instances live on a device: count instances on each visible GPU.
+        "instanceGroup": [{"count": int(instances), "kind": "KIND_GPU" if on_gpu else "KIND_CPU"}],
+        "parameters": parameters,
     }
-    out.update(_batching(config))
+    out.update(_batching(config, name))
     if config.decoupled:
         out["modelTransactionPolicy"] = {"decoupled": True}
     if config.response_cache:
         out["responseCache"] = {"enable": True}
+    samples, _files = warmup(config)
+    if samples:
+        out["modelWarmup"] = samples
     return out
 
 

@@ -40,6 +40,55 @@ class DynamicBatcher:
     priority_queue_policy: Optional[Dict[int, QueuePolicy]] = None
 
 
+class SequenceStrategy(enum.Enum):
+    """How Triton's sequence batcher schedules sequences (model_config.proto's
+    ``strategy_choice``): DIRECT pins each sequence to one batch slot of one instance;
+    OLDEST batches the oldest candidate sequences together dynamically."""
+
+    DIRECT = "direct"
+    OLDEST = "oldest"
+
+
+class SequenceControl(enum.Enum):
+    """Kinds of control input (``ModelSequenceBatching.Control.Kind``)."""
+
+    START = "CONTROL_SEQUENCE_START"
+    END = "CONTROL_SEQUENCE_END"
+    READY = "CONTROL_SEQUENCE_READY"
+    CORRID = "CONTROL_SEQUENCE_CORRID"
+
+
+@dataclasses.dataclass
+class SequenceControlInput:
+    """A control tensor Triton adds to each request of a sequence (an input the callable
+    receives under ``name``, not one the client sends). START, END and READY hold 0 or 1
+    as ``dtype`` np.int32, np.float32 or np.bool_; CORRID holds the correlation id as
+    np.uint64, np.int64, np.uint32, np.int32 or bytes (string ids)."""
+
+    name: str
+    kind: SequenceControl
+    dtype: Any = np.int32
+
+
+@dataclasses.dataclass
+class SequenceBatcher:
+    """Triton's sequence batcher (``sequence_batching``), for stateful models: every request
+    of a sequence (one correlation id, from START to END) goes to the same instance, in
+    order. Fields follow model_config.proto; 0 leaves Triton's default.
+    ``max_queue_delay_microseconds`` applies to both strategies;
+    ``minimum_slot_utilization`` to DIRECT; ``max_candidate_sequences`` (0: the model's
+    max_batch_size), ``preferred_batch_size`` and ``preserve_ordering`` to OLDEST."""
+
+    strategy: SequenceStrategy = SequenceStrategy.DIRECT
+    max_sequence_idle_microseconds: int = 0
+    control_inputs: List[SequenceControlInput] = dataclasses.field(default_factory=list)
+    max_queue_delay_microseconds: int = 0
+    minimum_slot_utilization: float = 0.0
+    max_candidate_sequences: int = 0
+    preferred_batch_size: Optional[list] = None
+    preserve_ordering: bool = False
+
+
 @dataclasses.dataclass
 class WarmupInput:
     dtype: Any
@@ -59,7 +108,9 @@ class ModelWarmup:
 
 @dataclasses.dataclass
 class ModelConfig:
-    """batching: False serves without a batch dimension (max_batch_size 0)."""
+    """batching: False serves without a batch dimension (max_batch_size 0).
+    sequence_batcher (pybackend's addition): serve through Triton's sequence batcher
+    instead of the dynamic batcher (``batcher`` must then stay at its defaults)."""
 
     batching: bool = True
     max_batch_size: int = 4
@@ -67,17 +118,22 @@ class ModelConfig:
     response_cache: bool = False
     decoupled: bool = False
     model_warmup: Optional[List[ModelWarmup]] = None
+    sequence_batcher: Optional[SequenceBatcher] = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Tensor:
     """One input or output: shape without the batch dimension, numpy dtype (``bytes`` or
-    ``np.bytes_``/``object`` for strings), name (default INPUT_<n> / OUTPUT_<n>)."""
+    ``np.bytes_``/``object`` for strings), name (default INPUT_<n> / OUTPUT_<n>).
+    device (pybackend's addition): "cuda" gives the callable this input as a torch tensor
+    (cupy array without torch) on the instance's GPU, see docs/pytriton.md; "cpu" (the
+    default) as a numpy array."""
 
     shape: tuple
     dtype: Any
     name: Optional[str] = None
     optional: Optional[bool] = False
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         # np.dtype('float32') and np.float32 alike become the scalar type.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import atexit
 import base64
 import dataclasses
-import http.client
 import json
 import logging
 import re
@@ -18,11 +17,14 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..server.tritonserver import ServerError, TritonServer, http_status
+from ..server.tritonserver import ServerError, TritonServer
 from ._attach import AttachListener, ModelFactory
 from ._callable import CallableModel
-from ._config import config_pbtxt, model_config_dict, named
+from ._config import config_pbtxt, model_config_dict, named, warmup
 from ._context import TritonContext, TritonModelConfig, inject
+from ._control import ControlledServer, ServerControl
+from ._gpu import check_devices
+from ._security import TritonSecurityConfig
 from ._triton_config import TritonConfig, server_args
 from .exceptions import (
     PyTritonInvalidOperationError,
@@ -49,6 +51,7 @@ class _Binding:
     strict: bool
     model_config: TritonModelConfig
     config_json: str = ""  # the configuration as JSON (RemoteTriton loads with it)
+    files: Dict[str, bytes] = dataclasses.field(default_factory=dict)  # path -> content
 
 
 class Triton:
@@ -60,12 +63,29 @@ class Triton:
         config: Optional[TritonConfig] = None,
         workspace: Union[str, Path, None] = None,
         triton_lifecycle_policy: Any = None,
-        security_config: Any = None,
+        security_config: Optional[TritonSecurityConfig] = None,
     ) -> None:
         merged = {k: v for k, v in TritonConfig.from_env().to_dict().items() if v is not None}
         if config is not None:
             merged.update({k: v for k, v in config.to_dict().items() if v is not None})
         self._config = TritonConfig(**merged)
+        own_restrictions = bool(
+            self._config.http_restricted_api or self._config.grpc_restricted_protocol
+        )
+        if security_config is None:
+            # PyTriton's default: a random token guards the control endpoints; restrictions
+            # the TritonConfig sets itself are kept instead (PyTriton would overwrite them).
+            security_config = TritonSecurityConfig(
+                restricted_endpoints=[] if own_restrictions else None
+            )
+        elif security_config.active and own_restrictions:
+            raise PyTritonValidationError(
+                "Set the restricted endpoints either through TritonSecurityConfig or through "
+                "TritonConfig's http_restricted_api/grpc_restricted_protocol, not both."
+            )
+        self._security_config = security_config
+        #: Readiness and model loading go over HTTP, or gRPC when HTTP is off (as PyTriton).
+        self._protocol = "http" if self._config.allow_http in (True, None) else "grpc"
         self._own_workspace = workspace is None
         self._workspace = Path(workspace or tempfile.mkdtemp(prefix="pytriton-")).resolve()
         self._workspace.mkdir(parents=True, exist_ok=True)
@@ -76,7 +96,7 @@ class Triton:
         self._lock = threading.RLock()
         self._cv = threading.Condition(self._lock)
         self._server: Optional[TritonServer] = None
-        self._address: Optional[str] = None  # host:port of the server's HTTP endpoint
+        self._control: Optional[ServerControl] = None  # set once the server runs
         self._listener: Optional[AttachListener] = None
         self._stopped = False
         self._stopping = False
@@ -111,6 +131,7 @@ class Triton:
         )
         if not funcs:
             raise PyTritonValidationError("At least one inference callable is required.")
+        check_devices(model_name, named(inputs, "INPUT"), named(outputs, "OUTPUT"))
         binding = _Binding(
             model_name,
             int(model_version),
@@ -143,6 +164,7 @@ class Triton:
         )
         text = config_pbtxt(as_dict)
         binding.config_json = json.dumps(as_dict)
+        binding.files = warmup(binding.config)[1]
         with self._lock:
             if self._stopped:
                 raise PyTritonInvalidOperationError("Cannot bind a model to a stopped Triton.")
@@ -152,10 +174,13 @@ class Triton:
             model_dir.mkdir(parents=True, exist_ok=True)
             (model_dir / str(binding.version)).mkdir(exist_ok=True)
             (model_dir / "config.pbtxt").write_text(text)
+            for path, content in binding.files.items():
+                (model_dir / path).parent.mkdir(parents=True, exist_ok=True)
+                (model_dir / path).write_bytes(content)
             self._bindings[model_name] = binding
             for fn in funcs:
                 inject(self._triton_context, fn, binding.model_config)
-            running = self._address is not None
+            running = self._control is not None
         if running:
             self._load(model_name)
 
@@ -164,7 +189,7 @@ class Triton:
         with self._lock:
             if model_name not in self._bindings:
                 raise PyTritonInvalidOperationError(f"Model {model_name} is not bound.")
-            running = self._address is not None
+            running = self._control is not None
         if running:
             self._repository_call(model_name, "unload")
         with self._lock:
@@ -187,6 +212,9 @@ class Triton:
                 binding.strict,
                 dispatcher,
                 self._on_unrecoverable,
+                int(init.get("device_id") or 0),
+                # Triton runs each warmup sample `count` times (0 means once).
+                sum(max(w.count, 1) for w in binding.config.model_warmup or []),
             )
 
         return make
@@ -205,14 +233,14 @@ class Triton:
         with self._lock:
             if self._stopped:
                 raise PyTritonInvalidOperationError("This Triton was stopped; make a new one.")
-            if self._address is not None:
+            if self._control is not None:
                 return
             self._listener = AttachListener(self._socket_path, self._factory)
             names = list(self._bindings)
         try:
-            address = self._start()
+            control = self._start()
             with self._lock:
-                self._address = address
+                self._control = control
             for name in names:
                 self._load(name)
         except BaseException:
@@ -262,13 +290,18 @@ class Triton:
         return True
 
     def is_alive(self) -> bool:
-        return self._address is not None and not self._stopping and self._alive()
+        return self._control is not None and not self._stopping and self._alive()
 
     def is_connected(self) -> bool:
         return self.is_alive()
 
     def connect(self) -> None:
         self.run()
+
+    def get_access_token(self) -> Optional[str]:
+        """The token the restricted endpoints require (TritonSecurityConfig); None when
+        nothing is restricted."""
+        return self._security_config.access_token if self._security_config.active else None
 
     @property
     def server(self) -> Optional[TritonServer]:
@@ -288,13 +321,13 @@ class Triton:
 
     # What RemoteTriton does otherwise: where the server comes from and how it ends.
 
-    def _start(self) -> str:
-        """Start tritonserver; its HTTP address."""
+    def _start(self) -> ServerControl:
+        """Start tritonserver; how to reach its control endpoints."""
         server = self._make_server()
         with self._lock:
             self._server = server
         server.start()
-        return server.http_url
+        return server.control()
 
     def _alive(self) -> bool:
         server = self._server
@@ -319,13 +352,14 @@ class Triton:
     def _load_body(self, binding: _Binding) -> Dict[str, Any]:
         return {}
 
-    def _make_server(self) -> TritonServer:
+    def _make_server(self) -> ControlledServer:
         c = self._config
         stop_timeout = float(max(2 * (c.exit_timeout_secs or 15), 10))
-        return TritonServer(
+        security = self._security_config
+        server = ControlledServer(
             self._repository,
             backend="ours",
-            extra_args=server_args(c),
+            extra_args=server_args(c) + security.server_args(),
             model_control_mode="explicit",
             host=c.http_address or "0.0.0.0",
             http_port=c.http_port or 8000,
@@ -333,6 +367,9 @@ class Triton:
             metrics_port=c.metrics_port or 8002,
             stop_timeout=stop_timeout,
         )
+        server.protocol = self._protocol
+        server.access_token = security.access_token if security.active else None
+        return server
 
     def _load(self, model_name: str) -> None:
         with self._lock:
@@ -342,34 +379,13 @@ class Triton:
     def _repository_call(
         self, model_name: str, action: str, body_json: Optional[Dict[str, Any]] = None
     ) -> None:
-        assert self._address is not None
-        path = f"/v2/repository/models/{urllib.parse.quote(model_name)}/{action}"
-        host, port = self._address.rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=600)
-        try:
-            conn.request(
-                "POST",
-                path,
-                body=json.dumps(body_json or {}).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            reply = conn.getresponse()
-            body = reply.read().decode(errors="replace")
-        except OSError as e:
-            raise PyTritonRuntimeError(f"Cannot {action} model {model_name}: {e}") from None
-        finally:
-            conn.close()
-        if reply.status != 200:
+        assert self._control is not None
+        error = self._control.repository(model_name, action, body_json or {})
+        if error is not None:
             raise PyTritonRuntimeError(
-                f"Cannot {action} model {model_name}: {body}\n--- tritonserver log tail ---\n"
+                f"Cannot {action} model {model_name}: {error}\n--- tritonserver log tail ---\n"
                 f"{self._log_tail()}"
             )
-
-
-def _http_status(address: str, path: str) -> Optional[int]:
-    """The status of GET ``path`` at ``host:port``; None when nothing answers."""
-    host, port = address.rsplit(":", 1)
-    return http_status(host, int(port), path, timeout=10)
 
 
 def _tail(text: str, lines: int = 40) -> str:
@@ -388,30 +404,37 @@ class RemoteTriton(Triton):
         workspace: Union[str, Path, None] = None,
         access_token: Optional[str] = None,
     ) -> None:
-        super().__init__(workspace=workspace)  # access_token: accepted, unused (no tokens)
+        # No security config of its own: the server's restrictions are set where it runs,
+        # access_token is the one it requires.
+        super().__init__(
+            workspace=workspace,
+            security_config=TritonSecurityConfig(access_token, restricted_endpoints=[]),
+        )
         parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
-        if parsed.scheme != "http":
+        if parsed.scheme not in ("http", "grpc"):
             raise PyTritonValidationError(
-                f"RemoteTriton needs the server's HTTP url (the repository API), got {url}"
+                f"RemoteTriton needs the server's HTTP or gRPC url, got {url}"
             )
-        self._remote = f"{parsed.hostname}:{parsed.port or 8000}"
+        port = parsed.port or (8000 if parsed.scheme == "http" else 8001)
+        self._remote = ServerControl(f"{parsed.hostname}:{port}", parsed.scheme, access_token)
 
-    def _start(self) -> str:
-        status = _http_status(self._remote, "/v2/health/ready")
-        if status is None:
-            raise PyTritonRuntimeError(f"No Triton Inference Server answers at {self._remote}")
-        if status != 200:
-            raise PyTritonRuntimeError(f"Triton Inference Server at {self._remote} is not ready")
+    def _start(self) -> ServerControl:
+        ready = self._remote.ready()
+        where = self._remote.address
+        if ready is None:
+            raise PyTritonRuntimeError(f"No Triton Inference Server answers at {where}")
+        if not ready:
+            raise PyTritonRuntimeError(f"Triton Inference Server at {where} is not ready")
         return self._remote
 
     def _alive(self) -> bool:
-        return _http_status(self._remote, "/v2/health/live") == 200
+        return bool(self._remote.live())
 
     def _death_detail(self) -> str:
-        return f"Triton Inference Server at {self._remote} stopped answering."
+        return f"Triton Inference Server at {self._remote.address} stopped answering."
 
     def _stop_server(self) -> None:
-        if self._address is None:
+        if self._control is None:
             return
         with self._lock:
             names = list(self._bindings)
@@ -428,12 +451,13 @@ class RemoteTriton(Triton):
         # The configuration, and a version directory for the server to create: the model has
         # no file of its own (its instances attach to this process).
         marker = base64.b64encode(b"# served by the process that called RemoteTriton.bind\n")
-        return {
-            "parameters": {
-                "config": binding.config_json,
-                f"file:{binding.version}/model.py": marker.decode(),
-            }
+        params = {
+            "config": binding.config_json,
+            f"file:{binding.version}/model.py": marker.decode(),
         }
+        for path, content in binding.files.items():  # the warmup data
+            params[f"file:{path}"] = base64.b64encode(content).decode()
+        return {"parameters": params}
 
 
-__all__ = ["RemoteTriton", "Triton", "TritonConfig", "ServerError"]
+__all__ = ["RemoteTriton", "Triton", "TritonConfig", "TritonSecurityConfig", "ServerError"]

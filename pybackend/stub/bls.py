@@ -359,7 +359,7 @@ class BlsClient:
             code, message = desc.error
             if not 0 <= code <= ErrorCode.CANCELLED:
                 code = ErrorCode.INTERNAL
-            return InferenceResponse(error=TritonError(message, code))
+            return InferenceResponse(error=TritonError(message, ErrorCode(code)))
         tensors = []
         done = 0
         try:

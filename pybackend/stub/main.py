@@ -270,7 +270,8 @@ class Stub:
 
 def _spin_seconds() -> float:
     """PYBACKEND_STUB_SPIN_US: how long the main thread polls for the next sync message
-    before it sleeps (default 0: sleep at once; spinning takes CPU from the server)."""
+    before it sleeps. The backend sets it for every stub it starts from its own decision
+    (csrc/backend/lane_spin.h: off unless cores are to spare); 0 when unset (attach mode)."""
     try:
         return max(0.0, float(os.environ.get("PYBACKEND_STUB_SPIN_US", "0")) / 1e6)
     except ValueError:

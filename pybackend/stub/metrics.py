@@ -5,17 +5,13 @@ a family delete is one-way and queued (it comes from ``__del__``)."""
 
 from __future__ import annotations
 
-import struct
 from typing import Dict, List, Optional
 
-from ..ipc import codec
+from ..ipc import codec, rpc_codec
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
 from .state import RpcError, StubState
 
-_ID = struct.Struct("<Q")
-_ID_VALUE = struct.Struct("<Qd")
-_F64 = struct.Struct("<d")
 _OPS = {
     "value": MessageKind.METRIC_VALUE,
     "increment": MessageKind.METRIC_INCREMENT,
@@ -38,30 +34,21 @@ class MetricsClient:
             raise TritonModelException(str(e)) from None
 
     def metric_family_new(self, name: str, description: str, kind: int) -> int:
-        body = bytearray(struct.pack("<B", kind))
-        codec.put_str(body, name)
-        codec.put_str(body, description)
-        return _ID.unpack(self._metric_rpc(MessageKind.METRIC_FAMILY_NEW, body))[0]
+        body = rpc_codec.encode_metric_family_new(kind, name, description)
+        return rpc_codec.decode_id_payload(self._metric_rpc(MessageKind.METRIC_FAMILY_NEW, body))
 
     def metric_family_delete(self, family_id: int) -> None:
-        self.state.queue_oneway(MessageKind.METRIC_FAMILY_DELETE, _ID.pack(family_id))
+        self.state.queue_oneway(MessageKind.METRIC_FAMILY_DELETE, rpc_codec.encode_token(family_id))
 
     def metric_new(
         self, family_id: int, labels: Dict[str, str], buckets: Optional[List[float]]
     ) -> int:
-        body = bytearray(struct.pack("<QI", family_id, len(labels)))
-        for key, value in labels.items():
-            codec.put_str(body, key)
-            codec.put_str(body, value)
-        if buckets is None:
-            body += b"\x00"
-        else:
-            body += struct.pack(f"<BI{len(buckets)}d", 1, len(buckets), *buckets)
-        return _ID.unpack(self._metric_rpc(MessageKind.METRIC_NEW, body))[0]
+        body = rpc_codec.encode_metric_new(family_id, labels, buckets)
+        return rpc_codec.decode_id_payload(self._metric_rpc(MessageKind.METRIC_NEW, body))
 
     def metric_op(self, op: str, metric_id: int, value: float) -> float:
         kind = _OPS[op]
+        payload = self._metric_rpc(kind, rpc_codec.encode_metric_op(kind, metric_id, value))
         if kind == MessageKind.METRIC_VALUE:
-            return _F64.unpack(self._metric_rpc(kind, _ID.pack(metric_id)))[0]
-        self._metric_rpc(kind, _ID_VALUE.pack(metric_id, value))
+            return rpc_codec.decode_value_payload(payload)
         return 0.0

@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
 
-from ..ipc import codec
+from ..ipc import codec, rpc_codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, Message
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MessageKind, Owner
@@ -232,7 +232,7 @@ class StubState:
                 self._open[r.token] = n - 1
                 return
             del self._open[r.token]
-        self.queue_oneway(MessageKind.SENDER_DROPPED, codec.U64.pack(r.token))
+        self.queue_oneway(MessageKind.SENDER_DROPPED, rpc_codec.encode_token(r.token))
 
     # ------------------------------------------------------------------ shared handling
 

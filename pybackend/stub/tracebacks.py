@@ -12,11 +12,17 @@ from typing import List, Optional
 # Frames of pybackend itself and of the import machinery are not the model's: pybind11 in
 # the original never sees them (its C++ calls into Python directly, and CPython strips
 # importlib's frames from import errors).
-_HIDDEN_DIRS = (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-    os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep,
-)
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_HIDDEN_DIRS = (_OURS, os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep)
 _HIDDEN_PREFIXES = ("<frozen importlib",)
+# The standard library's machinery the stub runs the model through: a future's result()
+# re-raising an async execute's exception, the event loop, the thread the stub started.
+# Hidden only where the stub (or the stub's entry) called into them; a model that uses them
+# itself keeps their frames, as it does on the original.
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+_MACHINERY = tuple(
+    _STDLIB + name for name in ("concurrent" + os.sep, "asyncio" + os.sep, "threading.py")
+)
 _HEAPTYPE = 1 << 9
 
 
@@ -28,12 +34,23 @@ def type_name(exc_type: type) -> str:
     return f"{exc_type.__module__}.{exc_type.__qualname__}"
 
 
+def _hidden(filename: str) -> bool:
+    return filename.startswith(_HIDDEN_DIRS) or filename.startswith(_HIDDEN_PREFIXES)
+
+
 def _frames(tb: Optional[TracebackType]) -> List[traceback.FrameSummary]:
-    frames = [
-        f
-        for f in traceback.extract_tb(tb)
-        if not f.filename.startswith(_HIDDEN_DIRS) and not f.filename.startswith(_HIDDEN_PREFIXES)
-    ]
+    """The model's frames, innermost first: ours and the import machinery dropped, and the
+    standard library's machinery when ours called it (or it is the outermost frame)."""
+    frames = []
+    called_from_ours = True  # the outermost frame was called by the stub
+    for f in traceback.extract_tb(tb):
+        if _hidden(f.filename):
+            called_from_ours = f.filename.startswith(_OURS) or called_from_ours
+            continue
+        if called_from_ours and f.filename.startswith(_MACHINERY):
+            continue
+        called_from_ours = False
+        frames.append(f)
     frames.reverse()
     return frames
 

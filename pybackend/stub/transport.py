@@ -3,10 +3,9 @@ queries and custom metrics travel on the async channel."""
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
-from ..ipc import codec
+from ..ipc import codec, rpc_codec
 from ..ipc.protocol import MessageKind
 from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
@@ -20,7 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..utils.request import InferenceRequest
     from ..utils.response import InferenceResponse
 
-_TOKEN = struct.Struct("<Q")
 _SEND = int(MessageKind.SEND)
 
 
@@ -77,7 +75,9 @@ class StubTransport(MetricsClient, Transport):
 
     def is_cancelled(self, request: "InferenceRequest") -> bool:
         try:
-            payload = self.state.rpc(MessageKind.IS_CANCELLED, _TOKEN.pack(request._token))
+            payload = self.state.rpc(
+                MessageKind.IS_CANCELLED, rpc_codec.encode_token(request._token)
+            )
         except RpcError as e:
             raise TritonModelException(
                 f"Failed to check whether the request is cancelled: {e}"

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..ipc import codec
+from ..ipc import codec, rpc_codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, ChannelClosed
 from ..ipc.protocol import (
@@ -174,12 +174,12 @@ class StubDriver:
                 if self.on_send is None or not self.on_send(token, flags, got):
                     self.sends.append((token, flags, got))
             elif kind == MessageKind.SENDER_DROPPED:
-                (token,) = codec.U64.unpack_from(msg.body, 0)
+                token = rpc_codec.decode_token(msg.body)
                 self.dropped.append(token)
             elif kind in self.handlers:
                 self.handlers[kind](msg)
             elif kind == MessageKind.IS_CANCELLED:
-                (token,) = codec.U64.unpack_from(msg.body, 0)
+                token = rpc_codec.decode_token(msg.body)
                 payload = b"\x01" if token in self.cancelled_tokens else b"\x00"
                 try:
                     self.async_.send(

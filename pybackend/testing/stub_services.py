@@ -5,13 +5,12 @@ The real backend answers the same messages through tritonserver."""
 from __future__ import annotations
 
 import json
-import struct
 import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
-from ..ipc import bls_codec, codec
+from ..ipc import bls_codec, codec, rpc_codec
 from ..ipc.channel import Channel, ChannelClosed
 from ..ipc.protocol import MessageKind
 from ..utils.errors import ErrorCode
@@ -27,9 +26,6 @@ from .transport import FINAL, BlsFake, MetricRecord, not_ready_text
 if TYPE_CHECKING:  # pragma: no cover
     from .stub_model import StubModel
 
-_ID = struct.Struct("<Q")
-_F64 = struct.Struct("<d")
-_ID_VALUE = struct.Struct("<Qd")
 
 #: StubModels started in this process, by model name: the targets of BLS calls.
 _models: Dict[str, "StubModel"] = {}
@@ -227,19 +223,17 @@ class StubServices:
         return self.metric_store.snapshot()
 
     def _on_family_new(self, msg: Any) -> None:
-        r = codec.Reader(msg.body)
-        kind = r.u8()
-        name, description = r.str(), r.str()
+        kind, name, description = rpc_codec.decode_metric_family_new(msg.body)
         try:
             fid = self.metric_store.family_new(name, description, kind)
         except MetricError as e:
             return self._refuse(msg, ErrorCode.INVALID_ARG, str(e))
         with self._lock:
             self._families.add(fid)
-        self._reply(msg, payload=_ID.pack(fid))
+        self._reply(msg, payload=rpc_codec.encode_id_payload(fid))
 
     def _on_family_delete(self, msg: Any) -> None:
-        (fid,) = _ID.unpack_from(msg.body, 0)
+        fid = rpc_codec.decode_token(msg.body)
         with self._lock:
             self._families.discard(fid)
         self.metric_store.family_delete(fid)
@@ -253,31 +247,23 @@ class StubServices:
             self.metric_store.family_delete(fid)
 
     def _on_metric_new(self, msg: Any) -> None:
-        r = codec.Reader(msg.body)
-        fid = r.u64()
-        labels = {}
-        for _ in range(r.u32()):
-            key = r.str()
-            labels[key] = r.str()
-        buckets = list(r.unpack(struct.Struct(f"<{r.u32()}d"))) if r.u8() else None
+        fid, labels, buckets = rpc_codec.decode_metric_new(msg.body)
         try:
             mid = self.metric_store.metric_new(fid, labels, buckets)
         except KeyError:
             return self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no family")
-        self._reply(msg, payload=_ID.pack(mid))
+        self._reply(msg, payload=rpc_codec.encode_id_payload(mid))
 
     def _on_metric_op(self, msg: Any) -> None:
-        if msg.kind == MessageKind.METRIC_VALUE:
-            (mid,), value = _ID.unpack_from(msg.body, 0), 0.0
-        else:
-            mid, value = _ID_VALUE.unpack_from(msg.body, 0)
+        mid, value = rpc_codec.decode_metric_op(msg.kind, msg.body)
         try:
             current = self.metric_store.op(_METRIC_OPS[msg.kind], mid, value)
         except KeyError:
             return self._reply(msg, ok=False, code=int(ErrorCode.NOT_FOUND), message="no metric")
         except MetricError as e:
             return self._refuse(msg, ErrorCode.INVALID_ARG, str(e))
-        payload = _F64.pack(current) if msg.kind == MessageKind.METRIC_VALUE else b""
+        value_kind = msg.kind == MessageKind.METRIC_VALUE
+        payload = rpc_codec.encode_value_payload(current) if value_kind else b""
         self._reply(msg, payload=payload)
 
     def _refuse(self, msg: Any, code: int, message: str) -> None:

@@ -127,9 +127,11 @@ def numpy_to_triton_type(data_type: Any) -> Optional[int]:
     """Triton type code for a numpy dtype or scalar type; ``np.object_``/``np.bytes_`` -> 13."""
     if data_type is bool:
         return TYPE_BOOL
+    if data_type is None:  # np.dtype(None) would be float64; the original matches nothing
+        return None
     try:
         dt = np.dtype(data_type) if not isinstance(data_type, str) else None
-    except TypeError:
+    except (TypeError, ValueError):  # not a type at all (a dict, a list...): no code
         return None
     if dt is None:
         return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import enum
 
+from .arguments import as_instance, as_string
+
 
 class ErrorCode(enum.IntEnum):
     """Numerically equal to the C ``TRITONSERVER_Error_Code``."""
@@ -36,17 +38,12 @@ class TritonError:
     ALREADY_EXISTS = ErrorCode.ALREADY_EXISTS
     CANCELLED = ErrorCode.CANCELLED
 
-    def __init__(self, message: str, code: int = ErrorCode.INTERNAL) -> None:
-        if not isinstance(message, str):
-            raise TypeError(f"TritonError message must be a str, got {type(message).__name__}")
-        try:
-            self._code = ErrorCode(int(code))
-        except (TypeError, ValueError):
-            raise TypeError(
-                "TritonError code must be one of TritonError.UNKNOWN..CANCELLED (0-7), "
-                f"got {code!r}"
-            ) from None
-        self._message = message
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.INTERNAL) -> None:
+        # The code is an enum member, as in the original (a plain int is refused).
+        self._code = as_instance(
+            code, ErrorCode, "TritonError", "code", "a TritonError code (TritonError.INTERNAL...)"
+        )
+        self._message = as_string(message, "TritonError", "message")
 
     def code(self) -> ErrorCode:
         return self._code

@@ -25,9 +25,12 @@ def get_output_tensor_by_name(inference_response: InferenceResponse, name: str) 
 
 
 def _config_by_name(model_config: Dict[str, Any], key: str, name: str) -> Optional[Dict[str, Any]]:
-    for entry in model_config.get(key, ()) or ():
-        if entry.get("name") == name:
-            return entry
+    # Plain `in` and indexing, as the original's pure-Python helper: the same values pass
+    # (any container without the key gives None) and the same ones fail.
+    if key in model_config:
+        for entry in model_config[key]:
+            if entry["name"] == name:
+                return entry
     return None
 
 

@@ -7,6 +7,7 @@ import enum
 import sys
 
 from . import transport as _transport
+from .arguments import as_instance, as_string
 
 
 class LogLevel(enum.IntEnum):
@@ -18,9 +19,17 @@ class LogLevel(enum.IntEnum):
     VERBOSE = 3
 
 
-def _emit(message: object, level: int, depth: int) -> None:
+def _emit(text: str, level: int, depth: int) -> None:
     frame = sys._getframe(depth)
-    _transport._current.log(int(level), frame.f_code.co_filename, frame.f_lineno, str(message))
+    _transport._current.log(int(level), frame.f_code.co_filename, frame.f_lineno, text)
+
+
+def _level(level: object) -> LogLevel:
+    # A member of Logger.LogLevel, as in the original (a plain int is refused).
+    return as_instance(level, LogLevel, "log", "level", "a Logger level (Logger.INFO...)")
+
+
+_Level = LogLevel  # for annotations inside Logger, whose LogLevel is a class attribute
 
 
 class Logger:
@@ -34,21 +43,21 @@ class Logger:
     VERBOSE = LogLevel.VERBOSE
 
     @staticmethod
-    def log(message: str, level: int = LogLevel.INFO) -> None:
-        _emit(message, level, 2)
+    def log(message: str, level: _Level = LogLevel.INFO) -> None:
+        _emit(as_string(message, "log", "message"), _level(level), 2)
 
     @staticmethod
     def log_info(message: str) -> None:
-        _emit(message, LogLevel.INFO, 2)
+        _emit(as_string(message, "log_info", "message"), LogLevel.INFO, 2)
 
     @staticmethod
     def log_warn(message: str) -> None:
-        _emit(message, LogLevel.WARNING, 2)
+        _emit(as_string(message, "log_warn", "message"), LogLevel.WARNING, 2)
 
     @staticmethod
     def log_error(message: str) -> None:
-        _emit(message, LogLevel.ERROR, 2)
+        _emit(as_string(message, "log_error", "message"), LogLevel.ERROR, 2)
 
     @staticmethod
     def log_verbose(message: str) -> None:
-        _emit(message, LogLevel.VERBOSE, 2)
+        _emit(as_string(message, "log_verbose", "message"), LogLevel.VERBOSE, 2)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import enum
 
+from .arguments import as_instance, as_int
+
 
 class MemoryType(enum.IntEnum):
     TRITONSERVER_MEMORY_GPU = 0
@@ -22,20 +24,18 @@ class PreferredMemory:
     __slots__ = ("preferred_memory_type", "preferred_device_id")
 
     def __init__(
-        self, preferred_memory_type: int = MemoryType.DEFAULT, preferred_device_id: int = 0
+        self, preferred_memory_type: MemoryType = MemoryType.DEFAULT, preferred_device_id: int = 0
     ) -> None:
-        try:
-            self.preferred_memory_type = MemoryType(int(preferred_memory_type))
-        except (TypeError, ValueError):
-            raise TypeError(
-                "preferred_memory_type must be pb_utils.TRITONSERVER_MEMORY_GPU or "
-                f"pb_utils.TRITONSERVER_MEMORY_CPU, got {preferred_memory_type!r}"
-            ) from None
-        if not isinstance(preferred_device_id, int) or preferred_device_id < 0:
-            raise TypeError(
-                f"preferred_device_id must be a non-negative int, got {preferred_device_id!r}"
-            )
-        self.preferred_device_id = preferred_device_id
+        self.preferred_memory_type = as_instance(
+            preferred_memory_type,
+            MemoryType,
+            "PreferredMemory",
+            "preferred_memory_type",
+            "pb_utils.TRITONSERVER_MEMORY_GPU or pb_utils.TRITONSERVER_MEMORY_CPU",
+        )
+        self.preferred_device_id = as_int(
+            preferred_device_id, "PreferredMemory", "preferred_device_id", "int64"
+        )
 
     def __repr__(self) -> str:
         return f"PreferredMemory({self.preferred_memory_type.name}, {self.preferred_device_id})"

@@ -18,6 +18,7 @@ import enum
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import transport as _transport
+from .arguments import as_float, as_instance, as_string, cast_in_body
 from .errors import TritonModelException
 
 FAMILY_DELETED = (
@@ -59,20 +60,24 @@ class Metric:
         if self._family.deleted:
             raise TritonModelException(prefix + FAMILY_DELETED)
         try:
-            return self._family.transport.metric_op(op, self._id, float(value))
+            return self._family.transport.metric_op(op, self._id, value)
         except TritonModelException as e:
             raise TritonModelException(prefix + str(e)) from None
 
-    def increment(self, value: float) -> None:
+    # value: positional only, as the original's binding (which names no arguments)
+    def increment(self, value: float, /) -> None:
         """Add ``value`` (counters: non-negative only; not for histograms)."""
+        value = as_float(value, "increment", "value")
         self._call("increment", "Failed to increment metric value: ", value)
 
-    def set(self, value: float) -> None:
+    def set(self, value: float, /) -> None:
         """Gauges only."""
+        value = as_float(value, "set", "value")
         self._call("set", "Failed to set metric value: ", value)
 
-    def observe(self, value: float) -> None:
+    def observe(self, value: float, /) -> None:
         """Histograms only."""
+        value = as_float(value, "observe", "value")
         self._call("observe", "Failed to observe metric value: ", value)
 
     def value(self) -> float:
@@ -88,14 +93,11 @@ class MetricFamily:
     HISTOGRAM = MetricKind.HISTOGRAM
 
     def __init__(self, name: str, description: str, kind: MetricKind) -> None:
-        if not isinstance(name, str) or not isinstance(description, str):
-            raise TypeError("MetricFamily(name, description, kind): name and description are str")
-        try:
-            kind = MetricKind(kind)
-        except ValueError:
-            raise TypeError(
-                f"MetricFamily kind must be MetricFamily.COUNTER, GAUGE or HISTOGRAM, not {kind!r}"
-            ) from None
+        name = as_string(name, "MetricFamily", "name")
+        description = as_string(description, "MetricFamily", "description")
+        kind = as_instance(
+            kind, MetricKind, "MetricFamily", "kind", "MetricFamily.COUNTER, GAUGE or HISTOGRAM"
+        )
         transport = _transport.get_transport()
         try:
             family_id = transport.metric_family_new(name, description, int(kind))
@@ -115,7 +117,7 @@ class MetricFamily:
                 raise TritonModelException("Failed to create metric. Buckets must be a list.")
             if self._state.kind != MetricKind.HISTOGRAM:
                 raise TritonModelException("Failed to create metric. Unexpected buckets found.")
-            bounds: Optional[List[float]] = [float(b) for b in buckets]
+            bounds: Optional[List[float]] = [cast_in_body(b, as_float) for b in buckets]
         elif self._state.kind == MetricKind.HISTOGRAM:
             raise TritonModelException("Failed to create metric. Missing required buckets.")
         else:

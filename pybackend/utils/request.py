@@ -3,9 +3,19 @@ model builds itself."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Set, Union
+from typing import Any, List, Optional, Sequence, Set, Union, cast
 
 from . import transport as _transport
+from .arguments import (
+    as_bool,
+    as_instance,
+    as_instance_list,
+    as_int,
+    as_string,
+    as_string_list,
+    expect_dict,
+    refuse,
+)
 from .errors import TritonModelException
 from .memory import MemoryType, PreferredMemory
 from .response import parameters_to_json
@@ -65,65 +75,65 @@ class InferenceRequest:
         model_version: int = -1,
         flags: int = 0,
         timeout: int = 0,
-        preferred_memory: Optional[PreferredMemory] = None,
-        trace: Optional[InferenceTrace] = None,
+        preferred_memory: PreferredMemory = _MISSING,
+        trace: InferenceTrace = _MISSING,
         parameters: Optional[dict] = None,
     ) -> None:
+        # pybind11 converts every argument before the binding's body runs: all TypeErrors
+        # come before the body's own checks (TritonModelException).
+        fn = "InferenceRequest"
         for arg, value in (
             ("inputs", inputs),
             ("requested_output_names", requested_output_names),
             ("model_name", model_name),
         ):
             if value is _MISSING:
-                raise TypeError(f"InferenceRequest() missing required argument '{arg}'")
-        if not isinstance(request_id, str):
-            raise TypeError(f"request_id must be a str, found type {type(request_id)}")
-        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
+                raise TypeError(f"{fn}() missing required argument '{arg}'")
+        request_id = as_string(request_id, fn, "request_id")
+        if correlation_id is None:
+            raise refuse(fn, "correlation_id", "an int or a str", correlation_id)
+        tensors = as_instance_list(inputs, Tensor, fn, "inputs", "pb_utils.Tensor")
+        names = as_string_list(requested_output_names, fn, "requested_output_names")
+        model_name = as_string(model_name, fn, "model_name")
+        model_version = as_int(model_version, fn, "model_version", "int64")
+        flags = as_int(flags, fn, "flags", "uint32")
+        timeout = as_int(timeout, fn, "timeout", "uint64")
+        if preferred_memory is _MISSING:
+            preferred_memory = PreferredMemory(MemoryType.DEFAULT, 0)
+        preferred_memory = as_instance(
+            preferred_memory, PreferredMemory, fn, "preferred_memory", "pb_utils.PreferredMemory"
+        )
+        if trace is _MISSING:
+            trace = InferenceTrace()
+        trace = as_instance(trace, InferenceTrace, fn, "trace", "request.trace()")
+        # The body's checks, the original's texts.
+        if isinstance(correlation_id, int):  # bool included, as the original
+            if not 0 <= correlation_id < 1 << 64:
+                raise TritonModelException("Correlation ID must be integer or string")
+            correlation_id = int(correlation_id)
+        elif isinstance(correlation_id, str):
+            correlation_id = str(correlation_id)
+        else:
             raise TritonModelException("Correlation ID must be integer or string")
-        if isinstance(correlation_id, int) and not 0 <= correlation_id < 1 << 64:
-            raise TritonModelException("Correlation ID must be integer or string")
-        if not isinstance(model_name, str):
-            raise TypeError(f"model_name must be a str, found type {type(model_name)}")
-        inputs = list(inputs)
-        for t in inputs:
+        for t in tensors:
             if t is None:
                 raise TritonModelException(
                     f"Input tensor for request with id '{request_id}' and model name "
                     f"'{model_name}' "
                     "should not be empty."
                 )
-            if not isinstance(t, Tensor):
-                raise TypeError(
-                    f"inputs must contain pb_utils.Tensor objects, found type {type(t)}"
-                )
-        names = list(requested_output_names)
         for n in names:
-            if not isinstance(n, str):
-                raise TypeError(f"requested_output_names must contain str, found type {type(n)}")
             if not n:
                 raise TritonModelException(
                     f"Requested output name for request with id '{request_id}' and model name "
                     f"'{model_name}' should not be empty."
                 )
-        if preferred_memory is None:
-            preferred_memory = PreferredMemory(MemoryType.DEFAULT, 0)
-        elif not isinstance(preferred_memory, PreferredMemory):
-            raise TypeError(
-                "preferred_memory must be a pb_utils.PreferredMemory, "
-                f"found type {type(preferred_memory)}"
-            )
-        if trace is not None and not isinstance(trace, InferenceTrace):
-            raise TypeError(f"trace must come from request.trace(), found type {type(trace)}")
-        if not isinstance(flags, int) or flags < 0:
-            raise TypeError(f"flags must be a non-negative int, found {flags!r}")
-        if not isinstance(timeout, int) or timeout < 0:
-            raise TypeError(f"timeout must be a non-negative int (microseconds), found {timeout!r}")
-        if not isinstance(model_version, int):
-            raise TypeError(f"model_version must be an int, found {model_version!r}")
+        if parameters is not None:
+            expect_dict(parameters)
         self._token = 0
         self._request_id = request_id
         self._correlation_id = correlation_id
-        self._inputs = inputs
+        self._inputs = cast(List[Tensor], tensors)  # no None left
         self._requested: Sequence[str] = names
         self._model_name = model_name
         self._model_version = model_version
@@ -131,7 +141,7 @@ class InferenceRequest:
         self._timeout = timeout
         self._parameters = parameters_to_json(parameters) or "{}"
         self._preferred_memory: Optional[PreferredMemory] = preferred_memory
-        self._trace: Optional[InferenceTrace] = trace if trace is not None else InferenceTrace()
+        self._trace: Optional[InferenceTrace] = trace
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._decoupled = False
         self._sender: Optional[InferenceResponseSender] = None
@@ -186,8 +196,8 @@ class InferenceRequest:
     def flags(self) -> int:
         return self._flags
 
-    def set_flags(self, flags: int) -> None:
-        self._flags = int(flags)
+    def set_flags(self, flags: int, /) -> None:  # positional only, as the original
+        self._flags = as_int(flags, "set_flags", "flags", "uint32")
 
     def timeout(self) -> int:
         return self._timeout
@@ -220,6 +230,7 @@ class InferenceRequest:
         return self._cancelled
 
     def set_release_flags(self, flags: int, /) -> None:
+        flags = as_int(flags, "set_release_flags", "flags", "uint32")
         if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
             raise TritonModelException(
                 f"Invalid release flags {flags!r}: use "
@@ -236,14 +247,15 @@ class InferenceRequest:
     def exec(self, decoupled: bool = False) -> Any:
         """Run this request on ``model_name`` and wait: an ``InferenceResponse`` (errors
         come back in it, not raised), or a ``ResponseIterator`` when ``decoupled``."""
-        return _transport._current.bls_exec(self, bool(decoupled))
+        return _transport._current.bls_exec(self, as_bool(decoupled, "exec", "decoupled"))
 
     def async_exec(self, decoupled: bool = False) -> Any:
         """Awaitable form of :meth:`exec`; needs a running asyncio loop."""
         import asyncio  # here, not at import time: asyncio costs ~15 ms of stub start
 
+        decoupled = as_bool(decoupled, "async_exec", "decoupled")
         asyncio.get_running_loop()  # RuntimeError without one, as the original
-        return _transport._current.bls_async_exec(self, bool(decoupled))
+        return _transport._current.bls_async_exec(self, decoupled)
 
     def __repr__(self) -> str:
         return (

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, List, Optional, Sequence
 
+from .arguments import as_instance_list, as_optional_instance
 from .errors import TritonError, TritonModelException
 from .tensor import Tensor
+
+_EMPTY: Any = ()  # the default of output_tensors (an explicit None is refused)
 
 
 def parameters_to_json(parameters: Any) -> str:
@@ -36,32 +39,19 @@ class InferenceResponse:
 
     def __init__(
         self,
-        output_tensors: Optional[Sequence[Tensor]] = None,
+        output_tensors: Sequence[Tensor] = _EMPTY,
         error: Optional[TritonError] = None,
         parameters: Optional[dict] = None,
     ) -> None:
-        if output_tensors is None:
-            output_tensors = []
-        if isinstance(output_tensors, (str, bytes)) or not hasattr(output_tensors, "__iter__"):
-            raise TypeError(
-                "output_tensors must be a list of pb_utils.Tensor, "
-                f"found type {type(output_tensors)}"
-            )
-        outputs: List[Tensor] = list(output_tensors)
+        fn = "InferenceResponse"
+        outputs = as_instance_list(output_tensors, Tensor, fn, "output_tensors", "pb_utils.Tensor")
+        error = as_optional_instance(error, TritonError, fn, "error", "pb_utils.TritonError")
         for t in outputs:
             if t is None:
                 raise TritonModelException(
                     "Output tensor for inference response should not be empty."
                 )
-            if not isinstance(t, Tensor):
-                raise TypeError(
-                    f"output_tensors must contain pb_utils.Tensor objects, found type {type(t)}"
-                )
-        if error is not None and not isinstance(error, TritonError):
-            raise TypeError(
-                f"error must be a pb_utils.TritonError or None, found type {type(error)}"
-            )
-        self._outputs = outputs
+        self._outputs: List[Tensor] = outputs  # type: ignore[assignment]
         self._error = error
         self._parameters = parameters_to_json(parameters)
 

@@ -7,6 +7,7 @@ import threading
 from typing import TYPE_CHECKING, Optional
 
 from . import transport as _transport
+from .arguments import as_int, as_optional_instance
 from .errors import TritonModelException
 from .response import InferenceResponse
 
@@ -59,15 +60,14 @@ class InferenceResponseSender:
         self._lock = threading.Lock()
 
     def send(self, response: Optional[InferenceResponse] = None, flags: int = 0) -> None:
+        response = as_optional_instance(
+            response, InferenceResponse, "send", "response", "pb_utils.InferenceResponse"
+        )
+        flags = as_int(flags, "send", "flags", "uint32")
         if flags != 0 and flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL:
             raise TritonModelException(BAD_FLAG)
         if flags == 0 and response is None:
             raise TritonModelException(NEED_RESPONSE)
-        if response is not None and not isinstance(response, InferenceResponse):
-            raise TypeError(
-                "response must be a pb_utils.InferenceResponse or None, "
-                f"found type {type(response)}"
-            )
         with self._lock:
             self._check(response is not None, flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             _transport._current.send_response(self, response, flags)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dlpack, dtypes
 from . import transport as _transport
+from .arguments import as_string, refuse
 from .bytes_codec import decode_object_array, serialize_to_bytes
 from .dlpack import KDL_BFLOAT, KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_UINT, DeviceBuffer
 from .errors import TritonModelException
@@ -106,15 +107,14 @@ class Tensor:
     __slots__ = ("_name", "_dtype", "_shape", "_array", "_raw", "__weakref__")
 
     def __init__(self, name: str, array: Any, /) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"Tensor name must be a str, got {type(name).__name__}")
-        if not name:
-            raise TritonModelException("Tensor name cannot be an empty string.")
+        # Positional only, as the original's binding (which names no arguments).
+        if type(name) is not str:  # inline fast path: this constructor is on the hot path
+            name = as_string(name, "Tensor", "name")
         if not isinstance(array, np.ndarray):
             # Like the original (pybind11 py::array): no implicit conversion of lists.
-            raise TypeError(
-                f"Tensor(name, array): array must be a numpy.ndarray, got {type(array).__name__}"
-            )
+            raise refuse("Tensor", "array", "a numpy.ndarray", array)
+        if not name:
+            raise TritonModelException("Tensor name cannot be an empty string.")
         code = dtypes.code_of_array(array)
         if code is None:
             raise TritonModelException("NumPy dtype is not supported.")
@@ -143,8 +143,7 @@ class Tensor:
         and return the tensor in an ``InferenceResponse``: the stub copies nothing, the
         backend copies it once into Triton's output buffer. Outside a model instance it
         is ordinary process memory. BYTES tensors cannot be allocated this way."""
-        if not isinstance(name, str):
-            raise TypeError(f"Tensor name must be a str, got {type(name).__name__}")
+        name = as_string(name, "Tensor.empty", "name")
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         # Checks by dtype are done once per dtype: this call is on the hot path of every
@@ -219,10 +218,11 @@ class Tensor:
         return t
 
     @classmethod
-    def from_dlpack(cls, name: str, dlpack: Any) -> "Tensor":
+    def from_dlpack(cls, name: str, dlpack: Any, /) -> "Tensor":
         """Wrap a DLPack capsule or an object with ``__dlpack__``/``__dlpack_device__``
         (zero-copy for C-contiguous CPU tensors; BF16 included)."""
-        if not isinstance(name, str) or not name:
+        name = as_string(name, "from_dlpack", "name")
+        if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         if isinstance(dlpack, Tensor):
             return dlpack._renamed(name)

@@ -16,6 +16,7 @@ import tritonclient.http as httpclient
 from instances_support import (
     OP_BARRIER,
     OP_EXIT,
+    SEPARATE,
     at_once,
     call,
     config,
@@ -68,7 +69,7 @@ def host_and_children(server: TritonServer, expected: int) -> tuple[int, set[int
 def test_one_import_then_a_forked_child_per_instance(server: TritonServer, client: Any):
     log = server.model_repository / "ident" / "1" / "imports.log"
     log.unlink(missing_ok=True)
-    client.load_model("ident", config=config("fork", COUNT))
+    client.load_model("ident", config=config("fork", COUNT, params=SEPARATE))
     host, children = host_and_children(server, COUNT + 1)
     assert len(children) == COUNT
     assert imports(server) == [host]  # imported once, by the host, before the forks

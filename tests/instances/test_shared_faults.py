@@ -9,6 +9,7 @@ import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,11 +39,18 @@ INSTANCES = {f"ident_0_{i}" for i in range(COUNT)}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    backend_config = [("stub-restart-max-backoff-seconds", "1")]
+    with make_server(tmp_path_factory.mktemp("faults"), backend_config=backend_config) as s:
+        yield s
+
+
+@pytest.fixture
+def timeout_server(tmp_path: Path) -> Iterator[TritonServer]:
     backend_config = [
         ("stub-restart-max-backoff-seconds", "1"),
         ("execute-timeout-seconds", str(EXECUTE_TIMEOUT_S)),
     ]
-    with make_server(tmp_path_factory.mktemp("faults"), backend_config=backend_config) as s:
+    with make_server(tmp_path, backend_config=backend_config) as s:
         yield s
 
 
@@ -82,7 +90,8 @@ def all_back(client: Any, old_pid: int) -> list[dict[str, Any]]:
         if all(isinstance(a, dict) and a["barrier"] != "broken" for a in answers):
             assert {a["pid"] for a in answers} != {old_pid}
             return answers
-        assert time.monotonic() < deadline, f"the instances did not come back: {answers}"
+        texts = [str(a) for a in answers]
+        assert time.monotonic() < deadline, f"the instances did not come back: {texts}"
         time.sleep(0.2)
 
 
@@ -138,8 +147,13 @@ def test_a_sigkill_fails_every_instance_in_flight_then_all_come_back(
     all_back(client, host)
 
 
-def test_an_execute_timeout_restarts_the_whole_process(server: TritonServer, client: Any):
-    client.load_model("ident", config=config("shared", COUNT))
+def test_an_execute_timeout_restarts_the_whole_process(timeout_server: TritonServer):
+    server = timeout_server
+    client = httpclient.InferenceServerClient(server.http_url)
+    client.url = server.http_url
+    # The barrier that checks the instances are back must give up before the execute
+    # timeout does, or a late instance would make the check itself time out.
+    client.load_model("ident", config=config("shared", COUNT, params={"BARRIER_S": "2"}))
     (host,) = settled(server, 1)
     result = outcome(client.url, OP_HANG)
     assert isinstance(result, InferenceServerException), result
@@ -148,6 +162,7 @@ def test_an_execute_timeout_restarts_the_whole_process(server: TritonServer, cli
     assert "a thread cannot be stopped alone" in text and "every instance" in text, text
     answers = all_back(client, host)
     assert {a["args"]["model_instance_name"] for a in answers} == INSTANCES
+    client.close()
 
 
 def test_initialize_failing_in_one_instance_fails_the_load_and_leaves_no_process(

@@ -16,6 +16,7 @@ from instances_support import (
     OP_BARRIER,
     OP_IDENT,
     OP_SHARED,
+    SEPARATE,
     at_once,
     call,
     config,
@@ -83,7 +84,7 @@ def test_every_instance_has_its_own_identity_in_one_process(server: TritonServer
 
 
 def test_own_mode_keeps_a_process_per_instance(server: TritonServer, client: Any):
-    client.load_model("ident", config=config("own", COUNT))
+    client.load_model("ident", config=config("own", COUNT, params=SEPARATE))
     assert len(settled(server, COUNT)) == COUNT
     # The barrier is per process here: it cannot open, so the instances report it broken.
     answers = concurrent(client, OP_BARRIER, COUNT)
@@ -98,7 +99,7 @@ def test_pb_utils_shared_is_one_object_per_process(server: TritonServer, client:
     assert len({a["shared"] for a in answers}) == 1
     assert {a["builds"] for a in answers} == {1}
     client.unload_model("ident")
-    client.load_model("ident", config=config("own", COUNT))
+    client.load_model("ident", config=config("own", COUNT, params=SEPARATE))
     by_pid = {a["pid"]: a for a in concurrent(client, OP_BARRIER, COUNT)}
     assert len(by_pid) == COUNT
     shared = [call(client, OP_SHARED) for _ in range(4 * COUNT)]

@@ -9,6 +9,7 @@ import mmap
 import os
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 
@@ -17,6 +18,7 @@ import pytest
 from pybackend.ipc import lane as lane_mod
 from pybackend.ipc.channel import Channel
 from pybackend.ipc.lane import BLOCK, HEAD, Lane
+from pybackend.utils import native
 
 pytestmark = pytest.mark.skipif(
     os.uname().machine != "x86_64", reason="the lane exists on x86-64 only"
@@ -102,3 +104,86 @@ def test_wait_sleeps_while_the_bell_is_unchanged(page: tuple[Lane, memoryview], 
     t0 = time.monotonic()
     lane.wait(bell, 0.02)  # the timeout is re-read when it changes, not cached forever
     assert 0.015 <= time.monotonic() - t0 < 0.4  # not the 0.5 s of the call before
+
+
+needs_native = pytest.mark.skipif(
+    native.helpers is None, reason="the native helpers are not built (make build)"
+)
+
+
+@needs_native
+@pytest.mark.parametrize("bell", [7, 0x80000000, 0xFFFFFFFF])
+def test_spin_gives_up_on_a_quiet_bell_and_returns_on_a_ring(
+    page: tuple[Lane, memoryview], bell: int
+) -> None:
+    lane, w = page
+    w[0] = bell
+    assert lane.spin(bell, 0.0002) is False
+    assert lane.spin((bell + 1) & 0xFFFFFFFF, 30.0) is True  # moved already: at once
+    ring = threading.Timer(0.01, w.__setitem__, (0, (bell + 1) & 0xFFFFFFFF))
+    ring.start()
+    assert lane.spin(bell, 30.0) is True  # bounded: a ring that never comes fails, not hangs
+    ring.join()
+
+
+@needs_native
+def test_spin_releases_the_gil(page: tuple[Lane, memoryview]) -> None:
+    """The ring comes from a thread that needs the GIL for Python work first: a poll that
+    held the GIL would never see it and run out its 30 s."""
+    lane, w = page
+
+    def work_then_ring() -> None:
+        total = 0
+        for i in range(200_000):
+            total += i
+        w[0] = 1 if total else 2
+
+    worker = threading.Thread(target=work_then_ring)
+    worker.start()
+    assert lane.spin(0, 30.0) is True
+    worker.join()
+
+
+def test_without_the_native_helpers_spin_returns_at_once(
+    page: tuple[Lane, memoryview], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lane, w = page
+    monkeypatch.setattr(lane, "_spin_c", None)  # as where libpybackend_native.so is missing
+    w[0] = 3
+    ring = threading.Timer(0.01, w.__setitem__, (0, 4))
+    ring.start()
+    assert lane.spin(3, 30.0) is False  # the stub then sleeps on the bell as before
+    ring.join()
+
+
+@pytest.mark.parametrize("spin_s", [0.0, 0.0001, 30.0])
+def test_recv_takes_an_execute_posted_while_polling_or_asleep(
+    page: tuple[Lane, memoryview], spin_s: float
+) -> None:
+    lane, w = page
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        ch = Channel(a)
+        ch.lane = lane
+        raw = memoryview(w.obj)
+
+        def post() -> None:
+            raw[HEAD : HEAD + 4] = b"exec"
+            struct.pack_into("<Q", raw, 16, 9)
+            w[KIND], w[LEN], w[FULL] = 4, 4, 1
+            w[BELL] = (w[BELL] + 1) & 0xFFFFFFFF
+            lane_mod._syscall(
+                lane_mod._SYS_FUTEX, lane._down_bell, lane_mod._FUTEX_WAKE, 1, None, None, 0
+            )
+
+        poster = threading.Timer(0.01, post)
+        poster.start()
+        msg = ch.recv(spin_s)
+        assert (msg.kind, msg.id, bytes(msg.body)) == (4, 9, b"exec")
+        poster.join()
+        del post, poster
+        msg.body.release()
+        raw.release()
+    finally:
+        a.close()
+        b.close()

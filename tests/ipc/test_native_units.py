@@ -2,7 +2,8 @@
 of every test run: csrc/tests/ipc_test.cc (codec, arena, channel, JSON, parallel copy, cgroup
 CPU limit) and csrc/tests/ledger_test.cc (MemoryLedger's state transitions: lent blocks pinned
 and freed, the stub's blocks returned, device holds and IPC mappings on a fake libcuda.so.1,
-teardown)."""
+teardown) and csrc/tests/bls_cycles_test.cc (which blocking BLS calls the cycle registry
+refuses)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
-@pytest.mark.parametrize("target", ["ipc_test", "ledger_test"])
+@pytest.mark.parametrize("target", ["ipc_test", "ledger_test", "bls_cycles_test"])
 def test_native_units(tmp_path: Path, target: str) -> None:
     build = tmp_path / "build"
     configure = [

@@ -18,13 +18,15 @@ def test_triton_error_value_object() -> None:
     assert e.message() == "boom" and e.code() == pb_utils.TritonError.INTERNAL
     e = pb_utils.TritonError("stop", pb_utils.TritonError.CANCELLED)
     assert e.code() == 7
-    e = pb_utils.TritonError(message="m", code=3)
-    assert e.code() == pb_utils.TritonError.INVALID_ARG
+    e = pb_utils.TritonError(message=b"m", code=pb_utils.TritonError.INVALID_ARG)
+    assert e.code() == 3 and e.message() == "m"
     assert not isinstance(e, BaseException)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        pb_utils.TritonError("x", 3)  # type: ignore[arg-type]  # an enum member only, as the original
     with pytest.raises(TypeError):
         pb_utils.TritonError(error="pytriton's wrong kwarg")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        pb_utils.TritonError("x", 99)
+        pb_utils.TritonError("x", 99)  # type: ignore[arg-type]
 
 
 def test_model_exception() -> None:

@@ -47,9 +47,11 @@ class TritonPythonModel:
         fail = params.get("FAIL_INIT", {}).get("string_value", "")
         if fail and fail == args["model_instance_name"]:
             raise ValueError(f"initialize refused by FAIL_INIT for {fail}")
+        # BARRIER_S: a server with a short execute-timeout-seconds needs a shorter wait.
+        bound = float(params.get("BARRIER_S", {}).get("string_value", BOUND_S))
         with _lock:
             if _barrier is None:
-                _barrier = threading.Barrier(_count(config), timeout=BOUND_S)
+                _barrier = threading.Barrier(_count(config), timeout=bound)
         self.thread = threading.get_ident()
 
     def execute(self, requests):
@@ -68,6 +70,7 @@ class TritonPythonModel:
                     answer["barrier"] = _barrier.wait()
                 except threading.BrokenBarrierError:
                     answer["barrier"] = "broken"
+                    _barrier.reset()  # a broken barrier stays broken: the next try starts anew
             elif op == OP_EXIT:
                 self._wait_parked()
                 os._exit(7)

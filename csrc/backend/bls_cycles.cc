@@ -1,0 +1,245 @@
+#include "backend/bls_cycles.h"
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace pybackend::bls_cycles {
+namespace {
+
+using InstanceKey = std::pair<std::string, std::string>;  // (model, instance)
+
+struct Instance {
+  // Initialized and not yet finalized under this name: 2 while a reload runs the new
+  // instance beside the old one of the same name.
+  int loaded = 0;
+  int busy = 0;                       // inside execute
+  std::vector<const void*> requests;  // of the batch in execute
+};
+
+struct Call {
+  InstanceKey caller;
+  std::string callee;
+  bool blocking = false;
+  bool has_server = false;  // an instance of ours has taken its request
+  InstanceKey server;
+  bool detached = false;  // its server's execute ended without the FINAL: it answers later
+  const void* request = nullptr;
+  std::vector<std::string> chain;  // the models that led to the caller, the caller last
+};
+
+std::mutex g_mu;
+std::map<std::string, std::map<std::string, Instance>> g_models;
+std::unordered_map<const void*, Call> g_calls;
+std::unordered_map<const void*, const void*> g_by_request;  // callee request -> call
+
+// The instances that can still leave execute, as far as anyone can tell: the least fixpoint
+// of "not inside execute, or not blocked in a call, or blocked in a call that something
+// that can leave execute will answer". Everything outside it waits for good.
+std::set<InstanceKey> CanFree() {
+  std::map<InstanceKey, const Call*> blocked_on;
+  for (const auto& [id, call] : g_calls) {
+    if (call.blocking) blocked_on[call.caller] = &call;
+  }
+  std::set<InstanceKey> free;
+  for (const auto& [model, instances] : g_models) {
+    // A reload runs two generations under the same names: too little is known to refuse.
+    bool reloading = false;
+    for (const auto& [name, inst] : instances) reloading = reloading || inst.loaded > 1;
+    for (const auto& [name, inst] : instances) {
+      InstanceKey key{model, name};
+      if (reloading || inst.busy == 0 || blocked_on.count(key) == 0) free.insert(key);
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [key, call] : blocked_on) {
+      if (free.count(key) != 0) continue;
+      bool answerable = false;
+      if (call->detached) {
+        answerable = true;
+      } else if (call->has_server) {
+        answerable = free.count(call->server) != 0;
+      } else {
+        auto it = g_models.find(call->callee);
+        if (it == g_models.end() || it->second.empty()) {
+          answerable = true;  // not a model of ours: nothing is known about it
+        } else {
+          for (const auto& [name, inst] : it->second) {
+            if (free.count({call->callee, name}) != 0) answerable = true;
+          }
+        }
+      }
+      if (answerable) {
+        free.insert(key);
+        changed = true;
+      }
+    }
+  }
+  return free;
+}
+
+std::string Join(const std::vector<std::string>& models) {
+  std::string out;
+  for (const std::string& m : models) out += (out.empty() ? "" : " -> ") + m;
+  return out;
+}
+
+// The cycle as the models on it: from the caller's request chain when the callee is on it
+// (a -> b -> a in the order the requests went), else by following who waits on whom.
+std::vector<std::string> Cycle(const Call& call, const std::set<InstanceKey>& free) {
+  for (size_t i = 0; i < call.chain.size(); ++i) {
+    if (call.chain[i] == call.callee) {
+      std::vector<std::string> cycle(call.chain.begin() + static_cast<std::ptrdiff_t>(i),
+                                     call.chain.end());
+      cycle.push_back(call.callee);
+      return cycle;
+    }
+  }
+  std::vector<std::string> path{call.caller.first};
+  std::string next = call.callee;
+  for (size_t steps = 0; steps <= g_models.size(); ++steps) {
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (path[i] == next) {
+        std::vector<std::string> cycle(path.begin() + static_cast<std::ptrdiff_t>(i), path.end());
+        cycle.push_back(next);
+        return cycle;
+      }
+    }
+    path.push_back(next);
+    const Call* waits = nullptr;
+    for (const auto& [id, other] : g_calls) {
+      if (other.blocking && other.caller.first == next && free.count(other.caller) == 0) {
+        waits = &other;
+        break;
+      }
+    }
+    if (waits == nullptr) break;
+    next = waits->has_server ? waits->server.first : waits->callee;
+  }
+  return path;
+}
+
+std::string Refusal(const Call& call, const std::vector<std::string>& cycle) {
+  const std::string& m = call.callee;
+  size_t count = g_models[m].size();
+  std::string blocked = count == 1 ? "the only instance of '" + m + "' is blocked in a BLS call"
+                                   : "all " + std::to_string(count) + " instances of '" + m +
+                                         "' are blocked in BLS calls";
+  return "the BLS call from model '" + call.caller.first + "' (instance '" + call.caller.second +
+         "') to model '" + m + "' would wait forever: it closes the call cycle " + Join(cycle) +
+         ", and " + blocked + " on this cycle. Give '" + m +
+         "' more instances than the cycle can hold (instance_group [ { count: " +
+         std::to_string(count + 1) + " } ] in its config.pbtxt), or call without a cycle.";
+}
+
+void Forget(const void* id) {
+  auto it = g_calls.find(id);
+  if (it == g_calls.end()) return;
+  g_by_request.erase(it->second.request);
+  g_calls.erase(it);
+}
+
+}  // namespace
+
+void AddInstance(const std::string& model, const std::string& instance) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_models[model][instance].loaded;
+}
+
+void RemoveInstance(const std::string& model, const std::string& instance) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_models.find(model);
+  if (it == g_models.end()) return;
+  auto inst = it->second.find(instance);
+  if (inst == it->second.end()) return;
+  if (--inst->second.loaded <= 0 && inst->second.busy == 0) it->second.erase(inst);
+  if (it->second.empty()) g_models.erase(it);
+}
+
+Executing::Executing(const std::string& model, const std::string& instance,
+                     TRITONBACKEND_Request** requests, uint32_t count)
+    : model_(model), instance_(instance), requests_(requests, requests + count) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Instance& inst = g_models[model_][instance_];
+  ++inst.busy;
+  inst.requests = requests_;
+  for (const void* r : requests_) {
+    auto by = g_by_request.find(r);
+    if (by == g_by_request.end()) continue;
+    Call& call = g_calls[by->second];
+    call.has_server = true;
+    call.server = {model_, instance_};
+  }
+}
+
+Executing::~Executing() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const void* r : requests_) {
+    auto by = g_by_request.find(r);
+    if (by != g_by_request.end()) g_calls[by->second].detached = true;
+  }
+  auto model = g_models.find(model_);
+  if (model == g_models.end()) return;
+  auto inst = model->second.find(instance_);
+  if (inst == model->second.end()) return;
+  if (--inst->second.busy == 0) inst->second.requests.clear();
+  if (inst->second.busy <= 0 && inst->second.loaded <= 0) model->second.erase(inst);
+  if (model->second.empty()) g_models.erase(model);
+}
+
+std::string Begin(const CallInfo& info) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Call call;
+  call.caller = {info.caller_model, info.caller_instance};
+  call.callee = info.callee_model;
+  call.blocking = info.blocking;
+  call.request = info.callee_request;
+  // The chain of the request the caller serves: the one the call names (a traced call), else
+  // the first BLS request in the caller's batch (an execute thread's call serves its batch).
+  auto model = g_models.find(info.caller_model);
+  const Instance* caller = nullptr;
+  if (model != g_models.end() && model->second.count(info.caller_instance) != 0) {
+    caller = &model->second.at(info.caller_instance);
+  }
+  std::vector<const void*> parents{info.parent_request};
+  if (caller != nullptr) {
+    parents.insert(parents.end(), caller->requests.begin(), caller->requests.end());
+  }
+  for (const void* r : parents) {
+    auto parent = g_by_request.find(r);
+    if (r != nullptr && parent != g_by_request.end()) {
+      call.chain = g_calls[parent->second].chain;
+      break;
+    }
+  }
+  call.chain.push_back(info.caller_model);
+
+  bool known_caller = caller != nullptr && caller->busy > 0;
+  g_calls[info.call] = call;
+  g_by_request[info.callee_request] = info.call;
+  if (!info.blocking || !known_caller) return "";
+  std::set<InstanceKey> free = CanFree();
+  if (free.count(call.caller) != 0) return "";
+  std::string refusal = Refusal(call, Cycle(call, free));
+  Forget(info.call);
+  return refusal;
+}
+
+const void* ParentRequest(RequestRegistry* registry, uint64_t token) {
+  if (token == 0 || registry == nullptr) return nullptr;
+  std::shared_ptr<RequestState> st = registry->Find(token);
+  if (st == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(st->mu);
+  return st->released ? nullptr : st->request;
+}
+
+void End(const void* call) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Forget(call);
+}
+
+}  // namespace pybackend::bls_cycles

@@ -1,0 +1,64 @@
+// BLS calls that could never be answered (docs/reliability.md, "BLS call cycles"): a model
+// whose execute makes a blocking BLS call to itself, or through other models back to
+// itself, while every instance of the target is itself blocked in such a call, waits
+// forever (on the original too). The registry here sees every model of this backend library
+// (one library serves all python models of the server) and answers such a call at once with
+// an error naming the cycle and the fix, while a cycle that a free instance can serve runs.
+//
+// What it tracks, under one mutex: per model, its instances and which are inside execute;
+// per BLS call in flight, who made it, whether the caller's execute thread blocks on it,
+// which model it targets, which instance serves it (the callee request Triton hands our
+// backend is the one we created), and the chain of models that led to the caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/request_registry.h"
+#include "triton/tritonbackend.h"
+
+namespace pybackend::bls_cycles {
+
+// An instance of ours was initialized / finalized.
+void AddInstance(const std::string& model, const std::string& instance);
+void RemoveInstance(const std::string& model, const std::string& instance);
+
+// While alive: `instance` of `model` is inside TRITONBACKEND_ModelInstanceExecute with
+// these requests (the BLS calls among them are now served by it).
+class Executing {
+ public:
+  Executing(const std::string& model, const std::string& instance, TRITONBACKEND_Request** requests,
+            uint32_t count);
+  ~Executing();
+  Executing(const Executing&) = delete;
+  Executing& operator=(const Executing&) = delete;
+
+ private:
+  std::string model_;
+  std::string instance_;
+  std::vector<const void*> requests_;
+};
+
+// What Begin needs to know about a BLS call about to be started.
+struct CallInfo {
+  const void* call = nullptr;            // identity of the call until End
+  const void* callee_request = nullptr;  // the TRITONSERVER_InferenceRequest we created
+  const void* parent_request = nullptr;  // the caller's TRITONBACKEND_Request, if known
+  std::string caller_model;
+  std::string caller_instance;
+  std::string callee_model;
+  // The caller's execute thread waits for the answer (a sync exec()) and the call has no
+  // timeout: only such calls can block an instance for good.
+  bool blocking = false;
+};
+
+// "" when the call may go ahead (it is registered: End must follow); otherwise the error
+// text for the caller, naming the cycle and the fix (nothing is registered).
+std::string Begin(const CallInfo& info);
+// The caller's request behind a BLS_EXEC's parent token (nullptr when unknown or released).
+const void* ParentRequest(RequestRegistry* registry, uint64_t token);
+// The call is answered (its FINAL response) or was never started. Idempotent.
+void End(const void* call);
+
+}  // namespace pybackend::bls_cycles

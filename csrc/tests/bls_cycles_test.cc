@@ -1,0 +1,209 @@
+// bls_cycles: which blocking BLS calls are refused (docs/reliability.md, "BLS call cycles").
+// The registry is process-wide; each test uses its own model names and ends every call.
+#include "backend/bls_cycles.h"
+
+#include <cstdio>
+#include <string>
+
+#include "tests/expect.h"
+
+int g_failures = 0;
+
+// RequestRegistry (linked for ParentRequest) refers to these; no test here reaches them.
+extern "C" {
+TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response**, TRITONBACKEND_Request*) {
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ResponseNewFromFactory(TRITONBACKEND_Response**,
+                                                         TRITONBACKEND_ResponseFactory*) {
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFactory*) {
+  return nullptr;
+}
+}
+
+namespace {
+
+using pybackend::bls_cycles::AddInstance;
+using pybackend::bls_cycles::Begin;
+using pybackend::bls_cycles::CallInfo;
+using pybackend::bls_cycles::End;
+using pybackend::bls_cycles::Executing;
+using pybackend::bls_cycles::RemoveInstance;
+
+// Distinct addresses that stand for calls and requests.
+char g_ids[64];
+const void* Id(int i) { return &g_ids[i]; }
+TRITONBACKEND_Request* Req(int i) {
+  return reinterpret_cast<TRITONBACKEND_Request*>(const_cast<char*>(&g_ids[i]));
+}
+
+CallInfo Call(int id, int request, const std::string& caller, const std::string& instance,
+              const std::string& callee, bool blocking = true) {
+  return CallInfo{Id(id), Id(request), nullptr, caller, instance, callee, blocking};
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+void TestSelfCallWithOneInstanceIsRefused() {
+  AddInstance("self", "self_0");
+  TRITONBACKEND_Request* client[] = {Req(1)};
+  {
+    Executing running("self", "self_0", client, 1);
+    std::string refusal = Begin(Call(2, 3, "self", "self_0", "self"));
+    EXPECT(Contains(refusal, "closes the call cycle self -> self,"));
+    EXPECT(Contains(refusal, "the only instance of 'self' is blocked"));
+    EXPECT(Contains(refusal, "instance_group [ { count: 2 } ]"));
+    // Not blocking (async_exec, a thread, a timeout): it may be abandoned, so it runs.
+    EXPECT(Begin(Call(4, 5, "self", "self_0", "self", false)).empty());
+    End(Id(4));
+  }
+  RemoveInstance("self", "self_0");
+}
+
+void TestAFreeInstanceServes() {
+  AddInstance("two", "two_0");
+  AddInstance("two", "two_1");
+  TRITONBACKEND_Request* client[] = {Req(10)};
+  TRITONBACKEND_Request* nested[] = {Req(12)};
+  {
+    Executing first("two", "two_0", client, 1);
+    EXPECT(Begin(Call(11, 12, "two", "two_0", "two")).empty());  // two_1 is idle
+    Executing second("two", "two_1", nested, 1);                 // and serves it
+    std::string refusal = Begin(Call(13, 14, "two", "two_1", "two"));
+    EXPECT(Contains(refusal, "closes the call cycle two -> two -> two,"));
+    EXPECT(Contains(refusal, "all 2 instances of 'two' are blocked in BLS calls"));
+    End(Id(11));
+  }
+  RemoveInstance("two", "two_0");
+  RemoveInstance("two", "two_1");
+}
+
+void TestBusyButNotBlockedMayFree() {
+  AddInstance("busy", "busy_0");
+  AddInstance("loop", "loop_0");
+  TRITONBACKEND_Request* a[] = {Req(20)};
+  TRITONBACKEND_Request* b[] = {Req(21)};
+  {
+    Executing working("busy", "busy_0", a, 1);  // computing, no call: it will finish
+    Executing caller("loop", "loop_0", b, 1);
+    EXPECT(Begin(Call(22, 23, "loop", "loop_0", "busy")).empty());
+    End(Id(22));
+  }
+  RemoveInstance("busy", "busy_0");
+  RemoveInstance("loop", "loop_0");
+}
+
+void TestTwoModelCycleNamesTheChain() {
+  AddInstance("a", "a_0");
+  AddInstance("b", "b_0");
+  TRITONBACKEND_Request* client[] = {Req(30)};
+  {
+    Executing in_a("a", "a_0", client, 1);
+    EXPECT(Begin(Call(31, 32, "a", "a_0", "b")).empty());
+    TRITONBACKEND_Request* from_a[] = {Req(32)};
+    Executing in_b("b", "b_0", from_a, 1);
+    std::string refusal = Begin(Call(33, 34, "b", "b_0", "a"));
+    EXPECT(Contains(refusal, "from model 'b' (instance 'b_0') to model 'a'"));
+    EXPECT(Contains(refusal, "closes the call cycle a -> b -> a,"));
+    End(Id(31));
+  }
+  RemoveInstance("a", "a_0");
+  RemoveInstance("b", "b_0");
+}
+
+void TestIndependentRequestsThatBlockEachOther() {
+  // c_0 serves a client and waits on d; d_0 serves another client and calls c: no request
+  // chain holds both, the wait-for walk names the cycle.
+  AddInstance("c", "c_0");
+  AddInstance("d", "d_0");
+  TRITONBACKEND_Request* one[] = {Req(40)};
+  TRITONBACKEND_Request* other[] = {Req(41)};
+  {
+    Executing in_c("c", "c_0", one, 1);
+    Executing in_d("d", "d_0", other, 1);
+    EXPECT(Begin(Call(42, 43, "c", "c_0", "d")).empty());  // queued: d_0 may finish
+    std::string refusal = Begin(Call(44, 45, "d", "d_0", "c"));
+    EXPECT(Contains(refusal, "closes the call cycle d -> c -> d,"));
+    End(Id(42));
+  }
+  RemoveInstance("c", "c_0");
+  RemoveInstance("d", "d_0");
+}
+
+void TestUnknownTargetAndDetachedCallsMayAnswer() {
+  AddInstance("e", "e_0");
+  TRITONBACKEND_Request* client[] = {Req(50)};
+  {
+    Executing in_e("e", "e_0", client, 1);
+    // Not a model of ours (an ensemble, another backend): nothing is known of it.
+    EXPECT(Begin(Call(51, 52, "e", "e_0", "onnx_model")).empty());
+    End(Id(51));
+  }
+  // A call whose serving execute returned without its FINAL (a decoupled callee answering
+  // from a thread) may still be answered.
+  AddInstance("f", "f_0");
+  TRITONBACKEND_Request* client2[] = {Req(53)};
+  {
+    Executing in_e("e", "e_0", client2, 1);
+    EXPECT(Begin(Call(54, 55, "e", "e_0", "f")).empty());
+    TRITONBACKEND_Request* served[] = {Req(55)};
+    { Executing in_f("f", "f_0", served, 1); }
+    TRITONBACKEND_Request* next[] = {Req(56)};
+    Executing again("f", "f_0", next, 1);
+    EXPECT(Begin(Call(57, 58, "f", "f_0", "e")).empty());
+    End(Id(57));
+    End(Id(54));
+  }
+  RemoveInstance("e", "e_0");
+  RemoveInstance("f", "f_0");
+}
+
+void TestReloadCountsAsFree() {
+  AddInstance("r", "r_0");
+  AddInstance("r", "r_0");  // the new generation beside the old, same name
+  TRITONBACKEND_Request* client[] = {Req(60)};
+  {
+    Executing in_r("r", "r_0", client, 1);
+    EXPECT(Begin(Call(61, 62, "r", "r_0", "r")).empty());
+    End(Id(61));
+  }
+  RemoveInstance("r", "r_0");  // the old one goes: refused again
+  {
+    Executing in_r("r", "r_0", client, 1);
+    EXPECT(!Begin(Call(63, 64, "r", "r_0", "r")).empty());
+  }
+  RemoveInstance("r", "r_0");
+}
+
+void TestEndedCallsLeaveNothing() {
+  AddInstance("g", "g_0");
+  TRITONBACKEND_Request* client[] = {Req(1)};
+  {
+    Executing in_g("g", "g_0", client, 1);
+    EXPECT(!Begin(Call(2, 3, "g", "g_0", "g")).empty());
+  }
+  {
+    Executing in_g("g", "g_0", client, 1);
+    EXPECT(!Begin(Call(2, 3, "g", "g_0", "g")).empty());  // refused calls are not kept
+  }
+  RemoveInstance("g", "g_0");
+}
+
+}  // namespace
+
+int main() {
+  TestSelfCallWithOneInstanceIsRefused();
+  TestAFreeInstanceServes();
+  TestBusyButNotBlockedMayFree();
+  TestTwoModelCycleNamesTheChain();
+  TestIndependentRequestsThatBlockEachOther();
+  TestUnknownTargetAndDetachedCallsMayAnswer();
+  TestReloadCountsAsFree();
+  TestEndedCallsLeaveNothing();
+  if (g_failures == 0) std::printf("bls_cycles_test: all passed\n");
+  return g_failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,185 @@
+"""The sync spin (csrc/backend/lane_spin.h, docs/protocol.md "The spin") through the real
+server: with the spin forced on (ipc-spin-us) tiny, 64 KiB, BLS and decoupled requests are
+answered correctly on both sync paths (the lane, the socket); in auto mode the decision follows
+the usable cores (on this 2-vCPU machine: off, today's path), it is logged at verbose level,
+and the stub is told the same value (PYBACKEND_STUB_SPIN_US in its environment).
+
+Every server gets a fake cgroup tree (PYBACKEND_CGROUP_ROOT, as in test_thread_budget.py), so
+only the affinity, or the quota a test sets, counts as the machine's cores."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from integration_support import EXAMPLES_REPOSITORY
+from integration_support.echo_model import write_echo_repository
+from pybackend.server import ServerError, TritonServer
+
+CORES = len(os.sched_getaffinity(0))  # the server inherits the test's affinity
+BLS_MODELS = ["add_sub", "bls_preprocess", "bls_postprocess", "bls_pipeline"]
+LOG_LINE = re.compile(r"model '(\w+)': sync spin (off|\d+ us) \((.*)\)")
+
+PROBE_CONFIG = """
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]
+output [ { name: "SPIN", data_type: TYPE_STRING, dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU, count: %d } ]
+"""
+PROBE_MODEL = """
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        seen = os.environ.get("PYBACKEND_STUB_SPIN_US", "unset").encode()
+        out = np.array([seen], dtype=object)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("SPIN", out)]) for _ in requests]
+"""
+
+
+def fake_cgroup(root: Path, cpu_max: str) -> Path:
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/cgroup").write_text("0::/ctr\n")
+    (root / "sys/fs/cgroup/ctr").mkdir(parents=True)
+    (root / "sys/fs/cgroup/ctr/cpu.max").write_text(cpu_max + "\n")
+    return root
+
+
+def probe_repository(root: Path, instances: int) -> Path:
+    (root / "spin_probe" / "1").mkdir(parents=True)
+    (root / "spin_probe" / "config.pbtxt").write_text(PROBE_CONFIG % instances)
+    (root / "spin_probe" / "1" / "model.py").write_text(PROBE_MODEL)
+    return root
+
+
+def decisions(server: TritonServer) -> dict[str, tuple[str, str]]:
+    return {m[1]: (m[2], m[3]) for m in LOG_LINE.finditer(server.log_text())}
+
+
+def stub_spin(server: TritonServer) -> str:
+    client = httpclient.InferenceServerClient(server.http_url)
+    try:
+        inp = httpclient.InferInput("IN", [1], "INT32")
+        inp.set_data_from_numpy(np.array([0], np.int32))
+        return client.infer("spin_probe", [inp]).as_numpy("SPIN")[0].decode()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "instances"),
+    [("max 100000", 1), ("100000 100000", 1), ("max 100000", 4)],
+    ids=["affinity", "one-cpu-quota", "four-instances"],
+)
+def test_auto_decides_from_the_cores_and_tells_the_stub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_max: str, instances: int
+) -> None:
+    monkeypatch.setenv("PYBACKEND_CGROUP_ROOT", str(fake_cgroup(tmp_path / "cg", cpu_max)))
+    monkeypatch.setenv("PYBACKEND_STUB_SPIN_US", "777")  # the backend's decision overrides it
+    cores = CORES if cpu_max.startswith("max") else 1
+    on = cores // instances >= 4
+    repo = probe_repository(tmp_path / "models", instances)
+    with TritonServer(repo, backend="ours", extra_args=["--log-verbose=1"]) as server:
+        said, reason = decisions(server)["spin_probe"]
+        assert said == ("100 us" if on else "off")
+        assert reason.startswith(f"auto: {cores} usable cores, {instances} instance")
+        assert stub_spin(server) == ("100" if on else "0")
+    if CORES < 4:
+        assert not on  # this machine takes exactly the path without a spin
+
+
+@pytest.mark.parametrize("value", ["0", "auto", "250"])
+def test_the_knob_overrides_the_cores(tmp_path: Path, value: str) -> None:
+    repo = probe_repository(tmp_path, 1)
+    with TritonServer(
+        repo,
+        backend="ours",
+        backend_config=[f"ipc-spin-us={value}"],
+        extra_args=["--log-verbose=1"],
+    ) as server:
+        said, reason = decisions(server)["spin_probe"]
+        if value == "auto":
+            assert reason.startswith("auto: ")
+        else:
+            assert said == ("off" if value == "0" else "250 us")
+            assert reason == "set by the backend config ipc-spin-us"
+            assert stub_spin(server) == value
+
+
+@pytest.mark.parametrize("value", ["-2", "1000001", "soon"])
+def test_a_bad_knob_is_refused(tmp_path: Path, value: str) -> None:
+    repo = probe_repository(tmp_path, 1)
+    server = TritonServer(repo, backend="ours", backend_config=[f"ipc-spin-us={value}"])
+    with pytest.raises(ServerError):  # the model cannot load: the server exits
+        server.start()
+    assert "ipc-spin-us" in server.log_text()
+
+
+@pytest.mark.parametrize("lane", ["true", "false"])
+def test_forced_spin_answers_tiny_and_64k_requests(tmp_path: Path, lane: str) -> None:
+    write_echo_repository(tmp_path)
+    with TritonServer(
+        tmp_path, backend="ours", backend_config=["ipc-spin-us=200", f"ipc-lane={lane}"]
+    ) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        # tiny (inline), 64 KiB (the arena), then tiny ones back to back
+        for i, n in enumerate([16, 16384] + [16] * 30 + [16384] * 5):
+            x = np.arange(n, dtype=np.float32) + i
+            inp = httpclient.InferInput("X", [n], "FP32")
+            inp.set_data_from_numpy(x)
+            np.testing.assert_array_equal(client.infer("echo", [inp]).as_numpy("Y"), x * 2)
+        client.close()
+
+
+def test_forced_spin_answers_bls_calls(tmp_path: Path) -> None:
+    with TritonServer(
+        EXAMPLES_REPOSITORY,
+        backend="ours",
+        backend_config=["ipc-spin-us=200"],
+        model_control_mode="explicit",
+        load_models=BLS_MODELS,
+    ) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        for i in range(20):
+            text = httpclient.InferInput("TEXT", [1], "BYTES")
+            text.set_data_from_numpy(np.array([f"ab {i}".encode()], np.object_))
+            weights = httpclient.InferInput("WEIGHTS", [4], "FP32")
+            weights.set_data_from_numpy(np.array([0, 0, 0, i], np.float32))
+            scores = client.infer("bls_pipeline", [text, weights]).as_numpy("SCORES")
+            np.testing.assert_array_equal(scores, [2, len(str(i)), 1, i])
+        client.close()
+
+
+def stream_client() -> ModuleType:
+    script = EXAMPLES_REPOSITORY.parent / "clients" / "stream_tokens.py"
+    spec = importlib.util.spec_from_file_location("stream_tokens", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_forced_spin_answers_decoupled_streams(tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    shutil.copytree(EXAMPLES_REPOSITORY / "token_stream", repo / "token_stream")
+    config = repo / "token_stream" / "config.pbtxt"
+    config.write_text(config.read_text().replace('string_value: "20"', 'string_value: "1"'))
+    client = stream_client()
+    with TritonServer(
+        repo, backend="ours", backend_config=["ipc-spin-us=200"], extra_args=["--log-verbose=1"]
+    ) as server:
+        assert decisions(server)["token_stream"][0] == "200 us"
+        for prompt in ["the quick brown fox", "a b c d e f g h"]:
+            tokens = list(client.stream_tokens(server.grpc_url, prompt))
+            assert tokens == [w.capitalize() for w in reversed(prompt.split())]

@@ -1,0 +1,147 @@
+"""Error texts carry the model's frames and nothing of the backend's machinery (issue 27):
+pybind11's rendering, ``<Type>: <msg>\\n\\nAt:\\n  <file>(<line>): <function>\\n``, innermost
+first, ending at the model's outermost frame (execute, initialize, finalize), on every path:
+sync and ``async def`` execute, decoupled (raised in execute, or by a closed response
+sender), a BLS callee's error as its caller sees it and as the caller's client sees it once
+re-raised, initialize and finalize. ``auto_complete_config``: auto_complete/test_ac_enabled."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from conformance_support.clients import PROTOCOLS, bytes_input, infer, infer_error, text_output
+from conformance_support.control import load_error, unload, wait_for
+from conformance_support.streaming import stream_once
+
+MODELS = [
+    "tb_sync",
+    "tb_async",
+    "tb_decoupled",
+    "tb_decoupled_async",
+    "tb_callee_sync",
+    "tb_callee_async",
+    "tb_finalize",
+]
+
+
+@pytest.fixture(scope="module")
+def server(feature_repository):
+    start = feature_repository.start(
+        model_control_mode="explicit", load_models=MODELS, extra_args=["--exit-timeout-secs=2"]
+    )
+    with start as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def frame(feature_repository):
+    """``frame(model, marker, function)``: the line pybind11 writes for the source line of
+    ``model``'s model.py tagged ``# LINE:<marker>``."""
+
+    def make(model: str, marker: str, function: str) -> str:
+        path = feature_repository.model_dir(model) / "1" / "model.py"
+        return f"  {path}({marker_line(path, marker)}): {function}\n"
+
+    return make
+
+
+def marker_line(path: pathlib.Path, marker: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.rstrip().endswith(f"# LINE:{marker}"):
+            return number
+    raise AssertionError(f"marker {marker} not in {path}")
+
+
+def failed(model: str) -> str:
+    return f"Failed to process the request(s) for model '{model}_0', message: "
+
+
+def raised(model: str, what: str, frame, caller: str = "execute", at: str = "execute") -> str:
+    """The text of ``fail(what)`` called from ``caller`` of ``model`` at marker ``at``."""
+    return (
+        f"ValueError: {what} boom\n\nAt:\n"
+        + frame(model, "fail", "fail")
+        + frame(model, at, caller)
+    )
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model,what", [("tb_sync", "sync"), ("tb_async", "async")])
+def test_execute_error_ends_at_the_models_frame(server, frame, protocol, model, what):
+    error = infer_error(server, protocol, model, {"MODE": bytes_input("raise")})
+    assert error.message == failed(model) + raised(model, what, frame)
+
+
+@pytest.mark.parametrize(
+    "mode,at", [("raise", "execute"), ("send_then_raise", "execute_after_send")]
+)
+def test_decoupled_execute_error_ends_at_the_models_frame(server, frame, mode, at):
+    events = stream_once(server, "tb_decoupled", {"MODE": bytes_input(mode)}, timeout=30)
+    assert events[-1].error == failed("tb_decoupled") + raised(
+        "tb_decoupled", "decoupled", frame, at=at
+    )
+
+
+@pytest.mark.deviation("the original never answers the request (it only logs a traceback)")
+def test_async_decoupled_execute_error_ends_at_the_models_frame(server, frame):
+    events = stream_once(server, "tb_decoupled_async", {"MODE": bytes_input("raise")}, timeout=30)
+    model = "tb_decoupled_async"
+    assert events[-1].error == failed(model) + raised(model, "async decoupled", frame)
+
+
+def test_closed_sender_error_ends_at_the_models_frame(server, frame):
+    """send() after the final flag raises inside the binding (ours: inside pb_utils): the
+    error leaving execute names only the model's line, in the server log."""
+    events = stream_once(server, "tb_decoupled", {"MODE": bytes_input("sender_closed")}, timeout=30)
+    assert [e.value("MSG") for e in events] == ["last"]
+    text = (
+        "TritonModelException: Unable to send response. Response sender has been closed.\n\nAt:\n"
+        + frame("tb_decoupled", "sender", "execute")
+    )
+    logged = text.replace("\n", "\\n") + '"'
+    wait_for(lambda: logged in server.log_text(), 10, "the sender's error in the server log")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize(
+    "mode,callee,what",
+    [("bls_sync", "tb_callee_sync", "callee"), ("bls_async", "tb_callee_async", "async callee")],
+)
+def test_bls_callee_error_as_the_caller_sees_it(server, frame, protocol, mode, callee, what):
+    result = infer(server, protocol, "tb_sync", {"MODE": bytes_input(mode)})
+    assert text_output(result, "MSG") == failed(callee) + raised(callee, what, frame)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_bls_callee_error_reraised_by_the_caller(server, frame, protocol):
+    error = infer_error(server, protocol, "tb_sync", {"MODE": bytes_input("bls_reraise")})
+    callee = failed("tb_callee_sync") + raised("tb_callee_sync", "callee", frame)
+    assert error.message == (
+        failed("tb_sync")
+        + f"TritonModelException: {callee}\n\nAt:\n"
+        + frame("tb_sync", "reraise", "execute")
+    )
+
+
+def test_initialize_error_ends_at_the_models_frame(server, frame):
+    message = load_error(server, "tb_init")
+    assert message == (
+        "load failed for model 'tb_init': version 1 is at UNAVAILABLE state: Internal: "
+        "RuntimeError: initialize boom\n\nAt:\n"
+        + frame("tb_init", "fail", "fail")
+        + frame("tb_init", "initialize", "initialize")
+        + ";\n"
+    )
+
+
+def test_finalize_error_ends_at_the_models_frame(server, frame):
+    unload(server, "tb_finalize")
+    text = (
+        "RuntimeError: finalize boom\n\nAt:\n"
+        + frame("tb_finalize", "fail", "fail")
+        + frame("tb_finalize", "finalize", "finalize")
+    )
+    logged = text.replace("\n", "\\n") + '"'
+    wait_for(lambda: logged in server.log_text(), 10, "finalize's error in the server log")

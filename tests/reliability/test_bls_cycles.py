@@ -1,0 +1,100 @@
+"""No request waits forever on itself (issue 27, docs/reliability.md "BLS call cycles"): a
+blocking BLS call that closes a cycle no free instance can serve is answered at once with
+an error naming the cycle and the fix; a cycle a free instance can serve still runs.
+
+Every model answers "error: <message>" for a failed call, so the refusal's text reaches the
+client as an output. The client's timeout bounds each wait: on the original (and before
+the fix) these requests hang until it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+from reliability_support import start
+
+MODELS = ["cycle_self", "cycle_self2", "cycle_a", "cycle_b"]
+CLIENT_TIMEOUT_S = 30.0
+FIX = "or call without a cycle."
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    with start(MODELS) as s:
+        yield s
+
+
+def run(http: Any, server: Any, model: str, path: str) -> str:
+    import tritonclient.http as httpclient
+
+    client = http(server, connection_timeout=CLIENT_TIMEOUT_S, network_timeout=CLIENT_TIMEOUT_S)
+    inp = httpclient.InferInput("PATH", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([path.encode()], dtype=np.object_))
+    result = client.infer(model, [inp])
+    return result.as_numpy("MSG")[0].decode()
+
+
+def refusal(caller: str, callee: str, cycle: str) -> str:
+    """The whole text for a one-instance target."""
+    return (
+        f"error: Model {callee} - Error when running inference: the BLS call from model "
+        f"'{caller}' (instance '{caller}_0_0') to model '{callee}' would wait forever: it "
+        f"closes the call cycle {cycle}, and the only instance of '{callee}' is blocked in a "
+        f"BLS call on this cycle. Give '{callee}' more instances than the cycle can hold "
+        f"(instance_group [ {{ count: 2 }} ] in its config.pbtxt), {FIX}"
+    )
+
+
+def test_self_call_with_one_instance_is_refused_at_once(server: Any, http: Any) -> None:
+    message = run(http, server, "cycle_self", "cycle_self")
+    assert message == refusal("cycle_self", "cycle_self", "cycle_self -> cycle_self")
+
+
+def test_two_model_cycle_is_refused_at_once(server: Any, http: Any) -> None:
+    """cycle_a -> cycle_b -> cycle_a, one instance each: cycle_b's call is refused and
+    cycle_a passes cycle_b's answer on."""
+    message = run(http, server, "cycle_a", "cycle_b,cycle_a")
+    assert message == refusal("cycle_b", "cycle_a", "cycle_a -> cycle_b -> cycle_a")
+
+
+def test_a_cycle_a_free_instance_serves_still_runs(server: Any, http: Any) -> None:
+    """Two instances: the self call is served by the second one."""
+    assert run(http, server, "cycle_self2", "cycle_self2") == "leaf cycle_self2"
+
+
+def test_a_cycle_longer_than_the_instances_is_refused_at_its_last_call(
+    server: Any, http: Any
+) -> None:
+    """Two instances, three nested self calls: the third call finds both blocked."""
+    message = run(http, server, "cycle_self2", "cycle_self2,cycle_self2")
+    assert message.startswith("error: Model cycle_self2 - Error when running inference: ")
+    assert "closes the call cycle cycle_self2 -> cycle_self2 -> cycle_self2," in message
+    assert "all 2 instances of 'cycle_self2' are blocked in BLS calls on this cycle" in message
+    assert "instance_group [ { count: 3 } ]" in message
+
+
+def test_calls_without_a_cycle_and_after_a_refusal_run(server: Any, http: Any) -> None:
+    """A refusal leaves nothing behind: the same models serve plain chains afterwards."""
+    run(http, server, "cycle_self", "cycle_self")
+    assert run(http, server, "cycle_a", "cycle_b") == "leaf cycle_b"
+    assert run(http, server, "cycle_b", "cycle_a,cycle_self") == "leaf cycle_self"
+    assert run(http, server, "cycle_self", "") == "leaf cycle_self"
+
+
+def test_concurrent_self_calls_never_wait_forever(server: Any, http: Any) -> None:
+    """Eight clients at once on two instances that each call themselves: whether a call
+    finds a free instance depends on timing (both instances may hold a client's request
+    and call at once, closing the cycle), so each answer is the callee's or the refusal,
+    and none waits past the client's timeout."""
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(
+            pool.map(lambda _: run(http, server, "cycle_self2", "cycle_self2"), range(8))
+        )
+    for answer in answers:
+        assert answer == "leaf cycle_self2" or (
+            "closes the call cycle cycle_self2 -> cycle_self2," in answer
+        ), answer
+    assert "leaf cycle_self2" in answers  # a refused call frees its instance for the others
