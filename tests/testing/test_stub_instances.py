@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -156,6 +157,10 @@ def test_an_execute_timeout_ends_the_shared_process_of_every_instance(model_dir:
         assert first.pid == second.pid and first.alive and second.alive
         with pytest.raises(InferError, match="execute_timeout=2"):
             answer(first, wait=-60)
+        # The channel closes as the killed process exits, a moment before it can be reaped.
+        deadline = time.monotonic() + 10
+        while (first.alive or second.alive) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert not first.alive and not second.alive
 
 
