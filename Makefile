@@ -20,7 +20,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
 
 .PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
-	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1
+	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances
 .PHONY: venv-dist venv-checkov wheel test-wheel test-deploy test-ship
 
 help:
@@ -34,6 +34,7 @@ help:
 	@echo "make test-wheel     the wheel installed fresh by docker/install.sh, serving the examples"
 	@echo "make test-deploy    hadolint on docker/, manifests schema-checked and checkov-clean"
 	@echo "make bench-pytriton Triton.bind() served by pybackend.pytriton vs nvidia-pytriton"
+	@echo "make bench-instances 4 instances under PYBACKEND_INSTANCE_PROCESS own/shared/fork"
 	@echo "make build          (re)build libtriton_python.so and install the package (editable)"
 	@echo "make lint | format  ruff check / ruff format"
 	@echo "make gpu-kit        pack what the GPU machine lacks into .gpu-kit (docs/gpu.md)"
@@ -120,6 +121,10 @@ test-original: build venv-orig
 # Side-by-side benchmark (benchmarks/README.md); BENCH_ARGS="--quick" only checks it works.
 bench: build venv-orig
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+# Instances that share a process (issue 29): PSS, load time, throughput per mode.
+bench-instances: build
+	$(PY) -m benchmarks.instances $(BENCH_ARGS)
 
 # The GPU check (docs/gpu.md): the kit travels with the tree; gpu-check runs on the GPU
 # machine with its own python3 (it has no .venv), so it depends on nothing here.

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from benchmarks import procinfo
 from pybackend.server import locate
@@ -30,8 +30,20 @@ class ServerFailed(RuntimeError):
 class BenchServer:
     """One tritonserver process for one backend kind ("original", "ours" or "native")."""
 
-    def __init__(self, kind: str, repo: Path, backend_dir: Path, *, strict: bool = True) -> None:
+    def __init__(
+        self,
+        kind: str,
+        repo: Path,
+        backend_dir: Path,
+        *,
+        strict: bool = True,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``args``: more tritonserver options; ``env``: more environment for it."""
         self.kind = kind
+        self.args = list(args)
+        self.extra_env = dict(env or {})
         self.repo = repo
         self.backend_dir = backend_dir
         self.strict = strict
@@ -46,7 +58,7 @@ class BenchServer:
         return self.proc.pid
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = {**os.environ, **self.extra_env}
         libs = [str(p) for p in locate.tritonserver_library_dirs()]
         env["LD_LIBRARY_PATH"] = os.pathsep.join(libs + [env.get("LD_LIBRARY_PATH", "")])
         if self.kind == "original":  # its stub finds numpy<2 through the first python3
@@ -67,6 +79,7 @@ class BenchServer:
             "--exit-timeout-secs=5",
             f"--strict-readiness={str(self.strict).lower()}",
             "--exit-on-error=false",
+            *self.args,
         ]
         if self.kind == "ours":
             # Experiments with our backend's options, e.g. "ipc-spin-us=50,inline-threshold=0".

@@ -33,6 +33,7 @@ LEAK_CHECKED_DIRS = {
     "devserver",
     "gpu",
     "pytriton",
+    "instances",
 }
 
 

@@ -57,7 +57,9 @@ std::shared_ptr<StubSession> InstanceState::StartSession() {
   if (session != nullptr) {
     session->set_handler(this);
   } else {
-    session = std::make_shared<StubSession>(model->MakeSessionOptions(name, gpu_device), this);
+    SessionOptions opts = model->MakeSessionOptions(name, gpu_device);
+    opts.host = model->host;  // PYBACKEND_INSTANCE_PROCESS shared/fork: served by it
+    session = std::make_shared<StubSession>(std::move(opts), this);
   }
   session->set_instance_metrics(metrics);
   json::Value reply = session->Start(model->InitArgs("initialize", name, kind, device_id));

@@ -85,7 +85,8 @@ std::unique_ptr<ModelState> ModelState::Create(TRITONBACKEND_Model* model) {
   // An attached model's process wrote its whole configuration and is already running: no
   // early stub, nothing to complete.
   if (!state->attach_socket.empty()) return state;
-  state->SpawnSpare();
+  // Shared instances connect to one host process instead (instance_host.h).
+  if (state->host == nullptr) state->SpawnSpare();
   if (auto_complete) {
     state->AutoComplete();
     state->ReadConfig();  // decoupled, max_batch_size may have changed
@@ -250,6 +251,17 @@ void ModelState::ReadParameters() {
   attach_socket.clear();
   GetParameter(config, "PYBACKEND_ATTACH_SOCKET", &attach_socket);
 
+  std::string mode;
+  GetParameter(config, "PYBACKEND_INSTANCE_PROCESS", &mode);
+  instance_process = ParseInstanceProcess(name, mode);
+  if (instance_process != InstanceProcess::kOwn && isolate_gpu) {
+    Throw(TRITONSERVER_ERROR_INVALID_ARG,
+          "model '" + name +
+              "': ISOLATE_GPU gives each instance a process that sees only its "
+              "own device, and PYBACKEND_INSTANCE_PROCESS=" +
+              mode + " puts the instances in one process: choose one of the two");
+  }
+
   python = backend->DefaultPython();
   exec_env = ExecutionEnv();
   if (GetParameter(config, "EXECUTION_ENV_PATH", &value) && !value.empty()) {
@@ -257,6 +269,20 @@ void ModelState::ReadParameters() {
     PB_LOG_INFO("Using Python execution env " + value);
     exec_env = PrepareExecutionEnv(name, repository, value, *backend);
     python = exec_env.python;
+  }
+
+  host.reset();
+  if (instance_process != InstanceProcess::kOwn && attach_socket.empty()) {
+    SessionOptions o = MakeSessionOptions(name);
+    HostOptions h;
+    h.model_name = name;
+    h.mode = instance_process;
+    h.spawn.python = o.python;
+    h.spawn.pythonpath_prepend = o.package_parent;
+    h.spawn.env = o.env;
+    h.spawn.env_unset = o.env_unset;
+    h.timeout = o.timeout;
+    host = std::make_shared<InstanceHost>(std::move(h));
   }
 }
 
@@ -343,7 +369,10 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
 }
 
 void ModelState::AutoComplete() {
-  StubSession session(MakeSessionOptions(name), nullptr);
+  SessionOptions opts = MakeSessionOptions(name);
+  // A shared process imports model.py for auto-complete too: the instances find it imported.
+  opts.host = host;
+  StubSession session(std::move(opts), nullptr);
   json::Value reply = session.Start(InitArgs("auto_complete", name, "AUTO", 0));
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {

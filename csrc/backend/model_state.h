@@ -9,6 +9,7 @@
 
 #include "backend/backend_state.h"
 #include "backend/execution_env.h"
+#include "backend/instance_host.h"
 #include "backend/json.h"
 #include "backend/stub_session.h"
 #include "triton/tritonbackend.h"
@@ -47,6 +48,10 @@ class ModelState {
   std::string debug;
   // PYBACKEND_ATTACH_SOCKET: instances attach to the process listening there (pybackend.pytriton)
   std::string attach_socket;
+  // PYBACKEND_INSTANCE_PROCESS (docs/instances.md): own (default), shared or fork; for the
+  // last two, the process the instances share (started by the first instance that connects).
+  InstanceProcess instance_process = InstanceProcess::kOwn;
+  std::shared_ptr<InstanceHost> host;
 
   std::string VersionDir() const { return repository + "/" + std::to_string(version); }
   std::string ModelFile() const { return VersionDir() + "/" + model_filename; }

@@ -83,10 +83,28 @@ bool StubProcess::PollAttachedLocked() {
   return released_ || reaped_;
 }
 
+std::unique_ptr<StubProcess> StubProcess::Hosted(pid_t pid, HostedHooks hooks) {
+  std::unique_ptr<StubProcess> proc(new StubProcess());
+  proc->attached_ = true;
+  proc->pid_ = pid;
+  proc->hosted_ = std::make_unique<HostedHooks>(std::move(hooks));
+  int pfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pfd >= 0) {
+    fcntl(pfd, F_SETFD, FD_CLOEXEC);
+    proc->pidfd_.Reset(pfd);
+  }
+  return proc;
+}
+
+std::string StubProcess::HostTail() {
+  return hosted_ != nullptr && hosted_->tail ? hosted_->tail() : std::string();
+}
+
 std::string StubProcess::AttachedDescriptionLocked() {
   // Its sockets close a moment before its pidfd reports the exit: wait that moment, so a
   // dead process is not described as one that merely hung up.
   if (!reaped_ && PeerEnded(pidfd_.get(), pid_, 200)) reaped_ = true;
+  if (hosted_ != nullptr) return hosted_->describe();
   // Not our child: its exit status is its parent's to read.
   if (reaped_) return "(an attached process, the one that called Triton.bind) has exited";
   return "(an attached process, the one that called Triton.bind) closed its connection or "

@@ -259,7 +259,10 @@ bool StubProcess::WaitExit(std::chrono::milliseconds timeout) {
 void StubProcess::Kill() {
   std::lock_guard<std::mutex> lock(mu_);
   if (attached_) {
-    released_ = true;  // the user's process: closing the channels ends its serving thread
+    // The user's process: closing the channels ends its serving thread. A process shared
+    // by a model's instances ends as a whole (a thread cannot be stopped alone).
+    if (hosted_ != nullptr && !released_ && !reaped_) hosted_->kill();
+    released_ = true;
     return;
   }
   if (PollLocked()) return;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,18 @@ class StubProcess {
   static std::unique_ptr<StubProcess> Attach(const std::string& path, const std::string& what,
                                              ipc::UniqueFd* sync, ipc::UniqueFd* async,
                                              ipc::UniqueFd* peer_async);
+  // An instance served by a process the model's instances share (instance_host.h): watched
+  // through pidfd_open(`pid`) like an attached one; `kill` ends what serves it (the shared
+  // process, or a fork child), `describe` says how it ended and `tail` gives the last lines
+  // of that process's stderr.
+  struct HostedHooks {
+    std::function<void()> kill;
+    std::function<std::string()> describe;
+    std::function<std::string()> tail;
+  };
+  static std::unique_ptr<StubProcess> Hosted(pid_t pid, HostedHooks hooks);
+  // The hosting process's stderr tail ("" for any other kind).
+  std::string HostTail();
   bool attached() const { return attached_; }
   ~StubProcess();  // kills (SIGKILL) and reaps a process that is still running
   StubProcess(const StubProcess&) = delete;
@@ -83,6 +96,8 @@ class StubProcess {
   bool reaped_ = false;
   bool attached_ = false;  // not our child: never signalled, never reaped
   bool released_ = false;  // attach mode: we are done with it
+  // Set for an instance of a shared process.
+  std::unique_ptr<HostedHooks> hosted_;
   int status_ = 0;
   ipc::UniqueFd pidfd_;
   ipc::UniqueFd stdout_;

@@ -121,6 +121,7 @@ void StubSession::Discard() {
 }
 
 json::Value StubSession::Start(const json::Value& init_args) {
+  if (process_ == nullptr && opts_.host != nullptr) ConnectHost(init_args);
   if (process_ == nullptr) Spawn();
 
   const std::string what =
@@ -364,6 +365,7 @@ std::string StubSession::DeathDetail() {
   }
   text += ".";
   std::string tail = StderrTail();
+  if (tail.empty() && process_ != nullptr) tail = process_->HostTail();
   if (!tail.empty()) text += " Last lines of its stderr:\n" + tail;
   return text;
 }

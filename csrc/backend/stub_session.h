@@ -27,6 +27,7 @@
 
 namespace pybackend {
 
+class InstanceHost;
 class Monitor;
 class StubSession;
 
@@ -77,6 +78,9 @@ struct SessionOptions {
   // Attach mode (model parameter PYBACKEND_ATTACH_SOCKET): connect to the process listening
   // here instead of spawning a stub ("" = spawn).
   std::string attach_socket;
+  // PYBACKEND_INSTANCE_PROCESS shared/fork (instance_host.h): the instance is served by the
+  // process its model's instances share (null: a stub of its own).
+  std::shared_ptr<InstanceHost> host;
 };
 
 // Shared ownership: BLS calls keep the session of the stub that made them alive until Triton
@@ -171,6 +175,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   std::string StubRole() const;
   std::unique_ptr<ipc::Channel> MakeChannel(int fd, const char* name);
   void Attach();  // Spawn() in attach mode: connect to the serving process
+  // Spawn() for an instance of a shared process (instance_host.cc): a fork host needs the
+  // INIT arguments to import model.py before it forks.
+  void ConnectHost(const json::Value& init_args);
   Wait WaitReadable(int fd, std::chrono::steady_clock::time_point deadline, bool bounded);
   // How long the next sleep of a wait may last; nullopt when `deadline` has passed.
   std::optional<std::chrono::milliseconds> NextSlice(std::chrono::steady_clock::time_point deadline,

@@ -18,14 +18,13 @@ import os
 import select
 import socket
 import threading
-import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..ipc.protocol import HEADER, MAX_DATAGRAM, MessageKind
 from ..stub.dispatch import Dispatcher
-from ..stub.main import Stub
-from ..utils import transport as utils_transport
-from ..utils.transport import Transport
+from ..stub.threaded import RoutingTransport, ThreadedStub, routing_transport
+
+__all__ = ["AttachListener", "AttachedStub", "RoutingTransport", "routing_transport"]
 
 LOGGER = logging.getLogger("pybackend.pytriton")
 
@@ -37,69 +36,10 @@ Lookup = Callable[[str, str], Optional[ModelFactory]]
 _JOIN_S = 10.0
 
 
-class RoutingTransport(Transport):
-    """pb_utils finds its transport through one process-wide slot, and this process holds
-    one stub per instance: each instance thread names its own, other threads get the
-    transport that was installed before."""
-
-    def __init__(self, fallback: Transport) -> None:
-        self._local = threading.local()
-        self._fallback = fallback
-
-    def bind_thread(self, transport: Optional[Transport]) -> None:
-        self._local.transport = transport
-
-    def current(self) -> Transport:
-        return getattr(self._local, "transport", None) or self._fallback
-
-    @property  # type: ignore[override]
-    def model_dir(self) -> str:  # type: ignore[override]
-        return self.current().model_dir
-
-    def log(self, level: int, filename: str, line: int, message: str) -> None:
-        self.current().log(level, filename, line, message)
-
-    def send_response(self, request: Any, response: Any, flags: int) -> None:
-        self.current().send_response(request, response, flags)
-
-    def is_cancelled(self, request: Any) -> bool:
-        return self.current().is_cancelled(request)
-
-    def sender_created(self, request: Any, sender: Any) -> None:
-        self.current().sender_created(request, sender)
-
-    def bls_exec(self, request: Any, decoupled: bool) -> Any:
-        return self.current().bls_exec(request, decoupled)
-
-    def bls_async_exec(self, request: Any, decoupled: bool) -> Any:
-        return self.current().bls_async_exec(request, decoupled)
-
-    def model_control(self, op: str, **kwargs: Any) -> Any:
-        return self.current().model_control(op, **kwargs)
-
-    def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
-        return self.current().empty_array(shape, dtype)
-
-
-_routing_lock = threading.Lock()
-
-
-def routing_transport() -> RoutingTransport:
-    """Installed once per process, on first use."""
-    with _routing_lock:
-        current = utils_transport.get_transport()
-        if isinstance(current, RoutingTransport):
-            return current
-        routing = RoutingTransport(current)
-        utils_transport.set_transport(routing)
-        return routing
-
-
-class AttachedStub(Stub):
+class AttachedStub(ThreadedStub):
     """The stub's loop for one instance, on a thread of the serving process."""
 
     freeze_gc = False  # the process outlives this model
-    exit_with_backend = False  # the backend's end is this instance's end only
 
     def __init__(self, sync_fd: int, async_fd: int, instance: str, factory: ModelFactory) -> None:
         super().__init__(sync_fd, async_fd, instance)
@@ -110,49 +50,6 @@ class AttachedStub(Stub):
 
     def _instantiate(self, module: Any, init: Dict[str, Any], dispatcher: Dispatcher) -> Any:
         return self._factory(init, dispatcher)
-
-    def close(self) -> None:
-        """Everything this instance held, without ending the process."""
-        st = self.state
-        try:
-            st.ledger.flush()
-        except Exception:  # noqa: BLE001 - the backend may be gone already
-            pass
-        for ch in (st.sync, st.async_):
-            try:
-                sock = socket.socket(fileno=ch.fileno())
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)  # the reader thread sees EOF
-                finally:
-                    sock.detach()
-            except OSError:
-                pass
-        if self.reader is not None:
-            self.reader.join(_JOIN_S)
-        if self.dispatcher is not None:
-            _close_loop(self.dispatcher)
-        st.close()
-        for fd in (st.wake_r, st.wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if st.arena is not None:
-            st.arena.close()
-        st.peer.close()
-
-
-def _close_loop(dispatcher: Dispatcher) -> None:
-    """A stub process never closes its event loop (it exits); this process goes on."""
-    loop = dispatcher.loop
-    if loop is None:
-        return
-    dispatcher.stop_loop()
-    deadline = time.monotonic() + _JOIN_S
-    while loop.is_running() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not loop.is_running():
-        loop.close()
 
 
 def _recv_attach(conn: socket.socket) -> Tuple[Dict[str, Any], List[int]]:

@@ -41,6 +41,7 @@ from .harness_bls import BlsServer
 from .harness_code import ModelCode, Running
 from .harness_errors import InferError
 from .harness_execute import Executor, Inputs
+from .harness_instances import Instances, instance_kind
 from .harness_responses import response_outputs
 from .harness_streams import SenderStreams, StreamCalls
 from .load_checks import refuse_like_server, run_warmup
@@ -52,7 +53,10 @@ from .transport import BlsFake, LogRecord, harness_transport, install, uninstall
 class ModelHarness(ModelOnDisk):
     """One instance of the model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
     ``<model_dir>/config.pbtxt``). ``config``: a dict instead of config.pbtxt (or on top of
-    an absent one). ``bls``: fakes for models this one calls, by name."""
+    an absent one). ``bls``: fakes for models this one calls, by name. ``instances``: how
+    many of the model's instances run (the first is this harness, the others are in
+    :attr:`instances`), ``instance_process``: their PYBACKEND_INSTANCE_PROCESS instead of
+    the config's (harness_instances.py)."""
 
     def __init__(
         self,
@@ -65,6 +69,8 @@ class ModelHarness(ModelOnDisk):
         bls: Optional[Mapping[str, BlsFake]] = None,
         model_file: str = "model.py",
         auto_complete: bool = True,
+        instances: int = 1,
+        instance_process: Optional[str] = None,
     ) -> None:
         super().__init__(
             model_dir,
@@ -84,6 +90,17 @@ class ModelHarness(ModelOnDisk):
         self._executor = Executor(self, self._code, self._streams, t)
         self._stream_calls = StreamCalls(self, self._executor, self._streams)
         self._bls = BlsServer(self, self._executor, self._streams)
+        self._instances = Instances(self, instances, instance_process)
+
+    @property
+    def instances(self) -> List["ModelHarness"]:
+        """Every started instance of the model, this one first."""
+        return self._instances.all
+
+    @property
+    def instance_process(self) -> str:
+        """How the instances share processes: "own", "shared" or "fork" (docs/instances.md)."""
+        return self._instances.mode
 
     @property
     def model(self) -> Any:
@@ -122,6 +139,7 @@ class ModelHarness(ModelOnDisk):
         install(t)
         try:
             refuse_like_server(self.config, self.model_name)
+            self._instances.prepare()
             self._load()
         except BaseException:
             self.model = None  # initialize failed: no finalize, as in the server
@@ -129,6 +147,7 @@ class ModelHarness(ModelOnDisk):
             raise
         try:
             run_warmup(self)  # model_warmup, as the server runs it before the model is ready
+            self._instances.start_others()
         except BaseException:
             self.close()
             raise
@@ -169,12 +188,15 @@ class ModelHarness(ModelOnDisk):
         return importlib.import_module(f"{package}.{self.model_file.stem}")
 
     def close(self) -> None:
-        """``finalize``, then forget the model."""
+        """``finalize`` (the other instances' first), then forget the model."""
+        self._instances.close_others()
         self.finalizing = True  # BLS is refused from here on, as in the stub
         if self.model is not None and hasattr(self.model, "finalize"):
             self._code.call("finalize")
         self.model = None
         self._code.stop_loop()
+        if not self._instances.is_other:  # an other's thread is stopped by the first
+            self._code.stop_thread()
         t = self._transport
         with t.lock:
             if self in t.harnesses:
@@ -188,13 +210,9 @@ class ModelHarness(ModelOnDisk):
 
     def initialize_args(self) -> Dict[str, str]:
         """The ``args`` of ``initialize`` (spec: 7 string keys)."""
-        kind = "CPU"
-        groups = self.config.get("instance_group") or []
-        if groups and str(groups[0].get("kind", "")).endswith("GPU"):
-            kind = "GPU"
         return {
             "model_config": json.dumps(self.config),
-            "model_instance_kind": kind,
+            "model_instance_kind": instance_kind(self.config, self.instance_name),
             "model_instance_name": self.instance_name,
             "model_instance_device_id": "0",
             "model_repository": str(self.model_dir),

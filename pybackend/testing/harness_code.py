@@ -7,9 +7,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
+from ..utils.process_shared import Registry, bound
 from .transport import HarnessTransport
+
+if TYPE_CHECKING:
+    from .harness_instances import InstanceThread
+
+T = TypeVar("T")
 
 
 class ModelCode:
@@ -24,15 +30,34 @@ class ModelCode:
         self.model: Any = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_thread: Optional[threading.Thread] = None
+        #: The ``pb_utils.shared`` table of the process this instance stands for
+        #: (harness_instances.py); None: the process's.
+        self.registry: Optional[Registry] = None
+        #: The instance's own thread when the harness runs several (None: the caller's).
+        self.thread: Optional["InstanceThread"] = None
 
     def running(self) -> "Running":
         """Marks this model's code as running on the calling thread, for the block."""
-        return Running(self._transport, self._owner)
+        return Running(self._transport, self._owner, self.registry)
+
+    def on_thread(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the instance's thread (the caller's when it has none)."""
+        return fn() if self.thread is None else self.thread.run(fn)
+
+    def stop_thread(self) -> None:
+        if self.thread is not None:
+            self.thread.stop()
+            self.thread = None
 
     def call(self, method: str, *args: Any) -> Any:
-        """The model's ``method`` (its coroutine run to its end), marked as running."""
-        with self.running():
-            return self.settle(getattr(self.model, method)(*args))
+        """The model's ``method`` (its coroutine run to its end), marked as running, on the
+        instance's thread."""
+
+        def run() -> Any:
+            with self.running():
+                return self.settle(getattr(self.model, method)(*args))
+
+        return self.on_thread(run)
 
     def settle(self, result: Any) -> Any:
         """``result``, or what it returns when it is a coroutine (run on the model's loop)."""
@@ -42,7 +67,13 @@ class ModelCode:
         """Run a coroutine of the model on its event loop (one thread, like the stub's)."""
         if self._loop is None:
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="harness-loop", daemon=True)
+            registry = self.registry
+
+            def serve() -> None:
+                with bound(registry):  # the model's coroutines see its process's table
+                    loop.run_forever()
+
+            thread = threading.Thread(target=serve, name="harness-loop", daemon=True)
             thread.start()
             self._loop, self._loop_thread = loop, thread
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
@@ -61,17 +92,23 @@ class ModelCode:
 
 
 class Running:
-    """Marks the harness whose model code runs on this thread (for logs and BLS)."""
+    """Marks the harness whose model code runs on this thread (for logs and BLS), and the
+    ``pb_utils.shared`` table its code sees."""
 
-    def __init__(self, transport: HarnessTransport, harness: Any) -> None:
+    def __init__(
+        self, transport: HarnessTransport, harness: Any, registry: Optional[Registry] = None
+    ) -> None:
         self._transport = transport
         self.harness = harness
         self.previous: Any = None
+        self._bound = bound(registry)
 
     def __enter__(self) -> None:
         local = self._transport.local
         self.previous = getattr(local, "harness", None)
         local.harness = self.harness
+        self._bound.__enter__()
 
     def __exit__(self, *exc: object) -> None:
+        self._bound.__exit__(None, None, None)
         self._transport.local.harness = self.previous

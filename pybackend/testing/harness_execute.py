@@ -143,11 +143,16 @@ class Executor:
 
     def _execute_timed(self, reqs: List[InferenceRequest], times: ExecuteTimes) -> List[Any]:
         code = self._code
-        try:
+
+        def run() -> Any:
             with code.running():
                 times.mark_inputs_ready()  # the requests are built: handing them over is all
                 ret = code.settle(code.model.execute(reqs))
                 times.mark_returned()
+            return ret
+
+        try:
+            ret = code.on_thread(run)  # the instance's own thread, when it has one
             return self._responses(reqs, ret)
         except ReturnRefused as e:
             return self._failed(reqs, str(e))

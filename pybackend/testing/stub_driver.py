@@ -50,48 +50,55 @@ class StubDriver:
         python: str = sys.executable,
         cwd: Optional[Path] = None,
         unset: Sequence[str] = (),
+        attached: Optional[Tuple[socket.socket, socket.socket, Any]] = None,
     ) -> None:
+        """``attached``: the channels of an instance a host process serves and that
+        process (stub_host.HostedProcess), instead of a stub process of its own."""
         self.instance = instance
         self.inline_threshold = inline_threshold
-        sync_b, sync_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        async_b, async_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        child_env = dict(os.environ)
-        child_env.update(
-            PYBACKEND_SYNC_FD="3",
-            PYBACKEND_ASYNC_FD="4",
-            PYBACKEND_INSTANCE=instance,
-            PYTHONUNBUFFERED="1",
-            PYTHONDONTWRITEBYTECODE="1",
-            PYTHONPATH=os.pathsep.join(
-                [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
-            ),
-        )
-        child_env.update(env or {})
-        for name in unset:
-            child_env.pop(name, None)
-        sync_fd, async_fd = sync_s.fileno(), async_s.fileno()
+        self.proc: Any
+        if attached is not None:  # an instance of a host process (stub_host.py)
+            sync_b, async_b, self.proc = attached
+        else:
+            sync_b, sync_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            async_b, async_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            child_env = dict(os.environ)
+            child_env.update(
+                PYBACKEND_SYNC_FD="3",
+                PYBACKEND_ASYNC_FD="4",
+                PYBACKEND_INSTANCE=instance,
+                PYTHONUNBUFFERED="1",
+                PYTHONDONTWRITEBYTECODE="1",
+                PYTHONPATH=os.pathsep.join(
+                    [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+                ),
+            )
+            child_env.update(env or {})
+            for name in unset:
+                child_env.pop(name, None)
+            sync_fd, async_fd = sync_s.fileno(), async_s.fileno()
 
-        def channels_on_3_and_4() -> None:
-            # Like the real backend: the channels are fds 3 and 4 of the stub, and every
-            # other inheritable fd of ours stays open for the stub to close.
-            s, a = os.dup(sync_fd), os.dup(async_fd)
-            os.dup2(s, 3)
-            os.dup2(a, 4)
-            os.close(s)
-            os.close(a)
+            def channels_on_3_and_4() -> None:
+                # Like the real backend: the channels are fds 3 and 4 of the stub, and every
+                # other inheritable fd of ours stays open for the stub to close.
+                s, a = os.dup(sync_fd), os.dup(async_fd)
+                os.dup2(s, 3)
+                os.dup2(a, 4)
+                os.close(s)
+                os.close(a)
 
-        self.proc = subprocess.Popen(
-            [python, "-m", "pybackend.stub", "--instance", instance],
-            close_fds=False,
-            preexec_fn=channels_on_3_and_4,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(cwd or PACKAGE_ROOT),
-        )
-        sync_s.close()
-        async_s.close()
+            self.proc = subprocess.Popen(
+                [python, "-m", "pybackend.stub", "--instance", instance],
+                close_fds=False,
+                preexec_fn=channels_on_3_and_4,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=str(cwd or PACKAGE_ROOT),
+            )
+            sync_s.close()
+            async_s.close()
         self.peer = PeerSegments()
         self.arena = Arena(Owner.BACKEND, 1 << 20, 1 << 20, announce=self._announce)
         self.sync = Channel(sync_b, self._indirect_out, self._indirect_in)

@@ -24,10 +24,12 @@ from ..stub.loader import missing_file_text
 from ..stub.returns import OutputRules
 from ..utils.errors import TritonModelException
 from .config import complete
+from .harness_instances import instance_kind
 from .load_checks import refuse_like_server, run_warmup
 from .metric_store import MetricStore
 from .stub_driver import StubDriver
-from .stub_process import shutdown_stub, spawn_stub
+from .stub_instances import StubInstances
+from .stub_process import attach_stub, shutdown_stub, spawn_stub
 from .stub_requests import StubRequests
 from .stub_services import StubServices, register, unregister
 from .transport import BlsFake, LogRecord, MetricRecord
@@ -59,6 +61,8 @@ class StubModel(StubRequests):
         debug: str = "",
         execute_timeout: Optional[float] = None,
         metric_store: Optional[MetricStore] = None,
+        instances: int = 1,
+        instance_process: Optional[str] = None,
     ) -> None:
         super().__init__(
             model_dir,
@@ -83,6 +87,18 @@ class StubModel(StubRequests):
         #: Where the model's custom metrics are kept (``metric_store=``: one shared with
         #: other instances of the model, as tritonserver's registry is).
         self.metric_store = metric_store if metric_store is not None else MetricStore()
+        self._instances = StubInstances(self, instances, instance_process)
+
+    @property
+    def instances(self) -> List["StubModel"]:
+        """Every started instance of the model, this one first (``instances=N``; under
+        ``shared`` their :attr:`pid` is the one process they share)."""
+        return self._instances.all
+
+    @property
+    def instance_process(self) -> str:
+        """How the instances share processes: "own", "shared" or "fork" (docs/instances.md)."""
+        return self._instances.mode
 
     def __enter__(self) -> "StubModel":
         return self.start()
@@ -130,7 +146,12 @@ class StubModel(StubRequests):
             if reply.get("model_config"):
                 self.config = complete(json.loads(reply["model_config"]), self.model_name)
         self._output_rules = OutputRules(self.config, self.instance_name)
-        driver = self._spawn()
+        self._instances.prepare()
+        try:
+            driver = self._spawn_instance()
+        except BaseException:
+            self._instances.close_host()
+            raise
         self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
         reply = driver.init(
             self.model_file,
@@ -142,12 +163,14 @@ class StubModel(StubRequests):
         )
         if not reply["ok"]:
             shutdown_stub(driver)
+            self._instances.close_host()
             raise TritonModelException(reply["error"])
         driver.on_send = self._on_send
         self._driver = driver
         register(self)
         try:
             run_warmup(self)  # model_warmup, as the server runs it before the model is ready
+            self._instances.start_others()
         except BaseException:
             self.close()
             raise
@@ -155,7 +178,9 @@ class StubModel(StubRequests):
 
     def close(self) -> None:
         """``finalize``, then wait for the stub to exit (:attr:`logs` and :attr:`output` keep
-        what it logged and printed, finalize's lines included)."""
+        what it logged and printed, finalize's lines included). The other instances close
+        first, the process they share last."""
+        self._instances.close_others()
         unregister(self)
         driver, self._driver = self._driver, None
         if driver is not None:
@@ -163,6 +188,7 @@ class StubModel(StubRequests):
             self._closed_logs = list(driver.logs)
         if self._services is not None:
             self._services.forget_families()
+        self._instances.close_host()
 
     def _run_auto_complete(self) -> Dict[str, Any]:
         driver = self._spawn()
@@ -196,8 +222,17 @@ class StubModel(StubRequests):
     def _spawn(self) -> StubDriver:
         return spawn_stub(self.instance_name, self._env, self._python, self._unset, self.output)
 
+    def _spawn_instance(self) -> StubDriver:
+        """The instance's stub: a process of its own, or the host's (shared, fork)."""
+        host = self._instances.host
+        if host is None:
+            return self._spawn()
+        init = {"model_file": str(self.model_file), "runtime_modeldir": "DEFAULT"}
+        return attach_stub(host, self.instance_name, {**init, **self._init_extra()})
+
     def _init_extra(self) -> Dict[str, Any]:
         return {
+            "instance_kind": instance_kind(self.config, self.instance_name),
             "model_name": self.model_name,
             "model_version": str(self.version),
             "model_repository": str(self.model_dir),

@@ -8,10 +8,11 @@ import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import IO, Dict, List, Optional, Sequence
+from typing import IO, Any, Dict, List, Optional, Sequence
 
 from ..ipc.channel import ChannelClosed
 from .stub_driver import StubDriver
+from .stub_host import HostedProcess, StubHost
 
 #: Seconds closing a model waits for the stub's finalize before killing it.
 STOP_TIMEOUT_S = 10.0
@@ -37,6 +38,21 @@ def spawn_stub(
         thread = threading.Thread(target=_drain, args=(stream, output), daemon=True)
         thread.start()
         driver.pipe_readers.append(thread)
+    try:
+        driver.hello()
+    except BaseException:
+        driver.close()
+        raise
+    return driver
+
+
+def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> StubDriver:
+    """An instance served by ``host`` (a thread of it, or its forked child) that said
+    HELLO; the host's output goes where the host was told to put it."""
+    sync, async_, pid = host.attach(instance_name, init)
+    proc = HostedProcess(host, pid)
+    driver = StubDriver(instance_name, attached=(sync, async_, proc))
+    proc.channels_closed = lambda: driver.async_closed
     try:
         driver.hello()
     except BaseException:

@@ -26,6 +26,7 @@ from .memory import TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_GPU, MemoryType
 from .metrics import Metric, MetricFamily, MetricKind
 from .model_config import ModelConfig
 from .model_control import is_model_ready, load_model, unload_model
+from .process_shared import shared
 from .request import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
     TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
@@ -40,6 +41,7 @@ TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 
 __all__ = [
+    "shared",
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
     "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
     "TRITONSERVER_RESPONSE_COMPLETE_FINAL",

@@ -272,3 +272,23 @@ def to_local(device: int) -> int:
     """The backend's device ordinal -> this process's."""
     isolated = os.environ.get(ISOLATED_DEVICE_ENV)
     return 0 if isolated and int(isolated) == device else device
+
+
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def initialized_in_process() -> bool:
+    """True when something in this process has initialized the CUDA driver (cuInit), found
+    without loading or initializing it: a process that forks must not have (docs/
+    instances.md, PYBACKEND_INSTANCE_PROCESS=fork)."""
+    if _DRIVER is not None:
+        return True
+    try:
+        lib = ctypes.CDLL(LIBRARY, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False  # never loaded, so never initialized
+    ctx = ctypes.c_void_p()
+    fn = lib.cuCtxGetCurrent
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    return bool(fn(ctypes.byref(ctx)) != CUDA_ERROR_NOT_INITIALIZED)

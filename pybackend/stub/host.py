@@ -1,0 +1,246 @@
+"""``python -m pybackend.stub.host --model NAME --mode shared|fork``: the process a model's
+instances share (model parameter PYBACKEND_INSTANCE_PROCESS, docs/instances.md).
+
+The backend starts it like a stub, with a control socket on fd 3. For each instance it sends
+one datagram on it: JSON ``{"instance": name, "init": INIT arguments}`` with two fds, the far
+ends of that instance's sync and async channels. The host answers ``{"pid": N}`` (the
+process that serves the instance, whose death the backend watches) or ``{"error": text}``.
+From there on the instance speaks the normal protocol (docs/protocol.md) on its channels.
+
+* ``shared``: the instance's stub loop runs on a thread of this process. model.py is
+  imported once (the module cache); each instance has its own TritonPythonModel,
+  ``initialize``, ``execute`` thread, senders and ``finalize``.
+* ``fork``: this process imports model.py once, freezes the collector (so reference counts
+  do not unshare the imported pages), then forks a child per instance that serves as a
+  normal stub. The children die with this process (PR_SET_PDEATHSIG).
+
+EOF on the control socket means the backend is gone or done with the model: the host exits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from typing import Any, Dict, List, Optional, Tuple
+
+CONTROL_FD = 3
+_MAX_REQUEST = 1 << 22
+_PR_SET_PDEATHSIG = 1
+
+Request = Tuple[str, Dict[str, Any], List[int]]
+
+
+class _Host:
+    def __init__(self, control: socket.socket, model: str) -> None:
+        self.control = control
+        self.model = model
+
+    def run(self) -> None:
+        while True:
+            req = self._recv()
+            if req is None:
+                return  # the backend is gone or done with the model
+            instance, init, fds = req
+            if len(fds) != 2:
+                for fd in fds:
+                    os.close(fd)
+                self._reply({"error": f"expected 2 channel fds, got {len(fds)}"})
+                continue
+            self.attach(instance, init, fds)
+
+    def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
+        raise NotImplementedError
+
+    def _recv(self) -> Optional[Request]:
+        msg, fds, _flags, _addr = socket.recv_fds(self.control, _MAX_REQUEST, 2)
+        if not msg:
+            return None
+        req = json.loads(msg.decode())
+        return str(req.get("instance", "")), dict(req.get("init") or {}), list(fds)
+
+    def _reply(self, answer: Dict[str, Any]) -> None:
+        self.control.send(json.dumps(answer).encode())
+
+
+class SharedHost(_Host):
+    """One thread per instance."""
+
+    def __init__(self, control: socket.socket, model: str) -> None:
+        super().__init__(control, model)
+        from ..utils import transport as utils_transport
+        from .threaded import NoInstanceTransport, routing_transport
+
+        utils_transport.set_transport(NoInstanceTransport(model))
+        self.routing = routing_transport()
+
+    def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
+        thread = threading.Thread(
+            target=self._serve, args=(fds[0], fds[1], instance), name=f"pb-{instance}", daemon=True
+        )
+        thread.start()
+        self._reply({"pid": os.getpid()})
+
+    def _serve(self, sync_fd: int, async_fd: int, instance: str) -> None:
+        from .threaded import ThreadedStub
+
+        stub = ThreadedStub(sync_fd, async_fd, instance)
+        self.routing.bind_thread(stub.transport)
+        try:
+            stub.serve()
+        except BaseException:  # noqa: BLE001 - say why; the backend sees the channels close
+            traceback.print_exc()
+        finally:
+            stub.close()
+            self.routing.bind_thread(None)
+
+
+class ForkHost(_Host):
+    """model.py imported here once; one forked child per instance."""
+
+    def __init__(self, control: socket.socket, model: str) -> None:
+        super().__init__(control, model)
+        self.imported = False
+        self.children: Dict[int, str] = {}
+        signal.signal(signal.SIGCHLD, self._on_child)
+
+    def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
+        if not self.imported:
+            self.imported = True
+            self._import(init)
+        refusal = cuda_refusal(self.model)
+        if refusal is not None:
+            for fd in fds:
+                os.close(fd)
+            self._reply({"error": refusal})
+            return
+        pid = os.fork()
+        if pid == 0:
+            self._child(instance, fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = instance
+        self._reply({"pid": pid})
+
+    def _import(self, init: Dict[str, Any]) -> None:
+        from . import loader
+
+        try:
+            loader.import_model(init)
+        except BaseException:  # noqa: BLE001 - each child imports again and reports it
+            return
+        # What the import made lives as long as the children: keep the collector off it,
+        # so a collection in a child does not write to (and so copy) those pages.
+        gc.collect()
+        gc.freeze()
+
+    def _child(self, instance: str, fds: List[int]) -> None:
+        try:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            host = os.getppid()
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != host:
+                os._exit(1)  # the host died between fork and prctl
+            self.control.close()
+            from .main import run
+
+            run(fds[0], fds[1], instance)
+        except BaseException:  # noqa: BLE001 - last resort: say why we die
+            traceback.print_exc()
+        os._exit(1)
+
+    def _on_child(self, signum: int, frame: Any) -> None:
+        """Reaps the children; the way one ended goes to stderr, whose tail the backend puts
+        into the errors of that instance's requests."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            instance = self.children.pop(pid, None)
+            if instance is None:
+                continue
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                how = f"was killed by signal {sig} ({signal.Signals(sig).name})"
+            else:
+                code = os.waitstatus_to_exitcode(status)
+                if code == 0:
+                    continue
+                how = f"exited with code {code}"
+            print(
+                f"pybackend: the process of instance '{instance}' (pid {pid}) {how}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def cuda_refusal(model: str) -> Optional[str]:
+    """The error for a fork host whose import initialized CUDA, or None."""
+    what = None
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_initialized():
+                what = "torch.cuda.is_initialized() is True"
+        except Exception:  # noqa: BLE001 - a torch without CUDA support
+            pass
+    if what is None:
+        from ..utils import cuda_driver
+
+        if cuda_driver.initialized_in_process():
+            what = "the CUDA driver was initialized (cuInit)"
+    if what is None:
+        return None
+    return (
+        f"importing model.py of model '{model}' initialized CUDA ({what}), and a process that "
+        "has initialized CUDA cannot fork children that use it, so PYBACKEND_INSTANCE_PROCESS="
+        "fork cannot serve this model. Move the CUDA work (models or tensors moved to the GPU, "
+        "torch.cuda calls) from the module level into initialize(), or use "
+        'PYBACKEND_INSTANCE_PROCESS "shared" or "own".'
+    )
+
+
+def main(argv: List[str]) -> None:
+    # Triton handles Ctrl-C for the whole process group; the backend stops us itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    from .__main__ import _check_interpreter, _close_inherited_fds, _own_packages_first
+
+    try:
+        os.close(CONTROL_FD + 1)  # the stub's async fd: unused here
+    except OSError:
+        pass
+    _close_inherited_fds(CONTROL_FD)
+
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m pybackend.stub.host")
+    parser.add_argument("--model", default="")
+    parser.add_argument("--mode", choices=("shared", "fork"), default="shared")
+    args = parser.parse_args(argv)
+    _own_packages_first()
+    _check_interpreter()
+    control = socket.socket(fileno=CONTROL_FD)
+    host = ForkHost(control, args.model) if args.mode == "fork" else SharedHost(control, args.model)
+    try:
+        host.run()
+    except BaseException:  # noqa: BLE001 - last resort: say why we die
+        traceback.print_exc()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # instance threads still running end with the process
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,191 @@
+"""Several instances of one model in the offline harness, under the model's
+PYBACKEND_INSTANCE_PROCESS (docs/instances.md, docs/testing.md).
+
+In this process every instance is a :class:`ModelHarness` of its own (its own
+``TritonPythonModel``, ``initialize(args)`` with its own instance name, its own statistics
+of execute and its own response senders), and, when there are several, its own thread:
+``initialize``, ``execute`` and ``finalize`` of an instance run on it, so two instances'
+executes run concurrently as in the server. What a process holds is emulated for
+``pb_utils.shared``: under ``shared`` the instances share one table, under ``own`` and
+``fork`` each has a table of its own (its process's). model.py is imported once here in
+every mode: module-level state is shared as under ``shared`` and ``fork``, not separated as
+under ``own`` (StubModel runs each instance in a process of its own for that).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
+
+from ..utils.errors import TritonModelException
+from ..utils.process_shared import Registry
+
+T = TypeVar("T")
+
+MODES = ("own", "shared", "fork")
+
+
+def instance_process_of(config: Dict[str, Any], model_name: str) -> str:
+    """The model's PYBACKEND_INSTANCE_PROCESS, refused as the backend refuses it
+    (csrc/backend/instance_host.cc, model_state.cc: the same texts)."""
+    params = config.get("parameters") or {}
+    value = str((params.get("PYBACKEND_INSTANCE_PROCESS") or {}).get("string_value", ""))
+    if value not in ("",) + MODES:
+        raise TritonModelException(
+            f"model '{model_name}': incorrect value for PYBACKEND_INSTANCE_PROCESS: '{value}' "
+            '(expected "own" (one process per instance, the default), "shared" (one process, '
+            'one thread per instance) or "fork" (model.py imported once, one forked process '
+            "per instance); docs/instances.md)"
+        )
+    isolate = str((params.get("ISOLATE_GPU") or {}).get("string_value", "")).lower()
+    if value in ("shared", "fork") and isolate in ("true", "yes", "1", "on"):
+        raise TritonModelException(
+            f"model '{model_name}': ISOLATE_GPU gives each instance a process that sees only "
+            f"its own device, and PYBACKEND_INSTANCE_PROCESS={value} puts the instances in "
+            "one process: choose one of the two"
+        )
+    return value or "own"
+
+
+def instance_names(config: Dict[str, Any], count: int, model_name: str) -> List[str]:
+    """The names of the model's first ``count`` instances, as the server names them (its
+    instance groups in order, ``<group>_<i>``)."""
+    names = [
+        f"{group['name']}_{i}"
+        for group in config.get("instance_group") or []
+        for i in range(int(group.get("count", 1)))
+    ]
+    if count < 1 or count > len(names):
+        raise ValueError(
+            f"model '{model_name}': instances={count}, but its instance_group declares "
+            f"{len(names)} instance(s); set count in config.pbtxt's instance_group (or the "
+            "config= dict) to at least the number of instances to run"
+        )
+    return names[:count]
+
+
+def instance_kind(config: Dict[str, Any], instance_name: str) -> str:
+    """ "CPU" or "GPU": the kind of the group the instance belongs to."""
+    for group in config.get("instance_group") or []:
+        if instance_name.startswith(f"{group['name']}_"):
+            return "GPU" if str(group.get("kind", "")).endswith("GPU") else "CPU"
+    return "CPU"
+
+
+class InstanceThread:
+    """The thread an instance's model code runs on. A call from that thread itself (a
+    model that calls its own model through BLS) runs inline instead of waiting for it."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: "queue.Queue[Optional[Tuple[Callable[[], Any], Future[Any]]]]" = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, fn: Callable[[], T]) -> T:
+        if threading.current_thread() is self._thread:
+            return fn()
+        done: "Future[T]" = Future()
+        self._calls.put((fn, done))
+        return done.result()
+
+    def stop(self) -> None:
+        self._calls.put(None)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(10)
+
+    def _serve(self) -> None:
+        while True:
+            item = self._calls.get()
+            if item is None:
+                return
+            fn, done = item
+            try:
+                done.set_result(fn())
+            except BaseException as e:  # noqa: BLE001 - the caller gets what the model raised
+                done.set_exception(e)
+
+
+class Instances:
+    """The instances of a :class:`ModelHarness` (its first instance) beyond the first:
+    started after it (from its completed config) and closed before it."""
+
+    def __init__(self, first: Any, count: int, mode: Optional[str]) -> None:
+        self.first = first
+        self.count = count
+        self.requested_mode = mode
+        self.mode = mode or "own"
+        self.others: List[Any] = []
+        self.is_other = False  # one of another harness's others: that one prepared it
+
+    def prepare(self) -> None:
+        """Before the first instance loads: the mode, and its process's table and thread."""
+        if self.is_other:
+            return
+        first = self.first
+        mode = instance_process_of(first.config, first.model_name)
+        if self.requested_mode is not None:
+            mode = instance_process_of(
+                {
+                    "parameters": {
+                        "PYBACKEND_INSTANCE_PROCESS": {"string_value": self.requested_mode}
+                    }
+                },
+                first.model_name,
+            )
+        self.mode = mode
+        instance_names(first.config, self.count, first.model_name)  # refuses a bad count early
+        first._code.registry = Registry()
+        if self.count > 1:
+            first._code.thread = InstanceThread(first.instance_name)
+
+    def start_others(self) -> None:
+        """The other instances, each started on its own thread, all at once (a failing
+        ``initialize`` fails the start: the others that started are closed)."""
+        first = self.first
+        names = instance_names(first.config, self.count, first.model_name)
+        names = [n for n in names if n != first.instance_name][: self.count - 1]
+        for name in names:
+            other = type(first)(
+                first.model_dir,
+                version=first.version,
+                config=first.config,
+                model_name=first.model_name,
+                instance_name=name,
+                model_file=first.model_file.name,
+                auto_complete=False,
+            )
+            other.statistics = first.statistics  # the server's statistics are the model's
+            other._instances.mode = self.mode
+            other._instances.is_other = True
+            other._code.registry = first._code.registry if self.mode == "shared" else Registry()
+            other._code.thread = InstanceThread(name)
+            self.others.append(other)
+        errors: List[BaseException] = []
+
+        def start(other: Any) -> None:
+            try:
+                other.start()
+            except BaseException as e:  # noqa: BLE001 - reported below, as the load's error
+                errors.append(e)
+
+        threads = [threading.Thread(target=start, args=(o,)) for o in self.others]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            self.close_others()
+            raise errors[0]
+
+    def close_others(self) -> None:
+        others, self.others = self.others, []
+        for other in others:
+            if other.model is not None:
+                other.close()
+            other._code.stop_thread()
+
+    @property
+    def all(self) -> List[Any]:
+        return [self.first, *self.others]

@@ -1,0 +1,116 @@
+"""Helpers for tests/instances: model configs per PYBACKEND_INSTANCE_PROCESS mode, calls
+to the `ident` model, and the stub processes under a server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from pybackend.server import TritonServer
+from pybackend.server.processes import descendants
+
+MODELS = Path(__file__).resolve().parent / "models"
+# Instances in separate processes never all reach one barrier: give up on it soon (it is a
+# bound, not a measurement: the answer is "broken" however long the wait).
+SEPARATE = {"BARRIER_S": "3"}
+OP_IDENT, OP_BARRIER, OP_EXIT, OP_SEGV, OP_HANG, OP_SHARED, OP_PARK = range(7)
+
+
+def config(
+    mode: str | None,
+    count: int,
+    *,
+    decoupled: bool = False,
+    kind: str = "KIND_CPU",
+    params: dict[str, str] | None = None,
+) -> str:
+    doc: dict[str, Any] = {
+        "backend": "python",
+        "max_batch_size": 0,
+        "input": [{"name": "OP", "data_type": "TYPE_INT32", "dims": [1]}],
+        "output": [{"name": "OUT", "data_type": "TYPE_STRING", "dims": [1]}],
+        "instance_group": [{"count": count, "kind": kind}],
+    }
+    if decoupled:
+        doc["model_transaction_policy"] = {"decoupled": True}
+    parameters = dict(params or {})
+    if mode is not None:
+        parameters["PYBACKEND_INSTANCE_PROCESS"] = mode
+    if parameters:
+        doc["parameters"] = {k: {"string_value": v} for k, v in parameters.items()}
+    return json.dumps(doc)
+
+
+def make_server(tmp_path: Path, **kwargs: Any) -> TritonServer:
+    repo = tmp_path / "models"
+    shutil.copytree(MODELS, repo)
+    return TritonServer(repo, backend="ours", model_control_mode="explicit", **kwargs)
+
+
+def call(client: Any, op: int, model: str = "ident") -> dict[str, Any]:
+    inp = httpclient.InferInput("OP", [1], "INT32")
+    inp.set_data_from_numpy(np.array([op], np.int32))
+    result = client.infer(model, [inp])
+    return json.loads(result.as_numpy("OUT")[0])
+
+
+def call_url(url: str, op: int, model: str = "ident") -> dict[str, Any]:
+    """call() with a client of its own (the HTTP client is not for several threads)."""
+    client = httpclient.InferenceServerClient(url, network_timeout=120.0)
+    try:
+        return call(client, op, model)
+    finally:
+        client.close()
+
+
+def at_once(url: str, op: int, n: int) -> list[Any]:
+    """n calls in parallel; each result is the answer or the InferenceServerException."""
+
+    def one(_: int) -> Any:
+        try:
+            return call_url(url, op)
+        except InferenceServerException as e:
+            return e
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def stub_processes(server: TritonServer) -> dict[int, str]:
+    """pid -> command line of every pybackend stub or host process under the server."""
+    found = {}
+    for pid in descendants(server.pid):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "pybackend.stub" in cmd:
+            found[pid] = cmd
+    return found
+
+
+def settled(server: TritonServer, n: int, timeout: float = 30.0) -> dict[int, str]:
+    """stub_processes once there are n of them (an unloaded model's go away in the
+    background; a new one's start with its load). Bounded: returns what is there then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        procs = stub_processes(server)
+        if len(procs) == n or time.monotonic() > deadline:
+            return procs
+        time.sleep(0.05)
+
+
+def imports(server: TritonServer, model: str = "ident") -> list[int]:
+    """The pids that imported the model's model.py, one per import."""
+    log = server.model_repository / model / "1" / "imports.log"
+    if not log.exists():
+        return []
+    return [int(line) for line in log.read_text().split()]

@@ -1,0 +1,107 @@
+"""Instances sharing a process (tests/instances): every instance reports who it is; the
+module-level state below is what the instances of one process share.
+
+OP (INT32 [1]) picks what execute does; OUT (STRING [1]) is a JSON answer."""
+
+import ctypes
+import json
+import os
+import threading
+import time
+
+import numpy as np
+
+import triton_python_backend_utils as pb_utils
+
+# One line per import of this module, with the importing pid (fork: imported once).
+with open(os.path.join(os.path.dirname(__file__), "imports.log"), "a") as _f:
+    _f.write(f"{os.getpid()}\n")
+
+_lock = threading.Lock()
+_waiting = 0  # executes parked in OP_PARK
+_never = threading.Event()
+_builds = 0  # calls of the pb_utils.shared factory in this process
+_barrier = None
+
+OP_IDENT, OP_BARRIER, OP_EXIT, OP_SEGV, OP_HANG, OP_SHARED, OP_PARK = range(7)
+BOUND_S = 60.0  # no wait here is unbounded
+
+
+def _build():
+    global _builds
+    with _lock:
+        _builds += 1
+    return object()
+
+
+def _count(config):
+    return sum(int(g.get("count", 1)) for g in config.get("instance_group", []))
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        global _barrier
+        self.args = dict(args)
+        config = json.loads(args["model_config"])
+        params = config.get("parameters", {})
+        fail = params.get("FAIL_INIT", {}).get("string_value", "")
+        if fail and fail == args["model_instance_name"]:
+            raise ValueError(f"initialize refused by FAIL_INIT for {fail}")
+        # BARRIER_S: a server with a short execute-timeout-seconds needs a shorter wait.
+        bound = float(params.get("BARRIER_S", {}).get("string_value", BOUND_S))
+        with _lock:
+            if _barrier is None:
+                _barrier = threading.Barrier(_count(config), timeout=bound)
+        self.thread = threading.get_ident()
+
+    def execute(self, requests):
+        global _waiting
+        out = []
+        for request in requests:
+            op = int(pb_utils.get_input_tensor_by_name(request, "OP").as_numpy()[0])
+            answer = {
+                "args": {k: v for k, v in self.args.items() if k != "model_config"},
+                "pid": os.getpid(),
+                "init_thread": self.thread,
+                "thread": threading.get_ident(),
+            }
+            if op == OP_BARRIER:
+                try:
+                    answer["barrier"] = _barrier.wait()
+                except threading.BrokenBarrierError:
+                    answer["barrier"] = "broken"
+                    _barrier.reset()  # a broken barrier stays broken: the next try starts anew
+            elif op == OP_EXIT:
+                self._wait_parked()
+                os._exit(7)
+            elif op == OP_SEGV:
+                self._wait_parked()
+                ctypes.string_at(0)
+            elif op == OP_HANG:
+                time.sleep(BOUND_S)
+            elif op == OP_SHARED:
+                answer["shared"] = id(pb_utils.shared("obj", _build))
+                answer["builds"] = _builds
+            elif op == OP_PARK:
+                with _lock:
+                    _waiting += 1
+                    # Seen by a test that kills the process once every instance is parked.
+                    with open(os.path.join(os.path.dirname(__file__), "parked.log"), "a") as f:
+                        f.write(f"{self.args['model_instance_name']}\n")
+                _never.wait(BOUND_S)
+            out.append(
+                pb_utils.InferenceResponse(
+                    [pb_utils.Tensor("OUT", np.array([json.dumps(answer)], dtype=np.object_))]
+                )
+            )
+        return out
+
+    def _wait_parked(self):
+        """The crash waits until every other instance is inside execute (OP_PARK)."""
+        deadline = time.monotonic() + BOUND_S
+        want = _barrier.parties - 1
+        while time.monotonic() < deadline:
+            with _lock:
+                if _waiting >= want:
+                    return
+            time.sleep(0.01)

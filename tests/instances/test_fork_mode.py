@@ -1,0 +1,133 @@
+"""PYBACKEND_INSTANCE_PROCESS=fork through the real tritonserver (issue 29): model.py is
+imported once, each instance is a forked child serving as a normal stub, and nothing
+outlives the server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tritonclient.http as httpclient
+from instances_support import (
+    OP_BARRIER,
+    OP_EXIT,
+    SEPARATE,
+    at_once,
+    call,
+    config,
+    imports,
+    make_server,
+    settled,
+)
+from tritonclient.utils import InferenceServerException
+
+from pybackend.server import TritonServer
+from pybackend.server.processes import alive
+
+COUNT = 3
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    backend_config = [("stub-restart-max-backoff-seconds", "1")]
+    with make_server(tmp_path_factory.mktemp("fork"), backend_config=backend_config) as s:
+        yield s
+
+
+@pytest.fixture
+def client(server: TritonServer) -> Iterator[Any]:
+    c = httpclient.InferenceServerClient(server.http_url)
+    yield c
+    for model in ("ident", "cuda_at_import"):
+        try:
+            c.unload_model(model)
+        except InferenceServerException:
+            pass
+    c.close()
+
+
+def host_and_children(server: TritonServer, expected: int) -> tuple[int, set[int]]:
+    procs = settled(server, expected)
+    hosts = [p for p in procs if parent_of(p) == server.pid]
+    assert len(hosts) == 1, procs
+    (host,) = hosts
+    children = {p for p in procs if p != host}
+    assert all(parent_of(p) == host for p in children)
+    return host, children
+
+
+def test_one_import_then_a_forked_child_per_instance(server: TritonServer, client: Any):
+    log = server.model_repository / "ident" / "1" / "imports.log"
+    log.unlink(missing_ok=True)
+    client.load_model("ident", config=config("fork", COUNT, params=SEPARATE))
+    host, children = host_and_children(server, COUNT + 1)
+    assert len(children) == COUNT
+    assert imports(server) == [host]  # imported once, by the host, before the forks
+    answers = at_once(server.http_url, OP_BARRIER, COUNT)
+    # Separate processes: the module-level barrier cannot open across them.
+    assert {a["barrier"] for a in answers} == {"broken"}
+    assert {a["pid"] for a in answers} == children
+    assert {a["args"]["model_instance_name"] for a in answers} == {
+        f"ident_0_{i}" for i in range(COUNT)
+    }
+
+
+def test_a_child_crash_fails_its_request_and_a_new_child_is_forked(
+    server: TritonServer, client: Any
+):
+    (server.model_repository / "ident" / "1" / "imports.log").unlink(missing_ok=True)
+    client.load_model("ident", config=config("fork", 1))
+    host, (child,) = host_and_children(server, 2)
+    with pytest.raises(InferenceServerException) as e:
+        call(client, OP_EXIT)
+    text = str(e.value)
+    assert "model 'ident'" in text and "instance 'ident_0_0'" in text, text
+    assert "PYBACKEND_INSTANCE_PROCESS=fork" in text and "exited with code 7" in text, text
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            answer = call(client, OP_BARRIER)
+            break
+        except InferenceServerException:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert answer["pid"] not in (child, host)
+    assert parent_of(answer["pid"]) == host
+    assert imports(server) == [host]
+
+
+def test_cuda_initialized_by_the_import_refuses_fork(client: Any):
+    with pytest.raises(InferenceServerException) as e:
+        client.load_model("cuda_at_import", config=config("fork", 2))
+    text = str(e.value)
+    assert "initialized CUDA" in text and "torch.cuda.is_initialized()" in text, text
+    assert "into initialize()" in text and '"shared" or "own"' in text, text
+
+
+@pytest.mark.parametrize("mode", ["fork", "shared"])
+def test_nothing_outlives_a_killed_server(tmp_path: Path, mode: str):
+    server = make_server(tmp_path)
+    with server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            client.load_model("ident", config=config(mode, COUNT))
+            call(client, OP_BARRIER)
+        finally:
+            client.close()
+        procs = set(settled(server, COUNT + 1 if mode == "fork" else 1))
+        assert len(procs) == (COUNT + 1 if mode == "fork" else 1)
+        os.kill(server.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while any(alive(p) for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in procs if alive(p)]

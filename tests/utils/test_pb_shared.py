@@ -1,0 +1,92 @@
+"""pb_utils.shared(key, factory) (docs/instances.md): one object per key for the process,
+built once by the first caller; concurrent callers of a key wait for that build; a failed
+build reaches every caller and is not remembered."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+import triton_python_backend_utils as pb_utils
+from pybackend.utils import process_shared as shared_module
+
+BOUND_S = 30.0
+
+
+@pytest.fixture(autouse=True)
+def empty_table() -> Iterator[None]:
+    shared_module._forget_all()
+    yield
+    shared_module._forget_all()
+
+
+def test_one_object_per_key_built_once() -> None:
+    calls = []
+
+    def build() -> object:
+        calls.append(1)
+        return object()
+
+    a = pb_utils.shared("weights", build)
+    assert pb_utils.shared("weights", build) is a
+    assert pb_utils.shared("other", build) is not a
+    assert len(calls) == 2
+
+
+def test_concurrent_callers_wait_for_the_first_build() -> None:
+    started, release = threading.Event(), threading.Event()
+    builds = []
+
+    def slow() -> object:
+        builds.append(threading.get_ident())
+        started.set()
+        assert release.wait(BOUND_S)
+        return object()
+
+    results: list[object] = []
+    first = threading.Thread(target=lambda: results.append(pb_utils.shared("k", slow)))
+    first.start()
+    assert started.wait(BOUND_S)
+    # These arrive while the build runs: they must wait for it, not build again.
+    others = [
+        threading.Thread(target=lambda: results.append(pb_utils.shared("k", slow)))
+        for _ in range(4)
+    ]
+    for t in others:
+        t.start()
+    release.set()
+    for t in [first, *others]:
+        t.join(BOUND_S)
+    assert len(builds) == 1
+    assert len(results) == 5 and len({id(r) for r in results}) == 1
+
+
+def test_a_failed_build_reaches_the_waiters_and_is_not_remembered() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def broken() -> object:
+        started.set()
+        assert release.wait(BOUND_S)
+        raise ValueError("no weights")
+
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            pb_utils.shared("k", broken)
+        except ValueError as e:
+            errors.append(e)
+
+    first = threading.Thread(target=call)
+    first.start()
+    assert started.wait(BOUND_S)
+    waiter = threading.Thread(target=call)
+    waiter.start()
+    release.set()
+    first.join(BOUND_S)
+    waiter.join(BOUND_S)
+    assert [str(e) for e in errors] == ["no weights", "no weights"]
+    fixed = object()
+    assert pb_utils.shared("k", lambda: fixed) is fixed  # the next call tries again
