@@ -16,6 +16,7 @@ import tritonclient.http as httpclient
 from instances_support import (
     OP_BARRIER,
     OP_EXIT,
+    OP_HANG,
     SEPARATE,
     at_once,
     call,
@@ -104,6 +105,35 @@ def test_a_child_crash_fails_its_request_and_a_new_child_is_forked(
     assert answer["pid"] not in (child, host)
     assert parent_of(answer["pid"]) == host
     assert imports(server) == [host]
+
+
+def test_an_execute_timeout_ends_only_that_instances_child(tmp_path: Path):
+    backend_config = [
+        ("stub-restart-max-backoff-seconds", "1"),
+        ("execute-timeout-seconds", "3"),
+    ]
+    with make_server(tmp_path, backend_config=backend_config) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            client.load_model("ident", config=config("fork", 2, params=SEPARATE))
+            host, children = host_and_children(server, 3)
+            with pytest.raises(InferenceServerException) as e:
+                call(client, OP_HANG)
+            text = str(e.value)
+            assert "execute took longer than execute-timeout-seconds=3" in text, text
+            assert "PYBACKEND_INSTANCE_PROCESS=fork" in text and "killed by signal 9" in text
+            # The importing process lives on; one new child replaces the one that was ended.
+            deadline = time.monotonic() + 60
+            while True:
+                now_host, now_children = host_and_children(server, 3)
+                if len(now_children - children) == 1:
+                    break
+                assert time.monotonic() < deadline, (children, now_children)
+                time.sleep(0.1)
+            assert now_host == host
+            assert len(now_children & children) == 1
+        finally:
+            client.close()
 
 
 def test_cuda_initialized_by_the_import_refuses_fork(client: Any):
