@@ -60,6 +60,7 @@ NOT_IN_MATRIX = {
     "InferenceResponseSender": "no Python constructor in the original",
     "InferenceTrace": "no Python constructor in the original",
     "Metric": "no Python constructor in the original (MetricFamily.Metric makes them)",
+    "shared": "pybackend extension (issue 29, docs/instances.md), not in the original",
 }
 
 
