@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.errors import TritonModelException
 from .stub_driver import PACKAGE_ROOT
@@ -75,7 +75,7 @@ class StubHost:
         spare_b.close()
         self.control = control
         self.readers = [
-            threading.Thread(target=_drain, args=(stream, output), daemon=True)
+            threading.Thread(target=drain_lines, args=(stream, output), daemon=True)
             for stream in (self.proc.stdout, self.proc.stderr)
         ]
         for reader in self.readers:
@@ -189,11 +189,13 @@ def _exists(pid: int) -> bool:
     return state != "Z"
 
 
-def _drain(stream: Any, output: List[str]) -> None:
+def drain_lines(stream: Optional[IO[bytes]], output: List[str]) -> None:
+    """Append the lines of a process's pipe to ``output`` as they come (a thread's target:
+    a process that prints more than a pipe holds must not block) until it closes."""
     if stream is None:
         return
     try:
         for line in iter(stream.readline, b""):
             output.append(line.decode(errors="replace").rstrip("\n"))
     except (OSError, ValueError):
-        pass
+        pass  # closed by whoever closes the process
