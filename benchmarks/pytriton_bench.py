@@ -194,7 +194,11 @@ def gpu_rows(requests: int) -> tuple[list[dict[str, object]], str | None]:
     import tritonclient.grpc as grpcclient
 
     from pybackend.pytriton.model_config import ModelConfig, Tensor
-    from pybackend.pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
+    from pybackend.pytriton.triton import Triton, TritonSecurityConfig
+
+    # The TritonConfig on free loopback ports that tests/pytriton serve on.
+    sys.path.insert(0, str(REPO / "tests"))
+    from integration_support.pytriton_helpers import loopback_config
 
     def identity(reqs: list) -> list:
         return [{"OUT": r["IN"]} for r in reqs]  # the CUDA tensor itself
@@ -208,15 +212,7 @@ def gpu_rows(requests: int) -> tuple[list[dict[str, object]], str | None]:
             "outputs": [Tensor(name="OUT", dtype=np.float32, shape=(-1,), device=device)],
         }
 
-    http, grpc, metrics = free_ports(3, "127.0.0.1")
-    config = TritonConfig(
-        http_address="127.0.0.1",
-        grpc_address="127.0.0.1",
-        metrics_address="127.0.0.1",
-        http_port=http,
-        grpc_port=grpc,
-        metrics_port=metrics,
-    )
+    config = loopback_config()
     x = np.random.default_rng(0).random(GPU_MIB * MIB // 4, dtype=np.float32)
     rows: list[dict[str, object]] = []
     # Open endpoints: the client registers CUDA shared memory and reads the statistics.

@@ -49,6 +49,25 @@ def instance_process_of(config: Dict[str, Any], model_name: str) -> str:
     return value or "own"
 
 
+def start_together(instances: List[Any]) -> Optional[BaseException]:
+    """Start each of ``instances`` on a thread of its own, all at once (as the server loads
+    a model's instances); once all are done, the first error (the load's), or None."""
+    errors: List[BaseException] = []
+
+    def start(instance: Any) -> None:
+        try:
+            instance.start()
+        except BaseException as e:  # noqa: BLE001 - returned, as the load's error
+            errors.append(e)
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in instances]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors[0] if errors else None
+
+
 def instance_names(config: Dict[str, Any], count: int, model_name: str) -> List[str]:
     """The names of the model's first ``count`` instances, as the server names them (its
     instance groups in order, ``<group>_<i>``)."""
@@ -162,22 +181,10 @@ class Instances:
             other._code.registry = first._code.registry if self.mode == "shared" else Registry()
             other._code.thread = InstanceThread(name)
             self.others.append(other)
-        errors: List[BaseException] = []
-
-        def start(other: Any) -> None:
-            try:
-                other.start()
-            except BaseException as e:  # noqa: BLE001 - reported below, as the load's error
-                errors.append(e)
-
-        threads = [threading.Thread(target=start, args=(o,)) for o in self.others]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
+        error = start_together(self.others)
+        if error is not None:
             self.close_others()
-            raise errors[0]
+            raise error
 
     def close_others(self) -> None:
         others, self.others = self.others, []

@@ -39,6 +39,40 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 PIPE_DRAIN_S = 2.0  # how long closing waits for the end of the stub's stdout and stderr
 
 
+def stub_environment(env: Dict[str, str], unset: Sequence[str], **fixed: str) -> Dict[str, str]:
+    """The environment of a process running ``pybackend.stub`` (or its host): ours and
+    ``fixed``, unbuffered, writing no bytecode, with PACKAGE_ROOT first on PYTHONPATH; then
+    ``env``; without the variables named in ``unset``."""
+    child_env = dict(os.environ)
+    child_env.update(
+        fixed,
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONPATH=os.pathsep.join(
+            [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        ),
+    )
+    child_env.update(env)
+    for name in unset:
+        child_env.pop(name, None)
+    return child_env
+
+
+def on_fds_3_and_4(first: int, second: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that puts ``first`` and ``second`` on fds 3 and 4 of the child, as
+    the backend passes them; every other inheritable fd of ours stays open for the child to
+    close."""
+
+    def preexec() -> None:
+        a, b = os.dup(first), os.dup(second)
+        os.dup2(a, 3)
+        os.dup2(b, 4)
+        os.close(a)
+        os.close(b)
+
+    return preexec
+
+
 class StubDriver:
     """One stub process and both its channels, the backend's side of them."""
 
@@ -62,35 +96,18 @@ class StubDriver:
         else:
             sync_b, sync_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             async_b, async_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            child_env = dict(os.environ)
-            child_env.update(
+            child_env = stub_environment(
+                env or {},
+                unset,
                 PYBACKEND_SYNC_FD="3",
                 PYBACKEND_ASYNC_FD="4",
                 PYBACKEND_INSTANCE=instance,
-                PYTHONUNBUFFERED="1",
-                PYTHONDONTWRITEBYTECODE="1",
-                PYTHONPATH=os.pathsep.join(
-                    [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
-                ),
             )
-            child_env.update(env or {})
-            for name in unset:
-                child_env.pop(name, None)
-            sync_fd, async_fd = sync_s.fileno(), async_s.fileno()
-
-            def channels_on_3_and_4() -> None:
-                # Like the real backend: the channels are fds 3 and 4 of the stub, and every
-                # other inheritable fd of ours stays open for the stub to close.
-                s, a = os.dup(sync_fd), os.dup(async_fd)
-                os.dup2(s, 3)
-                os.dup2(a, 4)
-                os.close(s)
-                os.close(a)
-
             self.proc = subprocess.Popen(
                 [python, "-m", "pybackend.stub", "--instance", instance],
                 close_fds=False,
-                preexec_fn=channels_on_3_and_4,
+                # Like the real backend: the channels are fds 3 and 4 of the stub.
+                preexec_fn=on_fds_3_and_4(sync_s.fileno(), async_s.fileno()),
                 env=child_env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -15,10 +15,10 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.errors import TritonModelException
-from .stub_driver import PACKAGE_ROOT
+from .stub_driver import on_fds_3_and_4, stub_environment
 
 #: Seconds the host has to answer an attach (the fork host imports model.py first).
 ATTACH_TIMEOUT_S = 120.0
@@ -40,31 +40,13 @@ class StubHost:
         self._lock = threading.Lock()
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         spare_a, spare_b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        child_env = dict(os.environ)
-        child_env.update(
-            PYTHONUNBUFFERED="1",
-            PYTHONDONTWRITEBYTECODE="1",
-            PYTHONPATH=os.pathsep.join(
-                [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
-            ),
-        )
-        child_env.update(env)
-        for name in unset:
-            child_env.pop(name, None)
-        fds = (theirs.fileno(), spare_b.fileno())
-
-        def control_on_3() -> None:  # fd 4 as the backend leaves it: unused, closed by the host
-            a, b = os.dup(fds[0]), os.dup(fds[1])
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-            os.close(a)
-            os.close(b)
-
         self.proc = subprocess.Popen(
             [python, "-m", "pybackend.stub.host", "--model", model, "--mode", mode],
             close_fds=False,
-            preexec_fn=control_on_3,
-            env=child_env,
+            # The control socket on fd 3; fd 4 as the backend leaves it: unused, closed by
+            # the host.
+            preexec_fn=on_fds_3_and_4(theirs.fileno(), spare_b.fileno()),
+            env=stub_environment(env, unset),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -75,7 +57,7 @@ class StubHost:
         spare_b.close()
         self.control = control
         self.readers = [
-            threading.Thread(target=_drain, args=(stream, output), daemon=True)
+            threading.Thread(target=drain_lines, args=(stream, output), daemon=True)
             for stream in (self.proc.stdout, self.proc.stderr)
         ]
         for reader in self.readers:
@@ -189,11 +171,13 @@ def _exists(pid: int) -> bool:
     return state != "Z"
 
 
-def _drain(stream: Any, output: List[str]) -> None:
+def drain_lines(stream: Optional[IO[bytes]], output: List[str]) -> None:
+    """Append the lines of a process's pipe to ``output`` as they come (a thread's target:
+    a process that prints more than a pipe holds must not block) until it closes."""
     if stream is None:
         return
     try:
         for line in iter(stream.readline, b""):
             output.append(line.decode(errors="replace").rstrip("\n"))
     except (OSError, ValueError):
-        pass
+        pass  # closed by whoever closes the process

@@ -9,10 +9,9 @@ one the model the test opened; the model's statistics and metrics are shared.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, List, Optional
 
-from .harness_instances import instance_names, instance_process_of
+from .harness_instances import instance_names, instance_process_of, start_together
 from .stub_host import StubHost
 
 
@@ -77,22 +76,10 @@ class StubInstances:
             other._instances.mode = self.mode
             other._instances.host = self.host
             self.others.append(other)
-        errors: List[BaseException] = []
-
-        def start(other: Any) -> None:
-            try:
-                other.start()
-            except BaseException as e:  # noqa: BLE001 - reported below, as the load's error
-                errors.append(e)
-
-        threads = [threading.Thread(target=start, args=(o,)) for o in self.others]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
+        error = start_together(self.others)
+        if error is not None:
             self.close_others()
-            raise errors[0]
+            raise error
 
     def close_others(self) -> None:
         others, self.others = self.others, []

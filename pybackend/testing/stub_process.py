@@ -8,11 +8,11 @@ import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import IO, Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..ipc.channel import ChannelClosed
 from .stub_driver import StubDriver
-from .stub_host import HostedProcess, StubHost
+from .stub_host import HostedProcess, StubHost, drain_lines
 
 #: Seconds closing a model waits for the stub's finalize before killing it.
 STOP_TIMEOUT_S = 10.0
@@ -35,15 +35,10 @@ def spawn_stub(
     )
     for stream in (driver.proc.stdout, driver.proc.stderr):
         # Read as it comes: a stub that prints more than a pipe holds must not block.
-        thread = threading.Thread(target=_drain, args=(stream, output), daemon=True)
+        thread = threading.Thread(target=drain_lines, args=(stream, output), daemon=True)
         thread.start()
         driver.pipe_readers.append(thread)
-    try:
-        driver.hello()
-    except BaseException:
-        driver.close()
-        raise
-    return driver
+    return _greeted(driver)
 
 
 def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> StubDriver:
@@ -53,22 +48,17 @@ def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> Stu
     proc = HostedProcess(host, pid)
     driver = StubDriver(instance_name, attached=(sync, async_, proc))
     proc.channels_closed = lambda: driver.async_closed
+    return _greeted(driver)
+
+
+def _greeted(driver: StubDriver) -> StubDriver:
+    """``driver`` once its stub said HELLO; closed if it did not."""
     try:
         driver.hello()
     except BaseException:
         driver.close()
         raise
     return driver
-
-
-def _drain(stream: Optional[IO[bytes]], output: List[str]) -> None:
-    if stream is None:
-        return
-    try:
-        for line in iter(stream.readline, b""):
-            output.append(line.decode(errors="replace").rstrip("\n"))
-    except (OSError, ValueError):
-        pass  # closed by StubDriver.close
 
 
 def shutdown_stub(driver: StubDriver) -> None:

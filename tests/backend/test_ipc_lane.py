@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from integration_support.bls_pipeline import BLS_PIPELINE_MODELS, check_bls_pipeline
 from integration_support.echo_model import write_echo_repository
 from pybackend.server import TritonServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
-BLS_MODELS = ["add_sub", "bls_preprocess", "bls_postprocess", "bls_pipeline"]
 
 
 @pytest.mark.parametrize("lane", ["true", "false"])
@@ -43,17 +43,6 @@ def test_bls_calls_on_sync(lane: str) -> None:
         backend="ours",
         backend_config=[f"ipc-lane={lane}"],
         model_control_mode="explicit",
-        load_models=BLS_MODELS,
+        load_models=BLS_PIPELINE_MODELS,
     ) as server:
-        client = httpclient.InferenceServerClient(server.http_url)
-        for i in range(30):
-            text = httpclient.InferInput("TEXT", [1], "BYTES")
-            text.set_data_from_numpy(np.array([f"ab {i}".encode()], np.object_))
-            weights = httpclient.InferInput("WEIGHTS", [4], "FP32")
-            weights.set_data_from_numpy(np.array([0, 0, 0, i], np.float32))
-            result = client.infer("bls_pipeline", [text, weights])
-            # 2 letters, the digits of i, 1 space, nothing else (+ the weight i)
-            digits = len(str(i))
-            expected = np.array([2, digits, 1, i], np.float32)
-            np.testing.assert_array_equal(result.as_numpy("SCORES"), expected)
-        client.close()
+        check_bls_pipeline(server, 30)

@@ -21,11 +21,11 @@ import pytest
 import tritonclient.http as httpclient
 
 from integration_support import EXAMPLES_REPOSITORY
+from integration_support.bls_pipeline import BLS_PIPELINE_MODELS, check_bls_pipeline
 from integration_support.echo_model import write_echo_repository
 from pybackend.server import ServerError, TritonServer
 
 CORES = len(os.sched_getaffinity(0))  # the server inherits the test's affinity
-BLS_MODELS = ["add_sub", "bls_preprocess", "bls_postprocess", "bls_pipeline"]
 LOG_LINE = re.compile(r"model '(\w+)': sync spin (off|\d+ us) \((.*)\)")
 
 PROBE_CONFIG = """
@@ -148,17 +148,9 @@ def test_forced_spin_answers_bls_calls(tmp_path: Path) -> None:
         backend="ours",
         backend_config=["ipc-spin-us=200"],
         model_control_mode="explicit",
-        load_models=BLS_MODELS,
+        load_models=BLS_PIPELINE_MODELS,
     ) as server:
-        client = httpclient.InferenceServerClient(server.http_url)
-        for i in range(20):
-            text = httpclient.InferInput("TEXT", [1], "BYTES")
-            text.set_data_from_numpy(np.array([f"ab {i}".encode()], np.object_))
-            weights = httpclient.InferInput("WEIGHTS", [4], "FP32")
-            weights.set_data_from_numpy(np.array([0, 0, 0, i], np.float32))
-            scores = client.infer("bls_pipeline", [text, weights]).as_numpy("SCORES")
-            np.testing.assert_array_equal(scores, [2, len(str(i)), 1, i])
-        client.close()
+        check_bls_pipeline(server, 20)
 
 
 def stream_client() -> ModuleType:

@@ -57,6 +57,13 @@ class FeatureRepository:
     def start(self, **kwargs: Any) -> Any:
         return start_server(self.path, **kwargs)
 
+    def start_models(self, models: list[str], *, short_exit: bool = False) -> Any:
+        """A server that loads only ``models`` (explicit model control). ``short_exit``: a
+        2 s exit timeout, for modules that leave requests without a final response: against
+        the original they stay in flight and would hold the shutdown for the default 30 s."""
+        extra_args = ["--exit-timeout-secs=2"] if short_exit else []
+        return self.start(model_control_mode="explicit", load_models=models, extra_args=extra_args)
+
 
 @pytest.fixture(scope="module")
 def feature_repository(

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from gpu_support import CudaRegion, copies, copies_since, cuda_regions_of, infer
 
+from integration_support.pytriton_helpers import loopback_config
 from pybackend.pytriton.model_config import ModelConfig, Tensor
-from pybackend.pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
-from pybackend.server.processes import free_ports
+from pybackend.pytriton.triton import Triton, TritonSecurityConfig
 
 pytestmark = pytest.mark.gpu
 
@@ -64,15 +64,7 @@ class Identity:
 
 @pytest.fixture
 def bound() -> Iterator[tuple[Triton, Identity]]:
-    http, grpc, metrics = free_ports(3, "127.0.0.1")
-    config = TritonConfig(
-        http_address="127.0.0.1",
-        grpc_address="127.0.0.1",
-        metrics_address="127.0.0.1",
-        http_port=http,
-        grpc_port=grpc,
-        metrics_port=metrics,
-    )
+    config = loopback_config()
     # The shared-memory endpoints stay open for the client's CUDA regions.
     triton = Triton(config=config, security_config=TritonSecurityConfig(restricted_endpoints=[]))
     model = Identity()

@@ -5,7 +5,7 @@ A table of messages, as fields: each kind the backend receives is encoded by the
 and decoded by the C++ one; each kind the backend sends is encoded by the C++ one, compared
 byte for byte with the Python encoding of the same fields, and decoded by the Python codec.
 Fields are compared one by one. The C++ half is csrc/tests/messages_golden.cc, built here
-with CMake (as tests/ipc/test_native_units.py builds the native unit tests) and driven
+with CMake (tests/ipc/native_build.py, as for the native unit tests) and driven
 through stdin/stdout: `decode KIND HEX` -> JSON, `encode KIND JSON` -> hex.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,13 +25,11 @@ from messages_golden_table import (
     NO_BODY,
     TO_BACKEND,
 )
+from native_build import build_native_target
 
 from pybackend.ipc import bls_codec
 from pybackend.ipc.protocol import MessageKind
 from pybackend.ipc.result_codec import ResultDesc, encode_result
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 # ------------------------------------------------------------------------ the C++ side
 
@@ -71,20 +68,7 @@ class Golden:
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Golden]:
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
-    tmp = tmp_path_factory.mktemp("golden")
-    build = tmp / "build"
-    configure = [
-        "cmake", "-S", str(ROOT), "-B", str(build), "-DPYBACKEND_BUILD_TESTS=ON",
-        f"-DPYBACKEND_OUTPUT_DIR={tmp / 'lib'}", f"-DPython3_EXECUTABLE={sys.executable}",
-    ]  # fmt: skip
-    subprocess.run(configure, check=True, capture_output=True, text=True)
-    subprocess.run(
-        ["cmake", "--build", str(build), "--target", "messages_golden", "-j2"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    g = Golden(build / "messages_golden")
+    g = Golden(build_native_target(tmp_path_factory.mktemp("golden"), "messages_golden"))
     yield g
     g.close()
 

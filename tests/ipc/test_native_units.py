@@ -9,29 +9,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from native_build import build_native_target
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 @pytest.mark.parametrize("target", ["ipc_test", "ledger_test", "bls_cycles_test"])
 def test_native_units(tmp_path: Path, target: str) -> None:
-    build = tmp_path / "build"
-    configure = [
-        "cmake", "-S", str(ROOT), "-B", str(build), "-DPYBACKEND_BUILD_TESTS=ON",
-        f"-DPYBACKEND_OUTPUT_DIR={tmp_path / 'lib'}", f"-DPython3_EXECUTABLE={sys.executable}",
-    ]  # fmt: skip
-    subprocess.run(configure, check=True, capture_output=True, text=True)
-    subprocess.run(
-        ["cmake", "--build", str(build), "--target", target, "-j2"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    run = subprocess.run([str(build / target)], capture_output=True, text=True, timeout=120)
+    program = build_native_target(tmp_path, target)
+    run = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"{target}: all passed" in run.stdout

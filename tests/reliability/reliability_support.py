@@ -99,9 +99,14 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
     raise KeyError(field)
 
 
-def start(models: list[str], backend_config: tuple[Any, ...] = (), **kwargs: Any) -> Any:
+def start(
+    models: list[str],
+    backend_config: tuple[Any, ...] = (),
+    repository: Path = MODELS,
+    **kwargs: Any,
+) -> Any:
     return TritonServer(
-        MODELS,
+        repository,
         model_control_mode="explicit",
         load_models=models,
         backend_config=backend_config,

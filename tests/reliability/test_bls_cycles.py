@@ -8,22 +8,32 @@ the fix) these requests hang until it."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pytest
+from reliability_support import MODELS as RELIABILITY_MODELS
 from reliability_support import start
 
-MODELS = ["cycle_self", "cycle_self2", "cycle_a", "cycle_b"]
+# One model source (models/cycle) under each name; only the instance count differs.
+INSTANCES = {"cycle_self": 1, "cycle_self2": 2, "cycle_a": 1, "cycle_b": 1}
 CLIENT_TIMEOUT_S = 30.0
 FIX = "or call without a cycle."
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    with start(MODELS) as s:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    repo = tmp_path_factory.mktemp("cycles")
+    for name, count in INSTANCES.items():
+        shutil.copytree(RELIABILITY_MODELS / "cycle", repo / name)
+        config = repo / name / "config.pbtxt"
+        text = config.read_text()
+        assert "count: 1 " in text, "models/cycle/config.pbtxt's instance_group changed"
+        config.write_text(text.replace("count: 1 ", f"count: {count} "))
+    with start(list(INSTANCES), repository=repo) as s:
         yield s
 
 

@@ -30,6 +30,14 @@ GENERATE_COMMAND = ".venv/bin/python tests/conformance/argument_validation/matri
 ORIGINAL_TRIES = 4
 
 
+def add_victim_source(repository: pathlib.Path) -> None:
+    """argvictim (what the matrix loads and unloads) answers as argtarget does: its
+    models/ folder holds only its config, and the copy gets argtarget's model.py."""
+    version = repository / "argvictim" / "1"
+    version.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(repository / "argtarget" / "1" / "model.py", version / "model.py")
+
+
 def run_table(repository: pathlib.Path, backend: str) -> Dict[str, str]:
     """The matrix's outcome table, run by ``backend`` ("ours" or "original") in a fresh
     tritonserver serving ``repository`` (a copy of this folder's ``models/``), one request
@@ -38,6 +46,8 @@ def run_table(repository: pathlib.Path, backend: str) -> Dict[str, str]:
     from conformance_support.clients import bytes_input, infer, text_output
     from conformance_support.launcher import BASE_ENV
     from pybackend.server import TritonServer
+
+    add_victim_source(repository)
 
     def start() -> Any:
         server = TritonServer(

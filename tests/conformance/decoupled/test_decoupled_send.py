@@ -16,12 +16,8 @@ PREFIX = "Failed to process the request(s) for model 'stream_0_0', message: "
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    # A short exit timeout: against the original, requests that never complete (the quirks
-    # pinned below) stay in flight and would hold the shutdown for the default 30 s.
-    start = feature_repository.start(
-        model_control_mode="explicit", load_models=MODELS, extra_args=["--exit-timeout-secs=2"]
-    )
-    with start as srv:
+    # The quirks pinned below leave requests that never complete: a short exit timeout.
+    with feature_repository.start_models(MODELS, short_exit=True) as srv:
         yield srv
 
 

@@ -10,6 +10,7 @@ from tritonclient.utils import InferenceServerException
 
 from conformance_support.clients import PROTOCOLS, bytes_input, infer, infer_error, text_output
 from conformance_support.control import wait_for
+from conformance_support.sources import marker_line
 
 MODELS = ["return_rules", "no_execute", "batch_list"]
 PREFIX = "Failed to process the request(s) for model 'return_rules_0', message: "
@@ -17,26 +18,13 @@ PREFIX = "Failed to process the request(s) for model 'return_rules_0', message: 
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    # A short exit timeout: against the original, requests left without a response stay
-    # "in flight" and would hold the shutdown for the default timeout.
-    start = feature_repository.start(
-        model_control_mode="explicit", load_models=MODELS, extra_args=["--exit-timeout-secs=2"]
-    )
-    with start as srv:
+    with feature_repository.start_models(MODELS, short_exit=True) as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
 def model_file(feature_repository):
     return feature_repository.model_dir("return_rules") / "1" / "model.py"
-
-
-def marker_line(path, marker: str) -> int:
-    """Line number of the source line tagged ``# LINE:<marker>``."""
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if line.rstrip().endswith(f"# LINE:{marker}"):
-            return number
-    raise AssertionError(f"marker {marker} not in {path}")
 
 
 def run_mode(server, protocol, mode, **kwargs):

@@ -10,6 +10,7 @@ import pytest
 
 from conformance_support.clients import bytes_input, infer
 from conformance_support.control import http_client, load, load_error, unload, wait_for
+from conformance_support.sources import marker_line
 
 LEVEL_CASES = [
     # (marker in model.py, message suffix, server log level letter)
@@ -37,13 +38,6 @@ def server(feature_repository):
         yield srv
 
 
-def source_line(path, marker: str) -> int:
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if line.rstrip().endswith(f"# LINE:{marker}"):
-            return number
-    raise AssertionError(f"marker {marker} not in {path}")
-
-
 def server_line(level: str, line: int, message: str, quoted: bool = True) -> re.Pattern[str]:
     text = re.escape(message)
     text = f'"{text}"' if quoted else rf'\s*"?{text}"?'
@@ -64,7 +58,7 @@ def model_file(feature_repository):
 @pytest.mark.parametrize("phase", ["initialize", "execute"])
 @pytest.mark.parametrize("marker,suffix,level", LEVEL_CASES, ids=[c[0] for c in LEVEL_CASES])
 def test_logger_level_file_and_line(server, model_file, phase, marker, suffix, level):
-    line = source_line(model_file, marker)
+    line = marker_line(model_file, marker)
     wait_for_log(server, server_line(level, line, f"LOG-MARK {phase} {suffix}"))
 
 
@@ -80,7 +74,7 @@ def test_logger_in_auto_complete_config(server, model_file):
     "<L>MMDD time pid file:line]" shape; either form carries level, file and line."""
     for marker, level, text in [("ac_log_info", "I", "info"), ("ac_log_warn", "W", "warn")]:
         pattern = server_line(
-            level, source_line(model_file, marker), f"LOG-MARK auto_complete log_{text}", False
+            level, marker_line(model_file, marker), f"LOG-MARK auto_complete log_{text}", False
         )
         wait_for_log(server, pattern)
 
@@ -103,7 +97,7 @@ def test_verbose_messages_follow_the_log_verbose_setting(server, model_file):
 def test_logger_attributes_can_be_assigned(server, model_file):
     """PyTriton sets Logger.error = Logger.log_error; the alias logs at ERROR."""
     infer(server, "http", "log_levels", {"MODE": bytes_input("alias:x")})
-    wait_for_log(server, server_line("E", source_line(model_file, "alias"), "LOG-MARK alias:x"))
+    wait_for_log(server, server_line("E", marker_line(model_file, "alias"), "LOG-MARK alias:x"))
 
 
 @pytest.mark.parametrize(
@@ -125,7 +119,7 @@ def test_finalize_logs_and_unflushed_output_appear_on_unload(server, feature_rep
         infer(server, "http", "log_finalize", {"IN": np.array([1], np.int32)})
     finally:
         unload(server, "log_finalize")
-    line = source_line(model_file, "finalize")
+    line = marker_line(model_file, "finalize")
     wait_for_log(server, server_line("W", line, "LOG-MARK finalize log_warn"))
     wait_for_log(server, "LOG-MARK unflushed print from execute")
 
@@ -162,7 +156,7 @@ def test_logger_at_import_time(server, feature_repository):
     model_file = feature_repository.model_dir("log_at_import") / "1" / "model.py"
     load(server, "log_at_import")
     unload(server, "log_at_import")
-    line = source_line(model_file, "import")
+    line = marker_line(model_file, "import")
     wait_for_log(server, server_line("I", line, "LOG-MARK logged at import time", False))
 
 

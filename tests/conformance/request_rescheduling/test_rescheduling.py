@@ -17,10 +17,7 @@ MODELS = ["iterative_decoupled", "iterative_default"]
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    start = feature_repository.start(
-        model_control_mode="explicit", load_models=MODELS, extra_args=["--exit-timeout-secs=2"]
-    )
-    with start as srv:
+    with feature_repository.start_models(MODELS, short_exit=True) as srv:
         yield srv
 
 

@@ -7,12 +7,11 @@ re-raised, initialize and finalize. ``auto_complete_config``: auto_complete/test
 
 from __future__ import annotations
 
-import pathlib
-
 import pytest
 
 from conformance_support.clients import PROTOCOLS, bytes_input, infer, infer_error, text_output
 from conformance_support.control import load_error, unload, wait_for
+from conformance_support.sources import marker_line
 from conformance_support.streaming import stream_once
 
 MODELS = [
@@ -28,10 +27,7 @@ MODELS = [
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    start = feature_repository.start(
-        model_control_mode="explicit", load_models=MODELS, extra_args=["--exit-timeout-secs=2"]
-    )
-    with start as srv:
+    with feature_repository.start_models(MODELS, short_exit=True) as srv:
         yield srv
 
 
@@ -45,13 +41,6 @@ def frame(feature_repository):
         return f"  {path}({marker_line(path, marker)}): {function}\n"
 
     return make
-
-
-def marker_line(path: pathlib.Path, marker: str) -> int:
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if line.rstrip().endswith(f"# LINE:{marker}"):
-            return number
-    raise AssertionError(f"marker {marker} not in {path}")
 
 
 def failed(model: str) -> str:
