@@ -65,6 +65,7 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
         inference_timeout_s: Optional[float] = None,
         model_config: Optional[TritonModelConfig] = None,
         ensure_model_is_ready: bool = True,
+        access_token: Optional[str] = None,
     ) -> None:
         super().__init__(
             url,
@@ -72,6 +73,7 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
             model_version,
             init_timeout_s=init_timeout_s,
             inference_timeout_s=inference_timeout_s,
+            access_token=access_token,
         )
         self._scheme, _ = parse_url(url)
         self._stream_args = (url, model_name, model_version)
@@ -79,6 +81,7 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
             "init_timeout_s": init_timeout_s,
             "inference_timeout_s": inference_timeout_s,
             "ensure_model_is_ready": ensure_model_is_ready,
+            "access_token": access_token,
         }
         # Read once by the first stream, then handed to the next ones.
         self._config = model_config

@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 
 from .._context import TritonModelConfig, config_from_json
+from .._security import auth_headers
 from .exceptions import (
     PyTritonClientClosedError,
     PyTritonClientInferenceServerError,
@@ -54,7 +55,10 @@ def _lib(scheme: str) -> Any:
 
 
 class ModelClient:
-    """Synchronous inference on one model (HTTP or gRPC, by the url's scheme)."""
+    """Synchronous inference on one model (HTTP or gRPC, by the url's scheme).
+
+    ``access_token`` (a restricted server's, ``Triton.get_access_token()``) goes with every
+    call: readiness, model configuration, inference, load/unload."""
 
     def __init__(
         self,
@@ -79,6 +83,8 @@ class ModelClient:
         )
         self._model_config = model_config
         self._ensure_model_is_ready = ensure_model_is_ready
+        # Sent with every call this client makes (see _headers_with_token).
+        self._token_headers = auth_headers(access_token, self._scheme)
         self._lib = _lib(self._scheme)
         self._client: Any = self._make_client()
         self._ids = itertools.count(1)
@@ -118,17 +124,25 @@ class ModelClient:
         return self.model_config.max_batch_size > 0
 
     def wait_for_server(self, timeout_s: float) -> None:
-        self._wait(timeout_s, lambda c: c.is_server_ready(), "server")
+        headers = self._headers_with_token()
+        self._wait(timeout_s, lambda c: c.is_server_ready(headers=headers), "server")
 
     def wait_for_model(self, timeout_s: float) -> None:
         version = self._model_version or ""
-        self._wait(timeout_s, lambda c: c.is_model_ready(self._model_name, version), "model")
+        headers = self._headers_with_token()
+        self._wait(
+            timeout_s,
+            lambda c: c.is_model_ready(self._model_name, version, headers=headers),
+            "model",
+        )
 
     def load_model(self, config: Optional[str] = None, files: Optional[dict] = None) -> None:
-        self._live().load_model(self._model_name, config=config, files=files)
+        self._live().load_model(
+            self._model_name, config=config, files=files, headers=self._headers_with_token()
+        )
 
     def unload_model(self) -> None:
-        self._live().unload_model(self._model_name)
+        self._live().unload_model(self._model_name, headers=self._headers_with_token())
 
     # ----------------------------------------------------------------- inference
 
@@ -217,7 +231,9 @@ class ModelClient:
             kwargs["client_timeout"] = self._inference_timeout_s
         try:
             result = self._live().infer(
-                **self._request_args(inputs, outputs, parameters), headers=headers, **kwargs
+                **self._request_args(inputs, outputs, parameters),
+                headers=self._headers_with_token(headers),
+                **kwargs,
             )
         except InferenceServerException as e:
             if "Deadline Exceeded" in (e.message() or ""):
@@ -237,6 +253,11 @@ class ModelClient:
 
     # ----------------------------------------------------------------- internals
 
+    def _headers_with_token(self, headers: Optional[Dict[str, Any]] = None) -> Any:
+        """The access token's header (HTTP) or metadata (gRPC) with the caller's own
+        headers, which win on a clash (as in PyTriton); None when there are none."""
+        return {**self._token_headers, **(headers or {})} or None
+
     def _live(self) -> Any:
         if self._client is None:
             raise PyTritonClientClosedError("ModelClient is closed")
@@ -244,17 +265,20 @@ class ModelClient:
 
     def _wait(self, timeout_s: float, ready: Any, what: str) -> None:
         deadline = time.monotonic() + timeout_s
+        last_error = ""
         while True:
             try:
                 if ready(self._live()):
                     return
             except PyTritonClientClosedError:
                 raise
-            except Exception:  # noqa: BLE001 - not up yet: the server refuses or resets
-                pass
+            except Exception as e:  # noqa: BLE001 - not up yet: the server refuses or resets
+                last_error = str(e)
             if time.monotonic() > deadline:
+                # The server's last refusal (a missing access token, say) tells why.
+                why = f" Last error: {last_error}" if last_error else ""
                 raise PyTritonClientTimeoutError(
-                    f"Waiting for {what} {self._model_name} to be ready timed out."
+                    f"Waiting for {what} {self._model_name} to be ready timed out.{why}"
                 )
             time.sleep(0.1)
 
@@ -262,11 +286,14 @@ class ModelClient:
         if self._ensure_model_is_ready:
             self.wait_for_model(self._init_timeout_s)
         version = self._model_version or ""
+        headers = self._headers_with_token()
         if self._scheme == "grpc":
-            config = self._live().get_model_config(self._model_name, version, as_json=True)
+            config = self._live().get_model_config(
+                self._model_name, version, as_json=True, headers=headers
+            )
             config = config.get("config", config)
         else:
-            config = self._live().get_model_config(self._model_name, version)
+            config = self._live().get_model_config(self._model_name, version, headers=headers)
         self._model_config = config_from_json(config)
 
 
@@ -318,13 +345,11 @@ class DecoupledModelClient(ModelClient):
         client = self._live()
         with self._lock:
             client.start_stream(
-                callback=lambda result, error: answers.put((result, error)), headers=headers
+                callback=lambda result, error: answers.put((result, error)),
+                headers=self._headers_with_token(headers),
             )
             try:
-                client.async_stream_infer(
-                    **self._request_args(inputs, outputs, parameters),
-                    enable_empty_final_response=True,
-                )
+                self._send_on_stream(client, answers, inputs, outputs, parameters)
                 while True:
                     try:
                         result, error = answers.get(timeout=self._inference_timeout_s)
@@ -346,6 +371,26 @@ class DecoupledModelClient(ModelClient):
             finally:
                 client.stop_stream()
 
+    def _send_on_stream(
+        self, client: Any, answers: "queue.Queue[Tuple[Any, Any]]", *request: Any
+    ) -> None:
+        from tritonclient.utils import InferenceServerException
+
+        try:
+            client.async_stream_infer(
+                **self._request_args(*request), enable_empty_final_response=True
+            )
+        except InferenceServerException as e:
+            # A stream the server ended at once (a missing access token, say) only says
+            # "no longer in valid state"; the server's reason went to the callback.
+            try:
+                _, error = answers.get_nowait()
+            except queue.Empty:
+                error = e.message()
+            raise PyTritonClientInferenceServerError(
+                f"Error occurred during inference request. Message: {error or e.message()}"
+            ) from e
+
 
 class FuturesModelClient:
     """Each call returns a concurrent.futures.Future; a pool of threads, each with its own
@@ -362,11 +407,13 @@ class FuturesModelClient:
         non_blocking: bool = False,
         init_timeout_s: Optional[float] = None,
         inference_timeout_s: Optional[float] = None,
+        access_token: Optional[str] = None,
     ) -> None:
         self._args = (url, model_name, model_version)
         self._kwargs = {
             "init_timeout_s": init_timeout_s,
             "inference_timeout_s": inference_timeout_s,
+            "access_token": access_token,
         }
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
         self._local = threading.local()
