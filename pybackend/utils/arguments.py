@@ -181,8 +181,14 @@ def as_instance_list(
 ) -> List[Optional[T]]:
     """A vector of bound objects; a None element is kept (pybind11 hands the binding a
     null pointer, which it refuses with its own text)."""
-    if type(value) is list and all(type(item) is kind for item in value):
-        return list(value)  # the common case, without a call per element (hot path)
+    if type(value) is list:
+        # The common case, without a call per element (hot path: a loop, not all() over a
+        # generator, which costs a frame per call).
+        for item in value:
+            if type(item) is not kind:
+                break
+        else:
+            return list(value)
 
     def element(item: Any) -> Optional[T]:
         return None if item is None else as_instance(item, kind, function, argument, what)

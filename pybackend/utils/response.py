@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, List, Optional, Sequence
 
-from .arguments import as_instance_list, as_optional_instance
+from .arguments import as_instance, as_instance_list
 from .errors import TritonError, TritonModelException
 from .tensor import Tensor
 
@@ -45,7 +45,8 @@ class InferenceResponse:
     ) -> None:
         fn = "InferenceResponse"
         outputs = as_instance_list(output_tensors, Tensor, fn, "output_tensors", "pb_utils.Tensor")
-        error = as_optional_instance(error, TritonError, fn, "error", "pb_utils.TritonError")
+        if error is not None:
+            error = as_instance(error, TritonError, fn, "error", "pb_utils.TritonError")
         for t in outputs:
             if t is None:
                 raise TritonModelException(

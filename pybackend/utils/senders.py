@@ -7,7 +7,7 @@ import threading
 from typing import TYPE_CHECKING, Optional
 
 from . import transport as _transport
-from .arguments import as_int, as_optional_instance
+from .arguments import as_instance, as_int
 from .errors import TritonModelException
 from .response import InferenceResponse
 
@@ -60,10 +60,13 @@ class InferenceResponseSender:
         self._lock = threading.Lock()
 
     def send(self, response: Optional[InferenceResponse] = None, flags: int = 0) -> None:
-        response = as_optional_instance(
-            response, InferenceResponse, "send", "response", "pb_utils.InferenceResponse"
-        )
-        flags = as_int(flags, "send", "flags", "uint32")
+        # Checked inline for the common values: this runs once per response (hot path).
+        if response is not None and type(response) is not InferenceResponse:
+            response = as_instance(
+                response, InferenceResponse, "send", "response", "pb_utils.InferenceResponse"
+            )
+        if type(flags) is not int or not 0 <= flags <= 0xFFFFFFFF:
+            flags = as_int(flags, "send", "flags", "uint32")
         if flags != 0 and flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL:
             raise TritonModelException(BAD_FLAG)
         if flags == 0 and response is None:
