@@ -126,20 +126,24 @@ def _install_inheritance() -> None:
         return
     _inherit_installed = True
     original_init = threading.Thread.__init__
-    original_run = threading.Thread.run
+    # The binding is set where every thread starts, before run(): a model's Thread subclass
+    # that overrides run() (and does not call super().run()) inherits it too. CPython has had
+    # Thread._bootstrap_inner since 3.0; run() is the fallback should it ever go.
+    start_name = "_bootstrap_inner" if hasattr(threading.Thread, "_bootstrap_inner") else "run"
+    original_start = getattr(threading.Thread, start_name)
 
     def __init__(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
         original_init(self, *args, **kwargs)
         self._pybackend_transport = _bound()  # type: ignore[attr-defined]
 
-    def run(self: threading.Thread) -> None:
+    def start(self: threading.Thread) -> None:
         inherited = getattr(self, "_pybackend_transport", None)
         if inherited is not None and _bound() is None:
             _local.transport = inherited
-        original_run(self)
+        original_start(self)
 
     threading.Thread.__init__ = __init__  # type: ignore[method-assign]
-    threading.Thread.run = run  # type: ignore[method-assign]
+    setattr(threading.Thread, start_name, start)
 
 
 def routing_transport() -> RoutingTransport:
