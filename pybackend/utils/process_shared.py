@@ -25,6 +25,7 @@ class _Build:
         self.done = threading.Event()
         self.value: Any = None
         self.error: Optional[BaseException] = None
+        self.builder = threading.get_ident()
 
 
 class Registry:
@@ -47,6 +48,12 @@ class Registry:
             if build is None:
                 build = self._building[key] = _Build()
         if not mine:
+            if build.builder == threading.get_ident():
+                # The factory asked for its own key: waiting would never end.
+                raise RuntimeError(
+                    f"pb_utils.shared({key!r}, ...): the factory of {key!r} asked for "
+                    f"{key!r} itself, which it is still building; build it without that call"
+                )
             build.done.wait()  # bounded by the factory: the builder always finishes it
             if build.error is not None:
                 raise build.error

@@ -90,3 +90,13 @@ def test_a_failed_build_reaches_the_waiters_and_is_not_remembered() -> None:
     assert [str(e) for e in errors] == ["no weights", "no weights"]
     fixed = object()
     assert pb_utils.shared("k", lambda: fixed) is fixed  # the next call tries again
+
+
+def test_a_factory_asking_for_its_own_key_is_refused_not_a_hang() -> None:
+    def build() -> object:
+        return pb_utils.shared("weights", build)
+
+    with pytest.raises(RuntimeError, match="asked for 'weights' itself"):
+        pb_utils.shared("weights", build)
+    # Nothing is remembered: a good factory builds it next time.
+    assert pb_utils.shared("weights", lambda: 7) == 7
