@@ -201,8 +201,14 @@ std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backen
   if (state->config.instance_metrics) {
     state->instance_metric_families = std::make_unique<InstanceMetricFamilies>();
   }
-  // <package>/backends/python/libtriton_python.so: the package is two levels up.
+  // <package>/backends/python/libtriton_python.so: the package is two levels up. A copy of
+  // this library in a python-based backend's own directory (backends/<runtime>/, which the
+  // original lets a runtime ship) has no package beside it: backends/python's serves then.
   std::string package = RealPath(state->library_dir + "/../..");
+  if (!IsFile(package + "/stub/__main__.py") && !state->config.backend_directory.empty()) {
+    std::string ours = RealPath(state->config.backend_directory + "/python/../..");
+    if (IsFile(ours + "/stub/__main__.py")) package = ours;
+  }
   if (IsFile(package + "/stub/__main__.py")) {
     state->package_parent = Dirname(package);
   } else {

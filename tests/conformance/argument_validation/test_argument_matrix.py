@@ -123,13 +123,19 @@ def test_the_stored_table_is_the_originals(
     )
 
 
+# Deviations that show only while our stub runs numpy 2 (`make test-numpy1` runs it with
+# numpy 1, as the original's stub runs, and then they match the original).
+NUMPY2_ONLY = {"ModelConfig(model_config=np.bool_)"}
+
+
 @pytest.mark.deviation("lists our deviations")
 def test_every_deviation_is_used_and_documented(table: Dict[str, str]) -> None:
     expected = load_stored()["table"]
     docs = DOCS.read_text()
     for pattern in DEVIATIONS:
         cells = [c for c in expected if fnmatch.fnmatchcase(c, pattern.replace("[", "[[]"))]
-        assert any(table[c] != expected[c] for c in cells), f"deviation {pattern} is not needed"
+        if pattern not in NUMPY2_ONLY:
+            assert any(table[c] != expected[c] for c in cells), f"deviation {pattern} is not needed"
         assert f"`{pattern}`" in docs, f"deviation {pattern} is not in docs/compatibility.md"
 
 
