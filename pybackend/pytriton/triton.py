@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
@@ -37,6 +38,7 @@ LOGGER = logging.getLogger("pybackend.pytriton")
 
 MONITORING_PERIOD_S = 10.0
 _STOP_WAIT_S = 120.0
+REMOTE_READY_TIMEOUT_S = 120.0  # PyTriton's DEFAULT_TRITON_STARTUP_TIMEOUT_S
 _MODEL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -403,6 +405,7 @@ class RemoteTriton(Triton):
         url: str,
         workspace: Union[str, Path, None] = None,
         access_token: Optional[str] = None,
+        startup_timeout_s: float = REMOTE_READY_TIMEOUT_S,
     ) -> None:
         # No security config of its own: the server's restrictions are set where it runs,
         # access_token is the one it requires.
@@ -417,15 +420,28 @@ class RemoteTriton(Triton):
             )
         port = parsed.port or (8000 if parsed.scheme == "http" else 8001)
         self._remote = ServerControl(f"{parsed.hostname}:{port}", parsed.scheme, access_token)
+        self._ready_timeout_s = startup_timeout_s
 
     def _start(self) -> ServerControl:
-        ready = self._remote.ready()
+        # Waits as PyTriton's RemoteTriton does: a server still starting, or one where a
+        # model is loading or unloading (strict readiness), is not ready for a moment.
         where = self._remote.address
+        deadline = time.monotonic() + self._ready_timeout_s
+        while True:
+            ready = self._remote.ready()
+            if ready:
+                return self._remote
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        waited = f"after {self._ready_timeout_s:g} s"
         if ready is None:
-            raise PyTritonRuntimeError(f"No Triton Inference Server answers at {where}")
-        if not ready:
-            raise PyTritonRuntimeError(f"Triton Inference Server at {where} is not ready")
-        return self._remote
+            raise PyTritonRuntimeError(f"No Triton Inference Server answers at {where} {waited}")
+        raise PyTritonRuntimeError(
+            f"Triton Inference Server at {where} is not ready {waited}: a model of that "
+            "server may be failing to load (see its log), or its readiness endpoint needs an "
+            "access_token"
+        )
 
     def _alive(self) -> bool:
         return bool(self._remote.live())

@@ -35,3 +35,57 @@ def test_remote_triton_binds_into_a_running_server(tmp_path: Path) -> None:
         assert client.is_server_live()
         client.close()
     np.testing.assert_array_equal(y, np.ones(3, np.float32))
+
+
+def _slow_model(repo: Path, seconds: float) -> None:
+    version = repo / "slow" / "1"
+    version.mkdir(parents=True)
+    (repo / "slow" / "config.pbtxt").write_text(
+        'backend: "python"\n'
+        'input { name: "x" data_type: TYPE_FP32 dims: [ 1 ] }\n'
+        'output { name: "y" data_type: TYPE_FP32 dims: [ 1 ] }\n'
+    )
+    (version / "model.py").write_text(
+        "import time\n"
+        "class TritonPythonModel:\n"
+        f"    def initialize(self, args):\n        time.sleep({seconds})\n"
+        "    def execute(self, requests):\n        return []\n"
+    )
+
+
+def test_remote_triton_waits_while_a_model_of_the_server_loads(tmp_path: Path) -> None:
+    """Strict readiness makes the server "not ready" while any model loads or unloads
+    (another client's, or the previous RemoteTriton's unload): RemoteTriton waits for it as
+    PyTriton's does, up to its startup timeout, instead of failing at once."""
+    import threading
+    import time
+
+    import pytest
+
+    from pybackend.pytriton._control import ServerControl
+    from pybackend.pytriton.exceptions import PyTritonRuntimeError
+
+    _slow_model(tmp_path / "repo", 4.0)
+    with TritonServer(tmp_path / "repo", model_control_mode="explicit") as server:
+        url = f"http://{server.http_url}"
+        control = ServerControl(server.http_url, "http", None)
+        errors: list = []
+        loader = threading.Thread(
+            target=lambda: errors.append(control.repository("slow", "load", {}))
+        )
+        started = time.monotonic()
+        loader.start()
+        try:
+            deadline = time.monotonic() + 3
+            while control.ready() and time.monotonic() < deadline:
+                time.sleep(0.01)  # until the load has begun
+            assert control.ready() is False
+            with pytest.raises(PyTritonRuntimeError, match=r"is not ready after 0.3 s"):
+                with RemoteTriton(url=url, startup_timeout_s=0.3):
+                    pass
+            with RemoteTriton(url=url, startup_timeout_s=60):
+                # entered only once initialize's 4 s had passed and the load was done
+                assert time.monotonic() - started >= 4.0
+        finally:
+            loader.join()
+        assert errors == [None]
