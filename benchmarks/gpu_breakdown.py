@@ -32,6 +32,7 @@ STAGES = (
     ("backend", "exec.encode", "EXECUTE encoded (the input lent or shared included)"),
     ("backend", "input.share", "input shared as it is (cuMemGetAddressRange + cuIpcGetMemHandle)"),
     ("backend", "input.share_refused", "input not shareable (a client's CUDA shared memory)"),
+    ("backend", "input.share_refused_known", "the same, known refused (lending pool)"),
     ("backend", "lend.pool_hit", "lent memory reused from the pool (event)"),
     ("backend", "lend.alloc", "cuMemAlloc of lent memory"),
     ("backend", "lend.handle", "cuMemGetAddressRange + cuIpcGetMemHandle of lent memory"),

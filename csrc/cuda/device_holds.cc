@@ -1,5 +1,6 @@
 #include "cuda/device_holds.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -49,6 +50,7 @@ void DeviceHolds::set_pool(bool on) {
     if (!on) {
       idle.swap(idle_);
       idle_bytes_ = 0;
+      refused_.clear();
     }
   }
   for (const Held& h : idle) Free(h);
@@ -99,6 +101,14 @@ bool DeviceHolds::Find(const ipc::GpuRef& ref, IpcCache::Mapping* out) {
 
 bool DeviceHolds::Share(int device, const void* ptr, const std::string& where, ipc::GpuRef* ref) {
   trace::Stage stage("input.share");
+  const std::pair<int, const void*> at{device, ptr};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pool_ && std::find(refused_.begin(), refused_.end(), at) != refused_.end()) {
+      stage.Rename("input.share_refused_known");
+      return false;
+    }
+  }
   Driver& d = Driver::Get(where);
   IpcCache::Mapping m;
   {
@@ -106,6 +116,11 @@ bool DeviceHolds::Share(int device, const void* ptr, const std::string& where, i
     const char* failed = nullptr;
     if (HandleOf(d, reinterpret_cast<CUdeviceptr>(ptr), ref, &m, &failed) != CUDA_SUCCESS) {
       stage.Rename("input.share_refused");
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pool_) {
+        refused_.push_back(at);
+        if (refused_.size() > kMaxRefused) refused_.pop_front();
+      }
       return false;
     }
   }
@@ -208,6 +223,7 @@ void DeviceHolds::ReleaseAll() {
     idle_bytes_ = 0;
     shared_.clear();
     shared_order_.clear();
+    refused_.clear();
   }
   for (const Held& h : all) Free(h);
 }

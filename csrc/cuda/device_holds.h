@@ -8,7 +8,10 @@
 // a returned hold's allocation is kept, with its IPC handle, for the next input of about its
 // size instead of freed, so a request costs no cuMemAlloc, cuIpcGetMemHandle or cuMemFree,
 // and the stub (which reads the same variable) keeps its mapping of that handle open instead
-// of opening and closing it per request. Bounded: kPoolMaxBuffers / kPoolMaxBytes idle,
+// of opening and closing it per request; and a pointer CUDA IPC refused to share (a client's
+// CUDA shared memory, imported by Triton, is the same pointer request after request) is
+// remembered, so the next input there goes straight to the copy (a stale entry costs a copy,
+// never a wrong share; the last kMaxRefused kept). Bounded: kPoolMaxBuffers / kPoolMaxBytes idle,
 // the oldest freed past them; all freed at teardown. Off by default until measured on a GPU:
 // it keeps device memory allocated between requests, and memory the backend copies the next
 // input into may still be read by work a model queued and never waited for.
@@ -76,6 +79,9 @@ class DeviceHolds {
   bool pool_ = false;
   std::deque<Held> idle_;  // the pool, oldest first
   size_t idle_bytes_ = 0;
+  // Pointers (device, address) Share refused, under the pool (oldest first).
+  static constexpr size_t kMaxRefused = 64;
+  std::deque<std::pair<int, const void*>> refused_;
   uint64_t next_ = 1;
   std::unordered_map<uint64_t, Held> held_;
   // What we shared, by handle (bounded: Triton's allocations come and go; the oldest entry

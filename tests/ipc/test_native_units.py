@@ -47,3 +47,4 @@ def assert_gpu_trace(program: Path, tmp_path: Path) -> None:
     for stage in expected:
         assert stages.get(stage, 0) >= 1, (stage, stages)
     assert stages["lend.pool_hit"] >= 2, stages  # the second and third lent inputs
+    assert stages["input.share_refused_known"] >= 2, stages  # the client's pointer again
