@@ -57,8 +57,13 @@ class GpuHolds:
         if gpu_trace.ON:
             t0 = gpu_trace.now()
         try:
-            base, _ = drv.address_range(buf.device_id, buf.ptr)
+            # A tensor at the start of the backend's memory (an input returned as it is, the
+            # zero-copy identity) is found without a driver call: its mapping's base is it.
+            base = buf.ptr
             theirs = self._mappings.find(base)
+            if theirs is None:
+                base, _ = drv.address_range(buf.device_id, buf.ptr)
+                theirs = self._mappings.find(base)
             if theirs is not None:
                 owner, device, handle = int(Owner.BACKEND), theirs[0], theirs[1]
             else:

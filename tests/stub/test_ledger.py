@@ -450,3 +450,30 @@ def test_the_lending_pool_is_read_from_the_environment(monkeypatch) -> None:
     assert GpuMappings(lambda hold: None).keep_lent is True
     monkeypatch.setenv(LEND_POOL_ENV, "0")
     assert GpuMappings(lambda hold: None).keep_lent is False
+
+
+def test_an_output_at_the_start_of_backend_memory_is_shared_without_a_driver_call(parts) -> None:
+    """The zero-copy identity returns its lent input as it is: the output's pointer is the
+    mapping's base, so no cuMemGetAddressRange; a view further in still asks the driver."""
+    st, _, _, _ = parts
+    host = np.zeros(256, np.uint8)
+    calls: list = []
+
+    class Driver(CountingDriver):
+        def address_range(self, device: int, ptr: int):
+            calls.append(ptr)
+            return super().address_range(device, ptr)
+
+    drv = Driver(host.ctypes.data)
+    old = cuda_driver.use_driver(drv)
+    try:
+        led = st.ledger
+        lent = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 7, b"L" * 64, 0), 64)
+        ref = led.share_gpu(DeviceBuffer(lent.ptr, 64, KDL_CUDA, 0))
+        assert ref is not None and calls == []
+        assert (ref.owner, ref.handle, ref.offset) == (int(Owner.BACKEND), b"L" * 64, 0)
+        ref = led.share_gpu(DeviceBuffer(lent.ptr + 16, 16, KDL_CUDA, 0))
+        assert ref is not None and calls == [lent.ptr + 16]
+        assert (ref.owner, ref.offset) == (int(Owner.BACKEND), 16)
+    finally:
+        cuda_driver.use_driver(old)
