@@ -155,7 +155,9 @@ echo "GPU usable by torch: $gpu" >>"$SUMMARY"
 breakdown() {
     step breakdown "$1" "$OUT/bench.txt" "$PY" -m benchmarks.gpu_identity --breakdown \
         --requests "${GPU_BREAKDOWN_REQUESTS:-200}" --server-log "$OUT/servers.log"
-    grep -E '^(GPU identity breakdown|gpu_identity|Copies alone|Stages|\|)' "$OUT/bench.txt" >>"$SUMMARY"
+    # Only the breakdown's part of bench.txt (the GPU benchmark's table may come before it).
+    awk '/^=== breakdown:/ { on = 1; next } on' "$OUT/bench.txt" |
+        grep -E '^(GPU identity breakdown|gpu_identity|Copies alone|Stages|\|)' >>"$SUMMARY"
     kill_ours
 }
 
