@@ -168,6 +168,16 @@ def floor_table(floors: dict) -> str:
 
 
 def _run_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) -> dict:
+    """_measure_server(), or every row failed with the reason (a server that cannot start
+    must not cost the other servers' rows in a one-shot GPU call)."""
+    try:
+        return _measure_server(args, switch, trace, rows)
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        return {row: {"error": why} for row in rows}
+
+
+def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) -> dict:
     """The rows on a fresh server (the switch and the timers in its environment); a traced
     row gets its "stages" from the trace lines of its measured requests."""
     import tritonclient.grpc as grpcclient

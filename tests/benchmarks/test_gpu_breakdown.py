@@ -136,3 +136,16 @@ def test_the_timers_of_both_sides_reach_the_breakdown_through_a_real_server(
     # No timers when off: the plain server writes nothing.
     plain = gpu_breakdown._run_server(args, "0", None, ("cpu_tiny",))["cpu_tiny"]
     assert "stages" not in plain and plain["requests"] == 6
+
+
+def test_a_server_that_cannot_start_fails_its_rows_only(tmp_path: Path, monkeypatch) -> None:
+    def broken(*args: object, **kw: object) -> dict:
+        raise RuntimeError("tritonserver exited during startup")
+
+    monkeypatch.setattr(gpu_breakdown, "_measure_server", broken)
+    args = SimpleNamespace(mib=64, requests=6, server_log=None)
+    got = gpu_breakdown._run_server(args, "1", None, ("zero_copy", "cpu_tiny"))
+    assert got == {
+        row: {"error": "RuntimeError: tritonserver exited during startup"}
+        for row in ("zero_copy", "cpu_tiny")
+    }
