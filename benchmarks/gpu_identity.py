@@ -2,6 +2,7 @@
 round trip, on the real tritonserver with our backend (run by scripts/gpu_check.sh).
 
     python -m benchmarks.gpu_identity [--requests 50] [--mib 64] [--markdown PATH]
+    python -m benchmarks.gpu_identity --breakdown [--markdown PATH]   (benchmarks/gpu_breakdown.py)
 
 The client keeps the tensor on the GPU both ways (CUDA shared memory in and out, cupy), so
 only what the backend and the model do differs between the rows:
@@ -12,6 +13,9 @@ only what the backend and the model do differs between the rows:
                    Tensor.from_dlpack: what a model does where GPU tensors cannot pass
   forced_cpu       FORCE_CPU_ONLY_INPUT_TENSORS "yes": the backend copies the input to the
                    host and the model's numpy output back to the GPU
+  zero_copy_4k     zero_copy's model with a 4 KiB tensor: the GPU path's fixed cost
+  cpu_tiny         a KIND_CPU identity of FP32 [16] over plain gRPC (no shared memory): the
+                   CPU tiny row the 4 KiB GPU row is compared with (issue 31: at most 1.2x)
 
 Backend time is Triton's compute_input + compute_infer + compute_output per request (the
 statistics endpoint), over --requests requests after a warm-up; client time is the median
@@ -26,10 +30,11 @@ import json
 import statistics
 import sys
 import tempfile
+import textwrap
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -41,32 +46,79 @@ import gpu_client  # noqa: E402
 from gpu_io_models import FP32, model_config, torch_model, write_io_models  # noqa: E402
 
 
-def _model(make_out: str) -> str:
-    return torch_model(f"""
+def _model(make_out: str, kind: str = "KIND_GPU") -> str:
+    body = f"""
 tensor = pb_utils.get_input_tensor_by_name(request, "IN")
 responses.append(pb_utils.InferenceResponse([{make_out}]))
-""")
+"""
+    if kind == "KIND_GPU":
+        return torch_model(body)
+    # A CPU model imports no torch (as the CPU benchmark's identity; and it runs without it).
+    return _CPU_MODEL.format(body=textwrap.indent(body.strip("\n"), " " * 12))
 
 
-#: row -> (FORCE_CPU_ONLY_INPUT_TENSORS, how the model makes OUT from ``tensor``)
-ROWS = {
-    "zero_copy": ("no", 'pb_utils.Tensor.from_dlpack("OUT", torch.from_dlpack(tensor))'),
+_CPU_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+{body}
+        return responses
+"""
+
+
+#: model -> (FORCE_CPU_ONLY_INPUT_TENSORS, how the model makes OUT from ``tensor``, kind)
+MODELS = {
+    "zero_copy": (
+        "no",
+        'pb_utils.Tensor.from_dlpack("OUT", torch.from_dlpack(tensor))',
+        "KIND_GPU",
+    ),
     "model_round_trip": (
         "no",
         'pb_utils.Tensor.from_dlpack("OUT", torch.from_numpy('
         "torch.from_dlpack(tensor).cpu().numpy()).to(self.device))",
+        "KIND_GPU",
     ),
-    "forced_cpu": ("yes", 'pb_utils.Tensor("OUT", tensor.as_numpy())'),
+    "forced_cpu": ("yes", 'pb_utils.Tensor("OUT", tensor.as_numpy())', "KIND_GPU"),
+    "cpu_tiny": ("yes", 'pb_utils.Tensor("OUT", tensor.as_numpy())', "KIND_CPU"),
+}
+
+#: row -> (model, tensor bytes: 0 is --mib MiB; CUDA shared memory both ways unless KIND_CPU)
+ROWS = {
+    "zero_copy": ("zero_copy", 0),
+    "model_round_trip": ("model_round_trip", 0),
+    "forced_cpu": ("forced_cpu", 0),
+    "zero_copy_4k": ("zero_copy", 4096),
+    "cpu_tiny": ("cpu_tiny", 64),
 }
 
 
-def write_repository(root: Path) -> Path:
-    for name, (force_cpu, make_out) in ROWS.items():
+def write_repository(root: Path, models: Any = None) -> Path:
+    for name in models or MODELS:
+        force_cpu, make_out, kind = MODELS[name]
         config = model_config(
-            name, [FP32.format("IN")], [FP32.format("OUT")], FORCE_CPU_ONLY_INPUT_TENSORS=force_cpu
+            name,
+            [FP32.format("IN")],
+            [FP32.format("OUT")],
+            kind=kind,
+            FORCE_CPU_ONLY_INPUT_TENSORS=force_cpu,
         )
-        write_io_models(root, {name: (config, _model(make_out))})
+        write_io_models(root, {name: (config, _model(make_out, kind))})
     return root
+
+
+def row_input(row: str, mib: int) -> np.ndarray:
+    """The tensor a row sends (FP32, distinct values so a wrong copy shows)."""
+    nbytes = ROWS[row][1] or mib * (1 << 20)
+    return np.arange(nbytes // 4, dtype=np.float32)
+
+
+def on_gpu(row: str) -> bool:
+    return MODELS[ROWS[row][0]][2] == "KIND_GPU"
 
 
 def gpu_missing() -> str | None:
@@ -89,17 +141,46 @@ def backend_ns(server: Any, model: str) -> tuple[int, int]:
     return stats["success"]["count"], spent
 
 
-def measure(server: Any, client: Any, model: str, x: np.ndarray, requests: int) -> dict:
+def measure(
+    server: Any,
+    client: Any,
+    row: str,
+    x: np.ndarray,
+    requests: int,
+    window: Optional[Callable[[], Any]] = None,
+) -> dict:
+    """Backend time, client median and copies per request of ``row`` over ``requests``
+    requests after a warm-up. ``window`` (the breakdown's trace file mark) is called right
+    before and after the measured requests; its two results are the row's "window"."""
     import tritonclient.grpc as grpcclient
 
-    region_in = gpu_client.CudaRegion(client, f"bench-{model}-in", x.nbytes)
-    region_out = gpu_client.CudaRegion(client, f"bench-{model}-out", x.nbytes)
+    model = ROWS[row][0]
+    infer_input = grpcclient.InferInput("IN", list(x.shape), "FP32")
+    output = grpcclient.InferRequestedOutput("OUT")
+    regions = []
     try:
-        region_in.write(x)
-        infer_input = grpcclient.InferInput("IN", list(x.shape), "FP32")
-        infer_input.set_shared_memory(region_in.name, x.nbytes)
-        output = grpcclient.InferRequestedOutput("OUT")
-        output.set_shared_memory(region_out.name, x.nbytes)
+        if on_gpu(row):
+            region_in = gpu_client.CudaRegion(client, f"bench-{row}-in", x.nbytes)
+            regions.append(region_in)
+            region_out = gpu_client.CudaRegion(client, f"bench-{row}-out", x.nbytes)
+            regions.append(region_out)
+            region_in.write(x)
+            infer_input.set_shared_memory(region_in.name, x.nbytes)
+            output.set_shared_memory(region_out.name, x.nbytes)
+
+            def result_of(_: Any) -> np.ndarray:
+                return region_out.read(np.float32, x.size)
+
+            def clear() -> None:  # so the check below reads this request's output
+                region_out.write(np.zeros_like(x))
+        else:
+            infer_input.set_data_from_numpy(x)
+
+            def result_of(reply: Any) -> np.ndarray:
+                return reply.as_numpy("OUT")
+
+            def clear() -> None:
+                pass
 
         def once() -> float:
             t0 = time.perf_counter()
@@ -108,31 +189,36 @@ def measure(server: Any, client: Any, model: str, x: np.ndarray, requests: int) 
 
         for _ in range(5):
             once()
-        region_out.write(np.zeros_like(x))
-        once()
-        if not np.array_equal(region_out.read(np.float32, x.size), x):
-            raise AssertionError(f"{model}: the output is not the input")
+        clear()
+        reply = client.infer(model, [infer_input], outputs=[output], client_timeout=120)
+        if not np.array_equal(result_of(reply), x):
+            raise AssertionError(f"{row}: the output is not the input")
+        marks = [window()] if window else []
         count0, ns0 = backend_ns(server, model)
         copies0 = gpu_client.copies(server.metrics_url, model)
         client_s = [once() for _ in range(requests)]
         count1, ns1 = backend_ns(server, model)
         copies1 = gpu_client.copies(server.metrics_url, model)
+        marks += [window()] if window else []
     finally:
-        region_in.close()
-        region_out.close()
+        for region in regions:
+            region.close()
     n = count1 - count0
-    return {
+    result = {
         "requests": n,
         "backend_us": (ns1 - ns0) / n / 1000,
         "client_median_us": statistics.median(client_s) * 1e6,
         "copies_per_request": {d: (copies1[d] - copies0[d]) / n for d in gpu_client.DIRECTIONS},
     }
+    if marks:
+        result["window"] = marks
+    return result
 
 
-def measure_row(server: Any, client: Any, row: str, x: np.ndarray, args: Any) -> dict:
+def measure_row(server: Any, client: Any, row: str, x: np.ndarray, args: Any, **kw: Any) -> dict:
     """measure(), or the reason the row could not be measured (the others still are)."""
     try:
-        return measure(server, client, row, x, args.requests)
+        return measure(server, client, row, x, args.requests, **kw)
     except Exception as e:  # a row that fails is reported in the table, not fatal
         return {"error": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
 
@@ -140,7 +226,8 @@ def measure_row(server: Any, client: Any, row: str, x: np.ndarray, args: Any) ->
 def table(results: dict[str, dict], mib: int, requests: int) -> str:
     base = results["zero_copy"].get("backend_us")
     lines = [
-        f"GPU identity, {mib} MiB FP32, CUDA shared memory in and out, ours, "
+        f"GPU identity, {mib} MiB FP32 (zero_copy_4k: 4 KiB; cpu_tiny: KIND_CPU FP32 [16] "
+        f"over gRPC), CUDA shared memory in and out, ours, "
         f"{requests} requests per row after 5 of warm-up",
         "",
         "| row | backend µs/request | vs zero_copy | client median µs | copies/request "
@@ -166,24 +253,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--server-log", type=Path, help="append the server's log here")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="where the time goes instead (benchmarks/gpu_breakdown.py): per-stage timers "
+        "with the lending pool off and on, and the two copies measured alone",
+    )
+    parser.add_argument(
+        "--switches",
+        default="0,1",
+        help="--breakdown: the PYBACKEND_GPU_LEND_POOL values to compare (default 0,1)",
+    )
     args = parser.parse_args(argv)
+    if args.breakdown:
+        from benchmarks import gpu_breakdown
+
+        return gpu_breakdown.main(args)
     missing = gpu_missing()
     if missing:
-        print(f"gpu_identity: skipped: {missing}")
+        print(f"gpu_identity: skipped: no GPU: {missing}")
         return 0
 
     import tritonclient.grpc as grpcclient
 
     from pybackend.server import TritonServer
 
-    x = np.arange(args.mib * (1 << 20) // 4, dtype=np.float32)
     with tempfile.TemporaryDirectory(prefix="gpu-identity-") as tmp:
         server = TritonServer(write_repository(Path(tmp)), backend="ours", ready_timeout=180.0)
         try:
             with server:
                 client = grpcclient.InferenceServerClient(server.grpc_url)
                 try:
-                    results = {row: measure_row(server, client, row, x, args) for row in ROWS}
+                    results = {
+                        row: measure_row(server, client, row, row_input(row, args.mib), args)
+                        for row in ROWS
+                    }
                 finally:
                     client.close()
         finally:

@@ -10,7 +10,9 @@
 #   junit.xml    the same as JUnit XML (with the recorded device properties)
 #   servers.log  the tritonserver logs of the tests' and the benchmark's servers
 #   bench.txt    benchmarks/gpu_identity.py: 64 MiB GPU identity, zero copy vs host round trip
-#                (its table is copied into summary.txt)
+#                (its table is copied into summary.txt); with GPU_BREAKDOWN also (only) the
+#                breakdown: benchmarks/gpu_identity.py --breakdown, per-stage timers with the
+#                lending pool off and on and the two copies alone (issue 31 part 1)
 #   cpu_bench.txt  scripts/gpu_cpu_bench.sh: benchmarks.run (quick mode) ours vs the original vs
 #                native on the machine's idle cores, with nproc, load, CPU model, the original's
 #                setup (or why it could not start), the sync spin's A/B (benchmarks/spin_ab.py)
@@ -32,6 +34,11 @@
 #   GPU_CPU_BENCH_MIN=75, GPU_CPU_BENCH_CAP=150, GPU_CPU_BENCH_ARGS=--quick   the CPU benchmark
 #                            (GPU_CPU_BENCH_CAP=0 skips it); GPU_SPIN_AB=1|only|0 the spin A/B
 #                            after it, instead of it, or not (scripts/gpu_cpu_bench.sh)
+#   GPU_BREAKDOWN=0|1|only   the GPU breakdown (docs/gpu.md "Where the time goes"): not (the
+#                            default), after the GPU benchmark, or alone: then it runs right
+#                            after the build, and tests/gpu afterwards with the lending pool
+#                            on (PYBACKEND_GPU_LEND_POOL=1) if time is left; no GPU benchmark
+#                            and no CPU benchmark. GPU_BREAKDOWN_REQUESTS=200 per row
 set -u
 
 OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -143,9 +150,32 @@ step probe 90 "$OUT/env.txt" "$PY" scripts/gpu_env_probe.py
 gpu=$("$PY" -c 'import torch; print("yes" if torch.cuda.is_available() else "no")' 2>/dev/null || echo "no (no torch)")
 echo "GPU usable by torch: $gpu" >>"$SUMMARY"
 
+# ---------------------------------------------------------------- the breakdown
+# benchmarks/gpu_identity.py --breakdown into bench.txt, its tables into the summary.
+breakdown() {
+    step breakdown "$1" "$OUT/bench.txt" "$PY" -m benchmarks.gpu_identity --breakdown \
+        --requests "${GPU_BREAKDOWN_REQUESTS:-200}" --server-log "$OUT/servers.log"
+    # Only the breakdown's part of bench.txt (the GPU benchmark's table may come before it).
+    awk '/^=== breakdown:/ { on = 1; next } on' "$OUT/bench.txt" |
+        grep -E '^(GPU identity breakdown|gpu_identity|Copies alone|Stages|\|)' >>"$SUMMARY"
+    kill_ours
+}
+
 # ---------------------------------------------------------------- the tests
 if [ "$build_rc" -ne 0 ]; then
     echo "build failed: tests/gpu not run (see build.log)" >>"$SUMMARY"
+elif [ "${GPU_BREAKDOWN:-0}" = "only" ]; then
+    # The breakdown first (~1-2 minutes on the H200), then the GPU suite with the lending pool
+    # on: whether the switch can become the default (docs/gpu.md).
+    breakdown "$(($(left) - 20))"
+    echo "tests/gpu below ran with PYBACKEND_GPU_LEND_POOL=1" >>"$SUMMARY"
+    # shellcheck disable=SC2086
+    step pytest "$(($(left) - 20))" "$OUT/pytest.log" env PYBACKEND_GPU_LEND_POOL=1 "$PY" -m pytest \
+        tests/gpu -m gpu -v -rA -o junit_family=xunit1 -p no:cacheprovider --timeout=150 \
+        --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
+    grep -E '^(=+ .*(passed|failed|skipped|error|no tests ran).* =+)$' "$OUT/pytest.log" | tail -1 >>"$SUMMARY"
+    grep -E '^(FAILED|ERROR) ' "$OUT/pytest.log" >>"$SUMMARY"
+    kill_ours
 else
     # The tests leave BENCH_RESERVE seconds of the budget to the benchmark.
     # shellcheck disable=SC2086
@@ -160,6 +190,9 @@ else
         --requests "${GPU_BENCH_REQUESTS:-50}" --server-log "$OUT/servers.log"
     grep -E '^(GPU identity|gpu_identity|\|)' "$OUT/bench.txt" >>"$SUMMARY"
     kill_ours
+    if [ "${GPU_BREAKDOWN:-0}" = "1" ]; then
+        breakdown "${GPU_BREAKDOWN_CAP:-150}"
+    fi
     # ------------------------------------------------------------ the CPU benchmark
     # Last and only if time is left: the GPU results come first.
     cpu_min=${GPU_CPU_BENCH_MIN:-75} cpu_cap=${GPU_CPU_BENCH_CAP:-150}

@@ -10,6 +10,7 @@
 #include "backend/logging.h"
 #include "backend/request_encoder.h"
 #include "backend/response_writer.h"
+#include "cuda/trace.h"
 #include "ipc/codec.h"
 #include "ipc/messages/execute.h"
 
@@ -292,6 +293,7 @@ void Batch::Run() {
     if (!s_.alive()) Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
 
     ipc::ExecuteEncoder enc;
+    cuda::trace::Stage encode("exec.encode");
     try {
       Encode(enc);
     } catch (...) {
@@ -301,10 +303,12 @@ void Batch::Run() {
     // The stub returns input blocks as soon as its arrays die, often before RESULT (an
     // output that is a view of an input then costs no keepalive and no extra FREE round
     // trip); the pins keep them ours until the outputs have been copied.
+    encode.End();
     s_.ledger().Pin(ctx_.loan);
     uint64_t batch_id = inst_.next_batch_id++;
     std::string error;
     compute_start_ = NowNs();
+    cuda::trace::Stage round_trip("exec.round_trip");  // EXECUTE sent .. RESULT read
     // The stub blocks we have finished with ride in EXECUTE's freed trailer: a FREE message
     // before it cost a sendmsg here and a socket read in the stub for every batch that
     // followed one with a new output above the inline threshold.
@@ -319,6 +323,7 @@ void Batch::Run() {
     ipc::Message msg;
     StubSession::Wait wr = s_.WaitSync(ipc::MessageKind::RESULT, limit, &msg, &error, true);
     compute_end_ = NowNs();
+    round_trip.End();
     if (wr == StubSession::Wait::kTimeout) {
       s_.MarkDead("execute took longer than execute-timeout-seconds=" + std::to_string(limit_s));
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
@@ -337,7 +342,9 @@ void Batch::Run() {
       s_.MarkDead(std::string("malformed RESULT: ") + e.what());
       Throw(TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_));
     }
+    cuda::trace::Stage respond("exec.respond");
     Respond();
+    respond.End();
     ReleaseStubKeepalive();
   } catch (const BackendError& e) {
     failure = e.message();

@@ -127,6 +127,9 @@ class MemoryLedger {
                                ipc::GpuRef* ref) {
     return holds_.Allocate(device, size, where, ref);
   }
+  // The lending pool (DeviceHolds, PYBACKEND_GPU_LEND_POOL): tests switch it; its idle buffers.
+  void set_lend_pool(bool on) { holds_.set_pool(on); }
+  size_t pooled_device() { return holds_.pooled(); }
   // Frees lent device memory never handed over (or handed and freed): once; false when the
   // hold is unknown (already released).
   bool ReleaseHold(uint64_t hold) { return holds_.Release(hold); }

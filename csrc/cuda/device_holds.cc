@@ -1,9 +1,13 @@
 #include "cuda/device_holds.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "backend/logging.h"
 #include "cuda/driver.h"
+#include "cuda/trace.h"
 
 namespace pybackend::cuda {
 namespace {
@@ -31,6 +35,45 @@ CUresult HandleOf(Driver& d, CUdeviceptr ptr, ipc::GpuRef* ref, IpcCache::Mappin
 
 }  // namespace
 
+bool DeviceHolds::PoolFromEnv() {
+  const char* v = std::getenv("PYBACKEND_GPU_LEND_POOL");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+DeviceHolds::DeviceHolds() : pool_(PoolFromEnv()) {}
+
+void DeviceHolds::set_pool(bool on) {
+  std::deque<Held> idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pool_ = on;
+    if (!on) {
+      idle.swap(idle_);
+      idle_bytes_ = 0;
+      refused_.clear();
+    }
+  }
+  for (const Held& h : idle) Free(h);
+}
+
+size_t DeviceHolds::pooled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return idle_.size();
+}
+
+bool DeviceHolds::TakePooled(int device, size_t size, Held* out) {
+  // Newest first: the allocation the stub used last is the likeliest to be mapped there.
+  for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
+    if (it->device == device && it->m.size >= size && it->m.size / 2 <= size) {
+      *out = *it;
+      idle_bytes_ -= it->m.size;
+      idle_.erase(std::next(it).base());
+      return true;
+    }
+  }
+  return false;
+}
+
 DeviceHolds::Key DeviceHolds::KeyOf(const ipc::GpuRef& ref) {
   return {ref.device,
           std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size())};
@@ -57,12 +100,27 @@ bool DeviceHolds::Find(const ipc::GpuRef& ref, IpcCache::Mapping* out) {
 }
 
 bool DeviceHolds::Share(int device, const void* ptr, const std::string& where, ipc::GpuRef* ref) {
+  trace::Stage stage("input.share");
+  const std::pair<int, const void*> at{device, ptr};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pool_ && std::find(refused_.begin(), refused_.end(), at) != refused_.end()) {
+      stage.Rename("input.share_refused_known");
+      return false;
+    }
+  }
   Driver& d = Driver::Get(where);
   IpcCache::Mapping m;
   {
     ScopedDevice on(d, device, where);
     const char* failed = nullptr;
     if (HandleOf(d, reinterpret_cast<CUdeviceptr>(ptr), ref, &m, &failed) != CUDA_SUCCESS) {
+      stage.Rename("input.share_refused");
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pool_) {
+        refused_.push_back(at);
+        if (refused_.size() > kMaxRefused) refused_.pop_front();
+      }
       return false;
     }
   }
@@ -76,30 +134,48 @@ bool DeviceHolds::Share(int device, const void* ptr, const std::string& where, i
 
 CUdeviceptr DeviceHolds::Allocate(int device, size_t size, const std::string& where,
                                   ipc::GpuRef* ref) {
+  ref->owner = ipc::Owner::BACKEND;
+  ref->device = static_cast<uint32_t>(device);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Held h;
+    if (pool_ && TakePooled(device, size == 0 ? 1 : size, &h)) {
+      trace::Count("lend.pool_hit");
+      std::memcpy(ref->handle.data(), h.key.second.data(), ref->handle.size());
+      ref->offset = 0;
+      ref->hold = next_++;
+      held_[ref->hold] = h;
+      Remember(*ref, h.m);
+      return h.ptr;
+    }
+  }
   Driver& d = Driver::Get(where);
   ScopedDevice on(d, device, where);
   CUdeviceptr ptr = 0;
+  trace::Stage alloc("lend.alloc");
   d.Check(d.api().cuMemAlloc_v2(&ptr, size == 0 ? 1 : size), "cuMemAlloc", where,
           "the GPU is out of memory");
+  alloc.End();
   const char* failed = nullptr;
   IpcCache::Mapping m;
+  trace::Stage handle("lend.handle");
   CUresult rc = HandleOf(d, ptr, ref, &m, &failed);
+  handle.End();
   if (rc != CUDA_SUCCESS) {
     d.api().cuMemFree_v2(ptr);
     d.Check(rc, failed, where,
             "CUDA IPC is unavailable here; set the model parameter FORCE_CPU_ONLY_INPUT_TENSORS "
             "to \"yes\" and do not ask BLS for GPU outputs");
   }
-  ref->owner = ipc::Owner::BACKEND;
-  ref->device = static_cast<uint32_t>(device);
   std::lock_guard<std::mutex> lock(mu_);
   ref->hold = next_++;
-  held_[ref->hold] = Held{device, ptr, KeyOf(*ref)};
+  held_[ref->hold] = Held{device, ptr, KeyOf(*ref), m};
   Remember(*ref, m);
   return ptr;
 }
 
 void DeviceHolds::Free(const Held& h) {
+  trace::Stage stage("lend.free");
   try {
     Driver& d = Driver::Get("freeing GPU memory lent to a stub");
     ScopedDevice on(d, h.device, "freeing GPU memory lent to a stub");
@@ -111,28 +187,45 @@ void DeviceHolds::Free(const Held& h) {
 }
 
 bool DeviceHolds::Release(uint64_t hold) {
-  Held h;
+  std::vector<Held> freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = held_.find(hold);
     if (it == held_.end()) return false;
-    h = it->second;
+    Held h = it->second;
     held_.erase(it);
     shared_.erase(h.key);  // its order entry goes when it reaches the front
+    if (!pool_) {
+      freed.push_back(h);
+    } else {
+      // Kept for the next input; past the bounds the oldest idle ones go.
+      idle_.push_back(h);
+      idle_bytes_ += h.m.size;
+      while (idle_.size() > kPoolMaxBuffers || idle_bytes_ > kPoolMaxBytes) {
+        freed.push_back(idle_.front());
+        idle_bytes_ -= idle_.front().m.size;
+        idle_.pop_front();
+      }
+    }
   }
-  Free(h);
+  for (const Held& h : freed) Free(h);
   return true;
 }
 
 void DeviceHolds::ReleaseAll() {
-  std::unordered_map<uint64_t, Held> all;
+  std::vector<Held> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    all.swap(held_);
+    for (const auto& [hold, h] : held_) all.push_back(h);
+    all.insert(all.end(), idle_.begin(), idle_.end());
+    held_.clear();
+    idle_.clear();
+    idle_bytes_ = 0;
     shared_.clear();
     shared_order_.clear();
+    refused_.clear();
   }
-  for (const auto& [hold, h] : all) Free(h);
+  for (const Held& h : all) Free(h);
 }
 
 size_t DeviceHolds::size() {

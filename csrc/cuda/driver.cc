@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "backend/error.h"
+#include "cuda/trace.h"
 
 namespace pybackend::cuda {
 namespace {
@@ -140,6 +141,11 @@ const char* DirectionLabel(Direction d) {
 void Copy(Driver& driver, int device, Direction dir, void* dst, const void* src, size_t size,
           const std::string& where) {
   if (size == 0) return;
+  // The stages of the GPU trace (cuda/trace.h), by direction.
+  static constexpr const char* kEnqueue[] = {"copy.d2d.enqueue", "copy.d2h.enqueue",
+                                             "copy.h2d.enqueue"};
+  static constexpr const char* kSync[] = {"copy.d2d.sync", "copy.d2h.sync", "copy.h2d.sync"};
+  trace::Stage enqueue(kEnqueue[static_cast<int>(dir)]);
   CUstream stream = driver.Stream(device, where);
   ScopedDevice on(driver, device, where);
   const DriverApi& a = driver.api();
@@ -156,6 +162,8 @@ void Copy(Driver& driver, int device, Direction dir, void* dst, const void* src,
       driver.Check(a.cuMemcpyHtoDAsync_v2(d, src, size, stream), "cuMemcpyHtoDAsync", where);
       break;
   }
+  enqueue.End();
+  trace::Stage sync(kSync[static_cast<int>(dir)]);
   driver.Check(a.cuStreamSynchronize(stream), "cuStreamSynchronize", where);
 }
 

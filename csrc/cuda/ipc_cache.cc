@@ -4,6 +4,7 @@
 
 #include "backend/logging.h"
 #include "cuda/driver.h"
+#include "cuda/trace.h"
 
 namespace pybackend::cuda {
 
@@ -25,7 +26,9 @@ void IpcCache::With(const ipc::GpuRef& ref, const std::string& where,
   Key key{ref.device,
           std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size())};
   auto it = open_.find(key);
+  if (it != open_.end()) trace::Count("ipc_cache.hit");
   if (it == open_.end()) {
+    trace::Stage stage("ipc_cache.open");
     CUipcMemHandle handle;
     std::memcpy(handle.reserved, ref.handle.data(), sizeof(handle.reserved));
     Mapping m;
@@ -43,6 +46,7 @@ void IpcCache::With(const ipc::GpuRef& ref, const std::string& where,
         driver.Check(rc, "cuMemGetAddressRange", where);
       }
     }
+    stage.End();  // what follows is bookkeeping, and evictions (closes) when over the bounds
     it = open_.emplace(key, m).first;
     order_.push_back(key);
     bytes_ += m.size;

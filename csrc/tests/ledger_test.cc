@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/memory_ledger.h"
+#include "cuda/driver.h"
 #include "ipc/channel.h"
 #include "ipc/codec.h"
 #include "ipc/protocol.h"
@@ -64,9 +65,17 @@ struct FakeCuda {
         dlsym(lib, "cuMemAlloc_v2"));
     f.free = reinterpret_cast<int (*)(unsigned long long)>(  // NOLINT(runtime/int)
         dlsym(lib, "cuMemFree_v2"));
+    f.calls = reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_calls"));
     return f;
   }
-  bool ok() const { return live && frees && open && alloc && free; }
+  void (*calls)(char*, size_t) = nullptr;
+  bool ok() const { return live && frees && open && alloc && free && calls; }
+  // The driver calls made since the last Calls() (context pushes and pops left out).
+  std::string Calls() const {
+    char buf[2048];
+    calls(buf, sizeof(buf));
+    return buf;
+  }
 };
 
 }  // namespace
@@ -216,6 +225,79 @@ static void TestDeviceMemory(const FakeCuda& cuda) {
   EXPECT(cuda.free(stub_mem) == 0);  // the stub's allocator frees its own memory
 }
 
+// What the backend does for one GPU input it cannot share (a client's CUDA shared memory:
+// request_encoder.cc's EncodeGpuInput), then the stub's FREE of the hold once the request is
+// done. Returns the hold's handle bytes (the stub maps by handle).
+static std::string LendOneInput(MemoryLedger& ledger, const void* client, size_t size) {
+  ipc::GpuRef ref;
+  EXPECT(!ledger.ShareDevice(0, client, "test", &ref));
+  cuda::CUdeviceptr copy = ledger.LendDevice(0, size, "test", &ref);
+  cuda::Copy(cuda::Driver::Get("test"), 0, cuda::Direction::kDeviceToDevice,
+             reinterpret_cast<void*>(copy), client, size, "test");
+  EXPECT(std::memcmp(reinterpret_cast<const void*>(copy), client, size) == 0);
+  EXPECT(StubFrees(ledger, {{ipc::GPU_HOLD_SEG, ref.hold}}) == 0);
+  return std::string(reinterpret_cast<const char*>(ref.handle.data()), ref.handle.size());
+}
+
+// The driver calls of a GPU input copied into lent memory, request after request: without
+// the lending pool (the default) each request allocates, exports and frees its buffer; with
+// it (PYBACKEND_GPU_LEND_POOL=1) the second request reuses the first one's allocation and
+// handle (so the stub's cached mapping is hit), does not try to share the client's memory
+// again, and makes only the copy and its sync.
+static void TestLendPoolCalls(const FakeCuda& cuda) {
+  std::vector<char> client(4096, 7);  // not an allocation of the driver's: not shareable
+  const std::string per_request =
+      "cuMemGetAddressRange cuMemAlloc cuMemGetAddressRange cuIpcGetMemHandle "
+      "cuMemcpyDtoDAsync cuStreamSynchronize cuMemFree";
+  {
+    MemoryLedger ledger = NewLedger();
+    ledger.set_lend_pool(false);
+    cuda.Calls();
+    LendOneInput(ledger, client.data(), client.size());
+    EXPECT(cuda.Calls() == per_request);
+    LendOneInput(ledger, client.data(), client.size());
+    EXPECT(cuda.Calls() == per_request);
+    EXPECT(ledger.pooled_device() == 0);
+  }
+  const int live = cuda.live();
+  {
+    MemoryLedger ledger = NewLedger();
+    ledger.set_lend_pool(true);
+    cuda.Calls();
+    std::string first = LendOneInput(ledger, client.data(), client.size());
+    EXPECT(cuda.Calls() ==
+           "cuMemGetAddressRange cuMemAlloc cuMemGetAddressRange cuIpcGetMemHandle "
+           "cuMemcpyDtoDAsync cuStreamSynchronize");
+    EXPECT(ledger.pooled_device() == 1 && cuda.live() == live + 1);
+    std::string second = LendOneInput(ledger, client.data(), client.size());
+    // Not even the share attempt: the client's pointer was refused before.
+    EXPECT(cuda.Calls() == "cuMemcpyDtoDAsync cuStreamSynchronize");
+    EXPECT(second == first);  // the same allocation and handle: the stub's mapping is reused
+    // A smaller input (at least half the size) reuses it too; a much smaller one does not.
+    EXPECT(LendOneInput(ledger, client.data(), 3000) == first);
+    cuda.Calls();
+    EXPECT(LendOneInput(ledger, client.data(), 100) != first);
+    EXPECT(cuda.Calls().find("cuMemAlloc") != std::string::npos);
+    EXPECT(ledger.pooled_device() == 2 && ledger.device_holds() == 0);
+    // Bounded: past kPoolMaxBuffers idle buffers the oldest are freed.
+    std::vector<ipc::GpuRef> refs(cuda::DeviceHolds::kPoolMaxBuffers + 3);
+    for (auto& r : refs) ledger.LendDevice(0, 1 << 20, "test", &r);
+    for (auto& r : refs) EXPECT(ledger.ReleaseHold(r.hold));
+    EXPECT(ledger.pooled_device() == cuda::DeviceHolds::kPoolMaxBuffers);
+    EXPECT(cuda.live() == live + static_cast<int>(cuda::DeviceHolds::kPoolMaxBuffers));
+    // A hold comes back once only, pooled or not.
+    EXPECT(!ledger.ReleaseHold(refs[0].hold));
+    // Switched off: the idle buffers are freed at once.
+    ledger.set_lend_pool(false);
+    EXPECT(ledger.pooled_device() == 0 && cuda.live() == live);
+    ledger.set_lend_pool(true);
+    ipc::GpuRef kept;
+    ledger.LendDevice(0, 4096, "test", &kept);
+    EXPECT(ledger.ReleaseHold(kept.hold) && ledger.pooled_device() == 1);
+  }
+  EXPECT(cuda.live() == live);  // teardown frees the pool
+}
+
 // The session ends (stub exited, crashed or restarted): nothing of either side is left.
 static void TestTeardown(const FakeCuda& cuda) {
   const int live = cuda.live();
@@ -254,6 +336,7 @@ int main() {
   if (cuda.ok()) {
     TestDeviceMemory(cuda);
     TestTeardown(cuda);
+    TestLendPoolCalls(cuda);
   }
   if (g_failures == 0) std::printf("ledger_test: all passed\n");
   return g_failures == 0 ? 0 : 1;

@@ -17,6 +17,7 @@ import numpy as np
 from ..ipc import codec
 from ..ipc.codec import ProtocolError, ResponseDesc, ResultDesc
 from ..ipc.protocol import ResultKind
+from ..utils import gpu_trace
 from ..utils.errors import ErrorCode
 from ..utils.request import (
     TRITONSERVER_REQUEST_RELEASE_ALL,
@@ -197,6 +198,8 @@ class Dispatcher:
         the outputs (it pins them until then), with no FREE message of their own."""
         st = self.state
         st.sync_calls = True
+        if gpu_trace.ON:
+            t0 = gpu_trace.now()
         try:
             result = self._execute(body)
         except BaseException:
@@ -205,6 +208,8 @@ class Dispatcher:
         finally:
             st.sync_calls = False
         self.ledger.settle(result)
+        if gpu_trace.ON:
+            gpu_trace.record("execute.total", t0)
         return result
 
     def _execute(self, body: memoryview) -> bytearray:
@@ -220,7 +225,11 @@ class Dispatcher:
         mark = self.state.async_.sent
         self._open = []
         try:
+            if gpu_trace.ON:
+                t0 = gpu_trace.now()
             ret = execute(requests)
+            if gpu_trace.ON:
+                gpu_trace.record("execute.model", t0)
             if type(ret) is not list and isinstance(ret, _COROUTINE_TYPES):
                 if self.decoupled or self.async_exec.background_default_mode:
                     # In the background: RESULT leaves every request open for its sender.

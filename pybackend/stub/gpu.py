@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..ipc.codec import GpuRef
 from ..ipc.protocol import Owner
-from ..utils import cuda_driver
+from ..utils import cuda_driver, gpu_trace
 from ..utils.cuda_driver import CudaError
 from ..utils.dlpack import KDL_CUDA, DeviceBuffer
 
@@ -27,6 +28,11 @@ IPC_UNAVAILABLE = (
     "shared IPC namespace and for memory from virtual-memory or stream-ordered allocators "
     "(e.g. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)."
 )
+
+
+# The backend's lending pool (csrc/cuda/device_holds.h): "1" in tritonserver's environment,
+# which the stub inherits, on both sides at once.
+LEND_POOL_ENV = "PYBACKEND_GPU_LEND_POOL"
 
 
 class GpuHolds:
@@ -48,9 +54,16 @@ class GpuHolds:
         backend's own handle (owner BACKEND): memory a process imported cannot be exported
         again, and the backend needs no mapping to read its own memory."""
         drv = cuda_driver.driver()
+        if gpu_trace.ON:
+            t0 = gpu_trace.now()
         try:
-            base, _ = drv.address_range(buf.device_id, buf.ptr)
+            # A tensor at the start of the backend's memory (an input returned as it is, the
+            # zero-copy identity) is found without a driver call: its mapping's base is it.
+            base = buf.ptr
             theirs = self._mappings.find(base)
+            if theirs is None:
+                base, _ = drv.address_range(buf.device_id, buf.ptr)
+                theirs = self._mappings.find(base)
             if theirs is not None:
                 owner, device, handle = int(Owner.BACKEND), theirs[0], theirs[1]
             else:
@@ -63,6 +76,9 @@ class GpuHolds:
                 self._warned = True
                 self._warn(IPC_UNAVAILABLE.format(error=e))
             return None
+        if gpu_trace.ON:
+            mine = owner == Owner.STUB
+            gpu_trace.record("output.share" if mine else "output.share_backend", t0)
         hold = next(self._ids)
         with self._lock:
             self._holds[hold] = buf
@@ -92,14 +108,20 @@ class GpuMappings:
     idle mappings beyond MAX_IDLE_BYTES or MAX_OPEN go, oldest first (a mapping keeps
     Triton's allocation from returning to the driver even after Triton freed it). Memory
     lent for one tensor (a hold) is mapped for that tensor and closed, then returned to the
-    backend with ``give_back(hold)``, when the tensor dies.
+    backend with ``give_back(hold)``, when the tensor dies; under the backend's lending pool
+    (``keep_lent``: PYBACKEND_GPU_LEND_POOL=1, csrc/cuda/device_holds.h) the backend lends
+    the same allocations again, so their mappings are cached like Triton's memory instead
+    (the hold still goes back when the tensor dies).
     """
 
     MAX_OPEN = 64
     MAX_IDLE_BYTES = 256 << 20
 
-    def __init__(self, give_back: Callable[[int], None]) -> None:
+    def __init__(self, give_back: Callable[[int], None], keep_lent: Optional[bool] = None) -> None:
         self._give_back = give_back
+        if keep_lent is None:
+            keep_lent = os.environ.get(LEND_POOL_ENV) == "1"
+        self.keep_lent = keep_lent
         # Cached mappings of Triton's memory, oldest use first: key -> base here
         self._open: "collections.OrderedDict[Tuple[int, bytes], int]" = collections.OrderedDict()
         self._users: Dict[int, int] = {}  # base -> live tensors over a cached mapping
@@ -120,7 +142,13 @@ class GpuMappings:
         device = cuda_driver.to_local(ref.device)
         if ref.hold == 0:
             return self._cached(drv, device, ref, nbytes)
+        if self.keep_lent:
+            return self._cached(drv, device, ref, nbytes, ref.hold)
+        if gpu_trace.ON:
+            t0 = gpu_trace.now()
         base = drv.open_ipc(device, bytes(ref.handle))
+        if gpu_trace.ON:
+            gpu_trace.record("map.open_lent", t0)
         self._bases[base] = (ref.device, bytes(ref.handle))
         hold = ref.hold
         give_back = self._give_back
@@ -129,29 +157,52 @@ class GpuMappings:
         def release() -> None:
             bases.pop(base, None)
             try:
+                if gpu_trace.ON:
+                    t0 = gpu_trace.now()
                 drv.close_ipc(device, base)
+                if gpu_trace.ON:
+                    gpu_trace.record("map.close_lent", t0)
             finally:
                 give_back(hold)
 
         return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device, release=release)
 
-    def _cached(self, drv: Any, device: int, ref: GpuRef, nbytes: int) -> DeviceBuffer:
+    def _cached(
+        self, drv: Any, device: int, ref: GpuRef, nbytes: int, hold: int = 0
+    ) -> DeviceBuffer:
+        """A buffer over a cached mapping; ``hold``: lent memory, given back when the buffer
+        dies (the mapping stays)."""
         key = (device, bytes(ref.handle))
         with self._lock:
             base = self._open.get(key)
             if base is None:
+                if gpu_trace.ON:
+                    t0 = gpu_trace.now()
                 base = drv.open_ipc(device, key[1])
+                if gpu_trace.ON:
+                    gpu_trace.record("map.open", t0)
                 self._open[key] = base
                 self._bases[base] = (ref.device, key[1])
                 self._sizes[base] = drv.address_range(device, base)[1]
                 self._users[base] = 0
             else:
+                if gpu_trace.ON:
+                    gpu_trace.count("map.hit")
                 self._open.move_to_end(key)
             self._users[base] += 1
             self._trim(drv)
-        return DeviceBuffer(
-            base + ref.offset, nbytes, KDL_CUDA, device, release=lambda: self._unuse(drv, base)
-        )
+        if not hold:
+            release: Callable[[], None] = lambda: self._unuse(drv, base)  # noqa: E731
+        else:
+            give_back = self._give_back
+
+            def release() -> None:
+                try:
+                    self._unuse(drv, base)
+                finally:
+                    give_back(hold)
+
+        return DeviceBuffer(base + ref.offset, nbytes, KDL_CUDA, device, release=release)
 
     def _unuse(self, drv: Any, base: int) -> None:
         with self._lock:

@@ -66,15 +66,22 @@ def _check_device(device: Tuple[int, int]) -> None:
 def _gpu_capsule(obj: Any, device_id: int) -> Any:
     """``obj.__dlpack__`` for a CUDA producer, its work complete: the producer orders it
     before our proxy stream, which we then wait for (spec §6.4)."""
-    from . import cuda_driver
+    from . import cuda_driver, gpu_trace
 
     drv = cuda_driver.driver()
     stream = drv.proxy_stream(device_id)
+    if gpu_trace.ON:
+        t0 = gpu_trace.now()
     try:
         capsule = obj.__dlpack__(stream=stream)
     except (BufferError, RuntimeError, ValueError, TypeError) as e:
         raise TritonModelException(f"DLPack tensor could not be exported: {e}") from None
+    if gpu_trace.ON:
+        t1 = gpu_trace.now()
+        gpu_trace.record("from_dlpack.export", t0, t1)
     drv.sync_stream(device_id, stream)
+    if gpu_trace.ON:
+        gpu_trace.record("from_dlpack.sync", t1)
     return capsule
 
 

@@ -7,6 +7,7 @@ refuses)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,3 +23,28 @@ def test_native_units(tmp_path: Path, target: str) -> None:
     run = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"{target}: all passed" in run.stdout
+    if target == "ledger_test":
+        # The GPU trace (csrc/cuda/trace.h): off, nothing is written; with
+        # PYBACKEND_GPU_TRACE=<file> every timed stage of the lending-pool test is a line.
+        assert_gpu_trace(program, tmp_path)
+
+
+def assert_gpu_trace(program: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.txt"
+    env = {k: v for k, v in os.environ.items() if k != "PYBACKEND_GPU_TRACE"}
+    subprocess.run([str(program)], capture_output=True, text=True, timeout=120, env=env)
+    assert not trace.exists()
+    env["PYBACKEND_GPU_TRACE"] = str(trace)
+    run = subprocess.run([str(program)], capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    stages: dict = {}
+    for line in trace.read_text().splitlines():
+        tag, side, stage, ns = line.split(" ")
+        assert (tag, side) == ("pbtrace", "backend") and int(ns) >= 0
+        stages[stage] = stages.get(stage, 0) + 1
+    expected = ["input.share_refused", "lend.alloc", "lend.handle", "lend.free"]
+    expected += ["copy.d2d.enqueue", "copy.d2d.sync", "ipc_cache.open", "ipc_cache.hit"]
+    for stage in expected:
+        assert stages.get(stage, 0) >= 1, (stage, stages)
+    assert stages["lend.pool_hit"] >= 2, stages  # the second and third lent inputs
+    assert stages["input.share_refused_known"] >= 2, stages  # the client's pointer again

@@ -393,3 +393,87 @@ def test_lent_gpu_memory_is_unmapped_and_its_hold_queued_when_the_tensor_dies(
     del lent
     gc.collect()
     assert list(led.queue) == [(GPU_HOLD_SEG, 31)] and driver.closed == [driver.base]
+
+
+class CountingDriver(FakeDriver):
+    """FakeDriver that counts the mappings it opens (each one costs a cuIpcOpenMemHandle)."""
+
+    def __init__(self, base: int) -> None:
+        super().__init__(base)
+        self.opened: list = []
+
+    def open_ipc(self, device: int, handle: bytes) -> int:
+        self.opened.append(handle)
+        return self.base
+
+
+@pytest.mark.parametrize("keep_lent", [False, True])
+def test_lent_gpu_memory_mapped_per_request_or_kept_under_the_lending_pool(
+    parts, keep_lent
+) -> None:
+    """Two requests lent the same allocation (the backend's lending pool reuses it, same
+    handle): without PYBACKEND_GPU_LEND_POOL each maps and unmaps it; with it the mapping is
+    opened once and kept, and each hold still goes back when its tensor dies."""
+    st, _, _, _ = parts
+    host = np.zeros(256, np.uint8)
+    drv = CountingDriver(host.ctypes.data)
+    old = cuda_driver.use_driver(drv)
+    try:
+        led = st.ledger
+        led.gpu_maps.keep_lent = keep_lent
+        for hold in (41, 42):
+            lent = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, hold, b"L" * 64, 0), 16)
+            assert lent.ptr == drv.base
+            assert led.gpu_maps.find(drv.base) == (0, b"L" * 64)  # an output view goes back
+            del lent
+            gc.collect()
+            assert list(led.queue)[-1] == (GPU_HOLD_SEG, hold)
+        assert list(led.queue) == [(GPU_HOLD_SEG, 41), (GPU_HOLD_SEG, 42)]
+        if keep_lent:
+            assert drv.opened == [b"L" * 64] and drv.closed == []
+            assert len(led.gpu_maps) == 1
+            led.gpu_maps.close()
+            assert drv.closed == [drv.base]
+        else:
+            assert drv.opened == [b"L" * 64] * 2 and drv.closed == [drv.base] * 2
+            assert len(led.gpu_maps) == 0
+    finally:
+        cuda_driver.use_driver(old)
+
+
+def test_the_lending_pool_is_read_from_the_environment(monkeypatch) -> None:
+    from pybackend.stub.gpu import LEND_POOL_ENV, GpuMappings
+
+    monkeypatch.delenv(LEND_POOL_ENV, raising=False)
+    assert GpuMappings(lambda hold: None).keep_lent is False
+    monkeypatch.setenv(LEND_POOL_ENV, "1")
+    assert GpuMappings(lambda hold: None).keep_lent is True
+    monkeypatch.setenv(LEND_POOL_ENV, "0")
+    assert GpuMappings(lambda hold: None).keep_lent is False
+
+
+def test_an_output_at_the_start_of_backend_memory_is_shared_without_a_driver_call(parts) -> None:
+    """The zero-copy identity returns its lent input as it is: the output's pointer is the
+    mapping's base, so no cuMemGetAddressRange; a view further in still asks the driver."""
+    st, _, _, _ = parts
+    host = np.zeros(256, np.uint8)
+    calls: list = []
+
+    class Driver(CountingDriver):
+        def address_range(self, device: int, ptr: int):
+            calls.append(ptr)
+            return super().address_range(device, ptr)
+
+    drv = Driver(host.ctypes.data)
+    old = cuda_driver.use_driver(drv)
+    try:
+        led = st.ledger
+        lent = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 7, b"L" * 64, 0), 64)
+        ref = led.share_gpu(DeviceBuffer(lent.ptr, 64, KDL_CUDA, 0))
+        assert ref is not None and calls == []
+        assert (ref.owner, ref.handle, ref.offset) == (int(Owner.BACKEND), b"L" * 64, 0)
+        ref = led.share_gpu(DeviceBuffer(lent.ptr + 16, 16, KDL_CUDA, 0))
+        assert ref is not None and calls == [lent.ptr + 16]
+        assert (ref.owner, ref.offset) == (int(Owner.BACKEND), 16)
+    finally:
+        cuda_driver.use_driver(old)

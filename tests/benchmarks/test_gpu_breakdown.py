@@ -1,0 +1,151 @@
+"""The GPU breakdown's CPU parts (benchmarks/gpu_breakdown.py, gpu_copy_floor.py): the trace
+lines aggregated into the tables, the copy floor run end to end on the fake libcuda.so.1
+(csrc/tests/fake_cuda.cc), and every entry point saying "no GPU" and exiting 0 here. The
+numbers themselves are measured on a GPU only (scripts/gpu_check.sh, GPU_BREAKDOWN)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "ipc"))
+
+from benchmarks import gpu_breakdown, gpu_copy_floor  # noqa: E402
+
+TRACE = """pbtrace backend exec.encode 30000
+pbtrace backend input.share_refused 2000
+pbtrace backend lend.alloc 50000
+pbtrace backend copy.d2d.enqueue 4000
+pbtrace backend copy.d2d.sync 20000
+pbtrace stub map.open_lent 100000
+pbtrace stub execute.model 40000
+pbtrace stub execute.total 200000
+pbtrace backend exec.round_trip 260000
+pbtrace backend copy.d2d.enqueue 4000
+pbtrace backend copy.d2d.sync 22000
+pbtrace backend exec.respond 40000
+pbtrace stub map.hit 0
+not a trace line
+pbtrace backend something.new 1000
+"""
+
+
+def test_trace_lines_become_stages_per_request_in_request_order() -> None:
+    stages = gpu_breakdown.parse_trace(TRACE)
+    assert stages[("backend", "copy.d2d.sync")] == [20000, 22000]
+    assert ("stub", "map.hit") in stages and len(stages) == 12
+    rows = gpu_breakdown.stage_rows(stages, requests=1)
+    order = [(r["side"], r["stage"]) for r in rows]
+    assert order[0] == ("backend", "exec.encode")
+    assert order.index(("backend", "exec.round_trip")) < order.index(("stub", "execute.total"))
+    assert order[-1] == ("backend", "something.new")  # unknown stages last, still shown
+    sync = next(r for r in rows if r["stage"] == "copy.d2d.sync")
+    assert sync["events_per_request"] == 2 and sync["us_per_request"] == 42.0
+    table = gpu_breakdown.stage_table("title", rows, stages, 1)
+    assert "| both | protocol | 1.00 | 60.0 |" in table  # round trip - the stub's turn
+
+
+def _row(backend_us: float) -> dict:
+    return {
+        "requests": 50,
+        "backend_us": backend_us,
+        "client_median_us": backend_us + 100,
+        "copies_per_request": {"d2d": 2.0, "d2h": 0.0, "h2d": 0.0},
+    }
+
+
+def test_the_summary_compares_with_the_copies_alone_and_the_cpu_tiny_row() -> None:
+    results = {
+        "0": {
+            "plain": {"zero_copy": _row(1000), "zero_copy_4k": _row(150), "cpu_tiny": _row(100)},
+            "traced": {"zero_copy": {**_row(1100), "stages": gpu_breakdown.parse_trace(TRACE)}},
+        },
+        "1": {"plain": {"zero_copy": {"error": "RuntimeError: boom"}}, "traced": {}},
+    }
+    floors = {64 << 20: {"two_dtod": 200.0, "two_async_synced": 210.0,
+                         "two_async_one_sync": 205.0, "idle_sync": 3.0}}  # fmt: skip
+    args = SimpleNamespace(mib=64, requests=50)
+    text = gpu_breakdown.report(results, floors, args)
+    assert "| 0 | zero_copy | 1000 | 1100 | 1100 | 2, 0, 0 | 200 | 5.00x the copies" in text
+    assert "| 0 | zero_copy_4k | 150 |" in text and "1.50x cpu_tiny (goal <= 1.2x)" in text
+    assert "| 1 | zero_copy | failed: RuntimeError: boom |" in text
+    assert "| 1 | cpu_tiny | failed: not run |" in text
+    assert "Stages, PYBACKEND_GPU_LEND_POOL=0, zero_copy (timers on):" in text
+    assert "| 67108864 | 200.0 | 210.0 | 205.0 | 3.0 |" in text
+
+
+def test_without_a_gpu_every_entry_point_says_so_and_exits_0(tmp_path: Path) -> None:
+    from benchmarks import gpu_identity
+
+    if gpu_identity.gpu_missing() is None:
+        pytest.skip("a GPU is usable here: the entry points would measure")
+    md = tmp_path / "breakdown.md"
+    for argv in (
+        ["-m", "benchmarks.gpu_identity", "--breakdown", "--markdown", str(md)],
+        ["-m", "benchmarks.gpu_identity"],
+        ["-m", "benchmarks.gpu_copy_floor", "--library", str(tmp_path / "no-libcuda.so")],
+    ):
+        done = subprocess.run(
+            [sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert "no GPU" in done.stdout, done.stdout
+    assert "no GPU" in md.read_text() and "nothing measured" in md.read_text()
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_the_copy_floor_runs_end_to_end_on_the_fake_driver(tmp_path: Path) -> None:
+    from native_build import build_native_target
+
+    build_native_target(tmp_path, "fake_cuda")
+    fake = tmp_path / "build" / "fake_cuda" / "libcuda.so.1"
+    results = gpu_copy_floor.measure([4096, 1 << 20], reps=3, warmup=1, library=str(fake))
+    assert set(results) == {4096, 1 << 20}
+    for r in results.values():
+        assert set(r) == {"two_dtod", "two_async_synced", "two_async_one_sync", "idle_sync"}
+        assert all(v >= 0 for v in r.values())
+
+
+@pytest.mark.timeout(300)
+def test_the_timers_of_both_sides_reach_the_breakdown_through_a_real_server(
+    tmp_path: Path,
+) -> None:
+    """The breakdown's server run on the CPU row (our backend in the real tritonserver): the
+    backend's and the stub's lines of the measured requests only, one per stage a request
+    meets, and the pool switch in the environment of both."""
+    args = SimpleNamespace(mib=64, requests=6, server_log=None)
+    trace = tmp_path / "trace.txt"
+    results = gpu_breakdown._run_server(args, "1", trace, ("cpu_tiny",))
+    r = results["cpu_tiny"]
+    assert "error" not in r, r
+    assert r["requests"] == 6 and r["copies_per_request"] == {"d2d": 0, "d2h": 0, "h2d": 0}
+    per_request = {k: len(v) / 6 for k, v in r["stages"].items()}
+    for key in (("backend", "exec.encode"), ("backend", "exec.round_trip"),
+                ("backend", "exec.respond"), ("stub", "execute.total"),
+                ("stub", "execute.model")):  # fmt: skip
+        assert per_request.get(key) == 1, (key, per_request)
+    # The warm-up's requests wrote theirs too, outside the window.
+    assert len(gpu_breakdown.parse_trace(trace.read_text())[("stub", "execute.model")]) == 12
+    # No timers when off: the plain server writes nothing.
+    plain = gpu_breakdown._run_server(args, "0", None, ("cpu_tiny",))["cpu_tiny"]
+    assert "stages" not in plain and plain["requests"] == 6
+
+
+def test_a_server_that_cannot_start_fails_its_rows_only(tmp_path: Path, monkeypatch) -> None:
+    def broken(*args: object, **kw: object) -> dict:
+        raise RuntimeError("tritonserver exited during startup")
+
+    monkeypatch.setattr(gpu_breakdown, "_measure_server", broken)
+    args = SimpleNamespace(mib=64, requests=6, server_log=None)
+    got = gpu_breakdown._run_server(args, "1", None, ("zero_copy", "cpu_tiny"))
+    assert got == {
+        row: {"error": "RuntimeError: tritonserver exited during startup"}
+        for row in ("zero_copy", "cpu_tiny")
+    }
