@@ -97,6 +97,13 @@ def test_a_transposed_tensor_is_refused(server):
     assert "OUT_INT64" not in result.outputs
 
 
+def test_a_column_is_contiguous_whatever_its_size_1_stride(server):
+    # torch exports strides (1, 6) for this (6, 1) view: a size-1 dimension's stride is free.
+    result = ask(server, "column", {"INT64": np.arange(1, 7, dtype=np.int64)})
+    assert text_output(result, "TEXT") == "taken"
+    assert result.outputs["OUT_INT64"].tolist() == [1, 2, 3, 4, 5, 6]
+
+
 # What the views hold: [1..6][::2] and every second row of [1..6] as rows of 2.
 VIEWS = {"strided": [1, 3, 5], "rows": [1, 2, 5, 6]}
 

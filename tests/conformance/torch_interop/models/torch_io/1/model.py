@@ -16,6 +16,8 @@ add_protocol  the same through torch.from_dlpack(input)
 strided       Tensor.from_dlpack of torch.from_dlpack(input)[::2]          (non-contiguous:
 transposed    ... of the input as 2 rows, transposed                        TEXT says whether
 rows          ... of the input as rows of 2, every second row               it was taken)
+column        ... of the input as one row, transposed: a column, contiguous to torch (strides
+              (1, 6) for shape (6, 1): a size-1 dimension's stride says nothing)
 """
 
 import numpy as np
@@ -34,6 +36,8 @@ def non_contiguous(mode, tensor):
         return tensor[::2]
     if mode == "transposed":
         return tensor.reshape(2, -1).T
+    if mode == "column":
+        return tensor.reshape(1, -1).T
     return tensor.reshape(-1, 2)[::2]  # rows
 
 
@@ -52,7 +56,7 @@ class TritonPythonModel:
             return pb_utils.InferenceResponse(kept)
         if mode == "kept_answers":
             return pb_utils.InferenceResponse(self.answered)
-        if mode in ("strided", "transposed", "rows"):
+        if mode in ("strided", "transposed", "rows", "column"):
             return self.try_non_contiguous(mode, request)
         outputs = []
         kept = []
