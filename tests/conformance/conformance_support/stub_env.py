@@ -23,10 +23,15 @@ TORCH_MISSING = "torch not installed in this stub environment"
 
 def stub_python() -> str:
     """The interpreter the selected backend's stubs run with: the original's is the first
-    `python3` on PATH, `.venv-orig`'s (pybackend.server puts it there); ours follows the
-    backend's order (PYBACKEND_PYTHON, the `python_executable` file next to the library)."""
+    `python3` on PATH, `.venv-orig`'s (pybackend.server puts it there)."""
     if is_original():
         return str(locate.original_venv() / "bin" / "python3")
+    return our_stub_python()
+
+
+def our_stub_python() -> str:
+    """Our stubs' interpreter, in the backend's order: PYBACKEND_PYTHON, the
+    `python_executable` file next to the library, else this one."""
     if os.environ.get("PYBACKEND_PYTHON"):
         return os.environ["PYBACKEND_PYTHON"]
     record = locate.our_backend_dir() / "python" / "python_executable"
@@ -35,13 +40,15 @@ def stub_python() -> str:
 
 
 @functools.cache
-def stub_can_import(module: str) -> bool:
-    """Whether the stubs' interpreter finds `module` (a lookup, not an import: cheap)."""
+def can_import(python: str, module: str) -> bool:
+    """Whether `python` finds `module` (a lookup, not an import: cheap)."""
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    done = subprocess.run([stub_python(), "-c", probe], capture_output=True, timeout=60)
+    done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60)
     return done.returncode == 0
 
 
-def needs_torch() -> pytest.MarkDecorator:
-    """`pytestmark = needs_torch()`: the module's models import torch."""
-    return pytest.mark.skipif(not stub_can_import("torch"), reason=TORCH_MISSING)
+def needs_torch(python: str | None = None) -> pytest.MarkDecorator:
+    """`pytestmark = needs_torch()`: the module's models import torch; `python` the stubs'
+    interpreter where it is not the selected backend's."""
+    found = can_import(python or stub_python(), "torch")
+    return pytest.mark.skipif(not found, reason=TORCH_MISSING)
