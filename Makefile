@@ -7,6 +7,8 @@
 #             (nvidia-pytriton, installed without its dependencies) and this package (editable)
 # .venv-orig  numpy<2 (and ml_dtypes): what NVIDIA's original stub finds first on PATH (it breaks
 #             with numpy 2); our stub runs the conformance suite in it too (numpy 1.x, UV-21)
+# Both get torch's CPU build from a local wheel where there is one (scripts/install_torch_cpu.sh,
+# TORCH_WHEELS): the torch cases of the suite skip where it is missing.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -49,7 +51,9 @@ $(VENV)/.deps-installed: pyproject.toml
 	$(PIP) install --no-deps nvidia-pytriton==$(PYTRITON_VERSION)
 	touch $@
 
+# torch outside the stamp: an environment made before it gets it too (a no-op once there).
 venv: $(VENV)/.deps-installed
+	scripts/install_torch_cpu.sh $(VENV)
 
 # The original stub comes from the wheel in $(VENV), hence the order.
 $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
@@ -59,6 +63,7 @@ $(ORIG_VENV)/.deps-installed: | $(VENV)/.deps-installed
 	touch $@
 
 venv-orig: $(ORIG_VENV)/.deps-installed
+	scripts/install_torch_cpu.sh $(ORIG_VENV)
 
 # nvidia-pytriton with its real dependencies (numpy<2, pyzmq, ...), for the bind() benchmark
 # against PyTriton itself (benchmarks/pytriton_bench.py) and for `make test`'s numpy-1 run of

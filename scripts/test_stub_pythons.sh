@@ -4,6 +4,8 @@
 # For each version whose interpreter (python3.X) is on PATH, a venv .venv-py3.X with numpy
 # and ml_dtypes runs the stubs (PYBACKEND_PYTHON); the server and pytest stay in VENV.
 # python3.X comes from PATH or pyenv; a version with neither is reported and left out.
+# torch's CPU build goes in where a local wheel fits the version (install_torch_cpu.sh; torch
+# 2.13 has none for 3.9, and this machine's wheel is 3.11's): elsewhere the torch cases skip.
 set -uo pipefail
 venv=$1
 shift
@@ -26,6 +28,7 @@ for version in "$@"; do
       "$dir/bin/python3" -m pip --disable-pip-version-check -q install numpy ml_dtypes &&
       touch "$dir/.deps-installed" || { status=1; continue; }
   fi
+  scripts/install_torch_cpu.sh "$dir" || status=1
   echo "test-pythons: the conformance suite with the stubs under $("$dir/bin/python3" --version)"
   PYBACKEND_PYTHON="$PWD/$dir/bin/python3" "$venv/bin/pytest" tests/conformance -q || status=1
 done

@@ -71,17 +71,22 @@ def call_url(url: str, op: int, model: str = "ident") -> dict[str, Any]:
         client.close()
 
 
-def at_once(url: str, op: int, n: int) -> list[Any]:
+def at_once(url: str, op: int, n: int, model: str = "ident") -> list[Any]:
     """n calls in parallel; each result is the answer or the InferenceServerException."""
 
     def one(_: int) -> Any:
         try:
-            return call_url(url, op)
+            return call_url(url, op, model)
         except InferenceServerException as e:
             return e
 
     with ThreadPoolExecutor(n) as pool:
         return list(pool.map(one, range(n)))
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
 def stub_processes(server: TritonServer) -> dict[int, str]:
@@ -106,6 +111,17 @@ def settled(server: TritonServer, n: int, timeout: float = 30.0) -> dict[int, st
         if len(procs) == n or time.monotonic() > deadline:
             return procs
         time.sleep(0.05)
+
+
+def host_and_children(server: TritonServer, expected: int) -> tuple[int, set[int]]:
+    """Under `fork`: the importing process (the server's child) and its forked children."""
+    procs = settled(server, expected)
+    hosts = [p for p in procs if parent_of(p) == server.pid]
+    assert len(hosts) == 1, procs
+    (host,) = hosts
+    children = {p for p in procs if p != host}
+    assert all(parent_of(p) == host for p in children)
+    return host, children
 
 
 def imports(server: TritonServer, model: str = "ident") -> list[int]:

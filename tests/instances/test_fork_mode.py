@@ -21,8 +21,10 @@ from instances_support import (
     at_once,
     call,
     config,
+    host_and_children,
     imports,
     make_server,
+    parent_of,
     settled,
 )
 from tritonclient.utils import InferenceServerException
@@ -31,11 +33,6 @@ from pybackend.server import TritonServer
 from pybackend.server.processes import alive
 
 COUNT = 3
-
-
-def parent_of(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +52,6 @@ def client(server: TritonServer) -> Iterator[Any]:
         except InferenceServerException:
             pass
     c.close()
-
-
-def host_and_children(server: TritonServer, expected: int) -> tuple[int, set[int]]:
-    procs = settled(server, expected)
-    hosts = [p for p in procs if parent_of(p) == server.pid]
-    assert len(hosts) == 1, procs
-    (host,) = hosts
-    children = {p for p in procs if p != host}
-    assert all(parent_of(p) == host for p in children)
-    return host, children
 
 
 def test_one_import_then_a_forked_child_per_instance(server: TritonServer, client: Any):

@@ -45,7 +45,8 @@ def test_strided_from_dlpack_is_refused_on_ours(server):
 
 
 @pytest.mark.deviation(
-    "the original ignores the strides of a DLPack tensor: the data it returns is wrong",
+    "the original checks every stride but the outermost, a 1-D tensor's only one: the data "
+    "it returns is wrong",
     backend="original",
 )
 def test_strided_from_dlpack_returns_wrong_data_on_the_original(server):

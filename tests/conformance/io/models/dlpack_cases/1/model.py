@@ -51,8 +51,9 @@ _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 class _EverySecond:
     """A DLPack producer, as torch is, of a non-contiguous CPU tensor: every second INT64
-    of `base` (shape [n/2], stride 2 elements). No torch in the test environments, so the
-    capsule is made by hand; `base` stays alive with this object."""
+    of `base` (shape [n/2], stride 2 elements). Made by hand so that the case runs where
+    torch is not installed (torch_interop has it with torch); `base` stays alive with this
+    object."""
 
     def __init__(self, base):
         self.base = np.ascontiguousarray(base, np.int64)
