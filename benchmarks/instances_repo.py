@@ -1,9 +1,10 @@
 """The model repository of the instances benchmark (issue 29): the two models of
 benchmarks/models/instances_*.py under every PYBACKEND_INSTANCE_PROCESS mode.
 
-Each model directory gets the model.py, a params.json next to it (what to import, how large
-the weights are: the import-time model cannot read its config before it builds them) and a
-config.pbtxt with ``count`` CPU instances and the mode.
+Each model directory gets the model.py, instances_work.py next to it (the import, weights
+and work both models share; model.py imports it as a sibling), a params.json (what to
+import, how large the weights are: the import-time model cannot read its config before it
+builds them) and a config.pbtxt with ``count`` CPU instances and the mode.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 
 MODES = ("own", "shared", "fork")
+
+#: What both models share, copied next to each model.py (benchmarks/models/instances_work.py).
+WORK = "instances_work.py"
 
 #: What "import torch" stands for where torch is not installed: the heaviest set this
 #: environment has (about 830 modules, ~95 MiB RSS and 3-6 s per process on the 2-vCPU
@@ -85,6 +89,7 @@ def write_repository(
             version = root / name / "1"
             version.mkdir(parents=True)
             shutil.copyfile(MODELS_DIR / model.source, version / "model.py")
+            shutil.copyfile(MODELS_DIR / WORK, version / WORK)
             (version / "params.json").write_text(params)
             config = CONFIG.format(name=name, count=count, mode=mode)
             (root / name / "config.pbtxt").write_text(config)

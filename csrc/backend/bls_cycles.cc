@@ -1,5 +1,6 @@
 #include "backend/bls_cycles.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -8,17 +9,26 @@
 #include <vector>
 
 namespace pybackend::bls_cycles {
+
+struct InstanceSlot {
+  InstanceSlot(std::string m, std::string n) : model(std::move(m)), name(std::move(n)) {}
+  const std::string model;
+  const std::string name;
+  // Initialized and not yet finalized under this name: 2 while a reload runs the new
+  // instance beside the old one of the same name. Written under g_mu, read anywhere.
+  std::atomic<int> loaded{0};
+  // Inside execute. Counted without g_mu when no BLS call is in flight (Executing): Begin
+  // and CanFree read it under g_mu, as a moment of the count, as they did under the lock.
+  std::atomic<int> busy{0};
+  // Under g_mu: the BLS callee requests of the latest batch in execute (its requests that
+  // Triton handed us for calls we registered); has_requests: it is not empty.
+  std::vector<const void*> requests;
+  std::atomic<bool> has_requests{false};
+};
+
 namespace {
 
 using InstanceKey = std::pair<std::string, std::string>;  // (model, instance)
-
-struct Instance {
-  // Initialized and not yet finalized under this name: 2 while a reload runs the new
-  // instance beside the old one of the same name.
-  int loaded = 0;
-  int busy = 0;                       // inside execute
-  std::vector<const void*> requests;  // of the batch in execute
-};
 
 struct Call {
   InstanceKey caller;
@@ -32,9 +42,11 @@ struct Call {
 };
 
 std::mutex g_mu;
-std::map<std::string, std::map<std::string, Instance>> g_models;
+std::map<std::string, std::map<std::string, std::shared_ptr<InstanceSlot>>> g_models;
 std::unordered_map<const void*, Call> g_calls;
 std::unordered_map<const void*, const void*> g_by_request;  // callee request -> call
+// g_calls.size(), readable without g_mu: 0 means no request anywhere is a callee request.
+std::atomic<size_t> g_in_flight{0};
 
 // The instances that can still leave execute, as far as anyone can tell: the least fixpoint
 // of "not inside execute, or not blocked in a call, or blocked in a call that something
@@ -48,10 +60,10 @@ std::set<InstanceKey> CanFree() {
   for (const auto& [model, instances] : g_models) {
     // A reload runs two generations under the same names: too little is known to refuse.
     bool reloading = false;
-    for (const auto& [name, inst] : instances) reloading = reloading || inst.loaded > 1;
+    for (const auto& [name, inst] : instances) reloading = reloading || inst->loaded > 1;
     for (const auto& [name, inst] : instances) {
       InstanceKey key{model, name};
-      if (reloading || inst.busy == 0 || blocked_on.count(key) == 0) free.insert(key);
+      if (reloading || inst->busy == 0 || blocked_on.count(key) == 0) free.insert(key);
     }
   }
   for (bool changed = true; changed;) {
@@ -141,13 +153,31 @@ void Forget(const void* id) {
   if (it == g_calls.end()) return;
   g_by_request.erase(it->second.request);
   g_calls.erase(it);
+  g_in_flight = g_calls.size();
+}
+
+// Under g_mu, once the slot's instance may have left execute: an idle instance keeps no
+// batch, and its slot leaves the registry once it is finalized too.
+void Settle(InstanceSlot& slot) {
+  if (slot.busy > 0) return;
+  slot.requests.clear();
+  slot.has_requests = false;
+  if (slot.loaded > 0) return;
+  auto model = g_models.find(slot.model);
+  if (model == g_models.end()) return;
+  auto inst = model->second.find(slot.name);
+  if (inst != model->second.end() && inst->second.get() == &slot) model->second.erase(inst);
+  if (model->second.empty()) g_models.erase(model);
 }
 
 }  // namespace
 
-void AddInstance(const std::string& model, const std::string& instance) {
+std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance) {
   std::lock_guard<std::mutex> lock(g_mu);
-  ++g_models[model][instance].loaded;
+  std::shared_ptr<InstanceSlot>& slot = g_models[model][instance];
+  if (slot == nullptr) slot = std::make_shared<InstanceSlot>(model, instance);
+  ++slot->loaded;
+  return slot;
 }
 
 void RemoveInstance(const std::string& model, const std::string& instance) {
@@ -156,39 +186,48 @@ void RemoveInstance(const std::string& model, const std::string& instance) {
   if (it == g_models.end()) return;
   auto inst = it->second.find(instance);
   if (inst == it->second.end()) return;
-  if (--inst->second.loaded <= 0 && inst->second.busy == 0) it->second.erase(inst);
+  if (--inst->second->loaded <= 0 && inst->second->busy == 0) it->second.erase(inst);
   if (it->second.empty()) g_models.erase(it);
 }
 
-Executing::Executing(const std::string& model, const std::string& instance,
-                     TRITONBACKEND_Request** requests, uint32_t count)
-    : model_(model), instance_(instance), requests_(requests, requests + count) {
+Executing::Executing(InstanceSlot& slot, TRITONBACKEND_Request** requests, uint32_t count)
+    : slot_(slot) {
+  // No BLS call in flight: none of these requests is a callee request (Begin registers one
+  // before it is sent), and none can become one. With no batch of an earlier execute to
+  // replace in the slot, counting this execute is all there is to do.
+  if (g_in_flight == 0 && !slot.has_requests) {
+    ++slot.busy;
+    return;
+  }
   std::lock_guard<std::mutex> lock(g_mu);
-  Instance& inst = g_models[model_][instance_];
-  ++inst.busy;
-  inst.requests = requests_;
-  for (const void* r : requests_) {
-    auto by = g_by_request.find(r);
+  ++slot.busy;
+  for (uint32_t i = 0; i < count; ++i) {
+    auto by = g_by_request.find(requests[i]);
     if (by == g_by_request.end()) continue;
+    served_.push_back(requests[i]);
     Call& call = g_calls[by->second];
     call.has_server = true;
-    call.server = {model_, instance_};
+    call.server = {slot.model, slot.name};
   }
+  slot.requests = served_;
+  slot.has_requests = !served_.empty();
 }
 
 Executing::~Executing() {
+  if (served_.empty()) {
+    if (--slot_.busy > 0) return;
+    if (!slot_.has_requests && slot_.loaded > 0) return;  // nothing to settle
+    std::lock_guard<std::mutex> lock(g_mu);
+    Settle(slot_);
+    return;
+  }
   std::lock_guard<std::mutex> lock(g_mu);
-  for (const void* r : requests_) {
+  for (const void* r : served_) {
     auto by = g_by_request.find(r);
     if (by != g_by_request.end()) g_calls[by->second].detached = true;
   }
-  auto model = g_models.find(model_);
-  if (model == g_models.end()) return;
-  auto inst = model->second.find(instance_);
-  if (inst == model->second.end()) return;
-  if (--inst->second.busy == 0) inst->second.requests.clear();
-  if (inst->second.busy <= 0 && inst->second.loaded <= 0) model->second.erase(inst);
-  if (model->second.empty()) g_models.erase(model);
+  --slot_.busy;
+  Settle(slot_);
 }
 
 std::string Begin(const CallInfo& info) {
@@ -201,9 +240,10 @@ std::string Begin(const CallInfo& info) {
   // The chain of the request the caller serves: the one the call names (a traced call), else
   // the first BLS request in the caller's batch (an execute thread's call serves its batch).
   auto model = g_models.find(info.caller_model);
-  const Instance* caller = nullptr;
-  if (model != g_models.end() && model->second.count(info.caller_instance) != 0) {
-    caller = &model->second.at(info.caller_instance);
+  const InstanceSlot* caller = nullptr;
+  if (model != g_models.end()) {
+    auto inst = model->second.find(info.caller_instance);
+    if (inst != model->second.end()) caller = inst->second.get();
   }
   std::vector<const void*> parents{info.parent_request};
   if (caller != nullptr) {
@@ -221,6 +261,7 @@ std::string Begin(const CallInfo& info) {
   bool known_caller = caller != nullptr && caller->busy > 0;
   g_calls[info.call] = call;
   g_by_request[info.callee_request] = info.call;
+  g_in_flight = g_calls.size();
   if (!info.blocking || !known_caller) return "";
   std::set<InstanceKey> free = CanFree();
   if (free.count(call.caller) != 0) return "";

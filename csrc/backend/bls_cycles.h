@@ -9,9 +9,16 @@
 // per BLS call in flight, who made it, whether the caller's execute thread blocks on it,
 // which model it targets, which instance serves it (the callee request Triton hands our
 // backend is the one we created), and the chain of models that led to the caller.
+//
+// Every execute of every model passes through Executing, so its common case is cheap: the
+// instance is a slot the instance state holds (no name lookup or copy), and while no BLS
+// call is in flight anywhere no request of the batch can be a callee request (one is
+// registered by Begin before it is sent), so an execute only counts itself busy in the slot,
+// with no lock and no copy. The registry's mutex is taken only when a BLS call is in flight.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,24 +27,29 @@
 
 namespace pybackend::bls_cycles {
 
-// An instance of ours was initialized / finalized.
-void AddInstance(const std::string& model, const std::string& instance);
+// An instance as the registry knows it (its model and name; a reload's two generations of
+// one name share it). The instance state holds it from AddInstance until it is deleted.
+struct InstanceSlot;
+
+// An instance of ours was initialized / finalized. Keep the slot AddInstance returns for
+// Executing, past RemoveInstance until the instance state goes.
+std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance);
 void RemoveInstance(const std::string& model, const std::string& instance);
 
-// While alive: `instance` of `model` is inside TRITONBACKEND_ModelInstanceExecute with
-// these requests (the BLS calls among them are now served by it).
+// While alive: the slot's instance is inside TRITONBACKEND_ModelInstanceExecute with these
+// requests (the BLS calls among them are now served by it).
 class Executing {
  public:
-  Executing(const std::string& model, const std::string& instance, TRITONBACKEND_Request** requests,
-            uint32_t count);
+  Executing(InstanceSlot& slot, TRITONBACKEND_Request** requests, uint32_t count);
   ~Executing();
   Executing(const Executing&) = delete;
   Executing& operator=(const Executing&) = delete;
 
  private:
-  std::string model_;
-  std::string instance_;
-  std::vector<const void*> requests_;
+  InstanceSlot& slot_;
+  // The requests of the batch that were BLS callee requests when execute began: the only
+  // ones the registry can ever know. Usually none (then nothing is copied or locked).
+  std::vector<const void*> served_;
 };
 
 // What Begin needs to know about a BLS call about to be started.

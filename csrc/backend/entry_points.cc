@@ -119,7 +119,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
           "TRITONBACKEND_ModelInstanceSetState");
     PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceInitialize: instance initialization successful " +
                    state->name + " (device " + std::to_string(state->device_id) + ")");
-    pybackend::bls_cycles::AddInstance(model_state->name, state->name);
+    state->bls_slot = pybackend::bls_cycles::AddInstance(model_state->name, state->name);
     state.release();
     return nullptr;
   } catch (...) {
@@ -177,8 +177,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   PB_LOG_VERBOSE("model " + state->model->name + ", instance " + state->name + ", executing " +
                  std::to_string(request_count) + " requests");
   try {
-    pybackend::bls_cycles::Executing executing(state->model->name, state->name, requests,
-                                               request_count);
+    pybackend::bls_cycles::Executing executing(*state->bls_slot, requests, request_count);
     pybackend::ExecuteBatch(*state, requests, request_count);
   } catch (const std::exception& e) {
     // ExecuteBatch handles its own errors; this is a last line of defence.

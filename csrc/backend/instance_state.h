@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "backend/bls_cycles.h"
 #include "backend/bls_service.h"
 #include "backend/model_state.h"
 #include "backend/request_registry.h"
@@ -41,6 +42,8 @@ class InstanceState : public AsyncHandler {
   bool is_async_execute = false;
   uint64_t next_batch_id = 1;
   std::shared_ptr<InstanceMetrics> metrics;  // pybackend_* series of this instance
+  // This instance in the BLS cycle registry (bls_cycles.h), for every execute.
+  std::shared_ptr<bls_cycles::InstanceSlot> bls_slot;
 
   // The current session; a batch keeps the one it started with even if a restart replaces it.
   std::shared_ptr<StubSession> session();

@@ -33,7 +33,7 @@ using pybackend::bls_cycles::Executing;
 using pybackend::bls_cycles::RemoveInstance;
 
 // Distinct addresses that stand for calls and requests.
-char g_ids[64];
+char g_ids[128];
 const void* Id(int i) { return &g_ids[i]; }
 TRITONBACKEND_Request* Req(int i) {
   return reinterpret_cast<TRITONBACKEND_Request*>(const_cast<char*>(&g_ids[i]));
@@ -49,10 +49,10 @@ bool Contains(const std::string& text, const std::string& part) {
 }
 
 void TestSelfCallWithOneInstanceIsRefused() {
-  AddInstance("self", "self_0");
+  auto slot_self_0 = AddInstance("self", "self_0");
   TRITONBACKEND_Request* client[] = {Req(1)};
   {
-    Executing running("self", "self_0", client, 1);
+    Executing running(*slot_self_0, client, 1);
     std::string refusal = Begin(Call(2, 3, "self", "self_0", "self"));
     EXPECT(Contains(refusal, "closes the call cycle self -> self,"));
     EXPECT(Contains(refusal, "the only instance of 'self' is blocked"));
@@ -65,14 +65,14 @@ void TestSelfCallWithOneInstanceIsRefused() {
 }
 
 void TestAFreeInstanceServes() {
-  AddInstance("two", "two_0");
-  AddInstance("two", "two_1");
+  auto slot_two_0 = AddInstance("two", "two_0");
+  auto slot_two_1 = AddInstance("two", "two_1");
   TRITONBACKEND_Request* client[] = {Req(10)};
   TRITONBACKEND_Request* nested[] = {Req(12)};
   {
-    Executing first("two", "two_0", client, 1);
+    Executing first(*slot_two_0, client, 1);
     EXPECT(Begin(Call(11, 12, "two", "two_0", "two")).empty());  // two_1 is idle
-    Executing second("two", "two_1", nested, 1);                 // and serves it
+    Executing second(*slot_two_1, nested, 1);                    // and serves it
     std::string refusal = Begin(Call(13, 14, "two", "two_1", "two"));
     EXPECT(Contains(refusal, "closes the call cycle two -> two -> two,"));
     EXPECT(Contains(refusal, "all 2 instances of 'two' are blocked in BLS calls"));
@@ -83,13 +83,13 @@ void TestAFreeInstanceServes() {
 }
 
 void TestBusyButNotBlockedMayFree() {
-  AddInstance("busy", "busy_0");
-  AddInstance("loop", "loop_0");
+  auto slot_busy_0 = AddInstance("busy", "busy_0");
+  auto slot_loop_0 = AddInstance("loop", "loop_0");
   TRITONBACKEND_Request* a[] = {Req(20)};
   TRITONBACKEND_Request* b[] = {Req(21)};
   {
-    Executing working("busy", "busy_0", a, 1);  // computing, no call: it will finish
-    Executing caller("loop", "loop_0", b, 1);
+    Executing working(*slot_busy_0, a, 1);  // computing, no call: it will finish
+    Executing caller(*slot_loop_0, b, 1);
     EXPECT(Begin(Call(22, 23, "loop", "loop_0", "busy")).empty());
     End(Id(22));
   }
@@ -98,14 +98,14 @@ void TestBusyButNotBlockedMayFree() {
 }
 
 void TestTwoModelCycleNamesTheChain() {
-  AddInstance("a", "a_0");
-  AddInstance("b", "b_0");
+  auto slot_a_0 = AddInstance("a", "a_0");
+  auto slot_b_0 = AddInstance("b", "b_0");
   TRITONBACKEND_Request* client[] = {Req(30)};
   {
-    Executing in_a("a", "a_0", client, 1);
+    Executing in_a(*slot_a_0, client, 1);
     EXPECT(Begin(Call(31, 32, "a", "a_0", "b")).empty());
     TRITONBACKEND_Request* from_a[] = {Req(32)};
-    Executing in_b("b", "b_0", from_a, 1);
+    Executing in_b(*slot_b_0, from_a, 1);
     std::string refusal = Begin(Call(33, 34, "b", "b_0", "a"));
     EXPECT(Contains(refusal, "from model 'b' (instance 'b_0') to model 'a'"));
     EXPECT(Contains(refusal, "closes the call cycle a -> b -> a,"));
@@ -118,13 +118,13 @@ void TestTwoModelCycleNamesTheChain() {
 void TestIndependentRequestsThatBlockEachOther() {
   // c_0 serves a client and waits on d; d_0 serves another client and calls c: no request
   // chain holds both, the wait-for walk names the cycle.
-  AddInstance("c", "c_0");
-  AddInstance("d", "d_0");
+  auto slot_c_0 = AddInstance("c", "c_0");
+  auto slot_d_0 = AddInstance("d", "d_0");
   TRITONBACKEND_Request* one[] = {Req(40)};
   TRITONBACKEND_Request* other[] = {Req(41)};
   {
-    Executing in_c("c", "c_0", one, 1);
-    Executing in_d("d", "d_0", other, 1);
+    Executing in_c(*slot_c_0, one, 1);
+    Executing in_d(*slot_d_0, other, 1);
     EXPECT(Begin(Call(42, 43, "c", "c_0", "d")).empty());  // queued: d_0 may finish
     std::string refusal = Begin(Call(44, 45, "d", "d_0", "c"));
     EXPECT(Contains(refusal, "closes the call cycle d -> c -> d,"));
@@ -135,25 +135,25 @@ void TestIndependentRequestsThatBlockEachOther() {
 }
 
 void TestUnknownTargetAndDetachedCallsMayAnswer() {
-  AddInstance("e", "e_0");
+  auto slot_e_0 = AddInstance("e", "e_0");
   TRITONBACKEND_Request* client[] = {Req(50)};
   {
-    Executing in_e("e", "e_0", client, 1);
+    Executing in_e(*slot_e_0, client, 1);
     // Not a model of ours (an ensemble, another backend): nothing is known of it.
     EXPECT(Begin(Call(51, 52, "e", "e_0", "onnx_model")).empty());
     End(Id(51));
   }
   // A call whose serving execute returned without its FINAL (a decoupled callee answering
   // from a thread) may still be answered.
-  AddInstance("f", "f_0");
+  auto slot_f_0 = AddInstance("f", "f_0");
   TRITONBACKEND_Request* client2[] = {Req(53)};
   {
-    Executing in_e("e", "e_0", client2, 1);
+    Executing in_e(*slot_e_0, client2, 1);
     EXPECT(Begin(Call(54, 55, "e", "e_0", "f")).empty());
     TRITONBACKEND_Request* served[] = {Req(55)};
-    { Executing in_f("f", "f_0", served, 1); }
+    { Executing in_f(*slot_f_0, served, 1); }
     TRITONBACKEND_Request* next[] = {Req(56)};
-    Executing again("f", "f_0", next, 1);
+    Executing again(*slot_f_0, next, 1);
     EXPECT(Begin(Call(57, 58, "f", "f_0", "e")).empty());
     End(Id(57));
     End(Id(54));
@@ -163,34 +163,67 @@ void TestUnknownTargetAndDetachedCallsMayAnswer() {
 }
 
 void TestReloadCountsAsFree() {
-  AddInstance("r", "r_0");
+  auto slot_r_0 = AddInstance("r", "r_0");
   AddInstance("r", "r_0");  // the new generation beside the old, same name
   TRITONBACKEND_Request* client[] = {Req(60)};
   {
-    Executing in_r("r", "r_0", client, 1);
+    Executing in_r(*slot_r_0, client, 1);
     EXPECT(Begin(Call(61, 62, "r", "r_0", "r")).empty());
     End(Id(61));
   }
   RemoveInstance("r", "r_0");  // the old one goes: refused again
   {
-    Executing in_r("r", "r_0", client, 1);
+    Executing in_r(*slot_r_0, client, 1);
     EXPECT(!Begin(Call(63, 64, "r", "r_0", "r")).empty());
   }
   RemoveInstance("r", "r_0");
 }
 
 void TestEndedCallsLeaveNothing() {
-  AddInstance("g", "g_0");
+  auto slot_g_0 = AddInstance("g", "g_0");
   TRITONBACKEND_Request* client[] = {Req(1)};
   {
-    Executing in_g("g", "g_0", client, 1);
+    Executing in_g(*slot_g_0, client, 1);
     EXPECT(!Begin(Call(2, 3, "g", "g_0", "g")).empty());
   }
   {
-    Executing in_g("g", "g_0", client, 1);
+    Executing in_g(*slot_g_0, client, 1);
     EXPECT(!Begin(Call(2, 3, "g", "g_0", "g")).empty());  // refused calls are not kept
   }
   RemoveInstance("g", "g_0");
+}
+
+void TestAChainThroughThreeModelsIsFollowed() {
+  // The chain passes through the batches that serve each call (an execute that begins while
+  // a call is in flight); a batch begun with none in flight starts a chain of its own.
+  auto slot_h_0 = AddInstance("h", "h_0");
+  auto slot_i_0 = AddInstance("i", "i_0");
+  auto slot_j_0 = AddInstance("j", "j_0");
+  TRITONBACKEND_Request* client[] = {Req(70)};
+  {
+    Executing in_h(*slot_h_0, client, 1);
+    EXPECT(Begin(Call(71, 72, "h", "h_0", "i")).empty());
+    TRITONBACKEND_Request* from_h[] = {Req(80), Req(72)};  // batched with a client's
+    Executing in_i(*slot_i_0, from_h, 2);
+    EXPECT(Begin(Call(73, 74, "i", "i_0", "j")).empty());
+    TRITONBACKEND_Request* from_i[] = {Req(74)};
+    Executing in_j(*slot_j_0, from_i, 1);
+    std::string refusal = Begin(Call(75, 76, "j", "j_0", "h"));
+    EXPECT(Contains(refusal, "closes the call cycle h -> i -> j -> h,"));
+    End(Id(73));
+    End(Id(71));
+  }
+  {
+    Executing in_i(*slot_i_0, client, 1);  // nothing in flight: a chain of its own
+    Executing in_h(*slot_h_0, client, 1);
+    EXPECT(Begin(Call(77, 78, "i", "i_0", "h")).empty());  // h_0 computes, not blocked
+    std::string refusal = Begin(Call(79, 81, "h", "h_0", "i"));
+    EXPECT(Contains(refusal, "closes the call cycle h -> i -> h,"));
+    End(Id(77));
+  }
+  RemoveInstance("h", "h_0");
+  RemoveInstance("i", "i_0");
+  RemoveInstance("j", "j_0");
 }
 
 }  // namespace
@@ -204,6 +237,7 @@ int main() {
   TestUnknownTargetAndDetachedCallsMayAnswer();
   TestReloadCountsAsFree();
   TestEndedCallsLeaveNothing();
+  TestAChainThroughThreeModelsIsFollowed();
   if (g_failures == 0) std::printf("bls_cycles_test: all passed\n");
   return g_failures == 0 ? 0 : 1;
 }

@@ -126,9 +126,11 @@ class InstanceThread:
                 done.set_exception(e)
 
 
-class Instances:
-    """The instances of a :class:`ModelHarness` (its first instance) beyond the first:
-    started after it (from its completed config) and closed before it."""
+class InstanceSet:
+    """The instances of a model beyond its first, as both the offline harness
+    (:class:`Instances`) and the stub processes (stub_instances.py) hold them: started all at
+    once after the first, closed before it. A subclass makes an other (``_make_other``) and
+    closes one (``_close_other``)."""
 
     def __init__(self, first: Any, count: int, mode: Optional[str]) -> None:
         self.first = first
@@ -136,7 +138,43 @@ class Instances:
         self.requested_mode = mode
         self.mode = mode or "own"
         self.others: List[Any] = []
-        self.is_other = False  # one of another harness's others: that one prepared it
+        self.is_other = False  # one of another model's others: that one prepared it
+
+    def _make_other(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def _close_other(self, other: Any) -> None:
+        other.close()
+
+    def start_others(self) -> None:
+        """The other instances, each started on its own thread, all at once (a failing
+        ``initialize`` fails the start: the others that started are closed)."""
+        first = self.first
+        names = instance_names(first.config, self.count, first.model_name)
+        for name in [n for n in names if n != first.instance_name][: self.count - 1]:
+            other = self._make_other(name)
+            other.statistics = first.statistics  # the server's statistics are the model's
+            other._instances.mode = self.mode
+            other._instances.is_other = True
+            self.others.append(other)
+        error = start_together(self.others)
+        if error is not None:
+            self.close_others()
+            raise error
+
+    def close_others(self) -> None:
+        others, self.others = self.others, []
+        for other in others:
+            self._close_other(other)
+
+    @property
+    def all(self) -> List[Any]:
+        return [self.first, *self.others]
+
+
+class Instances(InstanceSet):
+    """The instances of a :class:`ModelHarness` (its first instance) beyond the first, each
+    with its own thread and, unless under ``shared``, its own process's table."""
 
     def prepare(self) -> None:
         """Before the first instance loads: the mode, and its process's table and thread."""
@@ -159,40 +197,22 @@ class Instances:
         if self.count > 1:
             first._code.thread = InstanceThread(first.instance_name)
 
-    def start_others(self) -> None:
-        """The other instances, each started on its own thread, all at once (a failing
-        ``initialize`` fails the start: the others that started are closed)."""
+    def _make_other(self, name: str) -> Any:
         first = self.first
-        names = instance_names(first.config, self.count, first.model_name)
-        names = [n for n in names if n != first.instance_name][: self.count - 1]
-        for name in names:
-            other = type(first)(
-                first.model_dir,
-                version=first.version,
-                config=first.config,
-                model_name=first.model_name,
-                instance_name=name,
-                model_file=first.model_file.name,
-                auto_complete=False,
-            )
-            other.statistics = first.statistics  # the server's statistics are the model's
-            other._instances.mode = self.mode
-            other._instances.is_other = True
-            other._code.registry = first._code.registry if self.mode == "shared" else Registry()
-            other._code.thread = InstanceThread(name)
-            self.others.append(other)
-        error = start_together(self.others)
-        if error is not None:
-            self.close_others()
-            raise error
+        other = type(first)(
+            first.model_dir,
+            version=first.version,
+            config=first.config,
+            model_name=first.model_name,
+            instance_name=name,
+            model_file=first.model_file.name,
+            auto_complete=False,
+        )
+        other._code.registry = first._code.registry if self.mode == "shared" else Registry()
+        other._code.thread = InstanceThread(name)
+        return other
 
-    def close_others(self) -> None:
-        others, self.others = self.others, []
-        for other in others:
-            if other.model is not None:
-                other.close()
-            other._code.stop_thread()
-
-    @property
-    def all(self) -> List[Any]:
-        return [self.first, *self.others]
+    def _close_other(self, other: Any) -> None:
+        if other.model is not None:
+            other.close()
+        other._code.stop_thread()

@@ -9,24 +9,19 @@ one the model the test opened; the model's statistics and metrics are shared.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Optional
 
-from .harness_instances import instance_names, instance_process_of, start_together
+from .harness_instances import InstanceSet, instance_names, instance_process_of
 from .stub_host import StubHost
 
 
-class StubInstances:
+class StubInstances(InstanceSet):
     """The instances of a :class:`StubModel` (its first) beyond the first, and the host
     process they share (None under ``own``)."""
 
     def __init__(self, first: Any, count: int, mode: Optional[str]) -> None:
-        self.first = first
-        self.count = count
-        self.requested_mode = mode
-        self.mode = mode or "own"
-        self.others: List[Any] = []
+        super().__init__(first, count, mode)
         self.host: Optional[StubHost] = None
-        self.is_other = False  # one of another model's others: that one prepared it
 
     def prepare(self) -> None:
         """Before the first instance starts (its config completed): the mode, and the host."""
@@ -50,47 +45,27 @@ class StubInstances:
                 first.output,
             )
 
-    def start_others(self) -> None:
-        """The other instances, started all at once; a failing ``initialize`` fails the start
-        (the others that started are closed)."""
+    def _make_other(self, name: str) -> Any:
         first = self.first
-        names = instance_names(first.config, self.count, first.model_name)
-        for name in [n for n in names if n != first.instance_name][: self.count - 1]:
-            other = type(first)(
-                first.model_dir,
-                version=first.version,
-                config=first.config,
-                model_name=first.model_name,
-                instance_name=name,
-                model_file=first.model_file.name,
-                auto_complete=False,
-                bls=first._fakes,  # each instance's BLS calls reach the same fakes
-                env=first._env,
-                python=first._python if first._python_given else None,
-                execute_timeout=first.execute_timeout,
-                metric_store=first.metric_store,
-            )
-            other.statistics = first.statistics  # the server's statistics are the model's
-            other.output = first.output if self.host is not None else other.output
-            other._instances.is_other = True
-            other._instances.mode = self.mode
-            other._instances.host = self.host
-            self.others.append(other)
-        error = start_together(self.others)
-        if error is not None:
-            self.close_others()
-            raise error
-
-    def close_others(self) -> None:
-        others, self.others = self.others, []
-        for other in others:
-            other.close()
+        other = type(first)(
+            first.model_dir,
+            version=first.version,
+            config=first.config,
+            model_name=first.model_name,
+            instance_name=name,
+            model_file=first.model_file.name,
+            auto_complete=False,
+            bls=first._fakes,  # each instance's BLS calls reach the same fakes
+            env=first._env,
+            python=first._python if first._python_given else None,
+            execute_timeout=first.execute_timeout,
+            metric_store=first.metric_store,
+        )
+        other.output = first.output if self.host is not None else other.output
+        other._instances.host = self.host
+        return other
 
     def close_host(self) -> None:
         if self.host is not None and not self.is_other:
             host, self.host = self.host, None
             host.close()
-
-    @property
-    def all(self) -> List[Any]:
-        return [self.first, *self.others]

@@ -4,14 +4,11 @@ of different instances at once, and ``pb_utils.shared`` one object per emulated 
 
 from __future__ import annotations
 
-import json
 import sys
-import threading
 from pathlib import Path
-from typing import Any, Dict, List
 
-import numpy as np
 import pytest
+from multi_instance_support import NAMES, answer, answer_at_once, config, write_model
 
 from pybackend.testing import ModelHarness
 from pybackend.testing.harness import forget_imports
@@ -61,45 +58,22 @@ class TritonPythonModel:
 """
 
 
-def config(count: int, mode: str = "", **params: str) -> Dict[str, Any]:
-    parameters = {k: {"string_value": v} for k, v in params.items()}
-    if mode:
-        parameters["PYBACKEND_INSTANCE_PROCESS"] = {"string_value": mode}
-    return {
-        "name": "inst",
-        "backend": "python",
-        "max_batch_size": 0,
-        "input": [{"name": "WAIT", "data_type": "TYPE_INT32", "dims": [1]}],
-        "output": [{"name": "OUT", "data_type": "TYPE_STRING", "dims": [1]}],
-        "instance_group": [{"count": count, "kind": "KIND_CPU"}],
-        "parameters": parameters,
-    }
-
-
 @pytest.fixture
 def model_dir(tmp_path: Path):
-    (tmp_path / "inst" / "1").mkdir(parents=True)
-    (tmp_path / "inst" / "1" / "model.py").write_text(MODEL)
-    yield tmp_path / "inst"
+    yield write_model(tmp_path, MODEL)
     forget_imports(tmp_path / "inst" / "1")
-
-
-def answer(instance: ModelHarness, wait: int = 0) -> Dict[str, Any]:
-    out = instance.infer({"WAIT": np.array([wait], np.int32)})
-    return json.loads(out["OUT"][0])
 
 
 @pytest.mark.parametrize("mode", ["own", "shared", "fork"])
 def test_each_instance_has_its_identity_and_thread(model_dir: Path, mode: str) -> None:
     with ModelHarness(model_dir, config=config(3, mode), instances=3) as model:
         assert model.instance_process == mode
-        names = ["inst_0_0", "inst_0_1", "inst_0_2"]
-        assert [i.model.args["model_instance_name"] for i in model.instances] == names
+        assert [i.model.args["model_instance_name"] for i in model.instances] == NAMES
         assert {i.model.args["model_instance_kind"] for i in model.instances} == {"CPU"}
         # initialize and execute run on the instance's own thread, named after it
-        assert [i.model.init_thread for i in model.instances] == names
-        assert [answer(i)["thread"] for i in model.instances] == names
-        assert [answer(i)["instance"] for i in model.instances] == names
+        assert [i.model.init_thread for i in model.instances] == NAMES
+        assert [answer(i)["thread"] for i in model.instances] == NAMES
+        assert [answer(i)["instance"] for i in model.instances] == NAMES
 
 
 @pytest.mark.parametrize(("mode", "objects"), [("own", 3), ("shared", 1), ("fork", 3)])
@@ -111,9 +85,9 @@ def test_pb_utils_shared_is_one_object_per_emulated_process(
         assert len({id(w) for w in weights}) == objects
         assert len({answer(i)["weights"] for i in model.instances}) == objects
         if mode == "shared":  # built once, by the instance that asked first
-            assert weights[0]["built_by"] in ("inst_0_0", "inst_0_1", "inst_0_2")
+            assert weights[0]["built_by"] in NAMES
         else:  # each by its own instance
-            assert [w["built_by"] for w in weights] == ["inst_0_0", "inst_0_1", "inst_0_2"]
+            assert [w["built_by"] for w in weights] == NAMES
 
 
 @pytest.mark.parametrize("mode", ["own", "shared", "fork"])
@@ -121,20 +95,8 @@ def test_instances_execute_at_once(model_dir: Path, mode: str) -> None:
     # Each execute waits at a barrier for 3 parties: it passes only when the three
     # instances' executes run at the same time (counted by the barrier, nothing timed).
     with ModelHarness(model_dir, config=config(3, mode), instances=3) as model:
-        results: List[Any] = [None] * 3
-
-        def call(i: int) -> None:
-            try:
-                results[i] = answer(model.instances[i], wait=3)
-            except Exception as e:  # noqa: BLE001 - asserted below
-                results[i] = e
-
-        threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-        assert [r["instance"] for r in results] == ["inst_0_0", "inst_0_1", "inst_0_2"], results
+        results = answer_at_once(model.instances, wait=3, join_s=30)
+        assert [r["instance"] for r in results] == NAMES, results
 
 
 def test_the_mode_comes_from_the_config_and_the_argument_overrides_it(model_dir: Path) -> None:

@@ -5,15 +5,14 @@ per instance."""
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 import pytest
+from multi_instance_support import NAMES, answer, answer_at_once, config, write_model
 
 from pybackend.testing import InferError, StubModel
 from pybackend.utils.errors import TritonModelException
@@ -63,34 +62,10 @@ class TritonPythonModel:
         return out
 """
 
-NAMES = ["inst_0_0", "inst_0_1", "inst_0_2"]
-
-
-def config(count: int, mode: str = "", **params: str) -> Dict[str, Any]:
-    parameters = {k: {"string_value": v} for k, v in params.items()}
-    if mode:
-        parameters["PYBACKEND_INSTANCE_PROCESS"] = {"string_value": mode}
-    return {
-        "name": "inst",
-        "backend": "python",
-        "max_batch_size": 0,
-        "input": [{"name": "WAIT", "data_type": "TYPE_INT32", "dims": [1]}],
-        "output": [{"name": "OUT", "data_type": "TYPE_STRING", "dims": [1]}],
-        "instance_group": [{"count": count, "kind": "KIND_CPU"}],
-        "parameters": parameters,
-    }
-
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
-    (tmp_path / "inst" / "1").mkdir(parents=True)
-    (tmp_path / "inst" / "1" / "model.py").write_text(MODEL)
-    return tmp_path / "inst"
-
-
-def answer(instance: StubModel, wait: int = 0) -> Dict[str, Any]:
-    out = instance.infer({"WAIT": np.array([wait], np.int32)})
-    return json.loads(out["OUT"][0])
+    return write_model(tmp_path, MODEL)
 
 
 @pytest.mark.timeout(180)
@@ -121,20 +96,8 @@ def test_instances_of_a_shared_process_execute_at_once(model_dir: Path) -> None:
     # Each execute waits at a barrier for 3 parties, module state of the one process: it
     # passes only when the three instances' executes run at the same time (counted, not timed).
     with StubModel(model_dir, config=config(3, "shared"), instances=3) as model:
-        results: List[Any] = [None] * 3
-
-        def call(i: int) -> None:
-            try:
-                results[i] = answer(model.instances[i], wait=3)["instance"]
-            except Exception as e:  # noqa: BLE001 - asserted below
-                results[i] = e
-
-        threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert results == NAMES, results
+        results = answer_at_once(model.instances, wait=3, join_s=60)
+        assert [r["instance"] for r in results] == NAMES, results
 
 
 @pytest.mark.timeout(180)
@@ -201,8 +164,7 @@ class TritonPythonModel:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["own", "shared"])
 def test_every_instance_reaches_the_bls_fakes(tmp_path: Path, mode: str) -> None:
-    (tmp_path / "inst" / "1").mkdir(parents=True)
-    (tmp_path / "inst" / "1" / "model.py").write_text(CALLER)
+    write_model(tmp_path, CALLER)
     import triton_python_backend_utils as pb_utils
 
     def callee(request: Any) -> Any:

@@ -1,33 +1,109 @@
-"""PyTriton's asyncio clients: the synchronous clients of this package run on executor
-threads, so no call blocks the event loop."""
+"""PyTriton's asyncio clients: the synchronous clients of this package run on threads of
+their own, so no call blocks the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Any, AsyncIterator, Dict, Optional, Tuple, Union
+from typing import Any, AsyncGenerator, AsyncIterator, Dict, Optional, Tuple, Union
 
 import numpy as np
 
 from .._context import TritonModelConfig
+from .decoupled_client import DecoupledModelClient
 from .exceptions import PyTritonClientValueError
-from .sync_clients import DecoupledModelClient, FuturesModelClient, parse_url
+from .futures_client import FuturesModelClient
+from .sync_clients import (
+    DEFAULT_INFERENCE_TIMEOUT_S,
+    DEFAULT_WAIT_S,
+    ModelClient,
+    parse_url,
+)
 
 _Params = Optional[Dict[str, Union[str, int, bool]]]
 _END = object()
 
 
 class AsyncioModelClient:
-    """``await client.infer_sample(...)`` / ``infer_batch``: the synchronous client run in
-    the loop's default executor (one client per executor thread)."""
+    """``await client.infer_sample(...)`` / ``infer_batch``: ModelClients run on a pool of
+    threads (one client per thread), so no call blocks the event loop. ``lazy_init=False``:
+    ``async with`` waits for the model and reads its configuration; ``model_config``,
+    ``ensure_model_is_ready``: as ModelClient's. ``access_token`` is ours (PyTriton 0.7.0's
+    asyncio clients take none)."""
 
     def __init__(
-        self, url: str, model_name: str, model_version: Optional[str] = None, **kwargs: Any
+        self,
+        url: str,
+        model_name: str,
+        model_version: Optional[str] = None,
+        *,
+        lazy_init: bool = True,
+        init_timeout_s: Optional[float] = None,
+        inference_timeout_s: Optional[float] = None,
+        model_config: Optional[TritonModelConfig] = None,
+        ensure_model_is_ready: bool = True,
+        access_token: Optional[str] = None,
     ) -> None:
-        kwargs.pop("lazy_init", None)
-        self._futures = FuturesModelClient(url, model_name, model_version, **kwargs)
+        self._url = url
+        self._scheme, _ = parse_url(url)
+        self._model_name = model_name
+        self._model_version = model_version
+        self._lazy_init = lazy_init
+        self._init_timeout_s = DEFAULT_WAIT_S if init_timeout_s is None else init_timeout_s
+        self._inference_timeout_s = (
+            DEFAULT_INFERENCE_TIMEOUT_S if inference_timeout_s is None else inference_timeout_s
+        )
+        self._model_config = model_config
+        self._access_token = access_token
+        # No queue limit: a full queue would block the event loop.
+        self._futures = FuturesModelClient(
+            url,
+            model_name,
+            model_version,
+            max_queue_size=None,
+            init_timeout_s=init_timeout_s,
+            inference_timeout_s=inference_timeout_s,
+            access_token=access_token,
+        )
+        self._futures._kwargs.update(
+            model_config=model_config, ensure_model_is_ready=ensure_model_is_ready
+        )
+
+    @classmethod
+    def from_existing_client(cls, existing_client: Any) -> Any:
+        """As ModelClient.from_existing_client."""
+        return ModelClient.from_existing_client.__func__(cls, existing_client)  # type: ignore[attr-defined]
+
+    def get_lib(self) -> Any:
+        """The tritonclient module of the url's scheme: ``tritonclient.grpc.aio`` or
+        ``tritonclient.http.aio``."""
+        if self._scheme == "grpc":
+            import tritonclient.grpc.aio as lib
+        else:
+            import tritonclient.http.aio as lib
+        return lib
+
+    def create_client_from_url(self, url: str, network_timeout_s: Optional[float] = None) -> Any:
+        """A tritonclient asyncio ``InferenceServerClient`` for ``url``, as PyTriton makes it
+        (over HTTP ``conn_timeout`` is the inference timeout; ``network_timeout_s`` is not
+        used)."""
+        scheme, address = parse_url(url)
+        if scheme == "grpc":
+            import tritonclient.grpc.aio as grpc_aio
+
+            return grpc_aio.InferenceServerClient(address)
+        import tritonclient.http.aio as http_aio
+
+        return http_aio.InferenceServerClient(address, conn_timeout=self._inference_timeout_s)
 
     async def __aenter__(self) -> AsyncioModelClient:
+        if not self._lazy_init:
+            try:
+                await self.wait_for_model(self._init_timeout_s)
+                await self.model_config
+            except BaseException:
+                await self.close()
+                raise
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -36,14 +112,42 @@ class AsyncioModelClient:
     async def close(self) -> None:
         self._futures.close()
 
-    async def infer_sample(self, *inputs: np.ndarray, **kwargs: Any) -> Dict[str, np.ndarray]:
-        return await asyncio.wrap_future(self._futures.infer_sample(*inputs, **kwargs))
+    async def wait_for_model(self, timeout_s: float) -> None:
+        """Wait for the server and the model to be ready: at most ``timeout_s``, and at most
+        the client's ``init_timeout_s`` (as PyTriton's)."""
+        timeout_s = min(timeout_s, self._init_timeout_s)
+        await asyncio.wrap_future(self._futures.wait_for_model(timeout_s))
 
-    async def infer_batch(self, *inputs: np.ndarray, **kwargs: Any) -> Dict[str, np.ndarray]:
-        return await asyncio.wrap_future(self._futures.infer_batch(*inputs, **kwargs))
-
+    @property
     async def model_config(self) -> TritonModelConfig:
-        return await asyncio.wrap_future(self._futures.model_config())
+        """``await client.model_config``: the given configuration, or the server's."""
+        config = await asyncio.wrap_future(self._futures.model_config())
+        self._model_config = config
+        return config
+
+    async def infer_sample(
+        self,
+        *inputs: np.ndarray,
+        parameters: _Params = None,
+        headers: _Params = None,
+        **named_inputs: np.ndarray,
+    ) -> Dict[str, np.ndarray]:
+        future = self._futures.infer_sample(
+            *inputs, parameters=parameters, headers=headers, **named_inputs
+        )
+        return await asyncio.wrap_future(future)
+
+    async def infer_batch(
+        self,
+        *inputs: np.ndarray,
+        parameters: _Params = None,
+        headers: _Params = None,
+        **named_inputs: np.ndarray,
+    ) -> Dict[str, np.ndarray]:
+        future = self._futures.infer_batch(
+            *inputs, parameters=parameters, headers=headers, **named_inputs
+        )
+        return await asyncio.wrap_future(future)
 
 
 class AsyncioDecoupledModelClient(AsyncioModelClient):
@@ -71,11 +175,13 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
             url,
             model_name,
             model_version,
+            lazy_init=lazy_init,
             init_timeout_s=init_timeout_s,
             inference_timeout_s=inference_timeout_s,
+            model_config=model_config,
+            ensure_model_is_ready=ensure_model_is_ready,
             access_token=access_token,
         )
-        self._scheme, _ = parse_url(url)
         self._stream_args = (url, model_name, model_version)
         self._stream_kwargs: Dict[str, Any] = {
             "init_timeout_s": init_timeout_s,
@@ -86,7 +192,7 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
         # Read once by the first stream, then handed to the next ones.
         self._config = model_config
 
-    def infer_sample(  # type: ignore[override]
+    async def infer_sample(  # type: ignore[override]
         self,
         *inputs: np.ndarray,
         parameters: _Params = None,
@@ -95,9 +201,14 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
     ) -> AsyncIterator[Dict[str, np.ndarray]]:
         """One sample (a batch dimension added and removed when the model batches)."""
         kwargs = {"parameters": parameters, "headers": headers, **named_inputs}
-        return self._responses("infer_sample", inputs, kwargs)
+        responses = self._responses("infer_sample", inputs, kwargs)
+        try:
+            async for result in responses:
+                yield result
+        finally:  # the stream stops as soon as the consumer closes this generator
+            await responses.aclose()
 
-    def infer_batch(  # type: ignore[override]
+    async def infer_batch(  # type: ignore[override]
         self,
         *inputs: np.ndarray,
         parameters: _Params = None,
@@ -105,11 +216,16 @@ class AsyncioDecoupledModelClient(AsyncioModelClient):
         **named_inputs: np.ndarray,
     ) -> AsyncIterator[Dict[str, np.ndarray]]:
         kwargs = {"parameters": parameters, "headers": headers, **named_inputs}
-        return self._responses("infer_batch", inputs, kwargs)
+        responses = self._responses("infer_batch", inputs, kwargs)
+        try:
+            async for result in responses:
+                yield result
+        finally:  # the stream stops as soon as the consumer closes this generator
+            await responses.aclose()
 
     async def _responses(
         self, method: str, inputs: Tuple[np.ndarray, ...], kwargs: Dict[str, Any]
-    ) -> AsyncIterator[Dict[str, np.ndarray]]:
+    ) -> AsyncGenerator[Dict[str, np.ndarray], None]:
         if self._scheme != "grpc":
             raise PyTritonClientValueError(
                 "AsyncioDecoupledModelClient is only supported for grpc protocol"

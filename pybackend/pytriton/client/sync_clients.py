@@ -1,17 +1,15 @@
-"""PyTriton's blocking clients (``ModelClient``, ``DecoupledModelClient``,
-``FuturesModelClient``) over tritonclient; the asyncio ones build on them
-(asyncio_clients.py), and ``pytriton.client`` (this package's ``__init__``) offers both."""
+"""PyTriton's blocking ``ModelClient`` over tritonclient; DecoupledModelClient
+(decoupled_client.py), FuturesModelClient (futures_client.py) and the asyncio clients
+(asyncio_clients.py) build on it, and ``pytriton.client`` (this package's ``__init__``)
+offers them all."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
-import queue
 import socket
-import threading
 import time
 import urllib.parse
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -28,10 +26,11 @@ from .exceptions import (
 
 DEFAULT_HTTP_PORT = 8000
 DEFAULT_GRPC_PORT = 8001
-_DEFAULT_WAIT_S = 300.0
-_DEFAULT_INFERENCE_TIMEOUT_S = 60.0
+DEFAULT_WAIT_S = 300.0
+DEFAULT_INFERENCE_TIMEOUT_S = 60.0
 
 Inputs = Union[Tuple[np.ndarray, ...], Dict[str, np.ndarray]]
+Params = Optional[Dict[str, Union[str, int, bool]]]
 
 
 def parse_url(url: str) -> Tuple[str, str]:
@@ -54,11 +53,35 @@ def _lib(scheme: str) -> Any:
     return lib
 
 
+def verify_call(inputs: Tuple[Any, ...], named: Dict[str, Any], *params: Params) -> None:
+    """PyTriton's checks of an inference call's arguments, with its texts."""
+    if not inputs and not named:
+        raise PyTritonClientValueError("Provide input data")
+    if inputs and named:
+        raise PyTritonClientValueError(
+            "Use either positional either keyword method arguments convention"
+        )
+    for given in params:
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise PyTritonClientValueError("Parameters and headers must be a dictionary")
+        for key, value in given.items():
+            if not isinstance(key, str):
+                raise PyTritonClientValueError("Parameter/header key must be a string")
+            if not isinstance(value, (str, int, bool)):
+                raise PyTritonClientValueError(
+                    "Parameter/header value must be a string, integer or boolean"
+                )
+
+
 class ModelClient:
     """Synchronous inference on one model (HTTP or gRPC, by the url's scheme).
 
     ``access_token`` (a restricted server's, ``Triton.get_access_token()``) goes with every
-    call: readiness, model configuration, inference, load/unload."""
+    call: readiness, model configuration, inference, load/unload. Before its first inference
+    the client waits for the model (``init_timeout_s``) and reads its configuration, unless
+    it was given ``model_config`` with ``ensure_model_is_ready=False`` (PyTriton's rule)."""
 
     def __init__(
         self,
@@ -77,26 +100,53 @@ class ModelClient:
         self._url = url
         self._model_name = model_name
         self._model_version = model_version
-        self._init_timeout_s = _DEFAULT_WAIT_S if init_timeout_s is None else init_timeout_s
+        self._init_timeout_s = DEFAULT_WAIT_S if init_timeout_s is None else init_timeout_s
         self._inference_timeout_s = (
-            _DEFAULT_INFERENCE_TIMEOUT_S if inference_timeout_s is None else inference_timeout_s
+            DEFAULT_INFERENCE_TIMEOUT_S if inference_timeout_s is None else inference_timeout_s
         )
         self._model_config = model_config
-        self._ensure_model_is_ready = ensure_model_is_ready
+        self._model_ready = model_config is not None and not ensure_model_is_ready
+        self._access_token = access_token
         # Sent with every call this client makes (see _headers_with_token).
         self._token_headers = auth_headers(access_token, self._scheme)
-        self._lib = _lib(self._scheme)
-        self._client: Any = self._make_client()
+        self._lib = self.get_lib()
+        self._client: Any = self.create_client_from_url(url)
         self._ids = itertools.count(1)
         if not lazy_init:
-            self._init_model()
+            self._wait_and_init()
 
-    def _make_client(self) -> Any:
-        if self._scheme == "grpc":
-            return self._lib.InferenceServerClient(self._address)
+    @classmethod
+    def from_existing_client(cls, existing_client: Any) -> Any:
+        """A new client of this class for the same model, url, timeouts and access token,
+        with the existing one's model configuration if it has read it (then without
+        waiting for the model again). Unlike PyTriton 0.7.0's, a gRPC client's copy is a gRPC
+        client (its copy went to the gRPC port over HTTP) and every class takes it."""
+        return cls(
+            existing_client._url,
+            existing_client._model_name,
+            existing_client._model_version,
+            init_timeout_s=existing_client._init_timeout_s,
+            inference_timeout_s=existing_client._inference_timeout_s,
+            model_config=existing_client._model_config,
+            ensure_model_is_ready=False,
+            access_token=existing_client._access_token,
+        )
+
+    def get_lib(self) -> Any:
+        """The tritonclient module of the url's scheme: ``tritonclient.grpc`` or ``.http``."""
+        return _lib(self._scheme)
+
+    def create_client_from_url(self, url: str, network_timeout_s: Optional[float] = None) -> Any:
+        """A tritonclient ``InferenceServerClient`` for ``url``, as PyTriton makes it: over
+        HTTP its connection and network timeouts are the inference timeout; tritonclient.grpc
+        takes none (``network_timeout_s`` is accepted and, as in PyTriton, not used)."""
+        scheme, address = parse_url(url)
+        lib = _lib(scheme)
+        if scheme == "grpc":
+            return lib.InferenceServerClient(address)
         timeout = self._inference_timeout_s
-        return self._lib.InferenceServerClient(
-            self._address, connection_timeout=timeout, network_timeout=timeout
+        return lib.InferenceServerClient(
+            address, connection_timeout=timeout, network_timeout=timeout
         )
 
     # ----------------------------------------------------------------- lifecycle
@@ -114,9 +164,10 @@ class ModelClient:
 
     @property
     def model_config(self) -> TritonModelConfig:
+        """The given configuration, or the server's (read once the model is ready)."""
         if self._model_config is None:
-            self._init_model()
-        assert self._model_config is not None
+            self.wait_for_model(self._init_timeout_s)
+            self._model_config = self._read_config()
         return self._model_config
 
     @property
@@ -149,12 +200,12 @@ class ModelClient:
     def infer_sample(
         self,
         *inputs: np.ndarray,
-        parameters: Optional[Dict[str, Union[str, int, bool]]] = None,
-        headers: Optional[Dict[str, Union[str, int, bool]]] = None,
+        parameters: Params = None,
+        headers: Params = None,
         **named_inputs: np.ndarray,
     ) -> Dict[str, np.ndarray]:
         """One sample: a batch dimension is added (and removed) when the model batches."""
-        data = self._named(inputs, named_inputs)
+        data = self._named(inputs, named_inputs, parameters, headers)
         if self.is_batching_supported:
             data = {k: v[np.newaxis, ...] for k, v in data.items()}
         result = self._infer(data, parameters, headers)
@@ -165,24 +216,26 @@ class ModelClient:
     def infer_batch(
         self,
         *inputs: np.ndarray,
-        parameters: Optional[Dict[str, Union[str, int, bool]]] = None,
-        headers: Optional[Dict[str, Union[str, int, bool]]] = None,
+        parameters: Params = None,
+        headers: Params = None,
         **named_inputs: np.ndarray,
     ) -> Dict[str, np.ndarray]:
+        data = self._named(inputs, named_inputs, parameters, headers)
         if not self.is_batching_supported:
             raise PyTritonClientModelDoesntSupportBatchingError(
                 f"Model {self._model_name} doesn't support batching - use infer_sample method "
                 "instead"
             )
-        return self._infer(self._named(inputs, named_inputs), parameters, headers)
+        return self._infer(data, parameters, headers)
 
     def _named(
-        self, inputs: Tuple[np.ndarray, ...], named: Dict[str, np.ndarray]
+        self, inputs: Tuple[np.ndarray, ...], named: Dict[str, np.ndarray], *params: Params
     ) -> Dict[str, np.ndarray]:
-        if inputs and named:
-            raise PyTritonClientValueError(
-                "Use either positional either keyword method arguments convention"
-            )
+        """The call's inputs by name, once its arguments are checked and the model is
+        ready (the first call waits for it, as PyTriton's does)."""
+        verify_call(inputs, named, *params)
+        if not self._model_ready:
+            self._wait_and_init()
         if inputs:
             return {spec.name: v for spec, v in zip(self.model_config.inputs, inputs)}  # type: ignore[misc]
         return dict(named)
@@ -249,7 +302,7 @@ class ModelClient:
                 f"Timeout occurred during inference request. Timeout: "
                 f"{self._inference_timeout_s} s Message: {e}"
             ) from e
-        return _as_numpy(result)
+        return as_numpy(result)
 
     # ----------------------------------------------------------------- internals
 
@@ -282,9 +335,13 @@ class ModelClient:
                 )
             time.sleep(0.1)
 
-    def _init_model(self) -> None:
-        if self._ensure_model_is_ready:
-            self.wait_for_model(self._init_timeout_s)
+    def _wait_and_init(self) -> None:
+        """Wait for the model (init_timeout_s), then read its configuration."""
+        self.wait_for_model(self._init_timeout_s)
+        self._model_ready = True
+        self._model_config = self._read_config()
+
+    def _read_config(self) -> TritonModelConfig:
         version = self._model_version or ""
         headers = self._headers_with_token()
         if self._scheme == "grpc":
@@ -294,165 +351,13 @@ class ModelClient:
             config = config.get("config", config)
         else:
             config = self._live().get_model_config(self._model_name, version, headers=headers)
-        self._model_config = config_from_json(config)
+        return config_from_json(config)
 
 
-def _as_numpy(result: Any) -> Dict[str, np.ndarray]:
+def as_numpy(result: Any) -> Dict[str, np.ndarray]:
     response = result.get_response()
     if isinstance(response, dict):
         names = [o["name"] for o in response.get("outputs", [])]
     else:
         names = [o.name for o in response.outputs]
     return {name: result.as_numpy(name) for name in names}
-
-
-class DecoupledModelClient(ModelClient):
-    """gRPC streaming: infer_sample/infer_batch return an iterator of result dicts, one
-    per response, ending with the final one."""
-
-    def __init__(
-        self, url: str, model_name: str, model_version: Optional[str] = None, **kwargs: Any
-    ) -> None:
-        super().__init__(url, model_name, model_version, **kwargs)
-        if self._scheme != "grpc":
-            raise PyTritonClientValueError(
-                "DecoupledModelClient is only supported for grpc protocol"
-            )
-        self._lock = threading.Lock()
-
-    def _infer(self, data: Dict[str, np.ndarray], parameters: Any, headers: Any) -> Any:
-        if not self.model_config.decoupled:
-            raise PyTritonClientInferenceServerError(
-                "Model config is coupled. Use ModelClient instead."
-            )
-        return self._stream(data, parameters, headers)
-
-    def infer_sample(
-        self, *inputs: np.ndarray, parameters: Any = None, headers: Any = None, **named: np.ndarray
-    ) -> Any:  # type: ignore[override]
-        data = self._named(inputs, named)
-        batching = self.is_batching_supported
-        if batching:
-            data = {k: v[np.newaxis, ...] for k, v in data.items()}
-        for result in self._infer(data, parameters, headers):
-            yield {k: v[0] for k, v in result.items()} if batching else result
-
-    def _stream(
-        self, data: Dict[str, np.ndarray], parameters: Any, headers: Any
-    ) -> Iterator[Dict[str, np.ndarray]]:
-        inputs, outputs = self._request(data)
-        answers: "queue.Queue[Tuple[Any, Any]]" = queue.Queue()
-        client = self._live()
-        with self._lock:
-            client.start_stream(
-                callback=lambda result, error: answers.put((result, error)),
-                headers=self._headers_with_token(headers),
-            )
-            try:
-                self._send_on_stream(client, answers, inputs, outputs, parameters)
-                while True:
-                    try:
-                        result, error = answers.get(timeout=self._inference_timeout_s)
-                    except queue.Empty:
-                        raise PyTritonClientTimeoutError(
-                            f"Timeout occurred during inference request. Timeout: "
-                            f"{self._inference_timeout_s} s"
-                        ) from None
-                    if error is not None:
-                        raise PyTritonClientInferenceServerError(
-                            f"Error occurred during inference request. Message: {error}"
-                        )
-                    response = result.get_response()
-                    final = response.parameters.get("triton_final_response")
-                    if response.outputs:
-                        yield _as_numpy(result)
-                    if final is not None and final.bool_param:
-                        return
-            finally:
-                client.stop_stream()
-
-    def _send_on_stream(
-        self, client: Any, answers: "queue.Queue[Tuple[Any, Any]]", *request: Any
-    ) -> None:
-        from tritonclient.utils import InferenceServerException
-
-        try:
-            client.async_stream_infer(
-                **self._request_args(*request), enable_empty_final_response=True
-            )
-        except InferenceServerException as e:
-            # A stream the server ended at once (a missing access token, say) only says
-            # "no longer in valid state"; the server's reason went to the callback.
-            try:
-                _, error = answers.get_nowait()
-            except queue.Empty:
-                error = e.message()
-            raise PyTritonClientInferenceServerError(
-                f"Error occurred during inference request. Message: {error or e.message()}"
-            ) from e
-
-
-class FuturesModelClient:
-    """Each call returns a concurrent.futures.Future; a pool of threads, each with its own
-    ModelClient, runs them."""
-
-    def __init__(
-        self,
-        url: str,
-        model_name: str,
-        model_version: Optional[str] = None,
-        *,
-        max_workers: int = 128,
-        max_queue_size: int = 128,
-        non_blocking: bool = False,
-        init_timeout_s: Optional[float] = None,
-        inference_timeout_s: Optional[float] = None,
-        access_token: Optional[str] = None,
-    ) -> None:
-        self._args = (url, model_name, model_version)
-        self._kwargs = {
-            "init_timeout_s": init_timeout_s,
-            "inference_timeout_s": inference_timeout_s,
-            "access_token": access_token,
-        }
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
-        self._local = threading.local()
-        self._clients: List[ModelClient] = []
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> FuturesModelClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def close(self, wait: bool = True) -> None:
-        self._pool.shutdown(wait=wait)
-        with self._lock:
-            for client in self._clients:
-                client.close()
-            self._clients.clear()
-
-    def _client(self) -> ModelClient:
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = ModelClient(*self._args, **self._kwargs)  # type: ignore[arg-type]
-            self._local.client = client
-            with self._lock:
-                self._clients.append(client)
-        return client
-
-    def _submit(self, name: str, *args: Any, **kwargs: Any) -> "concurrent.futures.Future[Any]":
-        return self._pool.submit(lambda: getattr(self._client(), name)(*args, **kwargs))
-
-    def wait_for_model(self, timeout_s: float) -> "concurrent.futures.Future[Any]":
-        return self._submit("wait_for_model", timeout_s)
-
-    def model_config(self) -> "concurrent.futures.Future[Any]":
-        return self._pool.submit(lambda: self._client().model_config)
-
-    def infer_sample(self, *inputs: np.ndarray, **kwargs: Any) -> "concurrent.futures.Future[Any]":
-        return self._submit("infer_sample", *inputs, **kwargs)
-
-    def infer_batch(self, *inputs: np.ndarray, **kwargs: Any) -> "concurrent.futures.Future[Any]":
-        return self._submit("infer_batch", *inputs, **kwargs)
