@@ -264,7 +264,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--gpu-requests", type=int, default=30)
+    parser.add_argument(
+        "--gpu-only",
+        action="store_true",
+        help="only the GPU row (ours alone: no .venv-pytriton needed; scripts/gpu_check.sh)",
+    )
     args = parser.parse_args(argv)
+    if args.gpu_only:
+        return _gpu_only(args)
     if not PYTHONS["pytriton"].exists():
         print("no .venv-pytriton: run `make .venv-pytriton` first", file=sys.stderr)
         return 2
@@ -313,6 +320,17 @@ def main(argv: list[str]) -> int:
         print("\n" + gpu_markdown(gpu))
     if args.json:
         args.json.write_text(json.dumps(rows + gpu, indent=2))
+    return 0
+
+
+def _gpu_only(args: argparse.Namespace) -> int:
+    gpu, skipped = gpu_rows(args.gpu_requests)
+    if skipped is not None:
+        print(f"GPU row skipped: {skipped}")
+        return 0
+    print(gpu_markdown(gpu))
+    if args.json:
+        args.json.write_text(json.dumps(gpu, indent=2))
     return 0
 
 

@@ -33,6 +33,7 @@
 #   GPU_BENCH_RESERVE=100    seconds kept for the benchmark; GPU_BENCH_REQUESTS=50 per row
 #   GPU_CPU_BENCH_MIN=75, GPU_CPU_BENCH_CAP=150, GPU_CPU_BENCH_ARGS=--quick   the CPU benchmark
 #                            (GPU_CPU_BENCH_CAP=0 skips it); GPU_SPIN_AB=1|only|0 the spin A/B
+#   GPU_PYTRITON_BENCH=1|0   the GPU row of bench-pytriton after the GPU benchmark (120 s cap)
 #                            after it, instead of it, or not (scripts/gpu_cpu_bench.sh)
 #   GPU_BREAKDOWN=0|1|only   the GPU breakdown (docs/gpu.md "Where the time goes"): not (the
 #                            default), after the GPU benchmark, or alone: then it runs right
@@ -190,6 +191,14 @@ else
         --requests "${GPU_BENCH_REQUESTS:-50}" --server-log "$OUT/servers.log"
     grep -E '^(GPU identity|gpu_identity|\|)' "$OUT/bench.txt" >>"$SUMMARY"
     kill_ours
+    # The GPU row of `make bench-pytriton` (issue 30): a bound Tensor(device="cuda") identity
+    # against a numpy callable's host round trip; GPU_PYTRITON_BENCH=0 skips it.
+    if [ "${GPU_PYTRITON_BENCH:-1}" != "0" ]; then
+        step pytritonbench 120 "$OUT/pytriton_bench.txt" "$PY" -m benchmarks.pytriton_bench \
+            --gpu-only --gpu-requests "${GPU_BENCH_REQUESTS:-50}"
+        grep -E '^(GPU row|\|)' "$OUT/pytriton_bench.txt" >>"$SUMMARY"
+        kill_ours
+    fi
     if [ "${GPU_BREAKDOWN:-0}" = "1" ]; then
         breakdown "${GPU_BREAKDOWN_CAP:-150}"
     fi

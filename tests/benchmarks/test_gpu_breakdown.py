@@ -98,6 +98,16 @@ def test_without_a_gpu_every_entry_point_says_so_and_exits_0(tmp_path: Path) -> 
         assert done.returncode == 0, done.stderr
         assert "no GPU" in done.stdout, done.stdout
     assert "no GPU" in md.read_text() and "nothing measured" in md.read_text()
+    # bench-pytriton's GPU row as gpu_check.sh runs it: ours alone, skipped with the reason.
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.pytriton_bench", "--gpu-only"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("GPU row skipped: "), done.stdout
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
