@@ -26,6 +26,7 @@ from ._context import TritonContext, TritonModelConfig, inject
 from ._control import ControlledServer, ServerControl
 from ._gpu import check_devices
 from ._security import TritonSecurityConfig
+from ._sigint import sigint_calls
 from ._triton_config import TritonConfig, server_args
 from .exceptions import (
     PyTritonInvalidOperationError,
@@ -253,11 +254,22 @@ class Triton:
         """run(), then block until Ctrl-C (or an unrecoverable error) and stop everything.
         Raises PyTritonRuntimeError when tritonserver dies meanwhile."""
         self.run()
-        try:
+        interrupted = []
+
+        def on_sigint() -> None:
+            # Runs in the main thread, which may be inside `with self._cv` itself: the lock
+            # is an RLock, so taking it here cannot deadlock.
             with self._cv:
-                while not self._stopping and self._alive():
+                interrupted.append(True)
+                self._cv.notify_all()
+
+        try:
+            with sigint_calls(on_sigint), self._cv:
+                while not self._stopping and not interrupted and self._alive():
                     self._cv.wait(timeout=min(monitoring_period_s, 1.0))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a handler of the user's raised it
+            interrupted.append(True)
+        if interrupted:
             LOGGER.info("SIGINT received, exiting.")
         died = not self._stopping and not self._alive()
         detail = self._death_detail() if died else ""

@@ -148,7 +148,8 @@ def test_tritonserver_death_ends_serve_with_an_error(triton: Triton) -> None:
 
 def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str, str]:
     config = loopback_config()
-    env = dict(os.environ, **extra_env)
+    # PYTHONFAULTHANDLER: a process that hangs is sent SIGABRT and prints every thread's stack.
+    env = dict(os.environ, PYTHONFAULTHANDLER="1", **extra_env)
     for field in ("http_address", "grpc_address", "metrics_address", "http_port", "grpc_port"):
         env[f"PYTRITON_TRITON_CONFIG_{field.upper()}"] = str(getattr(config, field))
     env["PYTRITON_TRITON_CONFIG_METRICS_PORT"] = str(config.metrics_port)
@@ -171,6 +172,20 @@ def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str, str]:
     return proc, f"http://127.0.0.1:{config.http_port}", "".join(lines)
 
 
+def _exit_code_or_stacks(proc: subprocess.Popen, timeout: float) -> int:
+    """proc's exit code; a failure with its output and its threads' stacks if it hangs."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        pytest.fail(f"no exit {timeout:g} s after the signal; its output and stacks:\n{out}")
+
+
 def _tritonservers_of(pid: int) -> list:
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -184,7 +199,7 @@ def test_example_script_serves_until_ctrl_c() -> None:
         with ModelClient(url, "AddSub") as client:
             np.testing.assert_allclose(client.infer_batch(a, a)["add"], a * 2)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(60) == 0
+        assert _exit_code_or_stacks(proc, 60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
