@@ -146,6 +146,10 @@ def test_tritonserver_death_ends_serve_with_an_error(triton: Triton) -> None:
         triton.serve(monitoring_period_s=0.2)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str, str]:
     config = loopback_config()
     # PYTHONFAULTHANDLER: a process that hangs is sent SIGABRT and prints every thread's stack.
@@ -159,6 +163,9 @@ def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # SIGINT as a terminal's Ctrl-C finds it: a run started in the background (`cmd &`)
+        # inherits it ignored, and the script would then never see Ctrl-C.
+        preexec_fn=_default_sigint,
     )
     assert proc.stdout is not None
     lines = []

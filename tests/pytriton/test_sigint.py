@@ -8,7 +8,18 @@ import os
 import signal
 import threading
 
+import pytest
+
 from pybackend.pytriton._sigint import sigint_calls
+
+
+@pytest.fixture(autouse=True)
+def python_default_sigint():
+    """Python's own SIGINT handler, whatever this run inherited: a shell that starts a job
+    in the background (`cmd &`) hands it SIGINT ignored, and Python then keeps ignoring it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def test_sigint_calls_back_instead_of_raising_and_the_handler_is_restored() -> None:
