@@ -4,9 +4,10 @@ Python turns SIGINT into a KeyboardInterrupt raised at whatever bytecode the mai
 next. serve()'s loop polls tritonserver (``Popen.poll``), and an interrupt landing between
 that call's lock acquire and its ``try`` leaves ``Popen``'s wait lock held: stopping the
 server would then wait on it forever (a narrow window, never observed; a hang that looked
-like it was the test run inheriting SIGINT ignored). So while serve() waits, SIGINT only calls ``on_sigint`` (which sets a flag and wakes the loop). Only where
-Python's own handler is installed and only in the main thread: a handler of the user's stays
-theirs, and the KeyboardInterrupt path still works for them.
+like it was a test run that inherited SIGINT ignored). So while serve() waits, SIGINT only
+calls ``on_sigint`` (which sets a flag and wakes the loop). Only where Python's own handler
+is installed and only in the main thread: a handler of the user's stays theirs, and the
+KeyboardInterrupt path still works for them.
 """
 
 from __future__ import annotations
