@@ -8,7 +8,7 @@ import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import tritonclient.http as httpclient
@@ -53,6 +53,21 @@ def make_server(tmp_path: Path, **kwargs: Any) -> TritonServer:
     repo = tmp_path / "models"
     shutil.copytree(MODELS, repo)
     return TritonServer(repo, backend="ours", model_control_mode="explicit", **kwargs)
+
+
+def unloading_client(server: TritonServer, *models: str) -> Iterator[Any]:
+    """The body of a test's ``client`` fixture: an HTTP client of ``server`` (``.url`` set
+    for helpers that open their own), and afterwards ``models`` unloaded (those still
+    loaded) so the next test starts from none."""
+    c = httpclient.InferenceServerClient(server.http_url)
+    c.url = server.http_url
+    yield c
+    for model in models:
+        try:
+            c.unload_model(model)
+        except InferenceServerException:
+            pass
+    c.close()
 
 
 def call(client: Any, op: int, model: str = "ident") -> dict[str, Any]:

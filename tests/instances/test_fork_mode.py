@@ -26,6 +26,7 @@ from instances_support import (
     make_server,
     parent_of,
     settled,
+    unloading_client,
 )
 from tritonclient.utils import InferenceServerException
 
@@ -44,14 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
 
 @pytest.fixture
 def client(server: TritonServer) -> Iterator[Any]:
-    c = httpclient.InferenceServerClient(server.http_url)
-    yield c
-    for model in ("ident", "cuda_at_import"):
-        try:
-            c.unload_model(model)
-        except InferenceServerException:
-            pass
-    c.close()
+    yield from unloading_client(server, "ident", "cuda_at_import")
 
 
 def test_one_import_then_a_forked_child_per_instance(server: TritonServer, client: Any):

@@ -26,6 +26,7 @@ from instances_support import (
     make_server,
     settled,
     stub_processes,
+    unloading_client,
 )
 from tritonclient.utils import InferenceServerException
 
@@ -56,14 +57,7 @@ def timeout_server(tmp_path: Path) -> Iterator[TritonServer]:
 
 @pytest.fixture
 def client(server: TritonServer) -> Iterator[Any]:
-    c = httpclient.InferenceServerClient(server.http_url)
-    c.url = server.http_url
-    yield c
-    try:
-        c.unload_model("ident")
-    except InferenceServerException:
-        pass
-    c.close()
+    yield from unloading_client(server, "ident")
 
 
 def outcome(url: str, op: int) -> Any:

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 from instances_support import (
     OP_BARRIER,
     OP_IDENT,
@@ -23,6 +22,7 @@ from instances_support import (
     imports,
     make_server,
     settled,
+    unloading_client,
 )
 from tritonclient.utils import InferenceServerException
 
@@ -39,15 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
 
 @pytest.fixture
 def client(server: TritonServer) -> Iterator[Any]:
-    c = httpclient.InferenceServerClient(server.http_url)
-    c.url = server.http_url
-    yield c
-    for model in ("stream", "ident"):
-        try:
-            c.unload_model(model)
-        except InferenceServerException:
-            pass
-    c.close()
+    yield from unloading_client(server, "stream", "ident")
 
 
 def concurrent(client: Any, op: int, n: int) -> list[dict[str, Any]]:

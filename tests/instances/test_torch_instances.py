@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import tritonclient.http as httpclient
 from instances_support import (
     OP_IDENT,
     at_once,
@@ -16,8 +15,8 @@ from instances_support import (
     imports,
     make_server,
     settled,
+    unloading_client,
 )
-from tritonclient.utils import InferenceServerException
 
 from conformance_support.stub_env import needs_torch, our_stub_python
 from pybackend.server import TritonServer
@@ -37,13 +36,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
 @pytest.fixture
 def client(server: TritonServer) -> Iterator[Any]:
     (server.model_repository / MODEL / "1" / "imports.log").unlink(missing_ok=True)
-    c = httpclient.InferenceServerClient(server.http_url)
-    yield c
-    try:
-        c.unload_model(MODEL)
-    except InferenceServerException:
-        pass
-    c.close()
+    yield from unloading_client(server, MODEL)
 
 
 def served(server: TritonServer, n: int) -> list[dict[str, Any]]:
