@@ -1,15 +1,20 @@
 """NVIDIA's qa `L0_backend_python/python_test.py` (and the loads its test.sh checks) that
 no other module of ours already covers, through one real server: dynamic batching with its
 statistics and metrics, BYTES outputs in both numpy forms (also empty), optional inputs
-none of which is sent, non-contiguous numpy outputs, a model whose import is slow, and the
-server's environment reaching the stub. docs/qa_coverage.md maps every case."""
+none of which is sent, non-contiguous numpy outputs, an output asked into a shared memory
+region too small for it, a model whose import is slow, and the server's environment
+reaching the stub. docs/qa_coverage.md maps every case."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import tritonclient.http as httpclient
+import tritonclient.utils.shared_memory as shm
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from conformance_support.clients import PROTOCOLS, bytes_input, infer, text_output
 from conformance_support.control import http_client, is_ready
@@ -17,6 +22,8 @@ from conformance_support.metrics_endpoint import key, samples, scrape
 
 MODELS = [
     "qa_identity_uint8",
+    "qa_identity_bool",
+    "qa_dlpack_identity",
     "qa_string",
     "qa_string_fixed",
     "qa_optional",
@@ -125,3 +132,37 @@ def test_the_servers_environment_reaches_the_model(server):
     assert is_ready(server, "qa_model_env")
     result = infer(server, "http", "qa_model_env", {"NAME": bytes_input("MY_ENV")})
     assert text_output(result, "VALUE") == "MY_ENV"
+
+
+@pytest.mark.parametrize(
+    "model,data",
+    [
+        ("qa_identity_bool", np.ones((1, 1000), dtype=bool)),
+        ("qa_dlpack_identity", np.ones((1, 1000), dtype=np.float32)),
+    ],
+)
+def test_an_output_region_too_small_is_an_error(server, model, data):
+    """qa test_gpu_tensor_error / test_dlpack_tensor_error with system shared memory in
+    place of CUDA shared memory (no GPU here): OUTPUT0 asked into a 1-byte region fails
+    with the server's text naming the size it needs; the server keeps serving."""
+    name = f"qa_small_{model}"
+    region = shm.create_shared_memory_region(name, f"/{name}_{os.getpid()}", 1)
+    with http_client(server) as client:
+        client.register_system_shared_memory(name, f"/{name}_{os.getpid()}", 1)
+        try:
+            infer_input = httpclient.InferInput(
+                "INPUT0", list(data.shape), np_to_triton_dtype(data.dtype)
+            )
+            infer_input.set_data_from_numpy(data)
+            wanted = httpclient.InferRequestedOutput("OUTPUT0")
+            wanted.set_shared_memory(name, 1)
+            with pytest.raises(InferenceServerException) as caught:
+                client.infer(model, [infer_input], outputs=[wanted])
+            assert f"should be at least {data.nbytes} bytes to hold the results" in str(
+                caught.value
+            )
+        finally:
+            client.unregister_system_shared_memory(name)
+            shm.destroy_shared_memory_region(region)
+    again = infer(server, "http", model, {"INPUT0": data})
+    assert np.array_equal(again.outputs["OUTPUT0"], data)
