@@ -33,6 +33,8 @@ def test_input_beyond_the_bound_is_a_clear_error(capped: Any, http: Any) -> None
         in message
     )
     assert f"does not fit under the shared-memory limit of {CAP} bytes" in message
+    # The original's text (NVIDIA's qa test_growth_error looks for it).
+    assert "Failed to increase the shared memory pool size to " in message
     assert "bytes already reserved in" in message and "in use" in message
     assert "raise the backend config shm-max-byte-size" in message
     # The instance is healthy: the same stub answers the next request.
@@ -52,6 +54,7 @@ def test_output_beyond_the_bound_is_a_clear_error(capped: Any, http: Any) -> Non
         in message
     )
     assert "raise the backend config shm-max-byte-size" in message
+    assert "Failed to increase the shared memory pool size to " in message
     out, answered = big_infer(client, np.ones(16, np.uint8), grow=4 * MiB)
     assert answered == pid and out.nbytes == 4 * MiB
 
