@@ -196,7 +196,6 @@ def test_reservation_failure_is_an_arena_error(monkeypatch: pytest.MonkeyPatch) 
         create_segment_fd(MB)
 
 
-
 def test_growth_beyond_the_bound_says_the_originals_text(ann: Announcer) -> None:
     """The original's words for a pool that cannot grow (NVIDIA's qa test_growth_error
     looks for them), with the size it would have reached, then why and what to change."""
