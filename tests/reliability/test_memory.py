@@ -133,3 +133,19 @@ def test_a_small_pinned_block_does_not_keep_a_big_segment(http: Any) -> None:
         assert backend_arena() >= 8 * MiB
         wait_for("the 8 MiB segment to go", lambda: backend_arena() < 8 * MiB, timeout=10)
         client.close()
+
+
+def test_first_segments_have_the_default_byte_size(http: Any) -> None:
+    """NVIDIA's qa test.sh checks that each shared memory region of the original starts at
+    shm-default-byte-size (its /dev/shm files). Ours has no such files (memfd): every
+    tensor segment a request smaller than it makes, on both sides, has that size (the
+    fixed-size message lanes aside)."""
+    size = 4 * MiB
+    with start(["big_identity"], backend_config=[("shm-default-byte-size", str(size))]) as server:
+        client = http(server)
+        (pid,) = stubs(server, "big_identity").values()
+        big_infer(client, np.ones(MiB, np.uint8))
+        for who in (server.pid, pid):
+            mapped = {k: v for k, v in memfd_mappings(who).items() if "-lane-" not in k}
+            assert mapped and set(mapped.values()) == {size}, (who, memfd_mappings(who))
+        client.close()
