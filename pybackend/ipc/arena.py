@@ -27,6 +27,9 @@ ALIGN = 64
 IDLE_RELEASE_S = 1.0
 PEER_WAIT_S = 5.0
 PAGE = mmap.PAGESIZE
+#: The original's text when its shared-memory pool cannot grow (spec 7, shared memory);
+#: NVIDIA's qa test_growth_error looks for it. Ours says why after it.
+GROWTH_FAILED = "Failed to increase the shared memory pool size to"
 
 
 def _align(n: int, a: int = ALIGN) -> int:
@@ -163,6 +166,7 @@ class Arena:
             room = max(0, self.max_size - reserved) // PAGE * PAGE
             if room < _align(need, PAGE):
                 raise ArenaError(
+                    f"{GROWTH_FAILED} {reserved + size} bytes: "
                     f"a block of {need} bytes does not fit under the shared-memory limit of "
                     f"{self.max_size} bytes ({state}); raise {self.knob or 'the limit'} or "
                     "return smaller tensors"
@@ -178,7 +182,9 @@ class Arena:
                     if self.max_size
                     else f"; {self.knob} can bound it"
                 )
-            raise ArenaError(f"{e}; this arena has {state}{bound}") from None
+            raise ArenaError(
+                f"{GROWTH_FAILED} {reserved + size} bytes: {e}; this arena has {state}{bound}"
+            ) from None
         try:
             mm = mmap.mmap(fd, size)
             seg = Segment(self._next_id, size, mm)

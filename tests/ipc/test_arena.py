@@ -196,6 +196,22 @@ def test_reservation_failure_is_an_arena_error(monkeypatch: pytest.MonkeyPatch) 
         create_segment_fd(MB)
 
 
+def test_growth_beyond_the_bound_says_the_originals_text(ann: Announcer) -> None:
+    """The original's words for a pool that cannot grow (NVIDIA's qa test_growth_error
+    looks for them), with the size it would have reached, then why and what to change."""
+    bounded = Arena(2, MB, MB, ann.announce, ann.drop, max_size=2 * MB, knob="KNOB")
+    try:
+        bounded.alloc(MB)
+        with pytest.raises(arena_mod.ArenaError) as caught:
+            bounded.alloc(2 * MB)
+        message = str(caught.value)
+        assert message.startswith("Failed to increase the shared memory pool size to ")
+        assert "does not fit under the shared-memory limit of 2097152 bytes" in message
+        assert "raise KNOB" in message
+    finally:
+        bounded.close()
+
+
 # ---------------------------------------------------------------------------- peer side
 
 

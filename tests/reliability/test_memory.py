@@ -33,6 +33,8 @@ def test_input_beyond_the_bound_is_a_clear_error(capped: Any, http: Any) -> None
         in message
     )
     assert f"does not fit under the shared-memory limit of {CAP} bytes" in message
+    # The original's text (NVIDIA's qa test_growth_error looks for it).
+    assert "Failed to increase the shared memory pool size to " in message
     assert "bytes already reserved in" in message and "in use" in message
     assert "raise the backend config shm-max-byte-size" in message
     # The instance is healthy: the same stub answers the next request.
@@ -52,6 +54,7 @@ def test_output_beyond_the_bound_is_a_clear_error(capped: Any, http: Any) -> Non
         in message
     )
     assert "raise the backend config shm-max-byte-size" in message
+    assert "Failed to increase the shared memory pool size to " in message
     out, answered = big_infer(client, np.ones(16, np.uint8), grow=4 * MiB)
     assert answered == pid and out.nbytes == 4 * MiB
 
@@ -129,4 +132,20 @@ def test_a_small_pinned_block_does_not_keep_a_big_segment(http: Any) -> None:
         send(64 * 1024)  # lands in it, and the response pins it
         assert backend_arena() >= 8 * MiB
         wait_for("the 8 MiB segment to go", lambda: backend_arena() < 8 * MiB, timeout=10)
+        client.close()
+
+
+def test_first_segments_have_the_default_byte_size(http: Any) -> None:
+    """NVIDIA's qa test.sh checks that each shared memory region of the original starts at
+    shm-default-byte-size (its /dev/shm files). Ours has no such files (memfd): every
+    tensor segment a request smaller than it makes, on both sides, has that size (the
+    fixed-size message lanes aside)."""
+    size = 4 * MiB
+    with start(["big_identity"], backend_config=[("shm-default-byte-size", str(size))]) as server:
+        client = http(server)
+        (pid,) = stubs(server, "big_identity").values()
+        big_infer(client, np.ones(MiB, np.uint8))
+        for who in (server.pid, pid):
+            mapped = {k: v for k, v in memfd_mappings(who).items() if "-lane-" not in k}
+            assert mapped and set(mapped.values()) == {size}, (who, memfd_mappings(who))
         client.close()
