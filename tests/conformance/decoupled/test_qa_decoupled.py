@@ -18,6 +18,7 @@ MODELS = [
     "qa_raise",
     "qa_send_after_close",
     "qa_identity",
+    "qa_add_sub",
     "qa_bls",
     "qa_square",
     "qa_bls_stream",
@@ -103,7 +104,8 @@ def test_decoupled_send_after_close_error_with_empty_final(server):
 
 def test_decoupled_bls(server):
     # BLS (exec and async_exec) in an async decoupled execute, then a response from a
-    # thread's BLS and a final one from a thread running its own event loop.
+    # thread's BLS and a final one from a thread running its own event loop. The first
+    # also checks a DLPack BLS on the CPU (the qa model's GPU check without a GPU).
     data = np.random.randn(1, 2).astype(np.float32)
     messages, ready = stream(server, "qa_bls", [({"IN": data}, "0")])
     assert [error for _, error, _ in messages] == [None, None], messages

@@ -24,18 +24,18 @@ class TritonPythonModel:
         for response in bls.exec(decoupled=True):
             count += 1
             if response.has_error():
-                sender.send(pb_utils.InferenceResponse(error=response.error().message()), final)
+                sender.send(pb_utils.InferenceResponse(error=response.error()), final)
                 return
             if response.output_tensors():
                 out = pb_utils.get_output_tensor_by_name(response, "OUT").as_numpy()
                 if not np.array_equal(out, data):
-                    error = f"BLS output {out} != input {data}"
+                    error = pb_utils.TritonError(f"BLS output {out} != input {data}")
                     sender.send(pb_utils.InferenceResponse(error=error), final)
                     return
                 sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]))
         # The stream ends with an empty final response after the data[0] responses.
         if count - 1 != int(data[0]):
-            error = f"expected {int(data[0])} responses, got {count - 1}"
+            error = pb_utils.TritonError(f"expected {int(data[0])} responses, got {count - 1}")
             sender.send(pb_utils.InferenceResponse(error=error), final)
         else:
             sender.send(flags=final)
