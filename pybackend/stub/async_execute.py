@@ -37,7 +37,15 @@ from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from .failures import failed_requests_text
 from .logging import ERROR
 from .parameters import ParameterError, parameter_value, switch_parameter
-from .returns import RESCHEDULED, RESPONSE, UNANSWERED, ReturnRefused, judge_return
+from .returns import (
+    RESCHEDULED,
+    RESPONSE,
+    UNANSWERED,
+    ReturnRefused,
+    decoupled_return_text,
+    judge_return,
+    refused_by_async_decoupled,
+)
 from .tracebacks import format_exception
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,11 +172,7 @@ class AsyncExecutor:
                 return
             if self.d.decoupled:
                 if ret is not None:
-                    self._fail(
-                        requests,
-                        f"Python model '{self.d.instance}' is using the decoupled mode and the "
-                        "execute function must return None.",
-                    )
+                    self._refuse_return(requests)
             else:
                 self._deliver(requests, ret)
         except Exception as e:  # noqa: BLE001 - model code may raise anything
@@ -194,6 +198,14 @@ class AsyncExecutor:
             elif verdict == UNANSWERED:  # as on the return path: nobody could ever answer it
                 self._fail([req], what)
             # else: left to the sender the model took; a dropped one is reported.
+
+    # ------------------------------------------------------------------ decoupled mode
+
+    def _refuse_return(self, requests: List[InferenceRequest]) -> None:
+        """A decoupled coroutine returned a value: logged (even when every request is left
+        to the model's sender), and the requests nobody can answer end with the error
+        (stub/returns.py refused_by_async_decoupled)."""
+        self._fail(refused_by_async_decoupled(requests), decoupled_return_text(self.d.instance))
 
     def _send(self, sender: Any, resp: Optional[InferenceResponse], flags: int) -> None:
         try:

@@ -59,10 +59,7 @@ def judge_return(
     (a default-mode coroutine that ran in the background), so they are left as they are."""
     if decoupled:
         if ret is not None:
-            raise ReturnRefused(
-                f"Python model '{instance}' is using the decoupled mode and the execute "
-                "function must return None."
-            )
+            raise ReturnRefused(decoupled_return_text(instance))
         return [
             (RESCHEDULED, None)
             if r._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
@@ -105,6 +102,25 @@ def judge_return(
                 f"found type '{type(resp)}'."
             )
     return verdicts
+
+
+def decoupled_return_text(instance: str) -> str:
+    """The original's text for a decoupled ``execute`` that returned a value."""
+    return (
+        f"Python model '{instance}' is using the decoupled mode and the execute function "
+        "must return None."
+    )
+
+
+def refused_by_async_decoupled(requests: Sequence[InferenceRequest]) -> List[InferenceRequest]:
+    """A decoupled ``async def execute`` returned a value: the requests that end with
+    :func:`decoupled_return_text`. The original only logs it (its coroutine ran in the
+    background): a request whose sender the model took stays open, as there, since the model
+    may still answer it from a task or thread (qa response_sender); a dropped sender is
+    reported when it is collected. A request whose sender was never taken can never be
+    answered: it ends with the error (the original leaves it waiting forever). A plain
+    ``def execute`` gets ReturnRefused from :func:`judge_return`, as on the original."""
+    return [r for r in requests if r._sender is None]
 
 
 def _nothing(req: InferenceRequest, what: str, through_senders: bool) -> Verdict:

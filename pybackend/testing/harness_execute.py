@@ -5,6 +5,7 @@ response, the backend's error texts, or its sender's answer)."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -19,7 +20,9 @@ from ..stub.returns import (
     OutputMismatch,
     OutputRules,
     ReturnRefused,
+    decoupled_return_text,
     judge_return,
+    refused_by_async_decoupled,
 )
 from ..stub.tracebacks import format_exception
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
@@ -144,15 +147,22 @@ class Executor:
     def _execute_timed(self, reqs: List[InferenceRequest], times: ExecuteTimes) -> List[Any]:
         code = self._code
 
+        ran_async = False
+
         def run() -> Any:
+            nonlocal ran_async
             with code.running():
                 times.mark_inputs_ready()  # the requests are built: handing them over is all
-                ret = code.settle(code.model.execute(reqs))
+                result = code.model.execute(reqs)
+                ran_async = inspect.iscoroutine(result)
+                ret = code.settle(result)
                 times.mark_returned()
             return ret
 
         try:
             ret = code.on_thread(run)  # the instance's own thread, when it has one
+            if ran_async and self._disk.decoupled and ret is not None:
+                return self._async_decoupled_refused(reqs)
             return self._responses(reqs, ret)
         except ReturnRefused as e:
             return self._failed(reqs, str(e))
@@ -187,6 +197,14 @@ class Executor:
             else:
                 out.append(self.error(message))
         return out
+
+    def _async_decoupled_refused(self, reqs: List[InferenceRequest]) -> List[Any]:
+        """A decoupled coroutine returned a value: the requests nobody can answer fail, the
+        others stay with their senders (stub/returns.py refused_by_async_decoupled)."""
+        ending = refused_by_async_decoupled(reqs)
+        message = decoupled_return_text(self._disk.instance_name)
+        errors = {id(r): e for r, e in zip(ending, self._failed(ending, message))}
+        return [errors.get(id(r)) for r in reqs]
 
     def _responses(self, reqs: List[InferenceRequest], ret: Any) -> List[Any]:
         """What each request's client gets, by the stub's rules (stub/returns.py)."""

@@ -98,13 +98,26 @@ def _from_gpu_capsule(cls: Any, name: str, capsule: Any, synced: bool) -> "Tenso
     return cls._on_device(name, code, shape, buf)
 
 
-def _export(arr: np.ndarray) -> Any:
-    """A legacy ``dltensor`` capsule for a CPU array; the capsule keeps it alive."""
+class _OwnedView(np.ndarray):
+    """A view of a Tensor's array that also holds the Tensor (``owner``): the capsule
+    exported from it keeps the Tensor alive until the consumer releases it, as the
+    original's capsule does (one reference; NVIDIA's qa decoupled_bls counts it)."""
+
+    owner: Any
+
+
+def _export(arr: np.ndarray, owner: Any) -> Any:
+    """A legacy ``dltensor`` capsule for a CPU array of ``owner``; the capsule keeps both
+    alive."""
+    view = arr.view(_OwnedView)
+    view.owner = owner
     try:
-        return arr.__dlpack__()
+        return view.__dlpack__()
     except BufferError:
         # numpy refuses to export read-only arrays; hand out a private copy instead.
-        return arr.copy().__dlpack__()
+        view = arr.copy().view(_OwnedView)
+        view.owner = owner
+        return view.__dlpack__()
 
 
 class Tensor:
@@ -365,10 +378,10 @@ class Tensor:
             return dlpack.export(self, self._raw, self._dtype, self._shape)
         if self._dtype == dtypes.TYPE_BF16:
             bits = self._raw.view(np.uint16).reshape(self._shape)
-            capsule = _export(bits)
+            capsule = _export(bits, self)
             _dl_tensor(capsule).dtype.code = KDL_BFLOAT  # uint16 bits, announced as bfloat16
             return capsule
-        return _export(self.as_numpy())
+        return _export(self.as_numpy(), self)
 
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         # A GPU tensor of ours has no pending work (it was synchronized when it was made,

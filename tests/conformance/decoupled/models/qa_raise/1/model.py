@@ -1,0 +1,5 @@
+class TritonPythonModel:
+    def execute(self, requests):
+        for _ in requests:
+            raise Exception("Intentional Error")
+        return None
