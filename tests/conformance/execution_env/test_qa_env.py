@@ -63,3 +63,11 @@ def test_the_model_follows_the_servers_locale(feature_repository):
 def test_original_keeps_the_c_locale(feature_repository):
     seen, _ = model_locale(feature_repository, {"LC_ALL": "C.UTF-8"})
     assert seen == [None, None]
+
+
+def test_the_original_c_module_is_importable(feature_repository):
+    """qa restart's model imports c_python_backend_utils and reads
+    shared_memory.free_memory(); the classes are pb_utils' own."""
+    with feature_repository.start_models(["qa_c_utils"]) as server:
+        seen = json.loads(text_output(infer(server, "http", "qa_c_utils", {}), "RESULT"))
+    assert seen == {"free_memory": ["int", True], "same_classes": [True, True, True, True]}
