@@ -34,7 +34,8 @@ def run(server, mode: str) -> object:
 
 def test_histogram_series_before_and_after_observe(server):
     """qa test_histogram_e2e: every bucket, the sum and the count exist at 0 as soon as the
-    metric is made; three observations land in the cumulative buckets."""
+    metric is made; three observations land in the cumulative buckets; Logger calls between
+    them reach the log."""
     name, labels = "pbqa_histogram", {"k": "v"}
     bounds = ["0.1", "1", "2.5", "5", "10", "+Inf"]
     assert run(server, "histogram_make") == "made"
@@ -46,6 +47,8 @@ def test_histogram_series_before_and_after_observe(server):
     expected = {key(f"{name}_bucket", le=le, **labels): n for le, n in cumulative.items()}
     expected |= {key(f"{name}_count", **labels): 3.0, key(f"{name}_sum", **labels): 7.55}
     assert samples(scrape(server), name) == expected
+    log = server.log_text()
+    assert all(f"qa_metrics observed {value}" in log for value in (0.05, 1.5, 6.0))
 
 
 def test_histogram_bucket_arguments(server):
