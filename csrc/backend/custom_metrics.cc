@@ -4,6 +4,7 @@
 
 #include "backend/error.h"
 #include "backend/logging.h"
+#include "backend/metric_families.h"
 #include "backend/stub_session.h"
 #include "ipc/codec.h"
 #include "ipc/messages/rpc.h"
@@ -85,8 +86,8 @@ std::string CustomMetrics::FamilyNew(const ipc::Message& msg, std::vector<uint8_
     return "unknown metric kind " + std::to_string(kind) + " (COUNTER=0, GAUGE=1, HISTOGRAM=2)";
   }
   TRITONSERVER_MetricFamily* family = nullptr;
-  std::string err = TakeMessage(TRITONSERVER_MetricFamilyNew(
-      &family, static_cast<TRITONSERVER_MetricKind>(kind), name.c_str(), description.c_str()));
+  std::string err =
+      AcquireMetricFamily(static_cast<TRITONSERVER_MetricKind>(kind), name, description, &family);
   if (!err.empty()) return err;
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t id = next_id_++;
@@ -109,7 +110,7 @@ void CustomMetrics::FamilyDelete(uint64_t family_id) {
       ++it;
     }
   }
-  std::string err = TakeMessage(TRITONSERVER_MetricFamilyDelete(fam->second));
+  std::string err = ReleaseMetricFamily(fam->second);
   if (!err.empty()) PB_LOG_WARN("instance '" + instance_ + "': deleting a metric family: " + err);
   families_.erase(fam);
 }
@@ -183,7 +184,7 @@ void CustomMetrics::Clear() {
   }
   metrics_.clear();
   for (auto& [id, family] : families_) {
-    std::string err = TakeMessage(TRITONSERVER_MetricFamilyDelete(family));
+    std::string err = ReleaseMetricFamily(family);
     if (!err.empty()) PB_LOG_WARN("instance '" + instance_ + "': deleting a metric family: " + err);
   }
   families_.clear();

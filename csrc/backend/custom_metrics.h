@@ -2,7 +2,8 @@
 // TRITONSERVER_MetricFamily / TRITONSERVER_Metric API. The stub names families and metrics by
 // ids we hand out. A metric lives as long as its family (as in the original); a family goes when
 // the stub says so, and everything a stub created is deleted when the stub's session ends
-// (unload, crash, restart), even when the Python objects were never garbage-collected.
+// (unload, crash, restart), even when the Python objects were never garbage-collected. The
+// Triton family objects behind the ids are shared by all stubs (metric_families.h).
 #pragma once
 
 #include <cstdint>

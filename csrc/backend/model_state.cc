@@ -336,6 +336,12 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   o.env = ThreadBudgetEnv(thread_budget);
   // The stub's side of the same decision (pybackend/stub/main.py), always set: one rule.
   o.env.emplace_back("PYBACKEND_STUB_SPIN_US", std::to_string(lane_spin_us));
+  // The original's stub embeds Python, which never coerces the C locale (PEP 538): a server
+  // run without a locale leaves the model's locale.getlocale() at (None, None), as NVIDIA's
+  // qa env test checks. `python -m` would coerce it to C.UTF-8; off unless the user chose.
+  if (std::getenv("PYTHONCOERCECLOCALE") == nullptr) {
+    o.env.emplace_back("PYTHONCOERCECLOCALE", "0");
+  }
   o.attach_socket = attach_socket;
   if (!exec_env.python.empty()) {
     // Only pybackend from the server's environment: its site-packages would shadow the

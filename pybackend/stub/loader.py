@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any, Callable, Dict
 
 from ..errors import PybackendError
+from ..utils import c_module
 from ..utils.model_config import ModelConfig
 
 # The 7 keys of ``args`` passed to initialize(), and where InitArgs keeps each value.
@@ -52,6 +53,8 @@ def _append_path(path: str) -> None:
 
 
 def import_model(init: Dict[str, Any]) -> ModuleType:
+    # The original's C++ module, by its name (model code may import it).
+    sys.modules.setdefault("c_python_backend_utils", c_module)
     model_file = init["model_file"]
     runtime_dir = init.get("runtime_modeldir") or "DEFAULT"
     if runtime_dir != "DEFAULT":

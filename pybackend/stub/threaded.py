@@ -85,6 +85,9 @@ class RoutingTransport(Transport):
     def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
         return self.current().empty_array(shape, dtype)
 
+    def free_memory(self) -> int:
+        return self.current().free_memory()
+
 
 class NoInstanceTransport(Transport):
     """For threads of a shared process that work for no instance (started at import time):

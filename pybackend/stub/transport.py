@@ -62,6 +62,13 @@ class StubTransport(MetricsClient, Transport):
             placer.abort()
             raise
 
+    def free_memory(self) -> int:
+        arena = self.state.arena
+        if arena is None:
+            return 0
+        # Segments are made on first use: until then, the first one's size is what is free.
+        return max(arena.total_size, arena.default_size) - arena.used_bytes
+
     def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
         arena = self.state.arena
         if arena is None or self.state.forked:

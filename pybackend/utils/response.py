@@ -18,7 +18,8 @@ def parameters_to_json(parameters: Any) -> str:
     if parameters is None:
         return ""
     if not isinstance(parameters, dict):
-        raise TritonModelException(f"Expect parameters to be a dict, found type {type(parameters)}")
+        # ", got <type>" as upstream words it (NVIDIA's qa response parameters test).
+        raise TritonModelException(f"Expect parameters to be a dict, got {type(parameters)}")
     for k, v in parameters.items():
         if not isinstance(k, str):
             raise TritonModelException(

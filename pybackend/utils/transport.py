@@ -112,6 +112,10 @@ class Transport:
         """``op`` is "value", "increment", "set" or "observe"; returns the value for "value"."""
         raise unsupported("Custom metrics (MetricFamily)")
 
+    def free_memory(self) -> int:
+        """Free bytes of the stub's shared memory (``c_python_backend_utils``)."""
+        return 0
+
     def empty_array(self, shape: Tuple[int, ...], dtype: Any) -> Any:
         """An uninitialised array for ``Tensor.empty``: shared memory inside a stub (an
         output there travels without a copy), plain process memory elsewhere."""

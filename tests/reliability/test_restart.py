@@ -28,13 +28,15 @@ def server() -> Iterator[Any]:
         yield s
 
 
-def identity(client: Any) -> None:
-    """The qa client's request: a [1, 16] FP32 tensor comes back unchanged."""
+def identity(client: Any) -> int:
+    """The qa client's request: a [1, 16] FP32 tensor comes back unchanged. Returns the
+    stub's free shared memory as the model saw it."""
     data = np.random.randn(1, 16).astype(np.float32)
     inp = httpclient.InferInput("INPUT0", list(data.shape), "FP32")
     inp.set_data_from_numpy(data)
     result = client.infer(MODEL, [inp])
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), data)
+    return int(result.as_numpy("FREE")[0, 0])
 
 
 def kill_stub(server: Any) -> tuple[int, LogWatch]:
@@ -57,10 +59,11 @@ def first_fails_reporting(client: Any) -> None:
 def test_first_request_fails_and_the_next_is_served(server: Any, http: Any) -> None:
     """The qa test (its client starts after the kill, inside the restart's backoff)."""
     client = http(server)
-    identity(client)
+    free = identity(client)
     pid, _ = kill_stub(server)
     first_fails_reporting(client)
-    identity(client)
+    # The qa model's check: the new stub starts with the free shared memory the old one had.
+    assert identity(client) == free > 0
     (new_pid,) = stubs(server, MODEL).values()
     assert new_pid != pid
 

@@ -130,6 +130,20 @@ def test_original_triton_dtype_raises(server):
             "TritonModelException:Expect parameters values to have type bool/int/str, found "
             "type <class 'float'>",
         ),
+        (
+            "response_param_not_dict",
+            "TritonModelException:Expect parameters to be a dict, got <class 'list'>",
+        ),
+        (
+            "response_param_value_none",
+            "TritonModelException:Expect parameters values to have type bool/int/str, found "
+            "type <class 'NoneType'>",
+        ),
+        (
+            "response_param_value_list",
+            "TritonModelException:Expect parameters values to have type bool/int/str, found "
+            "type <class 'list'>",
+        ),
     ],
 )
 def test_response_parameter_errors(server, case, expected):
@@ -142,4 +156,6 @@ def test_every_case_of_the_model_is_checked(feature_repository):
     checked = set(EXACT) | set(TYPE_ONLY)
     checked |= {"tensor_from_dlpack_no_protocol", "tensor_triton_dtype"}
     checked |= {"response_param_key_not_str", "response_param_value_float"}
+    checked |= {"response_param_not_dict", "response_param_value_none"}
+    checked |= {"response_param_value_list"}
     assert in_model == checked

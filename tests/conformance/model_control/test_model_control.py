@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conformance_support.clients import bytes_input, infer, text_output
-from conformance_support.control import is_ready, unload, unloaded
+from conformance_support.control import is_ready, load, load_error, unload, unloaded
 
 # The original aborts tritonserver intermittently when a model-control call fails
 # (boost::interprocess::lock_exception, SIGABRT): its side of these texts was recorded from
@@ -134,3 +134,40 @@ def test_unload_dependents(server):
 
 def test_unload_of_an_unknown_model_is_quiet(server):
     assert call(server, "unload", model_name="no_such_model") == {"returned": None}
+
+
+# NVIDIA's qa L0_backend_python/explicit and model_control (docs/qa_coverage.md): the same
+# loads and unloads made by a client instead of model code.
+
+
+def identity(server: Any, model: str, input_name: str, output_name: str) -> None:
+    x = np.arange(16, dtype=np.float32)
+    assert infer(server, "http", model, {input_name: x}).outputs[output_name].tolist() == x.tolist()
+
+
+def test_qa_python_model_and_its_ensemble_reload_five_times(server):
+    """qa explicit test_model_reload and model_control test_model_reload: the Python model
+    loaded before its ensemble, both served, both unloaded, five times over."""
+    for _ in range(5):
+        assert not is_ready(server, "mc_target")
+        load(server, "mc_target")
+        load(server, "mc_ens")
+        assert is_ready(server, "mc_target") and is_ready(server, "mc_ens")
+        identity(server, "mc_target", "INPUT0", "OUTPUT0")
+        identity(server, "mc_ens", "ENS_IN", "ENS_OUT")
+        unload(server, "mc_ens")
+        unload(server, "mc_target")
+        assert not is_ready(server, "mc_target") and not is_ready(server, "mc_ens")
+
+
+def test_qa_faulty_model_load_leaves_the_server_serving(server):
+    """qa model_control test_faulty_model_load: auto_complete_config fails the load."""
+    load(server, "mc_target")
+    try:
+        message = load_error(server, "qa_autocomplete_error")
+        assert "load failed for model 'qa_autocomplete_error'" in message, message
+        assert is_ready(server, "mc_target")
+        assert not is_ready(server, "qa_autocomplete_error")
+        identity(server, "mc_target", "INPUT0", "OUTPUT0")
+    finally:
+        unload(server, "mc_target")

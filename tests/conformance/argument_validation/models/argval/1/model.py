@@ -64,6 +64,9 @@ def cases(request):
         ],
         "response_param_key_not_str": lambda: Response(parameters={1: "x"}),
         "response_param_value_float": lambda: Response(parameters={"k": 1.5}),
+        "response_param_not_dict": lambda: Response(parameters=[]),
+        "response_param_value_none": lambda: Response(parameters={"k": None}),
+        "response_param_value_list": lambda: Response(parameters={"k": ["v"]}),
         # InferenceRequest (BLS constructor; never executed here)
         "request_none_input": lambda: Request(
             model_name="m", inputs=[None], requested_output_names=[]
