@@ -269,6 +269,23 @@ def test_an_archive_reaching_outside_is_refused(server, repo, tmp_path):
     assert not list(tmp_path.rglob("evil-was-here.txt"))
 
 
+def test_an_archive_member_with_an_absolute_path_stays_inside(server, repo, tmp_path):
+    """qa env's zipslip case with an absolute name: tarfile's data filter strips the leading
+    '/', so the file lands in our cache directory, never at that path."""
+    model = write_model(repo, "absolute", "env.tar.gz")
+    target = tmp_path / "outside" / "abs-was-here.txt"
+    source = tmp_path / "abs.txt"
+    source.write_text("x")
+    with tarfile.open(model / "env.tar.gz", "w:gz") as tar:
+        tar.add(source, arcname=str(target))
+    message = load_error(server, "absolute")
+    # Unpacked (into the cache), then refused for what it lacks, not for where it writes.
+    assert "has no bin/python3: it is not a Python environment" in message, message
+    assert not target.exists()
+    unpacked = list((tmp_path / "cache").rglob("abs-was-here.txt"))
+    assert len(unpacked) == 1 and unpacked[0].read_text() == "x", unpacked
+
+
 def test_a_file_that_is_no_archive_is_refused(server, repo):
     model = write_model(repo, "not_tar", "env.tar.gz")
     (model / "env.tar.gz").write_text("not an archive")
