@@ -176,7 +176,10 @@ class AsyncExecutor:
             else:
                 self._deliver(requests, ret)
         except Exception as e:  # noqa: BLE001 - model code may raise anything
-            self._fail(requests, format_exception(e))
+            if self.d.decoupled:
+                self._raised(requests, format_exception(e))
+            else:
+                self._fail(requests, format_exception(e))
 
     # ------------------------------------------------------------------ default mode
 
@@ -206,6 +209,18 @@ class AsyncExecutor:
         to the model's sender), and the requests nobody can answer end with the error
         (stub/returns.py refused_by_async_decoupled)."""
         self._fail(refused_by_async_decoupled(requests), decoupled_return_text(self.d.instance))
+
+    def _raised(self, requests: List[InferenceRequest], message: str) -> None:
+        """A decoupled coroutine raised: logged, and the requests nobody can answer end with
+        the error, as when it returns a value (stub/returns.py refused_by_async_decoupled).
+        A sender the model took stays open, as on the original: a task or thread may still
+        answer through it; if it is dropped without FINAL, its client gets this error."""
+        self._fail(refused_by_async_decoupled(requests), message)
+        text = failed_requests_text(self.d.instance, message)
+        for req in requests:
+            sender = req._sender
+            if sender is not None and not sender._closed:
+                self.d.state.fail_on_drop(sender, text)
 
     def _send(self, sender: Any, resp: Optional[InferenceResponse], flags: int) -> None:
         try:

@@ -113,11 +113,12 @@ def decoupled_return_text(instance: str) -> str:
 
 
 def refused_by_async_decoupled(requests: Sequence[InferenceRequest]) -> List[InferenceRequest]:
-    """A decoupled ``async def execute`` returned a value: the requests that end with
-    :func:`decoupled_return_text`. The original only logs it (its coroutine ran in the
-    background): a request whose sender the model took stays open, as there, since the model
-    may still answer it from a task or thread (qa response_sender); a dropped sender is
-    reported when it is collected. A request whose sender was never taken can never be
+    """A decoupled ``async def execute`` returned a value or raised: the requests that end
+    with the error (:func:`decoupled_return_text`, or the exception's traceback text). The
+    original only logs it (its coroutine ran in the background): a request whose sender the
+    model took stays open, as there, since the model may still answer it from a task or
+    thread (qa response_sender); a dropped sender is reported when it is collected (after a
+    raise, with the traceback text). A request whose sender was never taken can never be
     answered: it ends with the error (the original leaves it waiting forever). A plain
     ``def execute`` gets ReturnRefused from :func:`judge_return`, as on the original."""
     return [r for r in requests if r._sender is None]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
 from ..ipc import codec, rpc_codec
 from ..ipc.arena import Arena, PeerSegments
 from ..ipc.channel import Channel, Message
-from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MessageKind, Owner
+from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MAX_INLINE_BODY, MessageKind, Owner
+from ..utils.errors import ErrorCode
 from .ledger import Ledger
 from .logging import WARNING, StubLog
 
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
     from .returns import OutputRules
 
 RPC_TIMEOUT_S = 30.0
+# A drop error's text is cut to fit one inline message: it is sent from the reader thread,
+# where a body in the arena could need a new segment (a blocking send of its own).
+_DROP_TEXT_MAX = MAX_INLINE_BODY // 2
+_FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
 
 
 def fork_refusal(instance: str, what: str) -> str:
@@ -103,6 +108,9 @@ class StubState:
         self._open_lock = threading.RLock()
         self._watch_refs: Dict[int, _WatchRef] = {}
         self._on_watched_dead = self._watched_dead
+        # Open requests whose failure a dropped sender reports (fail_on_drop): token -> the
+        # SEND body of the error response with FINAL, built in advance.
+        self._drop_errors: Dict[int, bytes] = {}
 
     # ------------------------------------------------------------------ arena
 
@@ -191,8 +199,8 @@ class StubState:
     def watch_open(self, request: object) -> None:
         """``request`` got no response in its RESULT and is not rescheduled: its sender
         must still send FINAL. Once the request and its sender are both garbage-collected
-        without that, the backend is told (SENDER_DROPPED) so the client is not left
-        waiting forever."""
+        without that, the backend is told (SENDER_DROPPED, or the error of fail_on_drop) so
+        the client is not left waiting forever."""
         token = request._token  # type: ignore[attr-defined]
         with self._open_lock:
             self._open[token] = 0
@@ -221,6 +229,26 @@ class StubState:
         if self._open:
             with self._open_lock:
                 self._open.pop(token, None)
+                if self._drop_errors:
+                    self._drop_errors.pop(token, None)
+
+    def fail_on_drop(self, sender: object, text: str) -> None:
+        """If ``sender`` (still open) and its request are garbage-collected without FINAL,
+        its client gets the error ``text`` instead of the backend's generic dropped-sender
+        text: a decoupled ``async def execute`` raised after the model took this sender
+        (stub/async_execute.py). The SEND body is built here, so the garbage collector's
+        callback only queues it."""
+        token = sender._token  # type: ignore[attr-defined]
+        data = text.encode("utf-8")
+        if len(data) > _DROP_TEXT_MAX:
+            text = data[:_DROP_TEXT_MAX].decode("utf-8", "ignore") + "... (cut)"
+        error = codec.ResponseDesc((), "", (ErrorCode.INTERNAL, text))
+        body = bytes(codec.encode_send(token, _FINAL, error))
+        with self._open_lock:
+            # FINAL sets _closed before it goes out and request_finished (under this lock)
+            # follows it: an entry made here while the sender is open is always removed.
+            if not sender._closed:  # type: ignore[attr-defined]
+                self._drop_errors[token] = body
 
     def _watched_dead(self, r: _WatchRef) -> None:
         with self._open_lock:
@@ -232,7 +260,11 @@ class StubState:
                 self._open[r.token] = n - 1
                 return
             del self._open[r.token]
-        self.queue_oneway(MessageKind.SENDER_DROPPED, rpc_codec.encode_token(r.token))
+            error = self._drop_errors.pop(r.token, None) if self._drop_errors else None
+        if error is not None:  # the failure the model's execute raised (fail_on_drop)
+            self.queue_oneway(MessageKind.SEND, error)
+        else:
+            self.queue_oneway(MessageKind.SENDER_DROPPED, rpc_codec.encode_token(r.token))
 
     # ------------------------------------------------------------------ shared handling
 

@@ -42,7 +42,7 @@ from .harness_code import ModelCode, Running
 from .harness_errors import InferError
 from .harness_execute import Executor, Inputs
 from .harness_instances import Instances, instance_kind
-from .harness_responses import response_outputs
+from .harness_responses import OutputNames, Requested, response_outputs
 from .harness_streams import SenderStreams, StreamCalls
 from .load_checks import refuse_like_server, run_warmup
 from .model_dir import ModelOnDisk
@@ -329,16 +329,19 @@ class ModelHarness(ModelOnDisk):
         error response raises :class:`InferError` with its message."""
         req = self.request(inputs, **kwargs)
         if self.decoupled:
-            responses = self.stream(req)
+            names = OutputNames(req)
+            held = [req]  # the harness lets go of it: a sender the model drops is noticed
+            del req
+            responses = self._stream_calls.stream_held(held, 30.0)
             if len(responses) != 1:
                 raise InferError(f"the decoupled model sent {len(responses)} responses, not 1")
-            return response_outputs(self._checked(responses[0], req), req)
+            return response_outputs(self._checked(responses[0], names), names)
         (resp,) = self.execute([req])
         return response_outputs(None if resp is None else self._checked(resp, req), req)
 
     # ------------------------------------------------------------------ parts' services
 
-    def _checked(self, resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
+    def _checked(self, resp: InferenceResponse, req: Requested) -> InferenceResponse:
         """``resp`` with the outputs Triton passes on (those requested), as the server's
         stub checks them (stub/returns.py): under PYBACKEND_STRICT_OUTPUTS a mismatch turns
         it into the error response; otherwise it passes, and each mismatch is reported in

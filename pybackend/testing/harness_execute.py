@@ -32,7 +32,8 @@ from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .harness_code import ModelCode
-from .harness_responses import filtered
+from .harness_drops import DropWatch
+from .harness_responses import Requested, filtered
 from .harness_streams import SenderStreams
 from .inputs import check_inputs, parameters_json
 from .model_dir import ModelOnDisk
@@ -61,6 +62,7 @@ class Executor:
         self._code = code
         self._streams = streams
         self._transport = transport
+        self._drops = DropWatch(streams)
         self._lock = threading.RLock()
         self._queued: Dict[int, int] = {}  # token -> when the request arrived (statistics)
         #: Outputs that differed from config.pbtxt in responses the server would pass on
@@ -167,6 +169,8 @@ class Executor:
         except ReturnRefused as e:
             return self._failed(reqs, str(e))
         except Exception as e:  # noqa: BLE001 - model code may raise anything
+            if ran_async and self._disk.decoupled:
+                return self._async_decoupled_raised(reqs, format_exception(e))
             return self._failed(reqs, format_exception(e))
 
     def _record(self, reqs: List[InferenceRequest], out: List[Any], times: ExecuteTimes) -> None:
@@ -206,6 +210,19 @@ class Executor:
         errors = {id(r): e for r, e in zip(ending, self._failed(ending, message))}
         return [errors.get(id(r)) for r in reqs]
 
+    def _async_decoupled_raised(self, reqs: List[InferenceRequest], message: str) -> List[Any]:
+        """A decoupled coroutine raised: as when it returns a value, the requests nobody can
+        answer fail; a sender the model took stays open for a task or thread to answer,
+        and if it is dropped without FINAL its client gets the error (the stub's
+        StubState.fail_on_drop)."""
+        ending = refused_by_async_decoupled(reqs)
+        errors = {id(r): e for r, e in zip(ending, self._failed(ending, message))}
+        for req in reqs:
+            sender = req._sender
+            if sender is not None and not sender._closed:
+                self._drops.watch(req, sender, self.error(message))
+        return [errors.get(id(r)) for r in reqs]
+
     def _responses(self, reqs: List[InferenceRequest], ret: Any) -> List[Any]:
         """What each request's client gets, by the stub's rules (stub/returns.py)."""
         decoupled = self._disk.decoupled
@@ -242,7 +259,7 @@ class Executor:
         text = failed_requests_text(self._disk.instance_name, message)
         return InferenceResponse(error=TritonError(text, ErrorCode.INTERNAL))
 
-    def checked(self, resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
+    def checked(self, resp: InferenceResponse, req: Requested) -> InferenceResponse:
         """:meth:`ModelHarness._checked`."""
         resp = filtered(resp, req)
         rules = self.output_rules

@@ -4,7 +4,7 @@ the model acknowledged the client's cancel."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Protocol, Set, Tuple
 
 import numpy as np
 
@@ -16,7 +16,27 @@ from .harness_errors import InferError
 from .results import Outputs, parameters_from_json
 
 
-def filtered(resp: InferenceResponse, req: InferenceRequest) -> InferenceResponse:
+class Requested(Protocol):
+    """What a client's reading of a response needs of its request (an InferenceRequest, or
+    :class:`OutputNames` where the harness must not keep the request alive)."""
+
+    def requested_output_names(self) -> Set[str]: ...
+
+
+class OutputNames:
+    """The requested outputs of a request, without the request: the harness keeps no
+    reference to a request the model may drop (harness_drops.py)."""
+
+    __slots__ = ("_names",)
+
+    def __init__(self, req: InferenceRequest) -> None:
+        self._names: Tuple[str, ...] = tuple(req._requested)
+
+    def requested_output_names(self) -> Set[str]:
+        return set(self._names)
+
+
+def filtered(resp: InferenceResponse, req: Requested) -> InferenceResponse:
     """Only the requested outputs, as Triton returns them (all when none are named)."""
     wanted = req.requested_output_names()
     if not wanted or resp.has_error():
@@ -27,7 +47,7 @@ def filtered(resp: InferenceResponse, req: InferenceRequest) -> InferenceRespons
 
 
 def stream_outputs(
-    responses: List[InferenceResponse], req: InferenceRequest, cancelled: bool
+    responses: List[InferenceResponse], req: Requested, cancelled: bool
 ) -> List[Outputs]:
     out = []
     for resp in responses:
@@ -38,7 +58,7 @@ def stream_outputs(
     return out
 
 
-def response_outputs(resp: Optional[InferenceResponse], req: InferenceRequest) -> Outputs:
+def response_outputs(resp: Optional[InferenceResponse], req: Requested) -> Outputs:
     """The outputs a client gets from ``resp``; an error response raises InferError."""
     if resp is None:
         raise InferError("no response")

@@ -12,7 +12,7 @@ from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .cancel_watch import CancelWatch
 from .harness_errors import no_final
-from .harness_responses import response_outputs, stream_outputs
+from .harness_responses import OutputNames, response_outputs, stream_outputs
 from .model_dir import ModelOnDisk
 from .results import Outputs
 from .transport import FINAL, HarnessTransport
@@ -40,7 +40,11 @@ class SenderStreams:
         self, request: InferenceRequest, response: Optional[InferenceResponse], flags: int
     ) -> None:
         """A send of the request's response sender (the transport routes it here)."""
-        token = request._token
+        self.on_token_send(request._token, response, flags)
+
+    def on_token_send(self, token: int, response: Optional[InferenceResponse], flags: int) -> None:
+        """:meth:`on_send` for the request ``token`` (an error that ends a dropped sender's
+        request comes with no request: harness_drops.py)."""
         with self.cond:
             listener = self._listeners.get(token)
             if listener is not None:  # a live stream takes it as it comes
@@ -137,61 +141,78 @@ class StreamCalls:
         """:meth:`ModelHarness.infer_stream`."""
         req = self._executor.request(inputs, **kwargs)
         token = req._token
+        names = OutputNames(req)
+        held = [req]  # handed on: from execute on, the harness holds no reference to it
+        del req
         if cancel_after is not None:
             self._streams.cancel_after(token, cancel_after)
         watch = CancelWatch(cancel_event, lambda: self._streams.cancel(token))
         try:
             with watch:
                 if on_response is None:
-                    responses = self.stream(req, timeout)
+                    responses = self.stream_held(held, timeout)
                 else:
-                    responses = self._stream_live(req, timeout, on_response)
+                    responses = self._stream_live(held, names, timeout, on_response)
         finally:
             self._streams.end(token)
         quiet = cancel_after is not None or watch.cancelled
-        checked = [self._executor.checked(r, req) for r in responses]
-        return stream_outputs(checked, req, quiet)
+        checked = [self._executor.checked(r, names) for r in responses]
+        return stream_outputs(checked, names, quiet)
 
     def stream(
         self, inputs: Union["Inputs", InferenceRequest], timeout: float
     ) -> List[InferenceResponse]:
         """:meth:`ModelHarness.stream`."""
         req = inputs if isinstance(inputs, InferenceRequest) else self._executor.request(inputs)
+        del inputs
+        held = [req]
+        del req
+        return self.stream_held(held, timeout)
+
+    def stream_held(self, held: List[InferenceRequest], timeout: float) -> List[InferenceResponse]:
+        """:meth:`stream` of the one request in ``held``, taken out of it: once execute
+        returned the harness keeps no reference to the request, so a sender the model
+        dropped is noticed (harness_drops.py; a request the caller holds stays alive)."""
+        req = held.pop()
+        token = req._token
         (ret,) = self._executor.execute([req])
+        del req
         if ret is not None:
-            sent = self._streams.take(req._token)
+            sent = self._streams.take(token)
             # A model that is not decoupled answers once (returned, or sent with FINAL: then
             # ret is that response); a decoupled one's batch failed: what was sent, the error.
             return [ret] if not self._disk.decoupled else sent + [ret]
-        if self._streams.wait_final(req._token, timeout) is None:
-            raise no_final(self._disk.model_name, timeout, self._streams.count(req._token))
-        return self._streams.take(req._token)
+        if self._streams.wait_final(token, timeout) is None:
+            raise no_final(self._disk.model_name, timeout, self._streams.count(token))
+        return self._streams.take(token)
 
     def _stream_live(
         self,
-        req: InferenceRequest,
+        held: List[InferenceRequest],
+        names: OutputNames,
         timeout: float,
         on_response: Callable[[Outputs], None],
     ) -> List[InferenceResponse]:
-        """:meth:`stream`, handing each response on as the model sends it (a listener
+        """:meth:`_stream`, handing each response on as the model sends it (a listener
         takes them at the send, so a model that streams from inside ``execute`` is live)."""
         checked = self._executor.checked
         if not self._disk.decoupled:  # its one answer comes when execute is done
-            responses = [checked(r, req) for r in self.stream(req, timeout)]
+            responses = [checked(r, names) for r in self.stream_held(held, timeout)]
             for resp in responses:
                 if not resp.has_error():
-                    on_response(response_outputs(resp, req))
+                    on_response(response_outputs(resp, names))
             return responses
+        req = held.pop()
         token = req._token
         sent: List[InferenceResponse] = []
         final = threading.Event()
 
         def listen(resp: Optional[InferenceResponse], flags: int) -> None:
             if resp is not None:
-                resp = checked(resp, req)
+                resp = checked(resp, names)
                 sent.append(resp)
                 if not resp.has_error():
-                    on_response(response_outputs(resp, req))
+                    on_response(response_outputs(resp, names))
                 if len(sent) == self._streams.cancels_after(token):
                     self._streams.cancel(token)
             if flags & FINAL:
@@ -199,11 +220,12 @@ class StreamCalls:
 
         self._streams.listen(token, listen)
         (ret,) = self._executor.execute([req])
+        del req
         if ret is not None:  # a model's one response, or the error after what was sent
             self._streams.unlisten(token)
-            ret = checked(ret, req)
+            ret = checked(ret, names)
             if not ret.has_error():
-                on_response(response_outputs(ret, req))
+                on_response(response_outputs(ret, names))
             return sent + [ret]
         if not final.wait(timeout):
             self._streams.unlisten(token)

@@ -184,7 +184,8 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
     "local/sequence_controls": sequence_cases(i32(7), string_ids=False),
     "local/sequence_controls_batched": sequence_cases(np.array([[7]], np.int32), string_ids=False),
     "decoupled/async_stream": [
-        (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True}) for m in ("await", "task")
+        (m, {"MODE": s(m), "COUNT": i32(3)}, {"stream": True})
+        for m in ("await", "task", "task_then_raise", "raise")
     ],
     # What the server's metrics API refuses, refused offline with its texts.
     "metrics/custom_metrics": [

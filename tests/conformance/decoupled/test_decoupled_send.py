@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conformance_support.clients import bytes_input, infer_error
+from conformance_support.control import wait_for
 from conformance_support.streaming import Stream, stream_once
 
 MODELS = ["stream", "async_stream"]
@@ -96,10 +97,25 @@ def test_async_tasks_of_many_requests_interleave(server):
         assert values([e for e in events if e.request_id == rid]) == list(range(20))
 
 
+def test_async_execute_raising_leaves_a_task_its_sender(server):
+    """The coroutine hands its sender to a task and raises: the exception is only logged,
+    and the task's responses and FINAL reach the client, as on the original."""
+    events = stream_once(server, "async_stream", inputs("task_then_raise", 2), timeout=10)
+    assert values(events) == [0, 1]
+    assert [e.error for e in events] == [None] * 3
+    assert [e.final for e in events] == [False, False, True]
+    logged = "ValueError: boom after starting a task"
+    wait_for(lambda: logged in server.log_text(), 10, "the coroutine's error in the server log")
+
+
 @pytest.mark.deviation(
-    "original: a decoupled coroutine that raises only logs the error; its requests never end"
+    "original: a decoupled coroutine that raises only logs the error; a sender it dropped "
+    "without FINAL leaves its request open forever"
 )
-def test_async_execute_raising_ends_the_open_requests(server):
+def test_async_execute_raising_drops_its_used_sender_with_the_traceback(server):
+    """The coroutine sends once and raises, dropping its sender: the sender stays open
+    after the raise (a task might hold it), and once it is collected the client gets the
+    coroutine's traceback text, not the generic dropped-sender text."""
     events = stream_once(server, "async_stream", inputs("raise"), timeout=10)
     assert values(events) == [0]
     assert events[-1].error.startswith(

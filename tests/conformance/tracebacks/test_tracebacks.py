@@ -74,10 +74,16 @@ def test_decoupled_execute_error_ends_at_the_models_frame(server, frame, mode, a
 
 
 @pytest.mark.deviation("the original never answers the request (it only logs a traceback)")
-def test_async_decoupled_execute_error_ends_at_the_models_frame(server, frame):
-    events = stream_once(server, "tb_decoupled_async", {"MODE": bytes_input("raise")}, timeout=30)
+@pytest.mark.parametrize(
+    "mode,at,sent", [("raise", "execute", []), ("send_then_raise", "execute_after_send", ["first"])]
+)
+def test_async_decoupled_execute_error_ends_at_the_models_frame(server, frame, mode, at, sent):
+    """Its sender never taken, the request ends with the error; taken, used and dropped, the
+    request stays open for it, and ends with the same text once it is collected."""
     model = "tb_decoupled_async"
-    assert events[-1].error == failed(model) + raised(model, "async decoupled", frame)
+    events = stream_once(server, model, {"MODE": bytes_input(mode)}, timeout=30)
+    assert [e.value("MSG") for e in events[:-1]] == sent
+    assert events[-1].error == failed(model) + raised(model, "async decoupled", frame, at=at)
 
 
 def test_closed_sender_error_ends_at_the_models_frame(server, frame):

@@ -24,6 +24,12 @@ class TritonPythonModel:
                 sender.send(out(0))
                 await asyncio.sleep(0.005)
                 raise ValueError("boom in async execute")
+            if mode == "task_then_raise":
+                # The task starts once the coroutine raised (it never awaits before that).
+                task = asyncio.get_running_loop().create_task(self.stream(sender, count))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+                raise ValueError("boom after starting a task")
             if mode == "task":
                 task = asyncio.get_running_loop().create_task(self.stream(sender, count))
                 self.tasks.add(task)
