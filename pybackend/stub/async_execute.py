@@ -172,12 +172,12 @@ class AsyncExecutor:
                 return
             if self.d.decoupled:
                 if ret is not None:
-                    self._refuse_return(requests)
+                    self._ended(requests, decoupled_return_text(self.d.instance))
             else:
                 self._deliver(requests, ret)
         except Exception as e:  # noqa: BLE001 - model code may raise anything
             if self.d.decoupled:
-                self._raised(requests, format_exception(e))
+                self._ended(requests, format_exception(e))
             else:
                 self._fail(requests, format_exception(e))
 
@@ -204,17 +204,12 @@ class AsyncExecutor:
 
     # ------------------------------------------------------------------ decoupled mode
 
-    def _refuse_return(self, requests: List[InferenceRequest]) -> None:
-        """A decoupled coroutine returned a value: logged (even when every request is left
-        to the model's sender), and the requests nobody can answer end with the error
-        (stub/returns.py refused_by_async_decoupled)."""
-        self._fail(refused_by_async_decoupled(requests), decoupled_return_text(self.d.instance))
-
-    def _raised(self, requests: List[InferenceRequest], message: str) -> None:
-        """A decoupled coroutine raised: logged, and the requests nobody can answer end with
-        the error, as when it returns a value (stub/returns.py refused_by_async_decoupled).
-        A sender the model took stays open, as on the original: a task or thread may still
-        answer through it; if it is dropped without FINAL, its client gets this error."""
+    def _ended(self, requests: List[InferenceRequest], message: str) -> None:
+        """A decoupled coroutine raised or returned a value (``message``): logged, and the
+        requests nobody can answer end with the error (stub/returns.py
+        refused_by_async_decoupled). A sender the model took stays open, as on the original:
+        a task or thread may still answer through it; if it is dropped without FINAL, its
+        client gets this error."""
         self._fail(refused_by_async_decoupled(requests), message)
         text = failed_requests_text(self.d.instance, message)
         for req in requests:

@@ -164,13 +164,15 @@ class Executor:
         try:
             ret = code.on_thread(run)  # the instance's own thread, when it has one
             if ran_async and self._disk.decoupled and ret is not None:
-                return self._async_decoupled_refused(reqs)
+                return self._async_decoupled_ended(
+                    reqs, decoupled_return_text(self._disk.instance_name)
+                )
             return self._responses(reqs, ret)
         except ReturnRefused as e:
             return self._failed(reqs, str(e))
         except Exception as e:  # noqa: BLE001 - model code may raise anything
             if ran_async and self._disk.decoupled:
-                return self._async_decoupled_raised(reqs, format_exception(e))
+                return self._async_decoupled_ended(reqs, format_exception(e))
             return self._failed(reqs, format_exception(e))
 
     def _record(self, reqs: List[InferenceRequest], out: List[Any], times: ExecuteTimes) -> None:
@@ -202,19 +204,11 @@ class Executor:
                 out.append(self.error(message))
         return out
 
-    def _async_decoupled_refused(self, reqs: List[InferenceRequest]) -> List[Any]:
-        """A decoupled coroutine returned a value: the requests nobody can answer fail, the
-        others stay with their senders (stub/returns.py refused_by_async_decoupled)."""
-        ending = refused_by_async_decoupled(reqs)
-        message = decoupled_return_text(self._disk.instance_name)
-        errors = {id(r): e for r, e in zip(ending, self._failed(ending, message))}
-        return [errors.get(id(r)) for r in reqs]
-
-    def _async_decoupled_raised(self, reqs: List[InferenceRequest], message: str) -> List[Any]:
-        """A decoupled coroutine raised: as when it returns a value, the requests nobody can
-        answer fail; a sender the model took stays open for a task or thread to answer,
-        and if it is dropped without FINAL its client gets the error (the stub's
-        StubState.fail_on_drop)."""
+    def _async_decoupled_ended(self, reqs: List[InferenceRequest], message: str) -> List[Any]:
+        """A decoupled coroutine raised or returned a value (``message``): the requests
+        nobody can answer fail (stub/returns.py refused_by_async_decoupled); a sender the
+        model took stays open for a task or thread to answer, and if it is dropped without
+        FINAL its client gets the error (the stub's StubState.fail_on_drop)."""
         ending = refused_by_async_decoupled(reqs)
         errors = {id(r): e for r, e in zip(ending, self._failed(ending, message))}
         for req in reqs:
