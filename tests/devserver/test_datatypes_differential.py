@@ -14,11 +14,15 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from http_exchange import exchange, infer_body
+from side_by_side import copied
 
 from pybackend.devserver import DevServer
 from pybackend.server import TritonServer
 
-MODELS = Path(__file__).resolve().parents[1] / "conformance" / "io" / "models"
+IO_MODELS = Path(__file__).resolve().parents[1] / "conformance" / "io" / "models"
+# Only the models used here: the folder also holds models that need a server option, a
+# load order or an environment of their own (the conformance io modules load them one by one).
+MODELS = [IO_MODELS / "identity_all", IO_MODELS / "bf16_identity"]
 
 VALUES: Dict[str, np.ndarray] = {
     "BOOL": np.array([[True, False, True], [False, False, True]]),
@@ -38,8 +42,9 @@ VALUES: Dict[str, np.ndarray] = {
 
 
 @pytest.fixture(scope="module")
-def servers() -> Iterator[Tuple[Any, Any]]:
-    with TritonServer(MODELS) as real, DevServer(MODELS, grpc_port=0, echo_logs=False) as dev:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tuple[Any, Any]]:
+    repo = copied(tmp_path_factory, "datatypes", *MODELS)
+    with TritonServer(repo) as real, DevServer(repo, grpc_port=0, echo_logs=False) as dev:
         yield real, dev
 
 
