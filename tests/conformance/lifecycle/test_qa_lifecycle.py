@@ -90,10 +90,21 @@ def _collect(replies: queue.Queue, result, error) -> None:
     replies.put(error if error is not None else result)
 
 
+def _client(server) -> grpcclient.InferenceServerClient:
+    """A client with a connection of its own. By default gRPC shares one connection among
+    the channels of a process to the same address, and a triton_grpc_error stream that
+    ends with an error can take that connection down with it (seen with both backends: a
+    fresh stream of the next test reported "Stream removed (Socket closed)" before any
+    request); as separate qa client processes do, each test gets its own."""
+    return grpcclient.InferenceServerClient(
+        server.grpc_url, channel_args=[("grpc.use_local_subchannel_pool", 1)]
+    )
+
+
 def _grpc_stream_answers(server, values, headers=None):
     """Send one request per value on one gRPC stream; whatever the stream reports."""
     seen: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client = _client(server)
     client.start_stream(callback=partial(_collect, seen), headers=headers)
     replies = []
     try:
@@ -144,13 +155,14 @@ def test_triton_grpc_error_on_two_streams_at_once(server):
 def test_triton_grpc_error_stream_cancelled_after_an_answer(server):
     """qa LifecycleTest.test_triton_grpc_error_cancel: cancelling such a stream is quiet."""
     seen: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client = _client(server)
     try:
         client.start_stream(callback=partial(_collect, seen), headers={"triton_grpc_error": "true"})
         tensor = grpcclient.InferInput("IN", [2, 2], "FP32")
         tensor.set_data_from_numpy(np.ones((2, 2), np.float32))
         client.async_stream_infer("qa_grpc_error", [tensor])
-        assert not isinstance(seen.get(timeout=30), InferenceServerException)
+        first = seen.get(timeout=30)
+        assert not isinstance(first, InferenceServerException), first
         client.stop_stream(cancel_requests=True)
     finally:
         client.close()
