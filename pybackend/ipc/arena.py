@@ -32,6 +32,11 @@ PAGE = mmap.PAGESIZE
 GROWTH_FAILED = "Failed to increase the shared memory pool size to"
 
 
+def _growth_failed(total: int) -> str:
+    """The start of every growth error (csrc/ipc/arena.cc GrowthFailed)."""
+    return f"{GROWTH_FAILED} {total} bytes: "
+
+
 def _align(n: int, a: int = ALIGN) -> int:
     return (n + a - 1) & ~(a - 1)
 
@@ -166,8 +171,8 @@ class Arena:
             room = max(0, self.max_size - reserved) // PAGE * PAGE
             if room < _align(need, PAGE):
                 raise ArenaError(
-                    f"{GROWTH_FAILED} {reserved + size} bytes: "
-                    f"a block of {need} bytes does not fit under the shared-memory limit of "
+                    _growth_failed(reserved + size)
+                    + f"a block of {need} bytes does not fit under the shared-memory limit of "
                     f"{self.max_size} bytes ({state}); raise {self.knob or 'the limit'} or "
                     "return smaller tensors"
                 )
@@ -183,7 +188,7 @@ class Arena:
                     else f"; {self.knob} can bound it"
                 )
             raise ArenaError(
-                f"{GROWTH_FAILED} {reserved + size} bytes: {e}; this arena has {state}{bound}"
+                _growth_failed(reserved + size) + f"{e}; this arena has {state}{bound}"
             ) from None
         try:
             mm = mmap.mmap(fd, size)
