@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpu_io_models import torch_model, write_io_models
+from gpu_qa_io_models import QA_IO_MODELS
 
 _CONFIG = """
 name: "{name}"
@@ -122,7 +123,8 @@ MODELS = {
 
 
 def write_repository(root: Path) -> Path:
-    """Writes every model of MODELS and of gpu_io_models.MODELS under ``root``; returns it."""
+    """Writes every model of MODELS, gpu_io_models.MODELS and gpu_qa_io_models.QA_IO_MODELS
+    under ``root``; returns it."""
     for name, (source, extra_outputs) in MODELS.items():
         version = root / name / "1"
         version.mkdir(parents=True)
@@ -130,4 +132,5 @@ def write_repository(root: Path) -> Path:
         (root / name / "config.pbtxt").write_text(config)
         (version / "model.py").write_text(source)
     write_io_models(root)
+    write_io_models(root, QA_IO_MODELS)
     return root
