@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -21,13 +20,12 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from devserver_models import MODES, copy_model, write_model
 from http_exchange import exchange, infer_body
 
 from integration_support import EXAMPLES_REPOSITORY, REPO_ROOT, SIGINT_IGNORED
 from pybackend.devserver import DevServer
 from pybackend.server.processes import free_ports
-
-MODES = ["stub", "inprocess"]
 
 
 def _add_sub_inputs(module: Any) -> List[Any]:
@@ -36,20 +34,6 @@ def _add_sub_inputs(module: Any) -> List[Any]:
     b = module.InferInput("INPUT1", [4], "FP32")
     b.set_data_from_numpy(np.full(4, 10, dtype=np.float32))
     return [a, b]
-
-
-def _copy_model(name: str, repository: Path) -> None:
-    shutil.copytree(EXAMPLES_REPOSITORY / name, repository / name)
-
-
-def _write_model(repository: Path, name: str, source: str) -> None:
-    (repository / name / "1").mkdir(parents=True)
-    (repository / name / "1" / "model.py").write_text(source)
-    (repository / name / "config.pbtxt").write_text(
-        'backend: "python"\nmax_batch_size: 0\n'
-        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
-        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
-    )
 
 
 def test_a_decoupled_model_streams_as_it_generates(devserver: DevServer) -> None:
@@ -82,8 +66,8 @@ def test_a_decoupled_model_streams_as_it_generates(devserver: DevServer) -> None
 def test_a_model_that_fails_to_load_is_reported_and_the_rest_served(
     mode: str, tmp_path: Path
 ) -> None:
-    _copy_model("add_sub", tmp_path)
-    _write_model(tmp_path, "broken", "raise ImportError('no module named tokenizer_x')\n")
+    copy_model("add_sub", tmp_path)
+    write_model(tmp_path, "broken", "raise ImportError('no module named tokenizer_x')\n")
     with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
         url = server.http_url
         status, index = exchange(url, "POST", "/v2/repository/index")
@@ -102,7 +86,7 @@ def test_a_model_that_fails_to_load_is_reported_and_the_rest_served(
 
 
 def test_models_of_other_backends_are_listed_not_served(tmp_path: Path) -> None:
-    _copy_model("add_sub", tmp_path)
+    copy_model("add_sub", tmp_path)
     (tmp_path / "detector" / "1").mkdir(parents=True)
     (tmp_path / "detector" / "config.pbtxt").write_text('backend: "onnxruntime"\n')
     with DevServer(tmp_path, echo_logs=False) as server:
@@ -119,8 +103,8 @@ def test_models_of_other_backends_are_listed_not_served(tmp_path: Path) -> None:
 def test_a_stub_that_dies_fails_its_request_and_is_restarted(tmp_path: Path) -> None:
     """As under the backend: the request that crashed the stub fails with the exit named,
     the server and its other models stay up, and the next request gets a fresh stub."""
-    _copy_model("add_sub", tmp_path)
-    _write_model(
+    copy_model("add_sub", tmp_path)
+    write_model(
         tmp_path,
         "crasher",
         "import os\nimport triton_python_backend_utils as pb_utils\n\n"
@@ -155,7 +139,7 @@ def test_a_dead_instance_is_replaced_alone(tmp_path: Path) -> None:
     request; the other keeps its stub, and the model's statistics go on counting.
     ``auto_complete_config`` runs once for the model, as in the server: not per instance,
     not at a restart."""
-    _write_model(
+    write_model(
         tmp_path,
         "pair",
         "import os\nimport triton_python_backend_utils as pb_utils\n\n"
@@ -235,7 +219,7 @@ def _infer_one(server: DevServer, model: str) -> None:
 def test_model_logs_and_prints_reach_the_terminal(
     mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    _write_model(tmp_path, "chatty", CHATTY.format(said="from execute"))
+    write_model(tmp_path, "chatty", CHATTY.format(said="from execute"))
     with DevServer(tmp_path, in_process=mode == "inprocess") as server:
         _infer_one(server, "chatty")
         deadline = time.monotonic() + 10
@@ -253,7 +237,7 @@ def test_the_last_lines_and_finalize_reach_the_terminal_at_stop(
 ) -> None:
     """Stopping (Ctrl-C) right after a request: what execute logged and printed last, and
     what finalize logs and prints, are shown before the server is gone."""
-    _write_model(tmp_path, "parting", CHATTY.format(said="last"))
+    write_model(tmp_path, "parting", CHATTY.format(said="last"))
     with DevServer(tmp_path, in_process=mode == "inprocess") as server:
         _infer_one(server, "parting")
     out = capfd.readouterr()
@@ -362,7 +346,7 @@ class TritonPythonModel:
 
 
 def _write_counter(repository: Path) -> None:
-    _write_model(repository, "counter", CANCEL_AWARE)
+    write_model(repository, "counter", CANCEL_AWARE)
     config = repository / "counter" / "config.pbtxt"
     config.write_text(config.read_text() + "model_transaction_policy { decoupled: true }\n")
 
@@ -422,83 +406,6 @@ def test_a_client_that_leaves_generate_stream_cancels_the_request(
         assert _responses_before_cancel(server) < 500
 
 
-SCALE = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        x = pb_utils.get_input_tensor_by_name(requests[0], "INPUT0").as_numpy()
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * FACTOR)])]
-"""
-
-
-def _scale(server: DevServer) -> float:
-    body, headers = infer_body(
-        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
-    )
-    status, answer = exchange(server.http_url, "POST", "/v2/models/scale/infer", body, headers)
-    assert status == 200, answer
-    return answer["outputs"][0]["data"][0]
-
-
-def _edit_factor(repository: Path, factor: int) -> None:
-    model_py = repository / "scale" / "1" / "model.py"
-    model_py.write_text(f"FACTOR = {factor}\n{SCALE}")
-    os.utime(model_py, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))  # a newer mtime
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_load_and_unload_requests_read_the_model_again(mode: str, tmp_path: Path) -> None:
-    _write_model(tmp_path, "scale", f"FACTOR = 2\n{SCALE}")
-    with DevServer(
-        tmp_path, grpc_port=0, in_process=mode == "inprocess", echo_logs=False
-    ) as server:
-        assert _scale(server) == 2
-        _edit_factor(tmp_path, 3)
-        assert _scale(server) == 2  # nothing reloads on its own without reload=True
-        client = httpclient.InferenceServerClient(server.http_url)
-        client.unload_model("scale")
-        assert not client.is_model_ready("scale")
-        status, body = exchange(server.http_url, "GET", "/v2/models/scale")
-        assert status == 404 and "(unloaded)" in body["error"]
-        client.load_model("scale")
-        assert _scale(server) == 3
-        _edit_factor(tmp_path, 5)
-        grpcclient.InferenceServerClient(server.grpc_url).load_model("scale")
-        assert _scale(server) == 5
-        with pytest.raises(Exception, match="failed to poll from model repository"):
-            client.load_model("nope")
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_reload_picks_up_an_edited_model(
-    mode: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    _write_model(tmp_path, "scale", f"FACTOR = 2\n{SCALE}")
-    with DevServer(
-        tmp_path, in_process=mode == "inprocess", echo_logs=False, reload=True
-    ) as server:
-        assert _scale(server) == 2
-        _edit_factor(tmp_path, 7)
-        deadline = time.monotonic() + 20
-        while _scale(server) != 7:
-            assert time.monotonic() < deadline, "the edit was not picked up in 20 s"
-            time.sleep(0.1)
-        # A model.py that no longer imports: the error is reported, the loaded version
-        # keeps serving, and the broken edit is not tried again and again.
-        (tmp_path / "scale" / "1" / "model.py").write_text("import no_such_module\n")
-        os.utime(tmp_path / "scale" / "1" / "model.py", ns=(time.time_ns() + 2 * 10**9,) * 2)
-        deadline = time.monotonic() + 20
-        while "no_such_module" not in capfd.readouterr().err:
-            assert time.monotonic() < deadline, "the broken edit was not reported in 20 s"
-            assert _scale(server) == 7
-            time.sleep(0.1)
-        time.sleep(1.5)
-        assert "no_such_module" not in capfd.readouterr().err
-        assert _scale(server) == 7
-
-
 def test_concurrent_requests_meet_in_one_execute_under_a_dynamic_batcher(
     devserver: DevServer,
 ) -> None:
@@ -524,35 +431,3 @@ def test_concurrent_requests_meet_in_one_execute_under_a_dynamic_batcher(
     finally:
         client.close()
     assert max(seen) > 1, seen
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_reloading_a_batching_model_under_load_answers_every_request(
-    mode: str, tmp_path: Path
-) -> None:
-    """Requests in flight while stacked_scale (a dynamic batcher) is loaded again all come
-    back: answered, or told to send again; none hangs."""
-    _copy_model("stacked_scale", tmp_path)
-    body, headers = infer_body(
-        {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 8], "data": [1] * 8}]}
-    )
-    with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
-        statuses: List[int] = []
-
-        def client() -> None:
-            for _ in range(15):
-                status, answer = exchange(
-                    server.http_url, "POST", "/v2/models/stacked_scale/infer", body, headers
-                )
-                assert status in (200, 503), answer
-                statuses.append(status)
-
-        threads = [threading.Thread(target=client) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for _ in range(3):
-            server.models.load_model("stacked_scale")
-        for thread in threads:
-            thread.join(60)
-            assert not thread.is_alive(), "a request hung across a reload"
-    assert len(statuses) == 60 and statuses.count(200) > 0

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from model_dirs import how, write_model
 
 from pybackend.testing import (
     InferError,
     ModelHarness,
-    OutputMismatchWarning,
     StubModel,
     load_config,
 )
@@ -149,14 +149,6 @@ def test_config_is_read_with_tritons_schema() -> None:
     assert args["model_instance_name"] == "add_sub_0_0" and args["model_version"] == "1"
 
 
-def _write_model(root: Path, name: str, body: str, config: str = "") -> Path:
-    version = root / name / "1"
-    version.mkdir(parents=True)
-    (version / "model.py").write_text(body)
-    (root / name / "config.pbtxt").write_text(config or f'name: "{name}"\nbackend: "python"\n')
-    return root / name
-
-
 WRONG_COUNT = """
 import triton_python_backend_utils as pb_utils
 
@@ -177,7 +169,7 @@ output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
 
 
 def test_refused_return_values_get_the_backends_texts(tmp_path: Path) -> None:
-    with ModelHarness(_write_model(tmp_path, "wrong_count", WRONG_COUNT, X_TO_Y)) as model:
+    with ModelHarness(write_model(tmp_path, "wrong_count", WRONG_COUNT, X_TO_Y)) as model:
         (resp,) = model.execute([{"X": np.ones(1, np.float32)}])
         assert resp.has_error()
         assert resp.error().code() == ErrorCode.INTERNAL
@@ -203,10 +195,10 @@ class TritonPythonModel:
 
 
 def test_async_execute_and_relative_imports(tmp_path: Path) -> None:
-    model_dir = _write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE, X_TO_Y)
+    model_dir = write_model(tmp_path, "asyncm", ASYNC_AND_RELATIVE, X_TO_Y)
     (model_dir / "1" / "helper.py").write_text("def double(x):\n    return x * 2\n")
     # A second model whose version directory is also "1": modules stay apart.
-    other = _write_model(tmp_path, "other", WRONG_COUNT)
+    other = write_model(tmp_path, "other", WRONG_COUNT)
     with ModelHarness(model_dir) as model, ModelHarness(other):
         responses = model.execute(
             [{"X": np.array([1.5], np.float32)}, {"X": np.ones(2, np.float32)}]
@@ -252,7 +244,7 @@ def test_the_config_a_model_sees_is_the_servers(tmp_path: Path, extra: str) -> N
     groups...) filled in."""
     from pybackend.testing import ServerModel
 
-    model_dir = _write_model(tmp_path, "dump", CONFIG_DUMP, DUMP_IO + extra)
+    model_dir = write_model(tmp_path, "dump", CONFIG_DUMP, DUMP_IO + extra)
     x = {"X": np.ones(2, np.float32)}
     with ServerModel(model_dir) as server:
         served = json.loads(server.infer(x)["OUT"][0])
@@ -286,7 +278,7 @@ class TritonPythonModel:
 def test_metrics_and_logs_are_captured(tmp_path: Path) -> None:
     from pybackend.testing import harness_transport
 
-    with ModelHarness(_write_model(tmp_path, "counted", METRICS_AND_LOGS)) as model:
+    with ModelHarness(write_model(tmp_path, "counted", METRICS_AND_LOGS)) as model:
         model.execute([{}, {}])
         model.execute([{}])
         (metric,) = [m for m in harness_transport().metrics.values() if m.family == "requests_seen"]
@@ -316,7 +308,7 @@ def test_closing_removes_the_models_metric_families(tmp_path: Path) -> None:
 
     gc.disable()
     try:
-        with ModelHarness(_write_model(tmp_path, "cyclic", CYCLIC_METRICS)):
+        with ModelHarness(write_model(tmp_path, "cyclic", CYCLIC_METRICS)):
             assert "cyclic_total" in names()
         assert "cyclic_total" not in names()
     finally:
@@ -374,7 +366,7 @@ def test_a_model_that_ignores_the_cancel_is_seen_doing_so(tmp_path: Path, kind: 
     """Offline, every response until FINAL comes back: a test sees that the model went on
     after the cancel, and is_cancelled() turned true right after the n-th send."""
     name = "ignores"
-    model_dir = _write_model(tmp_path, name, IGNORES_CANCEL, DECOUPLED_IO.format(name=name))
+    model_dir = write_model(tmp_path, name, IGNORES_CANCEL, DECOUPLED_IO.format(name=name))
     with kind(model_dir) as model:
         got = model.infer_stream({}, cancel_after=2)
         assert [r["OUT"].tolist() for r in got] == [[0, 0], [1, 0], [2, 1], [3, 1], [4, 1]]
@@ -382,153 +374,6 @@ def test_a_model_that_ignores_the_cancel_is_seen_doing_so(tmp_path: Path, kind: 
         assert [r["OUT"].tolist()[1] for r in got] == [1, 1, 1, 1, 1]
         got = model.infer_stream({})  # a new request: not cancelled
         assert [r["OUT"].tolist()[1] for r in got] == [0, 0, 0, 0, 0]
-
-
-WRONG_OUTPUTS = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            how = pb_utils.get_input_tensor_by_name(r, "HOW").as_numpy()[0].decode()
-            send = how.startswith("send_")
-            how = how[len("send_"):] if send else how
-            y = {"dtype": np.ones(3, np.int64), "rank": np.ones((2, 2), np.float32),
-                 "ok": np.ones(3, np.float32)}.get(how, np.ones(3, np.float32))
-            name = "EXTRA" if how == "name" else "Y"
-            response = pb_utils.InferenceResponse([pb_utils.Tensor(name, y)])
-            if send:  # the response sender's path
-                flags = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
-                r.get_response_sender().send(response, flags=flags)
-                response = None
-            out.append(response)
-        return out
-"""
-
-WRONG_OUTPUTS_IO = """name: "{name}"
-backend: "python"
-input [ {{ name: "HOW" data_type: TYPE_STRING dims: [ 1 ] }} ]
-output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }} ]
-"""
-
-STRICT = 'parameters: { key: "PYBACKEND_STRICT_OUTPUTS" value: { string_value: "%s" } }\n'
-
-
-def _how(how: str) -> dict[str, np.ndarray]:
-    return {"HOW": np.array([how.encode()], np.object_)}
-
-
-@BOTH
-@pytest.mark.parametrize("path", ["", "send_"])
-def test_outputs_that_do_not_match_the_config_pass(
-    triton_model: Any, tmp_path: Path, path: str
-) -> None:
-    """An output whose data type or shape differs from the config reaches the client as the
-    model made it, as the original backend passes it; every engine reports it, as an
-    OutputMismatchWarning and in ``output_mismatches``."""
-    name = "outs"
-    model = triton_model(
-        _write_model(tmp_path, name, WRONG_OUTPUTS, WRONG_OUTPUTS_IO.format(name=name))
-    )
-    what = f"output 'Y' of model instance '{name}_0'"
-    with pytest.warns(OutputMismatchWarning) as warned:
-        y = model.infer(_how(path + "dtype"))["Y"]
-    assert (y.dtype, y.tolist()) == (np.int64, [1, 1, 1])
-    text = what + " has data type TYPE_INT64 but the model configuration declares TYPE_FP32"
-    assert [str(w.message).startswith(text) for w in warned] == [True]
-    with pytest.warns(OutputMismatchWarning):
-        assert model.infer(_how(path + "rank"))["Y"].shape == (2, 2)
-    assert model.infer(_how(path + "ok"))["Y"].tolist() == [1, 1, 1]
-    # An output the config does not declare is not asked for (the client named none, so
-    # Triton asks for the declared ones): it is dropped, nothing to report.
-    assert model.infer(_how(path + "name")) == {}
-    assert [m.output for m in model.output_mismatches] == ["Y", "Y"]
-    assert model.output_mismatches[0].text.startswith(text)
-    assert model.output_mismatches[1].text == (
-        what + " has shape [2, 2] but the model configuration declares [-1] (-1: any size): "
-        "reshape the array or fix config.pbtxt"
-    )
-
-
-@BOTH
-@pytest.mark.parametrize("path", ["", "send_"])
-def test_strict_outputs_refuse_what_does_not_match(
-    triton_model: Any, tmp_path: Path, path: str
-) -> None:
-    """PYBACKEND_STRICT_OUTPUTS: "true" turns each mismatch into an error response (INVALID_ARG)
-    with the same text, in every engine (the stub's rules: stub/returns.py)."""
-    name = "strict"
-    config = WRONG_OUTPUTS_IO.format(name=name) + STRICT % "true"
-    model = triton_model(_write_model(tmp_path, name, WRONG_OUTPUTS, config))
-    what = f"output 'Y' of model instance '{name}_0'"
-    expected = {
-        "dtype": what + " has data type TYPE_INT64 but the model configuration declares "
-        "TYPE_FP32: convert the array (e.g. numpy astype) or fix config.pbtxt",
-        "rank": what + " has shape [2, 2] but the model configuration declares [-1] "
-        "(-1: any size): reshape the array or fix config.pbtxt",
-    }
-    for how, text in expected.items():
-        with pytest.raises(InferError) as info:
-            model.infer(_how(path + how))
-        assert text == info.value.message
-    assert model.infer(_how(path + "ok"))["Y"].tolist() == [1, 1, 1]
-    assert model.infer(_how(path + "name")) == {}  # not requested: not checked
-    assert model.output_mismatches == []
-
-
-@BOTH
-def test_strict_outputs_takes_a_yes_or_a_no(triton_model: Any, tmp_path: Path) -> None:
-    name = "strict_bad"
-    config = WRONG_OUTPUTS_IO.format(name=name) + STRICT % "maybe"
-    with pytest.raises(Exception) as info:
-        triton_model(_write_model(tmp_path, name, WRONG_OUTPUTS, config))
-    assert (
-        "model config parameter PYBACKEND_STRICT_OUTPUTS must be true or false, found "
-        "'maybe'" in str(info.value)
-    )
-
-
-REQUESTED = """
-import json
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse([
-                pb_utils.Tensor("A", np.array(
-                    [json.dumps(sorted(r.requested_output_names())).encode()], np.object_)),
-                pb_utils.Tensor("B", np.zeros(1, np.float32)),
-            ])
-            for r in requests
-        ]
-"""
-
-REQUESTED_IO = """name: "{name}"
-backend: "python"
-input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 1 ] }} ]
-output [
-  {{ name: "A" data_type: TYPE_STRING dims: [ 1 ] }},
-  {{ name: "B" data_type: TYPE_FP32 dims: [ 1 ] }}
-]
-"""
-
-
-@BOTH
-def test_requested_outputs_as_the_model_sees_them(triton_model: Any, tmp_path: Path) -> None:
-    """A client that names no outputs gets every declared one, and the model is asked for
-    all of them (requested_output_names() lists them), as under tritonserver."""
-    model_dir = _write_model(tmp_path, "req", REQUESTED, REQUESTED_IO.format(name="req"))
-    model = triton_model(model_dir)
-    x = {"X": np.zeros(1, np.float32)}
-    every = model.infer(x)
-    assert sorted(every) == ["A", "B"]
-    assert json.loads(every["A"][0]) == ["A", "B"]
-    only = model.infer(x, requested_outputs=["A"])
-    assert list(only) == ["A"] and json.loads(only["A"][0]) == ["A"]
 
 
 ASYNC_RETURNS = """
@@ -558,7 +403,7 @@ def test_background_coroutines_follow_the_return_rules(triton_model: Any, tmp_pa
     """With PYBACKEND_ASYNC_EXECUTE_CONCURRENCY above 1 the stub runs a default-mode
     coroutine in the background and answers its return value through the senders; the
     rules and texts are the return path's (stub/returns.py), as in-process."""
-    model = triton_model(_write_model(tmp_path, "bg", ASYNC_RETURNS, ASYNC_RETURNS_IO))
+    model = triton_model(write_model(tmp_path, "bg", ASYNC_RETURNS, ASYNC_RETURNS_IO))
     prefix = "Failed to process the request(s) for model 'bg_0', message: "
     expected = {
         "tuple": "Expected a list in the execute return, found type '<class 'tuple'>'.",
@@ -571,9 +416,9 @@ def test_background_coroutines_follow_the_return_rules(triton_model: Any, tmp_pa
         "nothing, so the request would never complete. Return an InferenceResponse for it "
         "or send one with request.get_response_sender().",
     }
-    for how, text in expected.items():
+    for case, text in expected.items():
         with pytest.raises(InferError) as info:
-            model.infer(_how(how))
+            model.infer(how(case))
         assert info.value.message == prefix + text
 
 
@@ -598,7 +443,7 @@ class TritonPythonModel:
 
 def test_bls_from_finalize_is_refused_as_by_the_server(tmp_path: Path) -> None:
     # The stub's text and exception (conformance bls/test_bls_finalize.py, both backends).
-    with ModelHarness(_write_model(tmp_path, "bls_in_finalize", BLS_IN_FINALIZE)) as model:
+    with ModelHarness(write_model(tmp_path, "bls_in_finalize", BLS_IN_FINALIZE)) as model:
         pass
     assert [r.message for r in model.logs] == [
         "finalize: BLS is only supported during the 'execute' function."

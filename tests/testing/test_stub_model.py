@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from model_dirs import write_model
 
 from pybackend.server.processes import alive
 from pybackend.testing import InferError, ModelHarness, StubModel
@@ -28,10 +29,7 @@ output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }} ]
 
 
 def _write_model(root: Path, name: str, source: str) -> Path:
-    (root / name / "1").mkdir(parents=True)
-    (root / name / "1" / "model.py").write_text(source)
-    (root / name / "config.pbtxt").write_text(IO.format(name=name))
-    return root / name
+    return write_model(root, name, source, IO.format(name=name))
 
 
 PROCESS = """
