@@ -5,7 +5,9 @@ Copies are counted, not assumed: every count here is read from the backend's met
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import queue
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -137,6 +139,35 @@ def infer(
     infer_inputs, requested = request_parts(inputs, outputs, shm_outputs or {})
     result = client.infer(model, infer_inputs, outputs=requested, client_timeout=60)
     return read_outputs(model, result, outputs, shm_outputs or {})
+
+
+def infer_at_once(
+    client: Any, server: TritonServer, model: str, requests: Sequence[tuple[list[Any], list[Any]]]
+) -> list[Any]:
+    """Sends every request of ``requests`` (tritonclient InferInputs, InferRequestedOutputs)
+    to ``model`` at once (async_infer, so a batcher can gather them) and returns the results
+    in the order given; fails on an error response or an answer missing after 90 s, with the
+    server's log."""
+    answers: queue.Queue[tuple[int, Any, Any]] = queue.Queue()
+    for i, (infer_inputs, requested) in enumerate(requests):
+        client.async_infer(
+            model,
+            infer_inputs,
+            functools.partial(lambda i, result, error: answers.put((i, result, error)), i),
+            outputs=requested,
+            client_timeout=60,
+        )
+    results: dict[int, Any] = {}
+    for _ in requests:
+        try:
+            i, result, error = answers.get(timeout=90)
+        except queue.Empty:
+            raise AssertionError(
+                f"{len(results)} of {len(requests)} answers from {model}; {log_tail(server)}"
+            ) from None
+        assert error is None, f"{model}, request {i}: {error}; {log_tail(server)}"
+        results[i] = result
+    return [results[i] for i in range(len(requests))]
 
 
 def request_parts(

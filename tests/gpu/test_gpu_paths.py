@@ -12,7 +12,6 @@ server may have staged anything.
 
 from __future__ import annotations
 
-import functools
 import os
 import queue
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from gpu_support import (
     copies_since,
     cuda_regions_of,
     infer,
+    infer_at_once,
     ipc_handles,
     log_tail,
     request_parts,
@@ -237,27 +237,12 @@ def test_gpu_inputs_of_requests_batched_into_one_execute_each_arrive_on_the_gpu(
     ready(client, paths_server, "batched_view")
     x = sample()
     sent = [(regions(x.nbytes), (x + 100 * i).reshape(1, -1)) for i in range(BATCHED)]
-    results: queue.Queue[tuple[int, Any, Any]] = queue.Queue()
     names = ["OUT", "IN_IS_CPU", "BATCH"]
     before = copies(paths_server, "batched_view")
-    for i, (region, array) in enumerate(sent):
-        infer_inputs, requested = request_parts({"IN": (region, array)}, names, {})
-        client.async_infer(
-            "batched_view",
-            infer_inputs,
-            functools.partial(lambda i, result, error: results.put((i, result, error)), i),
-            outputs=requested,
-            client_timeout=60,
-        )
+    requests = [request_parts({"IN": (region, array)}, names, {}) for region, array in sent]
+    results = infer_at_once(client, paths_server, "batched_view", requests)
     batches = {}
-    for _ in range(BATCHED):
-        try:
-            i, result, error = results.get(timeout=90)
-        except queue.Empty:
-            raise AssertionError(
-                f"{len(batches)} of {BATCHED} responses; {log_tail(paths_server)}"
-            ) from None
-        assert error is None, f"request {i}: {error}; {log_tail(paths_server)}"
+    for i, result in enumerate(results):
         np.testing.assert_array_equal(result.as_numpy("OUT"), sent[i][1], err_msg=f"request {i}")
         assert result.as_numpy("IN_IS_CPU").tolist() == [[False]], f"request {i}"
         batches[i] = int(result.as_numpy("BATCH")[0][0])

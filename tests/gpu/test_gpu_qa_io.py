@@ -7,14 +7,21 @@ gpu_qa_io_models.py. Copies are read from the backend's counters, as in the othe
 
 from __future__ import annotations
 
-import functools
-import queue
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 from gpu_qa_io_models import VARIABLE_BATCH
-from gpu_support import N, assert_no_staging, copies, copies_since, infer, log_tail
+from gpu_support import (
+    N,
+    assert_no_staging,
+    copies,
+    copies_since,
+    infer,
+    infer_at_once,
+    log_tail,
+    request_parts,
+)
 
 if TYPE_CHECKING:
     from pybackend.server import TritonServer
@@ -44,29 +51,14 @@ def test_cuda_outputs_of_one_batch_keep_their_own_shapes(
     n's answer is its own CUDA tensor of n elements, all n, copied once to the host for
     gRPC (one device-to-host copy per request and nothing else)."""
     assert grpc.is_model_ready("variable_gpu"), log_tail(gpu_server)
-    import tritonclient.grpc as grpcclient
-
-    results: queue.Queue[tuple[int, Any, Any]] = queue.Queue()
+    sizes = range(1, VARIABLE_BATCH + 1)
+    requests = [
+        request_parts({"IN": np.array([[n]], np.float32)}, ["OUT", "BATCH"], {}) for n in sizes
+    ]
     before = copies(gpu_server, "variable_gpu")
-    for n in range(1, VARIABLE_BATCH + 1):
-        infer_input = grpcclient.InferInput("IN", [1, 1], "FP32")
-        infer_input.set_data_from_numpy(np.array([[n]], np.float32))
-        grpc.async_infer(
-            "variable_gpu",
-            [infer_input],
-            functools.partial(lambda n, result, error: results.put((n, result, error)), n),
-            outputs=[grpcclient.InferRequestedOutput(name) for name in ("OUT", "BATCH")],
-            client_timeout=60,
-        )
+    results = infer_at_once(grpc, gpu_server, "variable_gpu", requests)
     answered = {}
-    for _ in range(VARIABLE_BATCH):
-        try:
-            n, result, error = results.get(timeout=90)
-        except queue.Empty:
-            raise AssertionError(
-                f"{len(answered)} of {VARIABLE_BATCH} answers; {log_tail(gpu_server)}"
-            ) from None
-        assert error is None, f"request {n}: {error}; {log_tail(gpu_server)}"
+    for n, result in zip(sizes, results):
         np.testing.assert_array_equal(
             result.as_numpy("OUT"), np.full(n, n, np.float32), err_msg=f"request {n}"
         )
