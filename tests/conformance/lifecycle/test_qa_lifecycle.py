@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import queue
 import re
+import time
 from functools import partial
 
 import numpy as np
@@ -90,21 +91,54 @@ def _collect(replies: queue.Queue, result, error) -> None:
     replies.put(error if error is not None else result)
 
 
-def _client(server) -> grpcclient.InferenceServerClient:
-    """A client with a connection of its own. By default gRPC shares one connection among
-    the channels of a process to the same address, and a triton_grpc_error stream that
-    ends with an error can take that connection down with it (seen with both backends: a
-    fresh stream of the next test reported "Stream removed (Socket closed)" before any
-    request); as separate qa client processes do, each test gets its own."""
-    return grpcclient.InferenceServerClient(
-        server.grpc_url, channel_args=[("grpc.use_local_subchannel_pool", 1)]
-    )
+# tritonserver 2.51's gRPC frontend can crash (SIGSEGV) right after a triton_grpc_error stream
+# ends with an error: a race between the stream's end and the cancellation notification
+# gRPC gives it. Seen with both backends, about 1 module run in 5 with the machine loaded
+# (never before this line in the server's log); upstream fixed gRPC cancellation races
+# after r24.10 (server#7840, #8078). So each triton_grpc_error case has a server of its own,
+# and a run during which that server died this way is run again on a new one.
+FRONTEND_RACE = "HandleCancellation called even when the context was not cancelled"
+ATTEMPTS = 3
+#: tritonserver's line for a fatal signal; 15 is the SIGTERM that stops it.
+CRASHED = re.compile(r"Signal \((?!15\))\d+\) received")
+
+
+def _died_of_the_frontend_race(server) -> bool:
+    """The server is dead (or dies within 5 s) and its log shows the frontend's race."""
+    deadline = time.monotonic() + 5
+    while server.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not server.is_alive() and FRONTEND_RACE in server.log_text()
+
+
+def _on_a_server_of_its_own(feature_repository, scenario) -> None:
+    """scenario(server) on a new server that serves qa_grpc_error alone, run again (at most
+    ATTEMPTS times) only when the server died of the frontend's race; a server that crashed
+    any other way, during the case or by the time it is stopped, fails the case."""
+    for attempt in range(1, ATTEMPTS + 1):
+        start = feature_repository.start(
+            model_control_mode="explicit", load_models=["qa_grpc_error"]
+        )
+        with start as server:
+            try:
+                scenario(server)
+            except (AssertionError, InferenceServerException):
+                if attempt < ATTEMPTS and _died_of_the_frontend_race(server):
+                    # Shown by pytest -rP: how often the race struck.
+                    print(f"attempt {attempt}: tritonserver died of the gRPC frontend race")
+                    continue
+                raise
+        log = server.log_text()  # all of it: the server has stopped
+        if CRASHED.search(log):
+            assert FRONTEND_RACE in log, f"tritonserver crashed: {log[-3000:]}"
+            print("after the case passed, tritonserver died of the gRPC frontend race")
+        return
 
 
 def _grpc_stream_answers(server, values, headers=None):
     """Send one request per value on one gRPC stream; whatever the stream reports."""
     seen: queue.Queue = queue.Queue()
-    client = _client(server)
+    client = grpcclient.InferenceServerClient(server.grpc_url)
     client.start_stream(callback=partial(_collect, seen), headers=headers)
     replies = []
     try:
@@ -114,7 +148,8 @@ def _grpc_stream_answers(server, values, headers=None):
             try:
                 client.async_stream_infer("qa_grpc_error", [tensor])
             except InferenceServerException as exc:
-                replies.append(exc)
+                # The stream failed before this request: its cause came to the callback.
+                replies.append(seen.get(timeout=5) if not seen.empty() else exc)
                 break
             replies.append(seen.get(timeout=30))
     finally:
@@ -123,46 +158,67 @@ def _grpc_stream_answers(server, values, headers=None):
     return replies
 
 
+def _texts(replies) -> list[str]:
+    return [str(r)[:300] for r in replies]
+
+
 def test_stream_survives_error_responses_without_triton_grpc_error(server):
     """qa LifecycleTest.test_triton_grpc_error_error_off: every request is answered."""
     replies = _grpc_stream_answers(server, [1.0, -1.0, 1.0, -1.0])
     kinds = [isinstance(r, InferenceServerException) for r in replies]
-    assert kinds == [False, True, False, True]
+    assert kinds == [False, True, False, True], _texts(replies)
 
 
-def test_triton_grpc_error_ends_the_stream_with_the_status(server):
+def test_triton_grpc_error_ends_the_stream_with_the_status(feature_repository):
     """qa LifecycleTest.test_triton_grpc_error_error_on: with the header the error arrives as
     the stream's gRPC status (INTERNAL) and the stream is closed after it."""
-    replies = _grpc_stream_answers(server, [1.0, -1.0, 1.0], {"triton_grpc_error": "true"})
-    assert not isinstance(replies[0], InferenceServerException)
-    assert isinstance(replies[1], InferenceServerException)
-    assert str(replies[1].status()) == "StatusCode.INTERNAL"
-    assert len(replies) == 2 or isinstance(replies[2], InferenceServerException)
+
+    def scenario(server):
+        replies = _grpc_stream_answers(server, [1.0, -1.0, 1.0], {"triton_grpc_error": "true"})
+        assert not isinstance(replies[0], InferenceServerException), _texts(replies)
+        assert isinstance(replies[1], InferenceServerException), _texts(replies)
+        assert str(replies[1].status()) == "StatusCode.INTERNAL", _texts(replies)
+        assert len(replies) == 2 or isinstance(replies[2], InferenceServerException)
+
+    _on_a_server_of_its_own(feature_repository, scenario)
 
 
-def test_triton_grpc_error_on_two_streams_at_once(server):
+def test_triton_grpc_error_on_two_streams_at_once(feature_repository):
     """qa LifecycleTest.test_triton_grpc_error_multithreaded: each stream ends on its own."""
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        runs = [
-            pool.submit(_grpc_stream_answers, server, [1.0, -1.0], {"triton_grpc_error": "true"})
-            for _ in range(2)
-        ]
-        for run in runs:
-            replies = run.result()
-            assert [isinstance(r, InferenceServerException) for r in replies] == [False, True]
+
+    def scenario(server):
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            runs = [
+                pool.submit(
+                    _grpc_stream_answers, server, [1.0, -1.0], {"triton_grpc_error": "true"}
+                )
+                for _ in range(2)
+            ]
+            for run in runs:
+                replies = run.result()
+                kinds = [isinstance(r, InferenceServerException) for r in replies]
+                assert kinds == [False, True], _texts(replies)
+
+    _on_a_server_of_its_own(feature_repository, scenario)
 
 
-def test_triton_grpc_error_stream_cancelled_after_an_answer(server):
+def test_triton_grpc_error_stream_cancelled_after_an_answer(feature_repository):
     """qa LifecycleTest.test_triton_grpc_error_cancel: cancelling such a stream is quiet."""
-    seen: queue.Queue = queue.Queue()
-    client = _client(server)
-    try:
-        client.start_stream(callback=partial(_collect, seen), headers={"triton_grpc_error": "true"})
-        tensor = grpcclient.InferInput("IN", [2, 2], "FP32")
-        tensor.set_data_from_numpy(np.ones((2, 2), np.float32))
-        client.async_stream_infer("qa_grpc_error", [tensor])
-        first = seen.get(timeout=30)
-        assert not isinstance(first, InferenceServerException), first
-        client.stop_stream(cancel_requests=True)
-    finally:
-        client.close()
+
+    def scenario(server):
+        seen: queue.Queue = queue.Queue()
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        try:
+            client.start_stream(
+                callback=partial(_collect, seen), headers={"triton_grpc_error": "true"}
+            )
+            tensor = grpcclient.InferInput("IN", [2, 2], "FP32")
+            tensor.set_data_from_numpy(np.ones((2, 2), np.float32))
+            client.async_stream_infer("qa_grpc_error", [tensor])
+            first = seen.get(timeout=30)
+            assert not isinstance(first, InferenceServerException), str(first)
+            client.stop_stream(cancel_requests=True)
+        finally:
+            client.close()
+
+    _on_a_server_of_its_own(feature_repository, scenario)
