@@ -44,7 +44,7 @@ std::string Dirname(const std::string& p) {
 }
 
 bool IsFile(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 

@@ -27,8 +27,8 @@ std::unique_ptr<StubProcess> StubProcess::Attach(const std::string& path, const 
                                                  ipc::UniqueFd* peer_async) {
   auto fail = [&](const std::string& step, int err) {
     Throw(TRITONSERVER_ERROR_UNAVAILABLE,
-          "cannot attach " + what + " to the process serving it at '" + path + "': " + step +
-              ": " + std::strerror(err) +
+          "cannot attach " + what + " to the process serving it at '" + path + "': " + step + ": " +
+              std::strerror(err) +
               ". That process (the one that called Triton.bind) has ended or stopped serving "
               "this model; start it again, then load the model.");
   };

@@ -98,8 +98,8 @@ void StubSession::Attach() {
   std::string error;
   if (!sync_->Send(ipc::MessageKind::ATTACH, 0, body.data(), body.size(),
                    static_cast<int>(opts_.timeout.count()), &error, peer_async.get())) {
-    Throw(TRITONSERVER_ERROR_UNAVAILABLE, "cannot attach " + what + " to the process at '" +
-                                              opts_.attach_socket + "': " + error);
+    Throw(TRITONSERVER_ERROR_UNAVAILABLE,
+          "cannot attach " + what + " to the process at '" + opts_.attach_socket + "': " + error);
   }
   peer_async.Reset();  // theirs now: EOF on it means that process is gone
   monitor_ = std::make_unique<Monitor>(this);
@@ -140,9 +140,9 @@ json::Value StubSession::Start(const json::Value& init_args) {
     if (w == Wait::kDead) {
       // The original's text for a stub lost while it loads (qa L0_backend_python greps the
       // server log for it, model init_exit), then what we know of the death.
-      Throw(TRITONSERVER_ERROR_INTERNAL,
-            what + "Stub process '" + opts_.instance_name +
-                "' is not healthy. It went away before sending " + step + ". " + DeathDetail());
+      Throw(TRITONSERVER_ERROR_INTERNAL, what + "Stub process '" + opts_.instance_name +
+                                             "' is not healthy. It went away before sending " +
+                                             step + ". " + DeathDetail());
     }
     MarkDead(error);
     Throw(TRITONSERVER_ERROR_INTERNAL, what + error + ". " + DeathDetail());

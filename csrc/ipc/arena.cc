@@ -308,7 +308,7 @@ PeerSegments::PeerSegments(std::chrono::milliseconds wait) : wait_(wait) {}
 PeerSegments::~PeerSegments() { Clear(); }
 
 void PeerSegments::Add(uint32_t id, uint64_t size, int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
