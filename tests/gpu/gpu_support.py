@@ -69,10 +69,15 @@ def assert_pointers(ptrs: np.ndarray, view: bool) -> None:
 
 # ------------------------------------------------------------------ servers
 @contextlib.contextmanager
-def serve(repository: Path, env: Mapping[str, str] | None = None) -> Iterator[TritonServer]:
+def serve(
+    repository: Path,
+    env: Mapping[str, str] | None = None,
+    model_control_mode: str | None = None,
+) -> Iterator[TritonServer]:
     """A tritonserver with our backend on ``repository`` (``env`` added to its environment),
     started with --exit-on-error=false and --strict-readiness=false so that a model failing
-    to load fails its own tests only. Its log goes to SERVER_LOG_ENV when it stops."""
+    to load fails its own tests only. Its log goes to SERVER_LOG_ENV when it stops.
+    ``model_control_mode`` "explicit" lets a test load models (with a config of its own)."""
     from pybackend.server import TritonServer
 
     server = TritonServer(
@@ -80,6 +85,7 @@ def serve(repository: Path, env: Mapping[str, str] | None = None) -> Iterator[Tr
         backend="ours",
         env=env,
         ready_timeout=180.0,
+        model_control_mode=model_control_mode,
         extra_args=["--exit-on-error=false", "--strict-readiness=false"],
     )
     try:
