@@ -148,18 +148,22 @@ def measure(
     x: np.ndarray,
     requests: int,
     window: Optional[Callable[[], Any]] = None,
+    cuda: Optional[bool] = None,
 ) -> dict:
     """Backend time, client median and copies per request of ``row`` over ``requests``
     requests after a warm-up. ``window`` (the breakdown's trace file mark) is called right
-    before and after the measured requests; its two results are the row's "window"."""
+    before and after the measured requests; its two results are the row's "window". A row
+    not in ROWS (bench-pytriton's bound callables) is the model's name, and ``cuda`` says
+    whether it gets CUDA shared memory both ways (a row of ROWS: its model's kind)."""
     import tritonclient.grpc as grpcclient
 
-    model = ROWS[row][0]
+    model = ROWS[row][0] if row in ROWS else row
+    gpu = on_gpu(row) if cuda is None else cuda
     infer_input = grpcclient.InferInput("IN", list(x.shape), "FP32")
     output = grpcclient.InferRequestedOutput("OUT")
     regions = []
     try:
-        if on_gpu(row):
+        if gpu:
             region_in = gpu_client.CudaRegion(client, f"bench-{row}-in", x.nbytes)
             regions.append(region_in)
             region_out = gpu_client.CudaRegion(client, f"bench-{row}-out", x.nbytes)

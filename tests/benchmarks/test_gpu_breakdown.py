@@ -110,6 +110,48 @@ def test_without_a_gpu_every_entry_point_says_so_and_exits_0(tmp_path: Path) -> 
     assert done.stdout.startswith("GPU row skipped: "), done.stdout
 
 
+@pytest.mark.timeout(300)
+def test_bench_pytritons_gpu_row_is_measured_by_its_bound_model_name() -> None:
+    """pytriton_bench.gpu_rows measures its bound callables with gpu_identity.measure_row
+    under their model names (not rows of gpu_identity.ROWS) on pybackend.pytriton's server:
+    here a numpy callable over plain gRPC in place of the CUDA one (cuda=False), the same
+    statistics and metrics endpoints of the same server."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    from benchmarks import gpu_identity, pytriton_bench
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from integration_support.pytriton_helpers import loopback_config
+    from pybackend.pytriton.model_config import ModelConfig, Tensor
+    from pybackend.pytriton.triton import Triton, TritonSecurityConfig
+
+    io = {
+        "inputs": [Tensor(name="IN", dtype=np.float32, shape=(-1,))],
+        "outputs": [Tensor(name="OUT", dtype=np.float32, shape=(-1,))],
+    }
+    x = np.arange(1024, dtype=np.float32)
+    open_endpoints = TritonSecurityConfig(restricted_endpoints=[])
+    with Triton(config=loopback_config(), security_config=open_endpoints) as triton:
+        triton.bind(
+            "bind_cpu_identity",
+            lambda reqs: [{"OUT": r["IN"]} for r in reqs],
+            **io,
+            config=ModelConfig(batching=False),
+        )
+        client = grpcclient.InferenceServerClient(triton.server.grpc_url)
+        try:
+            r = gpu_identity.measure_row(
+                triton.server, client, "bind_cpu_identity", x, pytriton_bench._Requests(4),
+                cuda=False,
+            )  # fmt: skip
+        finally:
+            client.close()
+    assert "error" not in r, r
+    assert r["requests"] == 4 and r["backend_us"] > 0
+    assert r["copies_per_request"] == {"d2d": 0, "d2h": 0, "h2d": 0}
+
+
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 def test_the_copy_floor_runs_end_to_end_on_the_fake_driver(tmp_path: Path) -> None:
     from native_build import build_native_target
@@ -159,3 +201,35 @@ def test_a_server_that_cannot_start_fails_its_rows_only(tmp_path: Path, monkeypa
         row: {"error": "RuntimeError: tritonserver exited during startup"}
         for row in ("zero_copy", "cpu_tiny")
     }
+
+
+def _emitted_stages() -> set[tuple[str, str]]:
+    """(side, stage) of every timer in the code: the backend's trace::Stage/Count/Rename
+    literals and its copy stages (csrc/), the stub's gpu_trace.record/count (pybackend/)."""
+    import re
+
+    found: set[tuple[str, str]] = set()
+    for path in (REPO / "csrc").rglob("*.cc"):
+        text = path.read_text()
+        calls = re.findall(r'(?:trace::Stage \w+|trace::Count|\.Rename)\(\s*"([^"]+)"', text)
+        found |= {("backend", s) for s in calls}
+        for names in re.findall(r"k(?:Enqueue|Sync)\[\] = \{([^}]*)\}", text):
+            found |= {("backend", s) for s in re.findall(r'"([^"]+)"', names)}
+    for path in (REPO / "pybackend").rglob("*.py"):
+        for args in re.findall(r"gpu_trace\.(?:record|count)\(([^\n]*)", path.read_text()):
+            found |= {("stub", s) for s in re.findall(r'"([^"]+)"', args.split(",")[0])}
+    return found
+
+
+def test_the_stages_the_breakdown_names_are_the_ones_the_code_emits() -> None:
+    """A stage renamed on one side only would vanish from the tables (or show up without its
+    meaning): the names in gpu_breakdown.STAGES, the code's timers and docs/gpu.md's list
+    agree, side included."""
+    listed = {(side, stage) for side, stage, _ in gpu_breakdown.STAGES}
+    emitted = _emitted_stages()
+    assert emitted == listed, (sorted(emitted - listed), sorted(listed - emitted))
+    doc = (REPO / "docs" / "gpu.md").read_text()
+    doc = doc.replace("`copy.{d2d,d2h,h2d}.enqueue` and `.sync`", " ".join(
+        f"`copy.{d}.{what}`" for d in ("d2d", "d2h", "h2d") for what in ("enqueue", "sync")
+    ))  # fmt: skip
+    assert not [stage for _, stage in listed if f"`{stage}`" not in doc]
