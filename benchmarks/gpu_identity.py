@@ -141,6 +141,25 @@ def backend_ns(server: Any, model: str) -> tuple[int, int]:
     return stats["success"]["count"], spent
 
 
+def settled_backend_ns(
+    server: Any, model: str, count: int, timeout: float = 10.0
+) -> tuple[int, int]:
+    """backend_ns() once Triton has counted ``count`` successful requests of ``model``: the
+    backend reports a request's statistics after its response is sent, so a client that has
+    its answer can read the endpoint a request short (and divide by the wrong count)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = backend_ns(server, model)
+        if got[0] >= count:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{model}: Triton's statistics count {got[0]} successful requests after "
+                f"{timeout:.0f} s, {count} were answered"
+            )
+        time.sleep(0.005)
+
+
 def measure(
     server: Any,
     client: Any,
@@ -191,6 +210,8 @@ def measure(
             client.infer(model, [infer_input], outputs=[output], client_timeout=120)
             return time.perf_counter() - t0
 
+        # Settled: this model's earlier rows waited for their statistics.
+        start = backend_ns(server, model)[0]
         for _ in range(5):
             once()
         clear()
@@ -198,10 +219,10 @@ def measure(
         if not np.array_equal(result_of(reply), x):
             raise AssertionError(f"{row}: the output is not the input")
         marks = [window()] if window else []
-        count0, ns0 = backend_ns(server, model)
+        count0, ns0 = settled_backend_ns(server, model, start + 6)  # warm-up and check
         copies0 = gpu_client.copies(server.metrics_url, model)
         client_s = [once() for _ in range(requests)]
-        count1, ns1 = backend_ns(server, model)
+        count1, ns1 = settled_backend_ns(server, model, start + 6 + requests)
         copies1 = gpu_client.copies(server.metrics_url, model)
         marks += [window()] if window else []
     finally:

@@ -233,3 +233,19 @@ def test_the_stages_the_breakdown_names_are_the_ones_the_code_emits() -> None:
         f"`copy.{d}.{what}`" for d in ("d2d", "d2h", "h2d") for what in ("enqueue", "sync")
     ))  # fmt: skip
     assert not [stage for _, stage in listed if f"`{stage}`" not in doc]
+
+
+def test_statistics_are_read_once_triton_has_counted_every_answered_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Triton counts a request after its response is sent: the endpoint read right after the
+    last answer can lag one request (seen on the CPU stand-in: 21 'requests' of 20, and
+    copies per request 20/21 of the truth). The reader waits for the count it expects."""
+    from benchmarks import gpu_identity
+
+    reads = iter([(5, 500), (5, 500), (6, 620), (7, 700)])
+    monkeypatch.setattr(gpu_identity, "backend_ns", lambda server, model: next(reads))
+    assert gpu_identity.settled_backend_ns(None, "m", 6) == (6, 620)
+    monkeypatch.setattr(gpu_identity, "backend_ns", lambda server, model: (5, 500))
+    with pytest.raises(AssertionError, match="count 5 successful requests .* 6 were answered"):
+        gpu_identity.settled_backend_ns(None, "m", 6, timeout=0.05)
