@@ -251,7 +251,10 @@ def main(args: Any) -> int:
         if args.markdown:
             args.markdown.write_text(text + "\n")
         return 0
-    floors = gpu_copy_floor.measure([args.mib << 20, 4096])
+    try:
+        floors = gpu_copy_floor.measure([args.mib << 20, 4096])
+    except Exception as e:  # noqa: BLE001 - a driver error there must not cost the servers' rows
+        floors = {"error": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="gpu-trace-") as tmp:
         for switch in args.switches.split(","):

@@ -249,3 +249,25 @@ def test_statistics_are_read_once_triton_has_counted_every_answered_request(
     monkeypatch.setattr(gpu_identity, "backend_ns", lambda server, model: (5, 500))
     with pytest.raises(AssertionError, match="count 5 successful requests .* 6 were answered"):
         gpu_identity.settled_backend_ns(None, "m", 6, timeout=0.05)
+
+
+def test_a_copy_floor_that_fails_costs_the_breakdown_its_floor_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The floor is measured first in the one-shot GPU call: a driver error there is
+    reported in the table and the servers' rows are still measured."""
+    from benchmarks import gpu_identity
+
+    def broken(sizes: list[int]) -> dict:
+        raise RuntimeError("cuMemAlloc_v2 failed with CUDA error 2")
+
+    monkeypatch.setattr(gpu_identity, "gpu_missing", lambda: None)
+    monkeypatch.setattr(gpu_copy_floor, "measure", broken)
+    monkeypatch.setattr(
+        gpu_breakdown, "_run_server", lambda args, switch, trace, rows: {r: _row(100) for r in rows}
+    )
+    args = SimpleNamespace(mib=64, requests=50, switches="0", markdown=None)
+    assert gpu_breakdown.main(args) == 0
+    out = capsys.readouterr().out
+    assert "Copies alone: RuntimeError: cuMemAlloc_v2 failed with CUDA error 2" in out
+    assert "| 0 | zero_copy | 100 | 100 |" in out
