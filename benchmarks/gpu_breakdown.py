@@ -156,7 +156,8 @@ def floor_table(floors: dict) -> str:
     lines = [
         "Copies alone (benchmarks/gpu_copy_floor.py, device 0, median µs):",
         "",
-        "| bytes | two cuMemcpyDtoD | two async, each synced | two async, one sync | idle sync |",
+        "| bytes | two cuMemcpyDtoD, synced | two async, each synced | two async, one sync "
+        "| idle sync |",
         "| ---: | ---: | ---: | ---: | ---: |",
     ]
     for size, f in floors.items():

@@ -271,3 +271,26 @@ def test_a_copy_floor_that_fails_costs_the_breakdown_its_floor_only(
     out = capsys.readouterr().out
     assert "Copies alone: RuntimeError: cuMemAlloc_v2 failed with CUDA error 2" in out
     assert "| 0 | zero_copy | 100 | 100 |" in out
+
+
+def test_the_copy_floor_waits_for_every_copy_it_times() -> None:
+    """A device-to-device cuMemcpyDtoD returns before the copy is done (CUDA's API
+    synchronization behavior), so each timed variant ends in a stream sync: otherwise the
+    issue's yardstick, two 64 MiB copies, would read as two enqueues of a few µs."""
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def __call__(self, name: str, *args: object) -> None:
+            self.calls.append(name)
+
+    cu = Recorder()
+    gpu_copy_floor._measure_size(cu, "stream", 4096, reps=1, warmup=0)  # type: ignore[arg-type]
+    dtod, queue, sync = "cuMemcpyDtoD_v2", "cuMemcpyDtoDAsync_v2", "cuStreamSynchronize"
+    assert cu.calls == ["cuMemAlloc_v2"] * 3 + [
+        dtod, dtod, sync,  # two_dtod
+        queue, sync, queue, sync,  # two_async_synced
+        queue, queue, sync,  # two_async_one_sync
+        sync,  # idle_sync
+    ] + ["cuMemFree_v2"] * 3  # fmt: skip
