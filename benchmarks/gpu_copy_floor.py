@@ -5,7 +5,9 @@ in the benchmark's process, through the driver (ctypes on libcuda.so.1, no toolk
 
 For each size, on device 0's primary context, medians over ``reps`` rounds of:
 
-  two_dtod           cuMemcpyDtoD a->b then b->c (the synchronous call): the issue's yardstick
+  two_dtod           cuMemcpyDtoD a->b then b->c, then a sync of the default stream they ran
+                     on (a device-to-device cuMemcpyDtoD returns before the copy is done:
+                     CUDA's "API synchronization behavior"): the issue's yardstick
   two_async_synced   cuMemcpyDtoDAsync + cuStreamSynchronize, twice: what the backend does
                      (the input into lent memory, the output into Triton's buffer)
   two_async_one_sync both copies queued, one cuStreamSynchronize
@@ -81,6 +83,7 @@ def _measure_size(cu: _Cuda, stream: Any, size: int, reps: int, warmup: int) -> 
     def two_dtod() -> None:
         dtod(b, a)
         dtod(c, b)
+        cu("cuStreamSynchronize", _ptr(0))  # the legacy default stream: the copies are done
 
     def two_async_synced() -> None:
         queue(b, a)

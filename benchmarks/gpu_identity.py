@@ -141,6 +141,25 @@ def backend_ns(server: Any, model: str) -> tuple[int, int]:
     return stats["success"]["count"], spent
 
 
+def settled_backend_ns(
+    server: Any, model: str, count: int, timeout: float = 10.0
+) -> tuple[int, int]:
+    """backend_ns() once Triton has counted ``count`` successful requests of ``model``: the
+    backend reports a request's statistics after its response is sent, so a client that has
+    its answer can read the endpoint a request short (and divide by the wrong count)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = backend_ns(server, model)
+        if got[0] >= count:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{model}: Triton's statistics count {got[0]} successful requests after "
+                f"{timeout:.0f} s, {count} were answered"
+            )
+        time.sleep(0.005)
+
+
 def measure(
     server: Any,
     client: Any,
@@ -148,18 +167,22 @@ def measure(
     x: np.ndarray,
     requests: int,
     window: Optional[Callable[[], Any]] = None,
+    cuda: Optional[bool] = None,
 ) -> dict:
     """Backend time, client median and copies per request of ``row`` over ``requests``
     requests after a warm-up. ``window`` (the breakdown's trace file mark) is called right
-    before and after the measured requests; its two results are the row's "window"."""
+    before and after the measured requests; its two results are the row's "window". A row
+    not in ROWS (bench-pytriton's bound callables) is the model's name, and ``cuda`` says
+    whether it gets CUDA shared memory both ways (a row of ROWS: its model's kind)."""
     import tritonclient.grpc as grpcclient
 
-    model = ROWS[row][0]
+    model = ROWS[row][0] if row in ROWS else row
+    gpu = on_gpu(row) if cuda is None else cuda
     infer_input = grpcclient.InferInput("IN", list(x.shape), "FP32")
     output = grpcclient.InferRequestedOutput("OUT")
     regions = []
     try:
-        if on_gpu(row):
+        if gpu:
             region_in = gpu_client.CudaRegion(client, f"bench-{row}-in", x.nbytes)
             regions.append(region_in)
             region_out = gpu_client.CudaRegion(client, f"bench-{row}-out", x.nbytes)
@@ -187,6 +210,8 @@ def measure(
             client.infer(model, [infer_input], outputs=[output], client_timeout=120)
             return time.perf_counter() - t0
 
+        # Settled: this model's earlier rows waited for their statistics.
+        start = backend_ns(server, model)[0]
         for _ in range(5):
             once()
         clear()
@@ -194,10 +219,10 @@ def measure(
         if not np.array_equal(result_of(reply), x):
             raise AssertionError(f"{row}: the output is not the input")
         marks = [window()] if window else []
-        count0, ns0 = backend_ns(server, model)
+        count0, ns0 = settled_backend_ns(server, model, start + 6)  # warm-up and check
         copies0 = gpu_client.copies(server.metrics_url, model)
         client_s = [once() for _ in range(requests)]
-        count1, ns1 = backend_ns(server, model)
+        count1, ns1 = settled_backend_ns(server, model, start + 6 + requests)
         copies1 = gpu_client.copies(server.metrics_url, model)
         marks += [window()] if window else []
     finally:

@@ -226,7 +226,9 @@ def gpu_rows(requests: int) -> tuple[list[dict[str, object]], str | None]:
         client = grpcclient.InferenceServerClient(server.grpc_url)
         try:
             for model, title in GPU_MODELS.items():
-                result = gpu_identity.measure_row(server, client, model, x, _Requests(requests))
+                result = gpu_identity.measure_row(
+                    server, client, model, x, _Requests(requests), cuda=True
+                )
                 rows.append({"workload": model, "title": title, "impl": "ours", **result})
         finally:
             client.close()

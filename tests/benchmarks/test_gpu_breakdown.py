@@ -110,6 +110,48 @@ def test_without_a_gpu_every_entry_point_says_so_and_exits_0(tmp_path: Path) -> 
     assert done.stdout.startswith("GPU row skipped: "), done.stdout
 
 
+@pytest.mark.timeout(300)
+def test_bench_pytritons_gpu_row_is_measured_by_its_bound_model_name() -> None:
+    """pytriton_bench.gpu_rows measures its bound callables with gpu_identity.measure_row
+    under their model names (not rows of gpu_identity.ROWS) on pybackend.pytriton's server:
+    here a numpy callable over plain gRPC in place of the CUDA one (cuda=False), the same
+    statistics and metrics endpoints of the same server."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    from benchmarks import gpu_identity, pytriton_bench
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from integration_support.pytriton_helpers import loopback_config
+    from pybackend.pytriton.model_config import ModelConfig, Tensor
+    from pybackend.pytriton.triton import Triton, TritonSecurityConfig
+
+    io = {
+        "inputs": [Tensor(name="IN", dtype=np.float32, shape=(-1,))],
+        "outputs": [Tensor(name="OUT", dtype=np.float32, shape=(-1,))],
+    }
+    x = np.arange(1024, dtype=np.float32)
+    open_endpoints = TritonSecurityConfig(restricted_endpoints=[])
+    with Triton(config=loopback_config(), security_config=open_endpoints) as triton:
+        triton.bind(
+            "bind_cpu_identity",
+            lambda reqs: [{"OUT": r["IN"]} for r in reqs],
+            **io,
+            config=ModelConfig(batching=False),
+        )
+        client = grpcclient.InferenceServerClient(triton.server.grpc_url)
+        try:
+            r = gpu_identity.measure_row(
+                triton.server, client, "bind_cpu_identity", x, pytriton_bench._Requests(4),
+                cuda=False,
+            )  # fmt: skip
+        finally:
+            client.close()
+    assert "error" not in r, r
+    assert r["requests"] == 4 and r["backend_us"] > 0
+    assert r["copies_per_request"] == {"d2d": 0, "d2h": 0, "h2d": 0}
+
+
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 def test_the_copy_floor_runs_end_to_end_on_the_fake_driver(tmp_path: Path) -> None:
     from native_build import build_native_target
@@ -159,3 +201,96 @@ def test_a_server_that_cannot_start_fails_its_rows_only(tmp_path: Path, monkeypa
         row: {"error": "RuntimeError: tritonserver exited during startup"}
         for row in ("zero_copy", "cpu_tiny")
     }
+
+
+def _emitted_stages() -> set[tuple[str, str]]:
+    """(side, stage) of every timer in the code: the backend's trace::Stage/Count/Rename
+    literals and its copy stages (csrc/), the stub's gpu_trace.record/count (pybackend/)."""
+    import re
+
+    found: set[tuple[str, str]] = set()
+    for path in (REPO / "csrc").rglob("*.cc"):
+        text = path.read_text()
+        calls = re.findall(r'(?:trace::Stage \w+|trace::Count|\.Rename)\(\s*"([^"]+)"', text)
+        found |= {("backend", s) for s in calls}
+        for names in re.findall(r"k(?:Enqueue|Sync)\[\] = \{([^}]*)\}", text):
+            found |= {("backend", s) for s in re.findall(r'"([^"]+)"', names)}
+    for path in (REPO / "pybackend").rglob("*.py"):
+        for args in re.findall(r"gpu_trace\.(?:record|count)\(([^\n]*)", path.read_text()):
+            found |= {("stub", s) for s in re.findall(r'"([^"]+)"', args.split(",")[0])}
+    return found
+
+
+def test_the_stages_the_breakdown_names_are_the_ones_the_code_emits() -> None:
+    """A stage renamed on one side only would vanish from the tables (or show up without its
+    meaning): the names in gpu_breakdown.STAGES, the code's timers and docs/gpu.md's list
+    agree, side included."""
+    listed = {(side, stage) for side, stage, _ in gpu_breakdown.STAGES}
+    emitted = _emitted_stages()
+    assert emitted == listed, (sorted(emitted - listed), sorted(listed - emitted))
+    doc = (REPO / "docs" / "gpu.md").read_text()
+    doc = doc.replace("`copy.{d2d,d2h,h2d}.enqueue` and `.sync`", " ".join(
+        f"`copy.{d}.{what}`" for d in ("d2d", "d2h", "h2d") for what in ("enqueue", "sync")
+    ))  # fmt: skip
+    assert not [stage for _, stage in listed if f"`{stage}`" not in doc]
+
+
+def test_statistics_are_read_once_triton_has_counted_every_answered_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Triton counts a request after its response is sent: the endpoint read right after the
+    last answer can lag one request (seen on the CPU stand-in: 21 'requests' of 20, and
+    copies per request 20/21 of the truth). The reader waits for the count it expects."""
+    from benchmarks import gpu_identity
+
+    reads = iter([(5, 500), (5, 500), (6, 620), (7, 700)])
+    monkeypatch.setattr(gpu_identity, "backend_ns", lambda server, model: next(reads))
+    assert gpu_identity.settled_backend_ns(None, "m", 6) == (6, 620)
+    monkeypatch.setattr(gpu_identity, "backend_ns", lambda server, model: (5, 500))
+    with pytest.raises(AssertionError, match="count 5 successful requests .* 6 were answered"):
+        gpu_identity.settled_backend_ns(None, "m", 6, timeout=0.05)
+
+
+def test_a_copy_floor_that_fails_costs_the_breakdown_its_floor_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The floor is measured first in the one-shot GPU call: a driver error there is
+    reported in the table and the servers' rows are still measured."""
+    from benchmarks import gpu_identity
+
+    def broken(sizes: list[int]) -> dict:
+        raise RuntimeError("cuMemAlloc_v2 failed with CUDA error 2")
+
+    monkeypatch.setattr(gpu_identity, "gpu_missing", lambda: None)
+    monkeypatch.setattr(gpu_copy_floor, "measure", broken)
+    monkeypatch.setattr(
+        gpu_breakdown, "_run_server", lambda args, switch, trace, rows: {r: _row(100) for r in rows}
+    )
+    args = SimpleNamespace(mib=64, requests=50, switches="0", markdown=None)
+    assert gpu_breakdown.main(args) == 0
+    out = capsys.readouterr().out
+    assert "Copies alone: RuntimeError: cuMemAlloc_v2 failed with CUDA error 2" in out
+    assert "| 0 | zero_copy | 100 | 100 |" in out
+
+
+def test_the_copy_floor_waits_for_every_copy_it_times() -> None:
+    """A device-to-device cuMemcpyDtoD returns before the copy is done (CUDA's API
+    synchronization behavior), so each timed variant ends in a stream sync: otherwise the
+    issue's yardstick, two 64 MiB copies, would read as two enqueues of a few µs."""
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def __call__(self, name: str, *args: object) -> None:
+            self.calls.append(name)
+
+    cu = Recorder()
+    gpu_copy_floor._measure_size(cu, "stream", 4096, reps=1, warmup=0)  # type: ignore[arg-type]
+    dtod, queue, sync = "cuMemcpyDtoD_v2", "cuMemcpyDtoDAsync_v2", "cuStreamSynchronize"
+    assert cu.calls == ["cuMemAlloc_v2"] * 3 + [
+        dtod, dtod, sync,  # two_dtod
+        queue, sync, queue, sync,  # two_async_synced
+        queue, queue, sync,  # two_async_one_sync
+        sync,  # idle_sync
+    ] + ["cuMemFree_v2"] * 3  # fmt: skip
