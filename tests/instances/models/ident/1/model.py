@@ -96,6 +96,12 @@ class TritonPythonModel:
             )
         return out
 
+    def finalize(self):
+        # One line per finalize, "<instance> <pid>": a test that changes the instance count
+        # checks that every instance it replaced was finalized, in its own process.
+        with open(os.path.join(os.path.dirname(__file__), "finalized.log"), "a") as f:
+            f.write(f"{self.args['model_instance_name']} {os.getpid()}\n")
+
     def _wait_parked(self):
         """The crash waits until every other instance is inside execute (OP_PARK)."""
         deadline = time.monotonic() + BOUND_S
