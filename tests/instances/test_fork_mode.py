@@ -142,3 +142,17 @@ def test_nothing_outlives_a_killed_server(tmp_path: Path, mode: str):
         while any(alive(p) for p in procs) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not [p for p in procs if alive(p)]
+
+
+def test_threads_started_by_the_import_are_named_in_a_warning(server: TritonServer):
+    # A forked child has none of them; one that waits for them hangs, so say it up front.
+    c = httpclient.InferenceServerClient(server.http_url)
+    try:
+        c.load_model("import_thread", config=config("fork", 1))
+        c.unload_model("import_thread")
+    finally:
+        c.close()
+    lines = [line for line in server.log_text().splitlines() if "started threads" in line]
+    assert len(lines) == 1, lines
+    assert "model 'import_thread'" in lines[0] and "(import-time-worker)" in lines[0]
+    assert "PYBACKEND_INSTANCE_PROCESS=fork" in lines[0] and "in initialize()" in lines[0]
