@@ -188,6 +188,8 @@ def test_an_instance_whose_thread_ends_restarts_alone_in_the_same_process(
         quit_answer, outlive_answer = quitting.result(), outliving.result()
     assert isinstance(quit_answer, InferenceServerException), quit_answer
     assert "is not healthy" in str(quit_answer), quit_answer
+    assert "this instance's thread in it has ended" in str(quit_answer), quit_answer
+    assert "SystemExit" in str(quit_answer), quit_answer
     assert isinstance(outlive_answer, dict), outlive_answer
     assert outlive_answer["pid"] == host
     deadline = time.monotonic() + 60
