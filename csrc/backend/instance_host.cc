@@ -108,11 +108,18 @@ class HostGeneration {
 
   // "(in the process ... ) was killed by signal 9 (SIGKILL): ..."
   std::string Describe() {
-    proc_->WaitExit(std::chrono::milliseconds(1000));
+    bool ended = proc_->WaitExit(std::chrono::milliseconds(1000));
     std::string text = "(in the process pid " + std::to_string(proc_->pid()) + " that model '" +
                        opts_.model_name +
                        "' shares among its instances, PYBACKEND_INSTANCE_PROCESS=" +
                        InstanceProcessName(opts_.mode) + ") " + proc_->ExitDescription();
+    if (!ended) {
+      // Only the instance's thread ended (it closed its channels): say so, not just that the
+      // process runs.
+      text +=
+          ", and this instance's thread in it has ended (its stderr below says why); the "
+          "other instances go on serving";
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (killed_.load()) {
       text += ": the backend ended that process because instance '" + killed_for_ +

@@ -113,9 +113,11 @@ void InstanceState::Finalize() {
     // The monitor calls back into this object: stop it before the session goes.
     s->StopMonitor();
   }
-  FailDetached(nullptr, "Model instance '" + name +
-                            "' was unloaded before the response sender sent "
-                            "TRITONSERVER_RESPONSE_COMPLETE_FINAL.");
+  FailDetached(nullptr, [this] {
+    return "Model instance '" + name +
+           "' was unloaded before the response sender sent "
+           "TRITONSERVER_RESPONSE_COMPLETE_FINAL.";
+  });
   std::lock_guard<std::mutex> lock(mu_);
   session_.reset();
 }
@@ -162,8 +164,10 @@ std::string InstanceState::UnhealthyMessage(StubSession& s) {
       "keeps happening, fix the cause above.");
 }
 
-int InstanceState::FailDetached(const void* owner, const std::string& message) {
+int InstanceState::FailDetached(const void* owner, const std::function<std::string()>& message) {
   int failed = 0;
+  std::string text;
+  bool described = false;
   for (auto& st : registry_.Snapshot()) {
     std::lock_guard<std::mutex> lock(st->mu);
     if (owner != nullptr && st->session != owner) continue;
@@ -172,7 +176,11 @@ int InstanceState::FailDetached(const void* owner, const std::string& message) {
       TRITONBACKEND_Response* resp = nullptr;
       std::string err = TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st->factory));
       if (err.empty()) {
-        SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, message,
+        if (!described) {
+          text = message();
+          described = true;
+        }
+        SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, text,
                           TRITONSERVER_RESPONSE_COMPLETE_FINAL);
       } else {
         PB_LOG_ERROR("model instance '" + name + "': " + err);
@@ -207,12 +215,20 @@ bool InstanceState::OnSyncCall(StubSession& s, const ipc::Message& msg) {
 
 void InstanceState::OnStubGone(StubSession& s) {
   bls_->OnStubGone(s);
-  bool told = FailDetached(&s, UnhealthyMessage(s)) > 0 || running_batches.load() > 0 ||
-              death_told_by_batch.load() == &s;
+  bool told = FailDetached(&s, [&] { return UnhealthyMessage(s); }) > 0 ||
+              running_batches.load() > 0 || death_told_by_batch.load() == &s;
   bool current = false;
   bool restart = false;
   std::string report;
+  bool may_restart = false;
   if (!told && restart_enabled_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    may_restart = !stopping_ && session_.get() == &s;
+  }
+  // Only a death that restarts the instance is described here: a finalized one's (the end
+  // of every instance of a shared process that lives on) needs no words, and describing it
+  // waits for that process.
+  if (may_restart) {
     report = s.UnhealthyMessage(
         "It died while no request was running, and this request, the first one since, reports "
         "it. A new stub is started for this instance (backend config stub-restart): the "

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,8 +82,10 @@ class InstanceState : public AsyncHandler {
   std::shared_ptr<StubSession> StartSession();
   void RestartLoop();
   // Sends an error FINAL to every released request with an open factory that belongs to
-  // `owner` (every session when null). Returns how many requests it failed.
-  int FailDetached(const void* owner, const std::string& message);
+  // `owner` (every session when null). Returns how many requests it failed. `message` is
+  // called once, only when there is one: describing a stub can wait for its process (a
+  // shared one outlives a finalized instance, so that wait would be spent for nothing).
+  int FailDetached(const void* owner, const std::function<std::string()>& message);
 
   RequestRegistry registry_;
   std::unique_ptr<BlsService> bls_;

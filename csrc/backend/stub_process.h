@@ -61,6 +61,7 @@ class StubProcess {
   // The hosting process's stderr tail ("" for any other kind).
   std::string HostTail();
   bool attached() const { return attached_; }
+  bool hosted() const { return hosted_ != nullptr; }
   ~StubProcess();  // kills (SIGKILL) and reaps a process that is still running
   StubProcess(const StubProcess&) = delete;
   StubProcess& operator=(const StubProcess&) = delete;

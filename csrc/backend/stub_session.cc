@@ -1,5 +1,7 @@
 #include "backend/stub_session.h"
 
+#include <poll.h>
+
 #include <optional>
 
 #include "backend/error.h"
@@ -342,8 +344,17 @@ void StubSession::MarkDead(const std::string& reason, bool telling) {
   state_cv_.notify_all();
   if (lane_ != nullptr) lane_->WakeWaiter();  // a thread asleep on the lane checks alive()
   ledger_.OnStubDead();
-  // A stub we gave up on (timeout, protocol error, closed channel) must not linger.
-  if (kill_it && process_ != nullptr) process_->Kill();
+  // A stub we gave up on (timeout, protocol error, closed channel) must not linger. But an
+  // instance of a process the model's instances share whose end of the channel is closed
+  // has ended by itself (its thread closes its channels as it ends): ending that process
+  // would fail the other instances' requests for nothing.
+  if (kill_it && process_ != nullptr && !(process_->hosted() && PeerClosed())) process_->Kill();
+}
+
+bool StubSession::PeerClosed() {
+  if (sync_ == nullptr) return false;
+  pollfd p{sync_->fd(), POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & POLLHUP) != 0;
 }
 
 std::string StubSession::DeathDetail() {

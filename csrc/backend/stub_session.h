@@ -136,6 +136,8 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // error messages.
   // `telling` is false for reasons the exit status already says (EOF, process ended).
   void MarkDead(const std::string& reason, bool telling = true);
+  // True when the stub's end of the sync channel is closed (or shut down): it has gone.
+  bool PeerClosed();
   // "<how it ended>. Last lines of its stderr: ..." (waits briefly for the exit and the
   // stderr pipe to drain so the text is complete).
   std::string DeathDetail();

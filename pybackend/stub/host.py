@@ -132,10 +132,15 @@ class ForkHost(_Host):
     def _import(self, init: Dict[str, Any]) -> None:
         from . import loader
 
+        before = set(threading.enumerate())
         try:
             loader.import_model(init)
         except BaseException:  # noqa: BLE001 - each child imports again and reports it
             return
+        warning = import_threads_warning(self.model, before)
+        if warning is not None:
+            # On stderr: logged by the backend, and in the errors of a child that hangs.
+            print(warning, file=sys.stderr, flush=True)
         # What the import made lives as long as the children: keep the collector off it,
         # so a collection in a child does not write to (and so copy) those pages.
         gc.collect()
@@ -183,6 +188,23 @@ class ForkHost(_Host):
                 file=sys.stderr,
                 flush=True,
             )
+
+
+def import_threads_warning(model: str, before: "set[threading.Thread]") -> Optional[str]:
+    """The warning for a fork host whose import started threads (not in ``before``), or
+    None. A forked child has only the thread that forked it: the others, and whatever they
+    were doing, are not there, and a lock one of them held at the fork stays held."""
+    started = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    if not started:
+        return None
+    return (
+        f"pybackend: WARNING: importing model.py of model '{model}' started threads "
+        f"({', '.join(started)}), and under PYBACKEND_INSTANCE_PROCESS=fork the instances' "
+        "forked processes do not have them: an initialize or execute that waits for one of "
+        "them, or for a lock one of them held at the fork, hangs there. Start such threads in "
+        "initialize() (each instance's process then has its own), or use "
+        'PYBACKEND_INSTANCE_PROCESS "shared" or "own".'
+    )
 
 
 def cuda_refusal(model: str) -> Optional[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Hashable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Tuple, TypeVar
 
 T = TypeVar("T")
 
@@ -37,9 +37,12 @@ class Registry:
         self._lock = threading.Lock()
         self._built: Dict[Hashable, Any] = {}
         self._building: Dict[Hashable, _Build] = {}
+        # thread -> (key, build) it waits for: a wait that would close a cycle is refused.
+        self._waiting: Dict[int, Tuple[Hashable, _Build]] = {}
 
     def get(self, key: Hashable, factory: Callable[[], T]) -> T:
         """The object for ``key``, built by ``factory()`` on the first call."""
+        me = threading.get_ident()
         with self._lock:
             if key in self._built:
                 return self._built[key]  # type: ignore[no-any-return]
@@ -47,14 +50,15 @@ class Registry:
             mine = build is None
             if build is None:
                 build = self._building[key] = _Build()
+            else:
+                self._refuse_cycle(key, build, me)
+                self._waiting[me] = (key, build)
         if not mine:
-            if build.builder == threading.get_ident():
-                # The factory asked for its own key: waiting would never end.
-                raise RuntimeError(
-                    f"pb_utils.shared({key!r}, ...): the factory of {key!r} asked for "
-                    f"{key!r} itself, which it is still building; build it without that call"
-                )
-            build.done.wait()  # bounded by the factory: the builder always finishes it
+            try:
+                build.done.wait()  # bounded by the factory: the builder always finishes it
+            finally:
+                with self._lock:
+                    del self._waiting[me]
             if build.error is not None:
                 raise build.error
             return build.value  # type: ignore[no-any-return]
@@ -72,6 +76,30 @@ class Registry:
             del self._building[key]
         build.done.set()
         return value
+
+    def _refuse_cycle(self, key: Hashable, build: _Build, me: int) -> None:
+        """Raises if waiting for ``build`` would never end: its builder is this thread, or
+        waits (through other builds) for one this thread is building. Under ``_lock``."""
+        chain = [key]
+        owner = build.builder
+        while owner != me:
+            waits = self._waiting.get(owner)
+            if waits is None:
+                return
+            chain.append(waits[0])
+            owner = waits[1].builder
+        if len(chain) == 1:
+            raise RuntimeError(
+                f"pb_utils.shared({key!r}, ...): the factory of {key!r} asked for "
+                f"{key!r} itself, which it is still building; build it without that call"
+            )
+        cycle = " -> ".join(repr(k) for k in chain)
+        raise RuntimeError(
+            f"pb_utils.shared({key!r}, ...): the factories wait for each other ({cycle}, "
+            f"which this thread's factory is building): each builds in another thread "
+            "(another instance's initialize), so neither would finish; build one of them "
+            "without asking for the other"
+        )
 
     def clear(self) -> None:
         with self._lock:

@@ -21,7 +21,7 @@ MODELS = Path(__file__).resolve().parent / "models"
 # Instances in separate processes never all reach one barrier: give up on it soon (it is a
 # bound, not a measurement: the answer is "broken" however long the wait).
 SEPARATE = {"BARRIER_S": "3"}
-OP_IDENT, OP_BARRIER, OP_EXIT, OP_SEGV, OP_HANG, OP_SHARED, OP_PARK = range(7)
+OP_IDENT, OP_BARRIER, OP_EXIT, OP_SEGV, OP_HANG, OP_SHARED, OP_PARK, OP_QUIT, OP_OUTLIVE = range(9)
 
 
 def config(

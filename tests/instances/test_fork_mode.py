@@ -17,6 +17,7 @@ from instances_support import (
     OP_BARRIER,
     OP_EXIT,
     OP_HANG,
+    OP_IDENT,
     SEPARATE,
     at_once,
     call,
@@ -132,7 +133,8 @@ def test_nothing_outlives_a_killed_server(tmp_path: Path, mode: str):
         client = httpclient.InferenceServerClient(server.http_url)
         try:
             client.load_model("ident", config=config(mode, COUNT))
-            call(client, OP_BARRIER)
+            # One call (a barrier of COUNT parties would wait its whole bound, 60 s, for it).
+            call(client, OP_IDENT)
         finally:
             client.close()
         procs = set(settled(server, COUNT + 1 if mode == "fork" else 1))
@@ -142,3 +144,17 @@ def test_nothing_outlives_a_killed_server(tmp_path: Path, mode: str):
         while any(alive(p) for p in procs) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not [p for p in procs if alive(p)]
+
+
+def test_threads_started_by_the_import_are_named_in_a_warning(server: TritonServer):
+    # A forked child has none of them; one that waits for them hangs, so say it up front.
+    c = httpclient.InferenceServerClient(server.http_url)
+    try:
+        c.load_model("import_thread", config=config("fork", 1))
+        c.unload_model("import_thread")
+    finally:
+        c.close()
+    lines = [line for line in server.log_text().splitlines() if "started threads" in line]
+    assert len(lines) == 1, lines
+    assert "model 'import_thread'" in lines[0] and "(import-time-worker)" in lines[0]
+    assert "PYBACKEND_INSTANCE_PROCESS=fork" in lines[0] and "in initialize()" in lines[0]

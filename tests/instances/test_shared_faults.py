@@ -18,7 +18,9 @@ from instances_support import (
     OP_BARRIER,
     OP_EXIT,
     OP_HANG,
+    OP_OUTLIVE,
     OP_PARK,
+    OP_QUIT,
     OP_SEGV,
     at_once,
     call_url,
@@ -170,3 +172,32 @@ def test_initialize_failing_in_one_instance_fails_the_load_and_leaves_no_process
     while stub_processes(server) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert stub_processes(server) == {}
+
+
+def test_an_instance_whose_thread_ends_restarts_alone_in_the_same_process(
+    server: TritonServer, client: Any
+):
+    # sys.exit in one instance's execute ends that instance's thread, not the process: the
+    # other instance's request in flight is answered, and the process is not replaced.
+    client.load_model("ident", config=config("shared", 2))
+    (host,) = settled(server, 1)
+    with ThreadPoolExecutor(2) as pool:
+        outliving = pool.submit(outcome, client.url, OP_OUTLIVE)
+        time.sleep(0.3)  # (only so that it is the first one in execute; either order works)
+        quitting = pool.submit(outcome, client.url, OP_QUIT)
+        quit_answer, outlive_answer = quitting.result(), outliving.result()
+    assert isinstance(quit_answer, InferenceServerException), quit_answer
+    assert "is not healthy" in str(quit_answer), quit_answer
+    assert "this instance's thread in it has ended" in str(quit_answer), quit_answer
+    assert "SystemExit" in str(quit_answer), quit_answer
+    assert isinstance(outlive_answer, dict), outlive_answer
+    assert outlive_answer["pid"] == host
+    deadline = time.monotonic() + 60
+    while True:  # the ended instance restarts, in the same process
+        answers = at_once(client.url, OP_BARRIER, 2)
+        if all(isinstance(a, dict) and a["barrier"] != "broken" for a in answers):
+            break
+        assert time.monotonic() < deadline, answers
+        time.sleep(0.2)
+    assert {a["pid"] for a in answers} == {host}
+    assert set(stub_processes(server)) == {host}

@@ -100,3 +100,38 @@ def test_a_factory_asking_for_its_own_key_is_refused_not_a_hang() -> None:
         pb_utils.shared("weights", build)
     # Nothing is remembered: a good factory builds it next time.
     assert pb_utils.shared("weights", lambda: 7) == 7
+
+
+def test_factories_that_wait_for_each_other_in_two_threads_are_refused_not_a_hang() -> None:
+    # Two instances' initialize at once: A's factory asks for B while B's asks for A.
+    both_building = threading.Barrier(2, timeout=BOUND_S)
+    errors: list[BaseException] = []
+
+    def build(mine: str, other: str) -> object:
+        both_building.wait()
+        try:
+            return pb_utils.shared(other, lambda: build(other, mine))
+        except RuntimeError as e:
+            errors.append(e)
+            raise
+
+    def first_call(key: str, other: str) -> None:
+        try:
+            pb_utils.shared(key, lambda: build(key, other))
+        except RuntimeError:
+            pass
+
+    threads = [
+        threading.Thread(target=first_call, args=("a", "b"), daemon=True),
+        threading.Thread(target=first_call, args=("b", "a"), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(BOUND_S)
+    assert not any(t.is_alive() for t in threads), "the two factories hang on each other"
+    assert len(errors) >= 1, errors
+    assert "wait for each other" in str(errors[0]) and "without asking for the other" in str(
+        errors[0]
+    )
+    assert pb_utils.shared("a", lambda: 1) == 1  # nothing half-built is remembered

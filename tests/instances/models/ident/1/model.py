@@ -6,6 +6,7 @@ OP (INT32 [1]) picks what execute does; OUT (STRING [1]) is a JSON answer."""
 import ctypes
 import json
 import os
+import sys
 import threading
 import time
 
@@ -20,10 +21,11 @@ with open(os.path.join(os.path.dirname(__file__), "imports.log"), "a") as _f:
 _lock = threading.Lock()
 _waiting = 0  # executes parked in OP_PARK
 _never = threading.Event()
+_quitting = threading.Event()  # OP_QUIT is about to end its instance's thread
 _builds = 0  # calls of the pb_utils.shared factory in this process
 _barrier = None
 
-OP_IDENT, OP_BARRIER, OP_EXIT, OP_SEGV, OP_HANG, OP_SHARED, OP_PARK = range(7)
+OP_IDENT, OP_BARRIER, OP_EXIT, OP_SEGV, OP_HANG, OP_SHARED, OP_PARK, OP_QUIT, OP_OUTLIVE = range(9)
 BOUND_S = 60.0  # no wait here is unbounded
 
 
@@ -89,12 +91,28 @@ class TritonPythonModel:
                     with open(os.path.join(os.path.dirname(__file__), "parked.log"), "a") as f:
                         f.write(f"{self.args['model_instance_name']}\n")
                 _never.wait(BOUND_S)
+            elif op == OP_QUIT:
+                # Ends the stub loop of this instance (its process under own, its thread
+                # under shared), not the process.
+                _quitting.set()
+                sys.exit(3)
+            elif op == OP_OUTLIVE:
+                # In flight while another instance's OP_QUIT ends its thread: answers a
+                # moment after it, when the backend has long seen that instance end.
+                _quitting.wait(BOUND_S)
+                time.sleep(1.0)
             out.append(
                 pb_utils.InferenceResponse(
                     [pb_utils.Tensor("OUT", np.array([json.dumps(answer)], dtype=np.object_))]
                 )
             )
         return out
+
+    def finalize(self):
+        # One line per finalize, "<instance> <pid>": a test that changes the instance count
+        # checks that every instance it replaced was finalized, in its own process.
+        with open(os.path.join(os.path.dirname(__file__), "finalized.log"), "a") as f:
+            f.write(f"{self.args['model_instance_name']} {os.getpid()}\n")
 
     def _wait_parked(self):
         """The crash waits until every other instance is inside execute (OP_PARK)."""
