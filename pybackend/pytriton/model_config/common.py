@@ -64,7 +64,7 @@ class SequenceControlInput:
     """A control tensor Triton adds to each request of a sequence (an input the callable
     receives under ``name``, not one the client sends). START, END and READY hold 0 or 1
     as ``dtype`` np.int32, np.float32 or np.bool_; CORRID holds the correlation id as
-    np.uint64, np.int64, np.uint32, np.int32 or bytes (string ids)."""
+    np.uint64, np.int64, np.uint32 or np.int32 (string ids need no CORRID input)."""
 
     name: str
     kind: SequenceControl
