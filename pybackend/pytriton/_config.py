@@ -61,7 +61,9 @@ _FLAG_VALUES = {"TYPE_INT32": "int32FalseTrue", "TYPE_FP32": "fp32FalseTrue",
 _FLAG_PAIRS: Dict[str, List[Any]] = {
     "int32FalseTrue": [0, 1], "fp32FalseTrue": [0.0, 1.0], "boolFalseTrue": [False, True],
 }  # fmt: skip
-_CORRID_TYPES = {"TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING"}
+# Not TYPE_STRING: tritonserver 2.51 fills a string CORRID tensor so that it refuses every
+# request of the model (integer and string ids alike, with NVIDIA's Python backend too).
+_CORRID_TYPES = {"TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32"}
 
 
 def _sequence_batching(s: SequenceBatcher, max_batch_size: int, model: str) -> Dict[str, Any]:
@@ -75,10 +77,17 @@ def _sequence_batching(s: SequenceBatcher, max_batch_size: int, model: str) -> D
         dtype = data_type(c.dtype)
         control: Dict[str, Any] = {"kind": kind.value}
         if kind is SequenceControl.CORRID:
+            if dtype == "TYPE_STRING":
+                raise PyTritonBadParameterError(
+                    f"Model `{model}`: control input `{c.name}` (CORRID) has a string dtype, "
+                    "which tritonserver 2.51 fills so that it refuses every request. String "
+                    "correlation ids need no control input (request.sequence_id holds them): "
+                    "leave CORRID out, or use np.uint64, np.int64, np.uint32 or np.int32."
+                )
             if dtype not in _CORRID_TYPES:
                 raise PyTritonBadParameterError(
                     f"Model `{model}`: control input `{c.name}` (CORRID) has dtype "
-                    f"{c.dtype!r}; use np.uint64, np.int64, np.uint32, np.int32 or bytes."
+                    f"{c.dtype!r}; use np.uint64, np.int64, np.uint32 or np.int32."
                 )
             control["dataType"] = dtype
         elif dtype in _FLAG_VALUES:

@@ -112,6 +112,23 @@ class TritonConfig:
         return cls.from_dict(config)
 
 
+@dataclasses.dataclass
+class TritonLifecyclePolicy:
+    """PyTriton's policy (``pytriton.triton.TritonLifecyclePolicy``). Only
+    ``launch_triton_on_startup`` matters here: False makes ``with Triton(...)`` start
+    nothing, the server then starts at run()/serve() with the models bound by then.
+    ``local_model_store`` is accepted: the model store is always this process's own."""
+
+    launch_triton_on_startup: bool = True
+    local_model_store: bool = False
+
+
+DefaultTritonLifecyclePolicy = TritonLifecyclePolicy()
+VertextAILifecyclePolicy = TritonLifecyclePolicy(
+    launch_triton_on_startup=False, local_model_store=True
+)
+
+
 def _cast(type_name: str, value: Any) -> Any:
     if value is None:
         return None

@@ -138,10 +138,11 @@ def _batch(
 
     def split_result(result: Any) -> List[Dict[str, Any]]:
         out = convert_output(result, wrapped, instance)
-        wrong = {n: v.shape[0] for n, v in out.items() if v.shape[0] != total}
+        wrong = {n: v.shape for n, v in out.items() if v.shape[0] != total}
         if wrong:
+            # PyTriton's type and text (the shapes, not only their first dimension).
             listed = ", ".join(": ".join(map(str, item)) for item in wrong.items())
-            raise PyTritonValidationError(
+            raise ValueError(
                 f"Received output tensors with different batch sizes: {listed}. "
                 f"Expected batch size: {total}. "
             )

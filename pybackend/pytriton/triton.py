@@ -27,7 +27,13 @@ from ._control import ControlledServer, ServerControl
 from ._gpu import check_devices
 from ._security import TritonSecurityConfig
 from ._sigint import sigint_calls
-from ._triton_config import TritonConfig, server_args
+from ._triton_config import (
+    DefaultTritonLifecyclePolicy,
+    TritonConfig,
+    TritonLifecyclePolicy,
+    VertextAILifecyclePolicy,
+    server_args,
+)
 from .exceptions import (
     PyTritonInvalidOperationError,
     PyTritonRuntimeError,
@@ -65,7 +71,7 @@ class Triton:
         *,
         config: Optional[TritonConfig] = None,
         workspace: Union[str, Path, None] = None,
-        triton_lifecycle_policy: Any = None,
+        triton_lifecycle_policy: TritonLifecyclePolicy = DefaultTritonLifecyclePolicy,
         security_config: Optional[TritonSecurityConfig] = None,
     ) -> None:
         merged = {k: v for k, v in TritonConfig.from_env().to_dict().items() if v is not None}
@@ -106,6 +112,9 @@ class Triton:
         self._stopped_done = threading.Event()
         self._fatal: Optional[str] = None
         self._triton_context = TritonContext()
+        self._launch_on_enter = bool(
+            getattr(triton_lifecycle_policy, "launch_triton_on_startup", True)
+        )
         atexit.register(self.stop)
 
     # ----------------------------------------------------------------- binding
@@ -225,7 +234,8 @@ class Triton:
     # ----------------------------------------------------------------- lifecycle
 
     def __enter__(self) -> Triton:
-        self.run()
+        if self._launch_on_enter:  # else run()/serve() start it (TritonLifecyclePolicy)
+            self.run()
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -488,4 +498,13 @@ class RemoteTriton(Triton):
         return {"parameters": params}
 
 
-__all__ = ["RemoteTriton", "Triton", "TritonConfig", "TritonSecurityConfig", "ServerError"]
+__all__ = [
+    "DefaultTritonLifecyclePolicy",
+    "RemoteTriton",
+    "ServerError",
+    "Triton",
+    "TritonConfig",
+    "TritonLifecyclePolicy",
+    "TritonSecurityConfig",
+    "VertextAILifecyclePolicy",
+]

@@ -4,6 +4,9 @@ step), coroutines, and errors in the middle of a stream, through the real triton
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from typing import Any, Dict, Iterator, List
 
 import numpy as np
 import pytest
@@ -83,3 +86,48 @@ def test_coroutine_callable(triton: Triton) -> None:
     triton.run()
     with ModelClient(urls(triton)[0], "Double") as client:
         assert int(client.infer_sample(np.array([21], np.int32))["step"][0]) == 42
+
+
+class _Endless:
+    """A stream far longer than any test waits for; `closed` is set when its generator is
+    closed (GeneratorExit at its yield) or ends."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def __call__(self, requests: List[Any]) -> Iterator[List[Dict[str, np.ndarray]]]:
+        try:
+            n = int(requests[0]["count"].reshape(-1)[0])
+            for i in range(n):
+                time.sleep(0.01)
+                yield [{"step": np.array([[i]], np.int32)} for _ in requests]
+        finally:
+            self.closed.set()
+
+
+def test_leaving_the_loop_early_cancels_the_stream(triton: Triton) -> None:
+    """Breaking out of DecoupledModelClient's iteration cancels the request (PyTriton 0.7's
+    client hangs there, or hands the old stream's responses to the next call): the server's
+    generator is closed, and the same client streams again."""
+    endless = _Endless()
+    triton.bind("Endless", endless, **IO, config=ModelConfig(max_batch_size=4, decoupled=True))
+    triton.run()
+    first: List[int] = []
+    left = threading.Event()
+
+    def consume() -> None:
+        with DecoupledModelClient(urls(triton)[1], "Endless", inference_timeout_s=60) as client:
+            for r in client.infer_sample(np.array([1_000_000], np.int32)):
+                first.append(int(r["step"][0]))
+                if len(first) == 2:
+                    break
+            left.set()  # the stream is closed by now
+            first.extend(int(r["step"][0]) for r in client.infer_sample(np.array([3], np.int32)))
+
+    worker = threading.Thread(target=consume, daemon=True)
+    worker.start()
+    assert left.wait(60), "leaving the loop waited for the whole stream"
+    assert endless.closed.wait(60), "the server's generator was never closed"
+    worker.join(60)
+    assert not worker.is_alive()
+    assert first == [0, 1, 0, 1, 2]

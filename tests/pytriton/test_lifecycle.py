@@ -22,7 +22,11 @@ from pybackend.pytriton.client import (
 )
 from pybackend.pytriton.exceptions import PyTritonRuntimeError, PyTritonUnrecoverableError
 from pybackend.pytriton.model_config import ModelConfig, Tensor
-from pybackend.pytriton.triton import Triton
+from pybackend.pytriton.triton import (
+    Triton,
+    TritonLifecyclePolicy,
+    VertextAILifecyclePolicy,
+)
 from pybackend.server.processes import alive
 
 EXAMPLE = Path(__file__).parent / "examples" / "add_sub_server.py"
@@ -284,3 +288,19 @@ def test_requests_carry_parameters_and_requested_output_names(triton: Triton) ->
     assert seen == [({"mode": "fast", "n": 3}, ["z"])]
     np.testing.assert_array_equal(result.as_numpy("z"), x * 2)
     assert result.as_numpy("y") is None  # not requested: not sent
+
+
+def test_lifecycle_policy_without_launch_on_startup_starts_at_run() -> None:
+    """PyTriton's TritonLifecyclePolicy (importable from pybackend.pytriton.triton as from
+    pytriton.triton): with launch_triton_on_startup=False the context manager starts
+    nothing; run() starts the server with what was bound by then."""
+    assert TritonLifecyclePolicy().launch_triton_on_startup
+    with Triton(
+        config=loopback_config(), triton_lifecycle_policy=VertextAILifecyclePolicy
+    ) as triton:
+        assert triton.server is None
+        triton.bind("Late", lambda requests: [{"y": r["x"]} for r in requests], **IO)
+        triton.run()
+        with ModelClient(urls(triton)[0], "Late") as client:
+            y = client.infer_sample(np.ones(2, np.float32))["y"]
+    np.testing.assert_array_equal(y, np.ones(2, np.float32))

@@ -5,11 +5,14 @@ sequences over gRPC, both strategies, against the real tritonserver."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List, Union
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from integration_support.pytriton_helpers import urls
 from pybackend.pytriton.exceptions import PyTritonBadParameterError
@@ -73,10 +76,12 @@ class Accumulator:
 
 def _send(client: Any, model: str, seq: Union[int, str], x: int, start: bool, end: bool) -> int:
     shape = [1] if model.endswith("Unbatched") else [1, 1]
-    inp = grpcclient.InferInput("x", shape, "INT64")
+    lib = httpclient if isinstance(client, httpclient.InferenceServerClient) else grpcclient
+    inp = lib.InferInput("x", shape, "INT64")
     inp.set_data_from_numpy(np.full(shape, x, np.int64))
+    timeout = {"timeout": 60} if lib is httpclient else {"client_timeout": 60}
     result = client.infer(
-        model, [inp], sequence_id=seq, sequence_start=start, sequence_end=end, client_timeout=60
+        model, [inp], sequence_id=seq, sequence_start=start, sequence_end=end, **timeout
     )
     return int(result.as_numpy("total").reshape(-1)[0])
 
@@ -124,6 +129,31 @@ def test_interleaved_sequences_keep_their_state(triton: Triton, strategy: Sequen
     assert "dynamic_batching" not in config
 
 
+def test_string_ids_over_http_and_a_sequence_that_times_out_idle(triton: Triton) -> None:
+    """String correlation ids need no control input: request.sequence_id is the string.
+    A sequence idle past max_sequence_idle_microseconds is ended by Triton without an END
+    request (its state stays with the callable), and its next request without START is
+    refused by Triton."""
+    model = Accumulator()
+    batcher = SequenceBatcher(max_sequence_idle_microseconds=300_000)
+    triton.bind("Acc", model, **IO, config=ModelConfig(max_batch_size=4, sequence_batcher=batcher))
+    triton.run()
+    with httpclient.InferenceServerClient(urls(triton)[0].removeprefix("http://")) as client:
+        assert _interleaved(client, "Acc", "seq-a", "seq-b") == [1, 10, 3, 30, 6, 60]
+        assert _send(client, "Acc", "idle", 5, True, False) == 5
+        refused = None
+        for wait in (1.0, 2.0, 4.0, 8.0):  # past the idle time (a request would restart it)
+            time.sleep(wait)
+            try:
+                _send(client, "Acc", "idle", 0, False, False)
+            except InferenceServerException as e:
+                refused = str(e)
+                break
+    assert refused is not None and "must specify the START flag" in refused
+    assert [s["id"] for s in model.seen[:2]] == ["seq-a", "seq-b"]
+    assert model.state == {"idle": 5}  # no END reached the callable
+
+
 def test_requests_outside_sequences_have_neutral_attributes() -> None:
     r = Request(data={})
     assert (r.sequence_id, r.sequence_start, r.sequence_end) == (0, False, False)
@@ -155,8 +185,16 @@ def test_requests_outside_sequences_have_neutral_attributes() -> None:
             ),
             "use np.uint64",
         ),
+        (
+            ModelConfig(
+                sequence_batcher=SequenceBatcher(
+                    control_inputs=[SequenceControlInput("C", SequenceControl.CORRID, bytes)]
+                )
+            ),
+            "String correlation ids need no control input",
+        ),
     ],
-    ids=["two-batchers", "flag-dtype", "corrid-dtype"],
+    ids=["two-batchers", "flag-dtype", "corrid-dtype", "corrid-string"],
 )
 def test_bad_sequence_configs_are_refused_at_bind(
     triton: Triton, config: ModelConfig, text: str

@@ -86,6 +86,7 @@ class DecoupledModelClient(ModelClient):
                 callback=lambda result, error: answers.put((result, error)),
                 headers=self._headers_with_token(headers),
             )
+            finished = False
             try:
                 self._send_on_stream(client, answers, inputs, outputs, parameters)
                 while True:
@@ -105,9 +106,14 @@ class DecoupledModelClient(ModelClient):
                     if response.outputs:
                         yield as_numpy(result)
                     if final is not None and final.bool_param:
+                        finished = True
                         return
             finally:
-                client.stop_stream()
+                # A stream left before its final response (the caller broke out of the loop
+                # or closed this generator, a timeout, an error) is cancelled: the server
+                # stops the request (a bound generator is closed) and stop_stream returns
+                # at once instead of waiting for every response the request has left.
+                client.stop_stream(cancel_requests=not finished)
 
     def _send_on_stream(
         self, client: Any, answers: "queue.Queue[Tuple[Any, Any]]", *request: Any

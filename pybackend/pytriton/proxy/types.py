@@ -41,8 +41,9 @@ class Request:
     )
 
     def is_cancelled(self) -> bool:
-        """True once the client cancelled this request or went away (gRPC stream cancelled
-        or closed, HTTP connection dropped): the callable may stop its work early."""
+        """True once the client cancelled this request or went away (a gRPC call or stream
+        cancelled or closed; tritonserver 2.51 does not cancel on an HTTP disconnect): the
+        callable may stop its work early."""
         return self._cancelled is not None and bool(self._cancelled())
 
     def __getitem__(self, input_name: str) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""The model description users pass to ``Triton.bind`` (``pytriton.model_config``): the same
-dataclasses, fields and defaults as PyTriton's."""
+"""The batchers, queue policies, warmup and sequence classes of a model's configuration
+(``pytriton.model_config.common``, where PyTriton keeps them; ``ModelWarmup`` and
+``WarmupInput`` are importable only from here in PyTriton 0.7)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class SequenceControlInput:
     """A control tensor Triton adds to each request of a sequence (an input the callable
     receives under ``name``, not one the client sends). START, END and READY hold 0 or 1
     as ``dtype`` np.int32, np.float32 or np.bool_; CORRID holds the correlation id as
-    np.uint64, np.int64, np.uint32, np.int32 or bytes (string ids)."""
+    np.uint64, np.int64, np.uint32 or np.int32 (string ids need no CORRID input)."""
 
     name: str
     kind: SequenceControl
@@ -104,39 +105,3 @@ class ModelWarmup:
     batch_size: int
     inputs: Dict[str, WarmupInput]
     count: int
-
-
-@dataclasses.dataclass
-class ModelConfig:
-    """batching: False serves without a batch dimension (max_batch_size 0).
-    sequence_batcher (pybackend's addition): serve through Triton's sequence batcher
-    instead of the dynamic batcher (``batcher`` must then stay at its defaults)."""
-
-    batching: bool = True
-    max_batch_size: int = 4
-    batcher: DynamicBatcher = dataclasses.field(default_factory=DynamicBatcher)
-    response_cache: bool = False
-    decoupled: bool = False
-    model_warmup: Optional[List[ModelWarmup]] = None
-    sequence_batcher: Optional[SequenceBatcher] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Tensor:
-    """One input or output: shape without the batch dimension, numpy dtype (``bytes`` or
-    ``np.bytes_``/``object`` for strings), name (default INPUT_<n> / OUTPUT_<n>).
-    device (pybackend's addition): "cuda" gives the callable this input as a torch tensor
-    (cupy array without torch) on the instance's GPU, see docs/pytriton.md; "cpu" (the
-    default) as a numpy array."""
-
-    shape: tuple
-    dtype: Any
-    name: Optional[str] = None
-    optional: Optional[bool] = False
-    device: str = "cpu"
-
-    def __post_init__(self) -> None:
-        # np.dtype('float32') and np.float32 alike become the scalar type.
-        if isinstance(self.dtype, np.dtype):
-            object.__setattr__(self, "dtype", self.dtype.type)
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
