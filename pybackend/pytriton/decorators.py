@@ -19,6 +19,7 @@ import numpy as np
 
 from ..utils.stacking import split, stack
 from ._context import (
+    ModelConfigDict,
     TritonContext,
     TritonModelConfig,
     get_model_config,
@@ -28,6 +29,12 @@ from .exceptions import PyTritonBadParameterError, PyTritonRuntimeError, PyTrito
 
 __all__ = [
     "ConstantPadder",
+    "InferenceRequest",
+    "InferenceRequests",
+    "InferenceResult",
+    "InferenceResults",
+    "InputNames",
+    "ModelConfigDict",
     "TritonContext",
     "batch",
     "convert_output",
@@ -42,6 +49,13 @@ __all__ = [
     "sample",
     "triton_context",
 ]
+
+# PyTriton's type aliases for a callable's arguments and results.
+InputNames = List[str]
+InferenceRequest = Dict[str, np.ndarray]
+InferenceRequests = Union[List[InferenceRequest], Tuple[InferenceRequest, ...]]
+InferenceResult = Dict[str, np.ndarray]
+InferenceResults = Union[List[InferenceResult], Tuple[InferenceResult, ...]]
 
 TRITON_CONTEXT_FIELD_NAME = "triton_context"
 _SPECIAL_KEYS = ["__triton_context__"]
@@ -104,9 +118,10 @@ def convert_output(
     if isinstance(outputs, (list, tuple)):
         if model_config is None:
             model_config = get_model_config(wrapped, instance)
-        if len(outputs) != len(model_config.outputs):
+        specs = model_config.outputs or ()
+        if len(outputs) != len(specs):
             raise PyTritonValidationError("Outputs length different than config outputs length")
-        return {spec.name: out for spec, out in zip(model_config.outputs, outputs)}  # type: ignore[misc]
+        return {spec.name: out for spec, out in zip(specs, outputs)}
     raise PyTritonValidationError(f"Unsupported output type {type(outputs)}.")
 
 
@@ -283,7 +298,7 @@ def fill_optionals(**defaults: np.ndarray) -> Callable[[Callable[..., Any]], _Wr
     when the model batches)."""
 
     def verify(config: TritonModelConfig) -> None:
-        inputs = {spec.name: spec for spec in config.inputs}
+        inputs = {spec.name: spec for spec in config.inputs or ()}
         missing = sorted(set(defaults) - set(inputs))
         if missing:
             raise PyTritonBadParameterError(f"Could not found {', '.join(missing)} inputs")
