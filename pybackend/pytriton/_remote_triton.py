@@ -11,8 +11,8 @@ from typing import Any, Dict, Optional, Union
 
 from ._control import ServerControl
 from ._security import TritonSecurityConfig
+from ._triton import LOGGER, REMOTE_READY_TIMEOUT_S, Triton, _Binding
 from .exceptions import PyTritonRuntimeError, PyTritonValidationError
-from .triton import LOGGER, REMOTE_READY_TIMEOUT_S, Triton, _Binding
 
 
 class RemoteTriton(Triton):
