@@ -53,6 +53,8 @@ OMITTED = {
     "pytriton.triton:VALID_TRITON_ENDPOINTS": "pending: a re-export of "
     "pybackend/pytriton/_security.py's in triton.py",
     "pytriton.triton:DEFAULT_PROTECTED_ENDPOINTS": "as VALID_TRITON_ENDPOINTS",
+    "pytriton.triton:LOGGER": "pending: a re-export of pybackend/pytriton/_triton.py's",
+    "pytriton.triton:MONITORING_PERIOD_S": "as LOGGER",
     "pytriton.triton:TRITON_ACCESS_HEADER": "as VALID_TRITON_ENDPOINTS",
     "pytriton.triton:TritonBase": "Triton and RemoteTriton share no base class here",
     "pytriton.triton:TRITONSERVER_DIST_DIR": "the wheel's server is found by pybackend.server",

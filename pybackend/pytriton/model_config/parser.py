@@ -19,13 +19,6 @@ from .triton_model_config import ResponseCache, TensorSpec, TritonModelConfig
 
 LOGGER = logging.getLogger(__name__)
 
-_NUMPY = {
-    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32,
-    "UINT64": np.uint64, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32,
-    "INT64": np.int64, "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
-    "STRING": np.bytes_,
-}  # fmt: skip
-
 
 def _get(config: Dict[str, Any], key: str, default: Any = None) -> Any:
     """``key`` (snake_case, as model_config.proto) or its camelCase JSON spelling."""
@@ -43,9 +36,15 @@ def _dtype(data_type: Optional[str]) -> Any:
         raise PyTritonModelConfigError(
             f"Invalid data type `{data_type}`. The expected name is TYPE_{{type}}."
         )
-    if parts[1] not in _NUMPY:
+    if parts[1] == "STRING":
+        return np.bytes_
+    # tritonclient's table, as PyTriton uses it (BF16 and BYTES included).
+    from tritonclient.utils import triton_to_np_dtype
+
+    dtype = triton_to_np_dtype(parts[1])
+    if dtype is None:
         raise PyTritonModelConfigError(f"Unsupported data type `{parts[1]}`.")
-    return _NUMPY[parts[1]]
+    return np.bool_ if dtype is bool else dtype
 
 
 def _queue_policy(config: Dict[str, Any]) -> QueuePolicy:
