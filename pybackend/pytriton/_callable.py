@@ -81,7 +81,7 @@ class CallableModel:
         self._config = config
         self._context = context
         self._fn = infer_func
-        self._outputs = {t.name: t for t in config.outputs}
+        self._outputs = {t.name: t for t in config.outputs or ()}
         self._batching = config.batching
         self._decoupled = config.decoupled
         self._strict = strict
@@ -90,7 +90,10 @@ class CallableModel:
         # Triton warms an instance up (model_warmup) before it schedules anything else on it:
         # its first executions are the warmup's.
         self._warmups_left = warmup_executions
-        self._on_gpu = frozenset(str(t.name) for t in config.inputs if t.device == "cuda")
+        # TensorSpec (a configuration read from the server, CallableAdapter) has no device.
+        self._on_gpu = frozenset(
+            str(t.name) for t in config.inputs or () if getattr(t, "device", "cpu") == "cuda"
+        )
         name = framework() if self._on_gpu else None
         self._gpu = GpuInputs(name, device_id) if name else None
 

@@ -10,27 +10,11 @@ import dataclasses
 import inspect
 import threading
 from collections.abc import MutableMapping
-from typing import Any, Callable, Dict, Iterator, List, Optional
-
-import numpy as np
+from typing import Any, Callable, Dict, Iterator, List
 
 from .exceptions import PyTritonValidationError
-from .model_config import DynamicBatcher, Tensor
-
-
-@dataclasses.dataclass
-class TritonModelConfig:
-    """The parts of a bound model's configuration callables and decorators may read."""
-
-    model_name: str
-    model_version: int = 1
-    max_batch_size: int = 4
-    batching: bool = True
-    batcher: Optional[DynamicBatcher] = None
-    inputs: List[Tensor] = dataclasses.field(default_factory=list)
-    outputs: List[Tensor] = dataclasses.field(default_factory=list)
-    decoupled: bool = False
-    response_cache: bool = False
+from .model_config.parser import ModelConfigParser
+from .model_config.triton_model_config import TritonModelConfig
 
 
 class ModelConfigDict(MutableMapping):  # type: ignore[type-arg]
@@ -112,36 +96,6 @@ def get_model_config(wrapped: Any, instance: Any) -> TritonModelConfig:
     return get_triton_context(wrapped, instance).model_configs[wrapped]
 
 
-_TRITON_TO_NUMPY = {
-    "TYPE_BOOL": np.bool_, "TYPE_UINT8": np.uint8, "TYPE_UINT16": np.uint16,
-    "TYPE_UINT32": np.uint32, "TYPE_UINT64": np.uint64, "TYPE_INT8": np.int8,
-    "TYPE_INT16": np.int16, "TYPE_INT32": np.int32, "TYPE_INT64": np.int64,
-    "TYPE_FP16": np.float16, "TYPE_FP32": np.float32, "TYPE_FP64": np.float64,
-    "TYPE_STRING": np.bytes_,
-}  # fmt: skip
-
-
 def config_from_json(config: Dict[str, Any]) -> TritonModelConfig:
     """The server's model configuration (JSON) as PyTriton's TritonModelConfig."""
-
-    def tensors(items: List[Dict[str, Any]]) -> List[Tensor]:
-        return [
-            Tensor(
-                shape=tuple(int(d) for d in t.get("dims", [])),
-                dtype=_TRITON_TO_NUMPY.get(t.get("data_type", t.get("dataType", "")), np.bytes_),
-                name=t["name"],
-                optional=bool(t.get("optional", False)),
-            )
-            for t in items
-        ]
-
-    mbs = int(config.get("max_batch_size", config.get("maxBatchSize", 0)) or 0)
-    policy = config.get("model_transaction_policy", config.get("modelTransactionPolicy", {}))
-    return TritonModelConfig(
-        model_name=config.get("name", ""),
-        max_batch_size=mbs,
-        batching=mbs > 0,
-        inputs=tensors(config.get("input", [])),
-        outputs=tensors(config.get("output", [])),
-        decoupled=bool(policy.get("decoupled", False)),
-    )
+    return ModelConfigParser.from_dict(config)

@@ -8,26 +8,33 @@ like the method and calls it without ``self`` in ``args`` (``instance`` is the o
 from __future__ import annotations
 
 import bisect
-import collections
 import functools
 import inspect
 import itertools
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from ..utils.stacking import split, stack
 from ._context import (
+    ModelConfigDict,
     TritonContext,
     TritonModelConfig,
     get_model_config,
     get_triton_context,
 )
+from ._padding import ConstantPadder
 from .exceptions import PyTritonBadParameterError, PyTritonRuntimeError, PyTritonValidationError
 
 __all__ = [
     "ConstantPadder",
+    "InferenceRequest",
+    "InferenceRequests",
+    "InferenceResult",
+    "InferenceResults",
+    "InputNames",
+    "ModelConfigDict",
     "TritonContext",
     "batch",
     "convert_output",
@@ -42,6 +49,13 @@ __all__ = [
     "sample",
     "triton_context",
 ]
+
+# PyTriton's type aliases for a callable's arguments and results.
+InputNames = List[str]
+InferenceRequest = Dict[str, np.ndarray]
+InferenceRequests = Union[List[InferenceRequest], Tuple[InferenceRequest, ...]]
+InferenceResult = Dict[str, np.ndarray]
+InferenceResults = Union[List[InferenceResult], Tuple[InferenceResult, ...]]
 
 TRITON_CONTEXT_FIELD_NAME = "triton_context"
 _SPECIAL_KEYS = ["__triton_context__"]
@@ -104,9 +118,10 @@ def convert_output(
     if isinstance(outputs, (list, tuple)):
         if model_config is None:
             model_config = get_model_config(wrapped, instance)
-        if len(outputs) != len(model_config.outputs):
+        specs = model_config.outputs or ()
+        if len(outputs) != len(specs):
             raise PyTritonValidationError("Outputs length different than config outputs length")
-        return {spec.name: out for spec, out in zip(model_config.outputs, outputs)}  # type: ignore[misc]
+        return {spec.name: out for spec, out in zip(specs, outputs)}
     raise PyTritonValidationError(f"Unsupported output type {type(outputs)}.")
 
 
@@ -230,60 +245,12 @@ def group_by_values(
     return _decorator(impl)
 
 
-class ConstantPadder:
-    """pad_fn for group_by_values: pads each output to the largest trailing dims of the
-    groups with ``pad_value`` (b"" for strings)."""
-
-    def __init__(self, pad_value: Any = 0) -> None:
-        self.pad_value = pad_value
-
-    def __call__(
-        self, batches_list: Sequence[Dict[str, np.ndarray]]
-    ) -> List[Dict[str, np.ndarray]]:
-        names = list(collections.OrderedDict.fromkeys(n for b in batches_list for n in b))
-        by_name = {n: [b.get(n) for b in batches_list] for n in names}
-        for arrays in by_name.values():
-            present = [a for a in arrays if a is not None]
-            shape = tuple(np.max([a.shape[1:] for a in present], axis=0))
-            dtype = _common_dtype([a.dtype for a in present])
-            for i, a in enumerate(arrays):
-                if a is None:
-                    continue
-                fill = self.pad_value if dtype.kind not in "SUO" else b""
-                widths = [(0, 0)] + [(0, t - s) for s, t in zip(a.shape[1:], shape)]
-                arrays[i] = np.pad(a, widths, mode="constant", constant_values=fill).astype(dtype)
-        out: List[Dict[str, np.ndarray]] = []
-        for i in range(len(batches_list)):
-            item = {}
-            for n, arrays in by_name.items():
-                a = arrays[i]
-                if a is not None:
-                    item[n] = a
-            out.append(item)
-        return out
-
-
-def _common_dtype(dtypes: List[np.dtype]) -> np.dtype:
-    first = dtypes[0]
-    if not all(d.kind == first.kind for d in dtypes):
-        raise PyTritonRuntimeError(
-            "All input arrays for given input name must have the same dtype."
-        )
-    if first.kind in "SU":
-        return np.dtype(f"{first.str[:2]}{max(int(d.str[2:]) for d in dtypes)}")
-    if not all(d == first for d in dtypes):
-        raise PyTritonRuntimeError(
-            "All input arrays for given input name must have the same dtype."
-        )
-    return first
-
-
 def fill_optionals(**defaults: np.ndarray) -> Callable[[Callable[..., Any]], _Wrapper]:
     """Requests that lack an optional input get ``defaults[name]`` (tiled over the batch
     when the model batches)."""
 
     def verify(config: TritonModelConfig) -> None:
-        inputs = {spec.name: spec for spec in config.inputs}
+        inputs = {spec.name: spec for spec in config.inputs or ()}
         missing = sorted(set(defaults) - set(inputs))
         if missing:
             raise PyTritonBadParameterError(f"Could not found {', '.join(missing)} inputs")

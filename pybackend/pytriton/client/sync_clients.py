@@ -8,24 +8,23 @@ from __future__ import annotations
 import itertools
 import socket
 import time
-import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from .._context import TritonModelConfig, config_from_json
 from .._security import auth_headers
+from ..constants import DEFAULT_GRPC_PORT as DEFAULT_GRPC_PORT
+from ..constants import DEFAULT_HTTP_PORT as DEFAULT_HTTP_PORT
 from .exceptions import (
     PyTritonClientClosedError,
     PyTritonClientInferenceServerError,
-    PyTritonClientInvalidUrlError,
     PyTritonClientModelDoesntSupportBatchingError,
     PyTritonClientTimeoutError,
     PyTritonClientValueError,
 )
+from .utils import TritonUrl
 
-DEFAULT_HTTP_PORT = 8000
-DEFAULT_GRPC_PORT = 8001
 DEFAULT_WAIT_S = 300.0
 DEFAULT_INFERENCE_TIMEOUT_S = 60.0
 
@@ -34,15 +33,9 @@ Params = Optional[Dict[str, Union[str, int, bool]]]
 
 
 def parse_url(url: str) -> Tuple[str, str]:
-    """(scheme, "host:port"): no scheme means http; no port, the scheme's default."""
-    if not isinstance(url, str):
-        raise PyTritonClientInvalidUrlError(f"Invalid url {url}. Url must be a string.")
-    parsed = urllib.parse.urlparse(url if "://" in url else f"http://{url}")
-    scheme = parsed.scheme.lower()
-    if scheme not in ("http", "grpc"):
-        raise PyTritonClientInvalidUrlError(f"Invalid url {url}. Only grpc and http are supported.")
-    port = parsed.port or (DEFAULT_HTTP_PORT if scheme == "http" else DEFAULT_GRPC_PORT)
-    return scheme, f"{parsed.hostname}:{port}"
+    """(scheme, "host:port") by PyTriton's rule (client/utils.py: TritonUrl)."""
+    parsed = TritonUrl.from_url(url)
+    return parsed.scheme, parsed.without_scheme
 
 
 def _lib(scheme: str) -> Any:
@@ -237,7 +230,7 @@ class ModelClient:
         if not self._model_ready:
             self._wait_and_init()
         if inputs:
-            return {spec.name: v for spec, v in zip(self.model_config.inputs, inputs)}  # type: ignore[misc]
+            return {spec.name: v for spec, v in zip(self.model_config.inputs or (), inputs)}
         return dict(named)
 
     def _request(self, data: Dict[str, np.ndarray]) -> Tuple[List[Any], List[Any]]:
@@ -254,7 +247,7 @@ class ModelClient:
             item = self._lib.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
             item.set_data_from_numpy(array)
             wrapped.append(item)
-        outputs = [self._lib.InferRequestedOutput(o.name) for o in self.model_config.outputs]
+        outputs = [self._lib.InferRequestedOutput(o.name) for o in self.model_config.outputs or ()]
         return wrapped, outputs
 
     def _request_args(

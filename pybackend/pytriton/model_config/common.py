@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ..exceptions import PyTritonBadParameterError
 
 
 class DeviceKind(enum.Enum):
@@ -105,3 +107,78 @@ class ModelWarmup:
     batch_size: int
     inputs: Dict[str, WarmupInput]
     count: int
+
+
+_RANDOM_INT_RANGES = {
+    np.dtype(np.int8): (-128, 127),
+    np.dtype(np.uint8): (0, 255),
+    np.dtype(np.int16): (-32768, 32767),
+    np.dtype(np.uint16): (0, 65535),
+}
+_RANDOM_CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _from_file(warmup_input: WarmupInput, batch_size: int) -> np.ndarray:
+    shape = tuple(warmup_input.shape)
+    data = np.load(str(warmup_input.input_data_file))
+    if data.shape != (batch_size, *shape):
+        if data.ndim == len(shape):  # one sample: repeated batch_size times
+            data = np.repeat(data[np.newaxis, ...], batch_size, axis=0)
+        elif data.shape[1:] == shape:  # a batch: repeated and cut to batch_size
+            repeats = -(-batch_size // data.shape[0])
+            data = np.tile(data, (repeats,) + (1,) * (data.ndim - 1))[:batch_size]
+        else:
+            raise PyTritonBadParameterError(
+                f"Input data file shape {data.shape} doesn't match expected shape "
+                f"{(batch_size, *shape)}"
+            )
+    return data.astype(warmup_input.dtype)
+
+
+def _random(dtype: Any, shape: Tuple[int, ...]) -> np.ndarray:
+    kind = np.dtype(dtype)
+    if kind == np.bool_:
+        return np.random.choice([True, False], size=shape)
+    if np.issubdtype(kind, np.integer):
+        low, high = _RANDOM_INT_RANGES.get(kind, (0, 100))
+        return np.random.randint(low, high, size=shape, dtype=kind)
+    if np.issubdtype(kind, np.floating):
+        return np.random.random(shape).astype(kind)
+    if kind.kind in ("S", "O"):  # strings: 8 to 32 random letters and digits each
+        words = [
+            "".join(np.random.choice(_RANDOM_CHARS, np.random.randint(8, 33))).encode("utf-8")
+            for _ in range(int(np.prod(shape)))
+        ]
+        return np.array(words, dtype=dtype).reshape(shape)
+    return np.zeros(shape, dtype=kind)
+
+
+def generate_warmup_data(warmup_input: WarmupInput, batch_size: int) -> np.ndarray:
+    """One warmup input as a batch of ``batch_size`` samples (PyTriton's helper): the
+    ``input_data_file``'s sample(s), zeros, or random values of its dtype."""
+    if not (warmup_input.zero_data or warmup_input.random_data or warmup_input.input_data_file):
+        raise PyTritonBadParameterError(
+            "One of 'zero_data', 'random_data', or 'input_data_file' must be provided for "
+            "warmup input."
+        )
+    shape = (batch_size, *tuple(warmup_input.shape))
+    if warmup_input.input_data_file:
+        return _from_file(warmup_input, batch_size)
+    if warmup_input.zero_data:
+        return np.zeros(shape, dtype=warmup_input.dtype)
+    return _random(warmup_input.dtype, shape)
+
+
+def generate_warmup_requests(
+    model_warmup: List[ModelWarmup], input_specs: List, outputs_specs: List
+) -> List[Dict[str, np.ndarray]]:
+    """Each ModelWarmup's ``count`` requests, one dict of input name to batch each, in
+    order. The specs are accepted and not checked, as in PyTriton."""
+    return [
+        {
+            name: generate_warmup_data(spec, warmup.batch_size)
+            for name, spec in warmup.inputs.items()
+        }
+        for warmup in model_warmup or []
+        for _ in range(warmup.count)
+    ]
