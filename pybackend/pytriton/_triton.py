@@ -37,6 +37,7 @@ from .exceptions import (
     PyTritonValidationError,
 )
 from .model_config import ModelConfig, Tensor
+from .model_config.triton_model_config import ResponseCache
 
 LOGGER = logging.getLogger("pybackend.pytriton")
 
@@ -161,7 +162,7 @@ class Triton:
             inputs=binding.inputs,
             outputs=binding.outputs,
             decoupled=c.decoupled,
-            response_cache=c.response_cache,
+            response_cache=ResponseCache(enable=True) if c.response_cache else None,
         )
         as_dict = model_config_dict(
             model_name,

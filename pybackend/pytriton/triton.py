@@ -5,8 +5,13 @@ imported first."""
 
 from ..server.tritonserver import ServerError
 from ._remote_triton import RemoteTriton
-from ._security import TritonSecurityConfig
-from ._triton import Triton
+from ._security import (
+    DEFAULT_PROTECTED_ENDPOINTS,
+    TRITON_ACCESS_HEADER,
+    VALID_TRITON_ENDPOINTS,
+    TritonSecurityConfig,
+)
+from ._triton import LOGGER, MONITORING_PERIOD_S, Triton
 from ._triton_config import (
     DefaultTritonLifecyclePolicy,
     TritonConfig,
@@ -15,6 +20,11 @@ from ._triton_config import (
 )
 
 __all__ = [
+    "DEFAULT_PROTECTED_ENDPOINTS",
+    "LOGGER",
+    "MONITORING_PERIOD_S",
+    "TRITON_ACCESS_HEADER",
+    "VALID_TRITON_ENDPOINTS",
     "DefaultTritonLifecyclePolicy",
     "RemoteTriton",
     "ServerError",

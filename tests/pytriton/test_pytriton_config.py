@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from integration_support.pytriton_helpers import loopback_config
+from pybackend.pytriton.decorators import get_model_config
 from pybackend.pytriton.exceptions import PyTritonBadParameterError
 from pybackend.pytriton.model_config import (
     DynamicBatcher,
@@ -16,6 +17,7 @@ from pybackend.pytriton.model_config import (
     Tensor,
     TimeoutAction,
 )
+from pybackend.pytriton.model_config.triton_model_config import ResponseCache
 from pybackend.pytriton.triton import Triton
 
 
@@ -50,6 +52,10 @@ def test_generated_config_is_what_triton_loads() -> None:
         client = httpclient.InferenceServerClient(server.http_url)
         config = client.get_model_config("Configured")
         client.close()
+        # What a decorator's get_model_config sees holds PyTriton's ResponseCache.
+        bound = get_model_config(_identity, None)
+    assert bound.response_cache == ResponseCache(enable=True)
+    assert bound.max_batch_size == 16 and bound.batcher is batcher
     assert config["max_batch_size"] == 16
     assert [(t["name"], t["data_type"]) for t in config["input"]] == [
         ("INPUT_1", "TYPE_STRING"),

@@ -50,12 +50,6 @@ OMITTED = {
     "pytriton.proxy.types:ResponsesNoneOrError": "proxy internals",
     "pytriton.proxy.types:Scope": "proxy internals",
     "pytriton.proxy.types:Request.traced_span": "OpenTelemetry tracing of the proxy",
-    "pytriton.triton:VALID_TRITON_ENDPOINTS": "pending: a re-export of "
-    "pybackend/pytriton/_security.py's in triton.py",
-    "pytriton.triton:DEFAULT_PROTECTED_ENDPOINTS": "as VALID_TRITON_ENDPOINTS",
-    "pytriton.triton:LOGGER": "pending: a re-export of pybackend/pytriton/_triton.py's",
-    "pytriton.triton:MONITORING_PERIOD_S": "as LOGGER",
-    "pytriton.triton:TRITON_ACCESS_HEADER": "as VALID_TRITON_ENDPOINTS",
     "pytriton.triton:TritonBase": "Triton and RemoteTriton share no base class here",
     "pytriton.triton:TRITONSERVER_DIST_DIR": "the wheel's server is found by pybackend.server",
     "pytriton.triton:WAIT_FORM_MODEL_TIMEOUT_S": "PyTriton's proxy internals",

@@ -6,7 +6,7 @@ JSON by parser.py (``ModelConfigParser.from_dict``)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence
 
 from .common import DeviceKind, DynamicBatcher, ModelWarmup
 
@@ -42,8 +42,8 @@ class TensorSpec:
 class TritonModelConfig:
     """A model's configuration. ``inputs``/``outputs`` are TensorSpec when read from a
     server and the bound ``Tensor`` objects inside ``Triton.bind`` (same attributes:
-    name, shape, dtype, optional). ``response_cache`` is a ResponseCache or None; a
-    bound model's holds the ModelConfig's flag (a bool), so test it for truth."""
+    name, shape, dtype, optional). ``response_cache`` is ``ResponseCache(enable=True)``
+    when the cache is on, else None (PyTriton's)."""
 
     model_name: str
     model_version: int = 1
@@ -55,7 +55,7 @@ class TritonModelConfig:
     backend_parameters: Dict[str, str] = dataclasses.field(default_factory=dict)
     inputs: Optional[Sequence[Any]] = None
     outputs: Optional[Sequence[Any]] = None
-    response_cache: Union[ResponseCache, bool, None] = None
+    response_cache: Optional[ResponseCache] = None
     model_warmup: Optional[List[ModelWarmup]] = None
 
     @property
