@@ -170,7 +170,11 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--full", type=int, default=0, help="also a full strace of this many requests")
     ap.add_argument("--no-strace", action="store_true")
-    ap.add_argument("--pycalls", action="store_true", help="count the stubs' Python calls")
+    ap.add_argument(
+        "--pycalls",
+        action="store_true",
+        help="count the stubs' Python calls (the profiler stays on: read CPU from a run without)",
+    )
     args = ap.parse_args()
     bdir = backend_dirs([args.backend], Path("/nonexistent"))[args.backend]
     if isinstance(bdir, str):
