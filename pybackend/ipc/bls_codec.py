@@ -13,6 +13,7 @@ from .codec import (
     U32,
     U64,
     Buffer,
+    ProtocolError,
     Reader,
     ResponseDesc,
     TensorDesc,
@@ -21,12 +22,15 @@ from .codec import (
     put_outputs_and_inputs,
     put_response,
     put_str,
-    read_response,
     read_tensor,
 )
+from .response_codec import response_at
 
 PREFERRED = struct.Struct("<Bq")  # u8 memory type (0 GPU, 1 CPU, 2 default), i64 device id
 RESPONSE_HEAD = struct.Struct("<IB")  # u32 response flags, u8 has_response
+# Neighbouring fixed fields of BlsExecBody packed at once (one call less each per BLS call).
+_VERSION_DECOUPLED = struct.Struct("<qB")  # i64 model_version, u8 decoupled
+_FLAGS_TO_DEVICE = struct.Struct("<IQBq")  # FLAGS_TIMEOUT, then PREFERRED
 
 
 class BlsExecDesc:
@@ -87,12 +91,10 @@ class BlsExecDesc:
 def encode_bls_exec(d: BlsExecDesc) -> bytearray:
     out = bytearray()
     put_str(out, d.model_name)
-    out += I64.pack(d.model_version)
-    out += U8.pack(1 if d.decoupled else 0)
+    out += _VERSION_DECOUPLED.pack(d.model_version, 1 if d.decoupled else 0)
     put_str(out, d.request_id)
     put_correlation_id(out, d.correlation_id)
-    out += FLAGS_TIMEOUT.pack(d.flags, d.timeout_us)
-    out += PREFERRED.pack(d.preferred_memory, d.preferred_device)
+    out += _FLAGS_TO_DEVICE.pack(d.flags, d.timeout_us, d.preferred_memory, d.preferred_device)
     put_str(out, d.parameters)
     put_outputs_and_inputs(out, d.requested_outputs, d.inputs)
     out += U64.pack(d.parent_token)
@@ -138,11 +140,19 @@ def encode_bls_response(flags: int, resp: Optional[ResponseDesc]) -> bytearray:
 
 
 def decode_bls_response(body: Buffer) -> Tuple[int, Optional[ResponseDesc]]:
-    """(response flags, ResponseDesc or None). INLINE tensor data are views of ``body``."""
-    r = Reader(body)
-    flags, has = r.unpack(RESPONSE_HEAD)
-    resp = read_response(r) if has else None
-    r.done()
+    """(response flags, ResponseDesc or None). INLINE tensor data are views of ``body``.
+    Flat offsets, no Reader: the stub reads one per BLS call."""
+    mv = body if isinstance(body, memoryview) else memoryview(body)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    end = mv.nbytes
+    try:
+        flags, has = RESPONSE_HEAD.unpack_from(mv, 0)
+        resp, pos = response_at(mv, 5, end) if has else (None, 5)
+    except (struct.error, IndexError):
+        raise ProtocolError(f"BLS_RESPONSE body of {end} bytes is truncated") from None
+    if pos != end:
+        raise ProtocolError(f"{end - pos} unexpected trailing bytes in body")
     return flags, resp
 
 

@@ -12,19 +12,15 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .free_codec import append_freed, read_freed
 from .primitives import (
-    BLOCK_REF,
     FLAGS_TIMEOUT,
-    GPU_REF,
     REQUEST_HEAD,
-    TENSOR_HEAD,
     U32,
     U64,
     Buffer,
     ProtocolError,
     put_str,
 )
-from .protocol import PROTOCOL_VERSION
-from .tensor_codec import GpuRef, TensorDesc, put_tensor
+from .tensor_codec import STR_LEN, TensorDesc, put_tensor, str_at, tensor_at, truncated
 
 
 class RequestDesc:
@@ -112,62 +108,9 @@ def put_outputs_and_inputs(
         put_tensor(out, t)
 
 
-_STR_LEN = U32.unpack_from
+_STR_LEN = STR_LEN
 _TOKEN_AND_LEN = struct.Struct("<QI").unpack_from  # token, request_id length
 _FLAGS_TIMEOUT_LEN = struct.Struct("<IQI").unpack_from  # flags, timeout, parameters length
-_TENSOR_TAIL_CACHE: dict = {}
-
-
-def _tensor_tail(ndim: int) -> struct.Struct:
-    """``u8 dtype, u8 location, u32 ndim`` is read first; then dims and byte_size at once."""
-    s = _TENSOR_TAIL_CACHE.get(ndim)
-    if s is None:
-        if ndim > 64:
-            raise ProtocolError(f"tensor rank {ndim} is larger than 64")
-        s = _TENSOR_TAIL_CACHE[ndim] = struct.Struct(f"<{ndim}qQ")
-    return s
-
-
-def _truncated(pos: int, end: int) -> ProtocolError:
-    return ProtocolError(f"body truncated at offset {pos} of {end}")
-
-
-def _fast_str(mv: memoryview, pos: int, end: int) -> Tuple[str, int]:
-    (n,) = _STR_LEN(mv, pos)
-    pos += 4
-    e = pos + n
-    if e > end:
-        raise _truncated(pos, end)
-    return str(mv[pos:e], "utf-8", "surrogateescape"), e
-
-
-def _fast_tensor(
-    mv: memoryview, pos: int, end: int, make: Callable[..., Any] = TensorDesc
-) -> Tuple[Any, int]:
-    name, pos = _fast_str(mv, pos, end)
-    dtype, loc, ndim = TENSOR_HEAD.unpack_from(mv, pos)
-    pos += 6
-    tail = _tensor_tail(ndim)
-    vals = tail.unpack_from(mv, pos)
-    pos += tail.size
-    byte_size = vals[-1]
-    dims = vals[:-1]
-    if loc == 0:  # Location.INLINE
-        e = pos + byte_size
-        if e > end:
-            raise _truncated(pos, end)
-        return make(name, dtype, loc, dims, byte_size, 0, 0, mv[pos:e]), e
-    if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
-        seg, off = BLOCK_REF.unpack_from(mv, pos)
-        return make(name, dtype, loc, dims, byte_size, seg, off, None), pos + 12
-    if loc == 3:  # GPU_IPC
-        if pos + GPU_REF.size > end:
-            raise _truncated(pos, end)
-        ref = GpuRef(*GPU_REF.unpack_from(mv, pos))
-        return make(name, dtype, loc, dims, byte_size, 0, 0, ref), pos + GPU_REF.size
-    raise ProtocolError(
-        f"tensor '{name}': location {loc} is not supported in protocol version {PROTOCOL_VERSION}"
-    )
 
 
 def decode_execute(
@@ -196,7 +139,7 @@ def decode_execute(
             pos += 12
             e = pos + idlen
             if e > end:
-                raise _truncated(pos, end)
+                raise truncated(pos, end)
             request_id = str(mv[pos:e], "utf-8", "surrogateescape")
             corr_kind = mv[e]
             pos = e + 1
@@ -204,26 +147,26 @@ def decode_execute(
                 (corr,) = U64.unpack_from(mv, pos)
                 pos += 8
             elif corr_kind == 1:
-                corr, pos = _fast_str(mv, pos, end)
+                corr, pos = str_at(mv, pos, end)
             else:
                 raise ProtocolError(f"unknown correlation id kind {corr_kind}")
             flags, timeout, plen = _FLAGS_TIMEOUT_LEN(mv, pos)
             pos += 16
             e = pos + plen
             if e > end:
-                raise _truncated(pos, end)
+                raise truncated(pos, end)
             params = str(mv[pos:e], "utf-8", "surrogateescape")
             (k,) = _STR_LEN(mv, e)
             pos = e + 4
             requested = []
             for _ in range(k):
-                name, pos = _fast_str(mv, pos, end)
+                name, pos = str_at(mv, pos, end)
                 requested.append(name)
             (k,) = _STR_LEN(mv, pos)
             pos += 4
             inputs = []
             for _ in range(k):
-                t, pos = _fast_tensor(mv, pos, end, tensor)
+                t, pos = tensor_at(mv, pos, end, tensor)
                 inputs.append(t)
             requests.append(
                 request(token, request_id, corr, flags, timeout, params, requested, inputs)

@@ -3,10 +3,11 @@ tensors, as RESULT, SEND and BLS_RESPONSE carry it; and the SEND body that carri
 
 from __future__ import annotations
 
+import struct
 from typing import Optional, Sequence, Tuple, Union
 
 from .primitives import ERROR_HEAD, SEND_HEAD, U32, Buffer, Reader, put_str
-from .tensor_codec import TensorDesc, put_tensor, read_tensor
+from .tensor_codec import STR_LEN, TensorDesc, put_tensor, str_at, tensor_at, truncated
 
 
 class ResponseDesc:
@@ -59,13 +60,32 @@ def put_response(out: bytearray, resp: Union[ResponseDesc, bytes, bytearray]) ->
 
 
 def read_response(r: Reader) -> ResponseDesc:
+    try:
+        resp, r.pos = response_at(r.buf, r.pos, r.end)
+    except (struct.error, IndexError):
+        raise truncated(r.pos, r.end) from None
+    return resp
+
+
+def response_at(mv: memoryview, pos: int, end: int) -> Tuple[ResponseDesc, int]:
+    """The ResponseBody at ``pos`` (INLINE output data views of ``mv``) and the offset
+    after it; a truncated body raises struct.error or IndexError (tensor_codec's flat
+    reading)."""
     error = None
-    if r.u8():
-        (code,) = r.unpack(ERROR_HEAD)
-        error = (code, r.str())
-    params = r.str()
-    n = r.u32()
-    return ResponseDesc([read_tensor(r) for _ in range(n)], params, error)
+    if mv[pos]:
+        (code,) = ERROR_HEAD.unpack_from(mv, pos + 1)
+        message, pos = str_at(mv, pos + 5, end)
+        error = (code, message)
+    else:
+        pos += 1
+    params, pos = str_at(mv, pos, end)
+    (n,) = STR_LEN(mv, pos)
+    pos += 4
+    outputs = []
+    for _ in range(n):
+        t, pos = tensor_at(mv, pos, end)
+        outputs.append(t)
+    return ResponseDesc(outputs, params, error), pos
 
 
 def encode_send(

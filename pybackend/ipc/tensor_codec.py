@@ -4,9 +4,19 @@ arena, or as a GPU_IPC reference, and its writer and reader."""
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
-from .primitives import BLOCK_REF, GPU_REF, TENSOR_HEAD, U64, Buffer, ProtocolError, Reader, put_str
+from .primitives import (
+    BLOCK_REF,
+    GPU_REF,
+    TENSOR_HEAD,
+    U32,
+    U64,
+    Buffer,
+    ProtocolError,
+    Reader,
+    put_str,
+)
 from .protocol import PROTOCOL_VERSION, Location
 
 _DIMS_CACHE: dict = {}
@@ -122,17 +132,73 @@ def put_tensor(out: bytearray, t: TensorDesc) -> None:
 
 
 def read_tensor(r: Reader) -> TensorDesc:
-    name = r.str()
-    dtype, loc, ndim = r.unpack(TENSOR_HEAD)
-    dims = r.unpack(_dims_struct(ndim)) if ndim else ()
-    (byte_size,) = r.unpack(U64)
-    if loc == Location.INLINE:
-        return TensorDesc(name, dtype, loc, dims, byte_size, data=r.bytes_view(byte_size))
-    if loc == Location.BACKEND_ARENA or loc == Location.STUB_ARENA:
-        seg, off = r.unpack(BLOCK_REF)
-        return TensorDesc(name, dtype, loc, dims, byte_size, seg, off)
-    if loc == Location.GPU_IPC:
-        return TensorDesc(name, dtype, loc, dims, byte_size, data=GpuRef(*r.unpack(GPU_REF)))
+    try:
+        t, r.pos = tensor_at(r.buf, r.pos, r.end)
+    except (struct.error, IndexError):
+        raise truncated(r.pos, r.end) from None
+    return t
+
+
+# ------------------------------------------------------------------ flat reading (hot path)
+# The decoders of the messages a stub reads per request (EXECUTE, BLS_RESPONSE) walk the body
+# with plain offsets instead of a Reader: a method call per field costs more than the field.
+# The caller turns struct.error and IndexError (a truncated body) into ProtocolError.
+
+STR_LEN = U32.unpack_from
+_TENSOR_TAIL_CACHE: dict = {}
+
+
+def truncated(pos: int, end: int) -> ProtocolError:
+    return ProtocolError(f"body truncated at offset {pos} of {end}")
+
+
+def _tensor_tail(ndim: int) -> struct.Struct:
+    """``u8 dtype, u8 location, u32 ndim`` is read first; then dims and byte_size at once."""
+    s = _TENSOR_TAIL_CACHE.get(ndim)
+    if s is None:
+        if ndim > 64:
+            raise ProtocolError(f"tensor rank {ndim} is larger than 64")
+        s = _TENSOR_TAIL_CACHE[ndim] = struct.Struct(f"<{ndim}qQ")
+    return s
+
+
+def str_at(mv: memoryview, pos: int, end: int) -> Tuple[str, int]:
+    """The ``str`` at ``pos`` and the offset after it."""
+    (n,) = STR_LEN(mv, pos)
+    pos += 4
+    e = pos + n
+    if e > end:
+        raise truncated(pos, end)
+    return str(mv[pos:e], "utf-8", "surrogateescape"), e
+
+
+def tensor_at(
+    mv: memoryview, pos: int, end: int, make: Callable[..., Any] = TensorDesc
+) -> Tuple[Any, int]:
+    """The TensorDesc at ``pos`` (INLINE data a view of ``mv``) and the offset after it.
+    ``make(name, dtype, location, dims, byte_size, seg, offset, data)`` builds it
+    (default: TensorDesc)."""
+    name, pos = str_at(mv, pos, end)
+    dtype, loc, ndim = TENSOR_HEAD.unpack_from(mv, pos)
+    pos += 6
+    tail = _tensor_tail(ndim)
+    vals = tail.unpack_from(mv, pos)
+    pos += tail.size
+    byte_size = vals[-1]
+    dims = vals[:-1]
+    if loc == 0:  # Location.INLINE
+        e = pos + byte_size
+        if e > end:
+            raise truncated(pos, end)
+        return make(name, dtype, loc, dims, byte_size, 0, 0, mv[pos:e]), e
+    if loc == 1 or loc == 2:  # BACKEND_ARENA / STUB_ARENA
+        seg, off = BLOCK_REF.unpack_from(mv, pos)
+        return make(name, dtype, loc, dims, byte_size, seg, off, None), pos + 12
+    if loc == 3:  # GPU_IPC
+        if pos + GPU_REF.size > end:
+            raise truncated(pos, end)
+        ref = GpuRef(*GPU_REF.unpack_from(mv, pos))
+        return make(name, dtype, loc, dims, byte_size, 0, 0, ref), pos + GPU_REF.size
     raise ProtocolError(
         f"tensor '{name}': location {loc} is not supported in protocol version {PROTOCOL_VERSION}"
     )

@@ -370,9 +370,7 @@ class BlsClient:
             # The failed one returned its own; those after it were never wrapped.
             self.state.ledger.give_back_unwrapped(desc.outputs[done + 1 :])
             return _error_response(f"cannot read the BLS response: {e}")
-        resp = InferenceResponse(tensors)
-        resp._parameters = desc.parameters
-        return resp
+        return InferenceResponse._received(tensors, desc.parameters)
 
     def _tensor(self, td: TensorDesc) -> Tensor:
         n = td.byte_size

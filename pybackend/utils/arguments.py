@@ -89,6 +89,8 @@ def _is_number(value: Any) -> bool:
 def as_int(value: Any, function: str, argument: str, ctype: str = "int64") -> int:
     """A C++ integer of type ``ctype`` (int32, int64, uint32, uint64)."""
     low, high = _INT_RANGES[ctype]
+    if type(value) is int and low <= value <= high:
+        return value  # the common case, decided as below, without the other checks
     expected = "a non-negative int" if low == 0 else "an int"
     if isinstance(value, float) or value is None or isinstance(value, (str, bytes)):
         raise refuse(function, argument, expected, value)
@@ -167,6 +169,13 @@ def as_list(
 
 
 def as_string_list(value: Any, function: str, argument: str) -> List[str]:
+    if type(value) is list:
+        # The common case (a BLS call's output names), without a call per element.
+        for item in value:
+            if type(item) is not str:
+                break
+        else:
+            return list(value)
     return as_list(
         value,
         function,

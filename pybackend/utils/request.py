@@ -3,7 +3,7 @@ model builds itself."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Set, Union, cast
+from typing import Any, List, Optional, Sequence, Set, Union
 
 from . import transport as _transport
 from .arguments import (
@@ -17,7 +17,7 @@ from .arguments import (
     refuse,
 )
 from .errors import TritonModelException
-from .memory import MemoryType, PreferredMemory
+from .memory import PreferredMemory
 from .response import parameters_to_json
 from .senders import InferenceResponseSender
 from .tensor import Tensor
@@ -98,14 +98,21 @@ class InferenceRequest:
         model_version = as_int(model_version, fn, "model_version", "int64")
         flags = as_int(flags, fn, "flags", "uint32")
         timeout = as_int(timeout, fn, "timeout", "uint64")
-        if preferred_memory is _MISSING:
-            preferred_memory = PreferredMemory(MemoryType.DEFAULT, 0)
-        preferred_memory = as_instance(
-            preferred_memory, PreferredMemory, fn, "preferred_memory", "pb_utils.PreferredMemory"
-        )
-        if trace is _MISSING:
-            trace = InferenceTrace()
-        trace = as_instance(trace, InferenceTrace, fn, "trace", "request.trace()")
+        # Left out, both stay None (a BLS call per request builds one each time): the
+        # request then goes with the default memory and no trace, as with the defaults
+        # (bls.exec_desc), and trace() makes the default object when asked.
+        pm: Optional[PreferredMemory] = None
+        if preferred_memory is not _MISSING:
+            pm = as_instance(
+                preferred_memory,
+                PreferredMemory,
+                fn,
+                "preferred_memory",
+                "pb_utils.PreferredMemory",
+            )
+        tr: Optional[InferenceTrace] = None
+        if trace is not _MISSING:
+            tr = as_instance(trace, InferenceTrace, fn, "trace", "request.trace()")
         # The body's checks, the original's texts.
         if isinstance(correlation_id, int):  # bool included, as the original
             if not 0 <= correlation_id < 1 << 64:
@@ -133,15 +140,16 @@ class InferenceRequest:
         self._token = 0
         self._request_id = request_id
         self._correlation_id = correlation_id
-        self._inputs = cast(List[Tensor], tensors)  # no None left
+        # No None left. Not typing.cast: subscripting List costs a call per request.
+        self._inputs: List[Tensor] = tensors  # type: ignore[assignment]
         self._requested: Sequence[str] = names
         self._model_name = model_name
         self._model_version = model_version
         self._flags = flags
         self._timeout = timeout
         self._parameters = parameters_to_json(parameters) or "{}"
-        self._preferred_memory: Optional[PreferredMemory] = preferred_memory
-        self._trace: Optional[InferenceTrace] = trace
+        self._preferred_memory: Optional[PreferredMemory] = pm
+        self._trace: Optional[InferenceTrace] = tr
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._decoupled = False
         self._sender: Optional[InferenceResponseSender] = None

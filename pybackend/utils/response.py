@@ -57,6 +57,16 @@ class InferenceResponse:
         self._error = error
         self._parameters = parameters_to_json(parameters)
 
+    @classmethod
+    def _received(cls, outputs: List[Tensor], parameters: str) -> "InferenceResponse":
+        """A BLS callee's response as the stub decoded it (no validation: the server sent
+        it; ``parameters`` is its JSON text)."""
+        r = cls.__new__(cls)
+        r._outputs = outputs
+        r._error = None
+        r._parameters = parameters
+        return r
+
     def output_tensors(self) -> List[Tensor]:
         return self._outputs
 

@@ -54,6 +54,30 @@ def test_truncated_bodies_raise_protocol_error() -> None:
         bls_codec.decode_bls_response(bls_codec.encode_bls_response(1, ResponseDesc())[:-1])
 
 
+def test_every_cut_or_padded_bls_response_is_a_protocol_error() -> None:
+    # The stub reads BLS_RESPONSE with flat offsets (no Reader): a body cut anywhere, or one
+    # with bytes after it, must still fail as ProtocolError, never struct.error/IndexError.
+    bodies = [
+        bls_codec.encode_bls_response(
+            1,
+            ResponseDesc(
+                [
+                    TensorDesc("OUT0", 11, Location.INLINE, (2, 2), 16, data=bytes(range(16))),
+                    TensorDesc("OUT1", 8, Location.BACKEND_ARENA, (3,), 12, 2, 64),
+                ],
+                '{"k": 1}',
+            ),
+        ),
+        bls_codec.encode_bls_response(1, ResponseDesc((), "", (3, "callee failed"))),
+    ]
+    for body in bodies:
+        for cut in range(len(body)):
+            with pytest.raises(ProtocolError):
+                bls_codec.decode_bls_response(bytes(body[:cut]))
+        with pytest.raises(ProtocolError, match="trailing"):
+            bls_codec.decode_bls_response(bytes(body) + b"\x00")
+
+
 def test_model_control_bodies() -> None:
     r = Reader(bls_codec.encode_model_load("m", '{"x": 1}', {"file:1/model.py": b"abc"}))
     assert (r.str(), r.str(), r.u32(), r.str(), bytes(r.blob())) == (
