@@ -72,10 +72,9 @@ def _gpu_capsule(obj: Any, device_id: int) -> Any:
     stream = drv.proxy_stream(device_id)
     if gpu_trace.ON:
         t0 = gpu_trace.now()
-    try:
-        capsule = obj.__dlpack__(stream=stream)
-    except (BufferError, RuntimeError, ValueError, TypeError) as e:
-        raise TritonModelException(f"DLPack tensor could not be exported: {e}") from None
+    # The producer's own exception reaches the model unchanged, as in the original (torch's
+    # BufferError for a tensor that requires grad is what a model would catch).
+    capsule = obj.__dlpack__(stream=stream)
     if gpu_trace.ON:
         t1 = gpu_trace.now()
         gpu_trace.record("from_dlpack.export", t0, t1)
@@ -261,14 +260,13 @@ class Tensor:
                 capsule = _gpu_capsule(dlpack, device[1])
                 synced = True
             else:
+                # A producer's own exception (torch's BufferError for a tensor that
+                # requires grad, numpy's for a read-only array) reaches the model
+                # unchanged, as in the original.
                 try:
                     capsule = dlpack.__dlpack__(stream=None)
-                except TypeError:
+                except TypeError:  # a producer whose __dlpack__ takes no stream
                     capsule = dlpack.__dlpack__()
-                except (BufferError, RuntimeError, ValueError) as e:
-                    raise TritonModelException(
-                        f"DLPack tensor could not be exported: {e}"
-                    ) from None
         else:
             raise TritonModelException(
                 "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
@@ -300,8 +298,10 @@ class Tensor:
             t._array = None
             return t
         if dtypes.code_of_array(array) in (None, dtypes.TYPE_BYTES):
+            # The original's text, then which type it was.
             raise TritonModelException(
-                f"DLPack data type {array.dtype} is not supported by Python backend."
+                f"Dtype is invalid. DLPack data type {array.dtype} is not supported by "
+                "Python backend."
             )
         return cls(name, array)
 
