@@ -50,6 +50,13 @@ OUTPUTS = {
     "intc": ("INT32", np.array([7, -7], np.int32)),
     "longlong": ("INT64", np.array([7, -7], np.int64)),
     "uint": ("UINT64", np.array([7, 8], np.uint64)),
+    # A Tensor keeps its numeric array until the response is sent: a change made to the
+    # array after Tensor(...) goes out; BYTES are serialized at once and a copied
+    # (non-contiguous) array is no longer the model's.
+    "mutated_after": ("FP32", np.full(3, 7.0, np.float32)),
+    "mutated_after_bytes": ("BYTES", np.array([b"a", b"b"], np.object_)),
+    "mutated_after_transposed": ("INT8", np.zeros((2, 3), np.int8)),
+    "written_through_as_numpy": ("INT32", np.array([42, 0], np.int32)),
 }
 
 # case:<name> -> RESULT; the same on both backends.
@@ -131,6 +138,12 @@ def test_in_the_model(server, case):
 @pytest.mark.parametrize("case", list(TORCH_CASES))
 def test_in_the_model_with_torch(server, case):
     assert run_case(server, case) == TORCH_CASES[case]
+
+
+@needs_torch()
+def test_a_torch_tensor_changed_after_from_dlpack_sends_the_change(server):
+    result = infer(server, "http", MODEL, {"MODE": bytes_input("out:torch_mutated_after")})
+    assert result.outputs["OUT"].tolist() == [4.0, 4.0, 4.0]
 
 
 @needs_torch()

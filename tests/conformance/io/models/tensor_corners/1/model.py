@@ -30,7 +30,34 @@ def _from_dlpack(obj):
     return pb_utils.Tensor.from_dlpack("OUT", obj)
 
 
+def _mutated_after(array, value):
+    """A Tensor made from `array`, then `array` changed before the response is sent."""
+    tensor = pb_utils.Tensor("OUT", array)
+    array[...] = value
+    return tensor
+
+
+def _written_through_as_numpy():
+    tensor = pb_utils.Tensor("OUT", np.zeros(2, np.int32))
+    tensor.as_numpy()[0] = 42
+    return tensor
+
+
+def _torch_mutated_after():
+    import torch
+
+    source = torch.zeros(3)
+    tensor = pb_utils.Tensor.from_dlpack("OUT", source)
+    source.fill_(4.0)
+    return tensor
+
+
 OUTPUTS = {
+    "mutated_after": lambda: _mutated_after(np.zeros(3, np.float32), 7.0),
+    "mutated_after_bytes": lambda: _mutated_after(np.array([b"a", b"b"], np.object_), b"z"),
+    "mutated_after_transposed": lambda: _mutated_after(np.zeros((3, 2), np.int8).T, 9),
+    "written_through_as_numpy": _written_through_as_numpy,
+    "torch_mutated_after": _torch_mutated_after,
     "fortran": lambda: np.asfortranarray(_grid()),
     "step_slice": lambda: np.arange(10, dtype=np.int32)[::3],
     "negative_stride": lambda: np.arange(5, dtype=np.int64)[::-1],
