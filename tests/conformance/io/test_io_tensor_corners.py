@@ -88,6 +88,25 @@ CASES = {
     "to_dlpack_twice": "ok:['PyCapsule', 'PyCapsule']",
 }
 
+BLS_ERROR = "ok:'error:Model identity_all - Error when running inference: "
+# bls:<case> -> RESULT: a BLS request to identity_all with an input made from such arrays.
+BLS = {
+    "fortran": "ok:[['OUT_FP32', '<f4', [2, 3], [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]]]",
+    "transposed": "ok:[['OUT_INT8', '|i1', [3, 2], [[0, 3], [1, 4], [2, 5]]]]",
+    "zero_dim_bytes": "ok:[['OUT_STRING', '|O', [2, 0], [[], []]]]",
+    "np_bytes": "ok:[['OUT_STRING', '|O', [1, 2], [[b\"b'ab'\", b'c']]]]",
+    "S_array": "ok:[['OUT_STRING', '|O', [1, 2], [[b'a\\x00b', b'cd']]]]",
+    "object_str": "ok:[['OUT_STRING', '|O', [1, 2], [[b'h\\xc3\\xa9', b'5']]]]",
+    "zero_d": BLS_ERROR.replace("'", '"') + "[request id: <id_unknown>] unexpected shape for "
+    "input 'IN_FP32_SCALAR' for model 'identity_all'. Expected [1], got []. \"",
+    "wrong_rank": BLS_ERROR.replace("'", '"') + "[request id: <id_unknown>] unexpected shape "
+    "for input 'IN_FP32' for model 'identity_all'. Expected [-1,-1], got [3]. \"",
+    "wrong_dtype": BLS_ERROR.replace("'", '"') + "[request id: <id_unknown>] inference input "
+    "'IN_FP32' data-type is 'INT64', but model 'identity_all' expects 'FP32'\"",
+    "unknown_input": BLS_ERROR.replace("'", '"') + "unexpected inference input "
+    "'NOT_AN_INPUT' for model 'identity_all'\"",
+}
+
 TORCH_CASES = {
     # The producer's own exception reaches the model unchanged.
     "torch_requires_grad": "BufferError:Can't export tensors that require gradient, use "
@@ -107,7 +126,7 @@ TORCH_CASES = {
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    with feature_repository.start_models([MODEL]) as srv:
+    with feature_repository.start_models([MODEL, "identity_all"]) as srv:
         yield srv
 
 
@@ -132,6 +151,12 @@ def test_output_built_from(server, protocol, case):
 @pytest.mark.parametrize("case", list(CASES))
 def test_in_the_model(server, case):
     assert run_case(server, case) == CASES[case]
+
+
+@pytest.mark.parametrize("case", list(BLS))
+def test_bls_input_made_from(server, case):
+    result = infer(server, "http", MODEL, {"MODE": bytes_input("bls:" + case)})
+    assert text_output(result, "RESULT") == BLS[case]
 
 
 @needs_torch()
@@ -232,6 +257,8 @@ def test_big_endian_output_is_sent_little_endian(server, case, datatype, values)
     assert result.datatypes == {"OUT": datatype}
     assert result.outputs["OUT"].tolist() == values
     assert run_case(server, "dtype_big_endian") == "ok:[[2], '<i4', True, [1, 2]]"
+    bls = infer(server, "http", MODEL, {"MODE": bytes_input("bls:big_endian")})
+    assert text_output(bls, "RESULT") == "ok:[['OUT_INT32', '<i4', [1, 2], [[1, 256]]]]"
 
 
 @pytest.mark.deviation("the original refuses big-endian arrays", backend="original")
@@ -239,6 +266,8 @@ def test_big_endian_array_is_refused_by_the_original(server):
     error = infer_error(server, "http", MODEL, {"MODE": bytes_input("out:big_endian_int")})
     assert error.message == "TritonModelException: NumPy dtype is not supported."
     assert run_case(server, "dtype_big_endian") == UNSUPPORTED
+    bls = infer(server, "http", MODEL, {"MODE": bytes_input("bls:big_endian")})
+    assert text_output(bls, "RESULT") == UNSUPPORTED
 
 
 @pytest.mark.deviation(

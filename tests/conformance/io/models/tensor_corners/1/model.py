@@ -180,6 +180,39 @@ CASES = {
 }
 
 
+# bls:<case> -> (input of identity_all, array): a BLS request made from the array.
+BLS_INPUTS = {
+    "fortran": ("IN_FP32", lambda: np.asfortranarray(_grid())),
+    "transposed": ("IN_INT8", lambda: np.arange(6, dtype=np.int8).reshape(2, 3).T),
+    "zero_dim_bytes": ("IN_STRING", lambda: np.empty((2, 0), np.object_)),
+    "np_bytes": ("IN_STRING", lambda: np.array([[np.bytes_(b"ab"), b"c"]], np.object_)),
+    "S_array": ("IN_STRING", lambda: np.array([[b"a\x00b", b"cd\x00"]])),
+    "object_str": ("IN_STRING", lambda: np.array([["h\u00e9", 5]], np.object_)),
+    "big_endian": ("IN_INT32", lambda: np.array([[1, 256]], ">i4")),
+    "zero_d": ("IN_FP32_SCALAR", lambda: np.array(1.5, np.float32)),
+    "wrong_rank": ("IN_FP32", lambda: np.arange(3, dtype=np.float32)),
+    "wrong_dtype": ("IN_FP32", lambda: np.zeros((1, 2), np.int64)),
+    "unknown_input": ("NOT_AN_INPUT", lambda: np.zeros((1, 2), np.float32)),
+}
+
+
+def _bls(case):
+    name, make = BLS_INPUTS[case]
+    request = pb_utils.InferenceRequest(
+        model_name="identity_all",
+        inputs=[pb_utils.Tensor(name, make())],
+        requested_output_names=["OUT" + name[2:]] if name.startswith("IN_") else ["INFO"],
+    )
+    response = request.exec()
+    if response.has_error():
+        return "error:" + response.error().message()
+    seen = []
+    for tensor in response.output_tensors():
+        array = tensor.as_numpy()
+        seen.append([tensor.name(), array.dtype.str, list(array.shape), array.tolist()])
+    return seen
+
+
 def _outcome(call):
     try:
         return "ok:" + repr(call())
@@ -217,6 +250,8 @@ def _answer(mode, request):
     Tensor = pb_utils.Tensor
     if mode.startswith("case:"):
         return pb_utils.InferenceResponse([_text(_outcome(CASES[mode[len("case:") :]]))])
+    if mode.startswith("bls:"):
+        return pb_utils.InferenceResponse([_text(_outcome(lambda: _bls(mode[len("bls:") :])))])
     if mode == "inputs":
         return pb_utils.InferenceResponse([_text(json.dumps(_describe_inputs(request)))])
     if mode == "duplicate":
