@@ -244,6 +244,9 @@ class Tensor:
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         if isinstance(dlpack, Tensor):
+            # The shortcut for what the original does through the tensor's __dlpack__,
+            # which refuses BYTES.
+            dlpack._refuse_bytes_export()
             return dlpack._renamed(name)
         if isinstance(dlpack, np.ndarray) and dlpack.dtype.name == "bfloat16":
             if not dlpack.flags.c_contiguous:
@@ -304,6 +307,10 @@ class Tensor:
                 "Python backend."
             )
         return cls(name, array)
+
+    def _refuse_bytes_export(self) -> None:
+        if self._dtype == dtypes.TYPE_BYTES:
+            raise TritonModelException("DLPack does not have support for string tensors.")
 
     def _renamed(self, name: str) -> "Tensor":
         """The same data under another name (no copy)."""
@@ -372,8 +379,7 @@ class Tensor:
         return host
 
     def to_dlpack(self) -> Any:
-        if self._dtype == dtypes.TYPE_BYTES:
-            raise TritonModelException("DLPack does not have support for string tensors.")
+        self._refuse_bytes_export()
         if type(self._raw) is DeviceBuffer:
             return dlpack.export(self, self._raw, self._dtype, self._shape)
         if self._dtype == dtypes.TYPE_BF16:

@@ -79,6 +79,8 @@ CASES = {
     "dtype_longdouble": UNSUPPORTED,
     "dlpack_fortran": NOT_CONTIGUOUS,
     "dlpack_empty_name": "TritonModelException:Tensor name cannot be an empty string.",
+    "dlpack_of_bytes_tensor": "TritonModelException:DLPack does not have support for string "
+    "tensors.",
     "np_from_tensor": "ok:['<i2', [3], [0, 1, 2]]",
     "np_from_tensor_bool": "ok:['|b1', [2], [True, False]]",
     "np_from_tensor_empty": "ok:['<f4', [0, 2], []]",
@@ -201,6 +203,7 @@ def test_inputs_as_the_model_sees_them(server, protocol):
             "writeable": True,
             "values": repr([[b"a\x00", b""], [b"\xff", b"xxxxx"]]),
             "to_dlpack": "TritonModelException:DLPack does not have support for string tensors.",
+            "from_dlpack": "TritonModelException:DLPack does not have support for string tensors.",
         },
         "IN_FP16": {
             "shape": [2],
@@ -280,6 +283,23 @@ def test_a_consumed_capsule_is_refused(server):
         "TritonModelException:DLPack capsule has already been consumed or is not a "
         "'dltensor' capsule."
     )
+
+
+@pytest.mark.deviation(
+    "ours: Tensor.from_dlpack of a Tensor shares its memory, so a later write through the "
+    "source's as_numpy() shows in it"
+)
+def test_from_dlpack_of_a_tensor_shares_its_memory(server):
+    assert run_case(server, "dlpack_of_tensor_shares") == "ok:['OUT', 'S', [5, 0]]"
+
+
+@pytest.mark.deviation(
+    "the original's Tensor.from_dlpack of a Tensor built from numpy does not see later writes "
+    "through the source's as_numpy()",
+    backend="original",
+)
+def test_from_dlpack_of_a_tensor_does_not_share_on_the_original(server):
+    assert run_case(server, "dlpack_of_tensor_shares") == "ok:['OUT', 'S', [0, 0]]"
 
 
 @needs_torch()

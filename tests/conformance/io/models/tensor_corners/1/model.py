@@ -110,6 +110,13 @@ def _np_from_tensor(array):
     return [back.dtype.str, list(back.shape), back.tolist()]
 
 
+def _dlpack_of_tensor_shares():
+    source = pb_utils.Tensor("S", np.zeros(2, np.int32))
+    made = _from_dlpack(source)
+    source.as_numpy()[0] = 5
+    return [made.name(), source.name(), made.as_numpy().tolist()]
+
+
 def _capsule_twice():
     capsule = pb_utils.Tensor("T", np.arange(3, dtype=np.int32)).to_dlpack()
     pb_utils.Tensor.from_dlpack("A", capsule)
@@ -154,6 +161,10 @@ CASES = {
     "dlpack_readonly": lambda: _from_dlpack(_readonly(np.arange(3.0))),
     "dlpack_empty_name": lambda: pb_utils.Tensor.from_dlpack("", np.arange(2)),
     "dlpack_capsule_twice": _capsule_twice,
+    "dlpack_of_bytes_tensor": lambda: (
+        _from_dlpack(pb_utils.Tensor("S", np.array([b"a"], np.object_))).as_numpy().tolist()
+    ),
+    "dlpack_of_tensor_shares": _dlpack_of_tensor_shares,
     "np_from_tensor": lambda: _np_from_tensor(np.arange(3, dtype=np.int16)),
     "np_from_tensor_bool": lambda: _np_from_tensor(np.array([True, False])),
     "np_from_tensor_empty": lambda: _np_from_tensor(np.zeros((0, 2), np.float32)),
@@ -235,6 +246,7 @@ def _describe_inputs(request):
         }
         if array.dtype == np.object_:
             entry["to_dlpack"] = _outcome(tensor.to_dlpack)
+            entry["from_dlpack"] = _outcome(lambda t=tensor: _from_dlpack(t).as_numpy().tolist())
         else:
             entry["np_from_dlpack"] = _outcome(lambda t=tensor: np.from_dlpack(t).tolist())
             entry["from_dlpack"] = _outcome(lambda t=tensor: _from_dlpack(t).as_numpy().tolist())
