@@ -134,6 +134,13 @@ class Tensor:
             raise refuse("Tensor", "array", "a numpy.ndarray", array)
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
+        if type(array) is not np.ndarray and isinstance(array, np.ma.MaskedArray):
+            # The original fails on it too (an unrelated AttributeError); sending its data
+            # would drop the mask without a word.
+            raise TritonModelException(
+                f"Tensor '{name}': a numpy masked array cannot be sent, its mask would be "
+                "lost. Pass array.filled(<value>) (or array.data) instead."
+            )
         code = dtypes.code_of_array(array)
         if code is None:
             raise TritonModelException("NumPy dtype is not supported.")

@@ -47,6 +47,8 @@ OUTPUTS = {
     "object_long": ("BYTES", np.array([b"x" * (1 << 20), b"y"], np.object_)),
     "object_many": ("BYTES", np.array([b"%d" % i for i in range(20000)], np.object_)),
     "object_0d": ("BYTES", np.array(b"solo", np.object_)),
+    "matrix": ("INT32", np.array([[1, 2], [3, 4]], np.int32)),
+    "record": ("INT32", np.array([1, 2], np.int32)),
     "intc": ("INT32", np.array([7, -7], np.int32)),
     "longlong": ("INT64", np.array([7, -7], np.int64)),
     "uint": ("UINT64", np.array([7, 8], np.uint64)),
@@ -63,6 +65,7 @@ OUTPUTS = {
 CASES = {
     "fortran_view": "ok:[[2, 3], '<f4', True, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]]",
     "fortran_same_object": "ok:False",  # copied to C order
+    "matrix_as_numpy": "ok:'matrix'",
     "c_same_object": "ok:True",
     "readonly_same_object": "ok:True",
     "readonly_writeable": "ok:False",
@@ -282,6 +285,24 @@ def test_a_consumed_capsule_is_refused(server):
     assert run_case(server, "dlpack_capsule_twice") == (
         "TritonModelException:DLPack capsule has already been consumed or is not a "
         "'dltensor' capsule."
+    )
+
+
+MASKED = (
+    "TritonModelException:Tensor 'T': a numpy masked array cannot be sent, its mask would be "
+    "lost. Pass array.filled(<value>) (or array.data) instead."
+)
+
+
+@pytest.mark.deviation("ours refuses a masked array with an error that says why")
+def test_a_masked_array_is_refused(server):
+    assert run_case(server, "masked_as_numpy") == MASKED
+
+
+@pytest.mark.deviation("the original fails on a masked array (AttributeError)", backend="original")
+def test_a_masked_array_fails_on_the_original(server):
+    assert run_case(server, "masked_as_numpy") == (
+        "AttributeError:'numpy.ndarray' object has no attribute 'c_contiguous'"
     )
 
 

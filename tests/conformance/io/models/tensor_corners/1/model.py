@@ -82,6 +82,8 @@ OUTPUTS = {
     "object_long": lambda: np.array([b"x" * (1 << 20), b"y"], np.object_),
     "object_many": lambda: np.array([b"%d" % i for i in range(20000)], np.object_),
     "object_0d": lambda: np.array(b"solo", np.object_),
+    "matrix": lambda: np.matrix([[1, 2], [3, 4]], np.int32),
+    "record": lambda: np.rec.array([(1,), (2,)], dtype=[("a", "<i4")]).a,
     "intc": lambda: np.array([7, -7], np.intc),
     "longlong": lambda: np.array([7, -7], np.longlong),
     "uint": lambda: np.array([7, 8], np.uint),
@@ -139,6 +141,10 @@ def _torch_of_tensor(array):
 
 CASES = {
     "fortran_view": lambda: _view(np.asfortranarray(_grid())),
+    "matrix_as_numpy": lambda: type(pb_utils.Tensor("T", np.matrix([[1, 2]])).as_numpy()).__name__,
+    "masked_as_numpy": lambda: (
+        type(pb_utils.Tensor("T", np.ma.masked_array([1.0], mask=[1])).as_numpy()).__name__
+    ),
     "fortran_same_object": lambda: _same_object(np.asfortranarray(_grid())),
     "c_same_object": lambda: _same_object(_grid()),
     "readonly_same_object": lambda: _same_object(_readonly(np.arange(3.0))),
