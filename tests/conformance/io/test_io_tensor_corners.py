@@ -91,6 +91,14 @@ CASES = {
     "np_from_tensor_transposed": "ok:['<f4', [3, 2], [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]]",
     "np_from_tensor_bytes": "TritonModelException:DLPack does not have support for string tensors.",
     "to_dlpack_twice": "ok:['PyCapsule', 'PyCapsule']",
+    # pb_utils' BYTES helpers follow the same element rule as Tensor.
+    "serialize_np_bytes": "ok:b\"\\x05\\x00\\x00\\x00b'ab'\\x01\\x00\\x00\\x00c\"",
+    "serialize_0d": "ok:b'\\x04\\x00\\x00\\x00solo'",
+    "serialize_S_transposed": "ok:b'\\x01\\x00\\x00\\x00a\\x01\\x00\\x00\\x00c\\x02\\x00"
+    "\\x00\\x00bb\\x01\\x00\\x00\\x00d'",
+    "serialize_numbers": "ok:None",
+    "deserialize_empty": "ok:[]",
+    "deserialize_nul": "ok:[b'\\x00', b'']",
 }
 
 BLS_ERROR = "ok:'error:Model identity_all - Error when running inference: "

@@ -177,6 +177,18 @@ CASES = {
     "np_from_tensor_0d": lambda: _np_from_tensor(np.array(3, np.int64)),
     "np_from_tensor_transposed": lambda: _np_from_tensor(_grid().T),
     "np_from_tensor_bytes": lambda: _np_from_tensor(np.array([b"a"], np.object_)),
+    "serialize_np_bytes": lambda: pb_utils.serialize_byte_tensor(
+        np.array([np.bytes_(b"ab"), b"c"], np.object_)
+    ),
+    "serialize_0d": lambda: pb_utils.serialize_byte_tensor(np.array(b"solo", np.object_)),
+    "serialize_S_transposed": lambda: pb_utils.serialize_byte_tensor(
+        np.array([[b"a", b"bb"], [b"c", b"d"]]).T
+    ),
+    "serialize_numbers": lambda: pb_utils.serialize_byte_tensor(np.array([1, 2], np.int32)),
+    "deserialize_empty": lambda: pb_utils.deserialize_bytes_tensor(b"").tolist(),
+    "deserialize_nul": lambda: pb_utils.deserialize_bytes_tensor(
+        b"\x01\x00\x00\x00\x00\x00\x00\x00\x00"
+    ).tolist(),
     "to_dlpack_twice": lambda: [
         type(pb_utils.Tensor("T", np.arange(2)).to_dlpack()).__name__ for _ in range(2)
     ],
