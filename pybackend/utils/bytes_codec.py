@@ -33,7 +33,9 @@ def _element_bytes(arr: np.ndarray) -> List[bytes]:
     out: List[bytes] = []
     append = out.append
     for x in items:
-        if isinstance(x, bytes):
+        # Exactly bytes, as upstream's `type(x) == bytes`: a subclass such as np.bytes_
+        # (an element taken from an 'S' array) is sent as str(x), i.e. b"b'ab'".
+        if type(x) is bytes:
             append(x)
         else:
             append(str(x).encode("utf-8"))

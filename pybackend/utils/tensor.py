@@ -72,10 +72,9 @@ def _gpu_capsule(obj: Any, device_id: int) -> Any:
     stream = drv.proxy_stream(device_id)
     if gpu_trace.ON:
         t0 = gpu_trace.now()
-    try:
-        capsule = obj.__dlpack__(stream=stream)
-    except (BufferError, RuntimeError, ValueError, TypeError) as e:
-        raise TritonModelException(f"DLPack tensor could not be exported: {e}") from None
+    # The producer's own exception reaches the model unchanged, as in the original (torch's
+    # BufferError for a tensor that requires grad is what a model would catch).
+    capsule = obj.__dlpack__(stream=stream)
     if gpu_trace.ON:
         t1 = gpu_trace.now()
         gpu_trace.record("from_dlpack.export", t0, t1)
@@ -135,6 +134,13 @@ class Tensor:
             raise refuse("Tensor", "array", "a numpy.ndarray", array)
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
+        if type(array) is not np.ndarray and isinstance(array, np.ma.MaskedArray):
+            # The original fails on it too (an unrelated AttributeError); sending its data
+            # would drop the mask without a word.
+            raise TritonModelException(
+                f"Tensor '{name}': a numpy masked array cannot be sent, its mask would be "
+                "lost. Pass array.filled(<value>) (or array.data) instead."
+            )
         code = dtypes.code_of_array(array)
         if code is None:
             raise TritonModelException("NumPy dtype is not supported.")
@@ -245,6 +251,9 @@ class Tensor:
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         if isinstance(dlpack, Tensor):
+            # The shortcut for what the original does through the tensor's __dlpack__,
+            # which refuses BYTES.
+            dlpack._refuse_bytes_export()
             return dlpack._renamed(name)
         if isinstance(dlpack, np.ndarray) and dlpack.dtype.name == "bfloat16":
             if not dlpack.flags.c_contiguous:
@@ -261,14 +270,13 @@ class Tensor:
                 capsule = _gpu_capsule(dlpack, device[1])
                 synced = True
             else:
+                # A producer's own exception (torch's BufferError for a tensor that
+                # requires grad, numpy's for a read-only array) reaches the model
+                # unchanged, as in the original.
                 try:
                     capsule = dlpack.__dlpack__(stream=None)
-                except TypeError:
+                except TypeError:  # a producer whose __dlpack__ takes no stream
                     capsule = dlpack.__dlpack__()
-                except (BufferError, RuntimeError, ValueError) as e:
-                    raise TritonModelException(
-                        f"DLPack tensor could not be exported: {e}"
-                    ) from None
         else:
             raise TritonModelException(
                 "Provided tensor is not supported. Tensor must be a DLPack capsule or have "
@@ -300,10 +308,16 @@ class Tensor:
             t._array = None
             return t
         if dtypes.code_of_array(array) in (None, dtypes.TYPE_BYTES):
+            # The original's text, then which type it was.
             raise TritonModelException(
-                f"DLPack data type {array.dtype} is not supported by Python backend."
+                f"Dtype is invalid. DLPack data type {array.dtype} is not supported by "
+                "Python backend."
             )
         return cls(name, array)
+
+    def _refuse_bytes_export(self) -> None:
+        if self._dtype == dtypes.TYPE_BYTES:
+            raise TritonModelException("DLPack does not have support for string tensors.")
 
     def _renamed(self, name: str) -> "Tensor":
         """The same data under another name (no copy)."""
@@ -372,8 +386,7 @@ class Tensor:
         return host
 
     def to_dlpack(self) -> Any:
-        if self._dtype == dtypes.TYPE_BYTES:
-            raise TritonModelException("DLPack does not have support for string tensors.")
+        self._refuse_bytes_export()
         if type(self._raw) is DeviceBuffer:
             return dlpack.export(self, self._raw, self._dtype, self._shape)
         if self._dtype == dtypes.TYPE_BF16:
