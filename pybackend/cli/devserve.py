@@ -21,9 +21,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description=(
             "Serve the Python models of MODEL_REPOSITORY on tritonserver's HTTP/REST and gRPC "
             "protocols from this Python environment, without a tritonserver binary: "
-            "tritonclient and curl talk to it as to tritonserver. One "
-            "instance per model, no metrics endpoint: for development "
-            "(`pybackend serve` runs a real tritonserver)."
+            "tritonclient and curl talk to it as to tritonserver. The instances each "
+            "model's instance_group asks for, a metrics endpoint (--metrics-port): for "
+            "development (`pybackend serve` runs a real tritonserver)."
         ),
         epilog="example:\n  pybackend devserve examples/model_repository --in-process --reload",
     )
