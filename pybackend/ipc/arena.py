@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import PybackendError
 from .codec import ProtocolError
+from .headroom import headroom_error
 
 ALIGN = 64
 IDLE_RELEASE_S = 1.0
@@ -56,6 +57,9 @@ def create_segment_fd(size: int) -> int:
     ``posix_fallocate`` reserves the pages now, so running out of memory is an error
     here instead of a SIGBUS on first touch.
     """
+    refused = headroom_error(size)  # a memfd's fallocate beyond free memory OOM-kills
+    if refused is not None:
+        raise ArenaError(refused)
     fd = -1
     try:
         fd = os.memfd_create("pybackend", os.MFD_CLOEXEC)
