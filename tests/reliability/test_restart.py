@@ -141,6 +141,13 @@ def test_the_wait_ends_when_the_new_stub_cannot_start(tmp_path: Path) -> None:
             identity(client)  # waits (at most stub-timeout-seconds), then fails
         assert "Stub process 'restart_0_0' is not healthy" in str(failed.value)
         watch.wait("restarting the stub failed")
+        # Meanwhile a request fails at once, saying why the instance is down now.
+        with pytest.raises(InferenceServerException) as failed:
+            identity(client)
+        assert "the last attempt failed: Failed to start the Python stub for model 'restart'" in (
+            str(failed.value)
+        )
+        assert "no INIT_REPLY from the stub within 2 s" in str(failed.value)
         flag.unlink()
         watch.wait(SERVING, timeout=30)
         identity(client)
