@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 
@@ -57,6 +58,52 @@ std::string Trim(std::string s) {
 
 void AnchorForDladdr() {}
 
+// The longest wait a seconds setting may ask for: the backend's waits take milliseconds as an
+// int (poll, the socket sends), so more would wrap around to a negative or a short bound, and
+// 10^10 s would already overflow a steady_clock deadline. 2147483 s is about 24.8 days.
+constexpr int64_t kMaxWaitSeconds = 2147483;
+
+// A seconds setting the original accepts at any positive size (stub-timeout-seconds is even
+// unused there): an operator who means "never" writes a row of nines. Clamped, with a warning.
+int64_t ClampSeconds(const std::string& key, int64_t n) {
+  if (n <= kMaxWaitSeconds) return n;
+  PB_LOG_WARN("backend config " + key + "=" + std::to_string(n) +
+              " is longer than the longest wait the Python backend can keep (" +
+              std::to_string(kMaxWaitSeconds) + " s, about 24 days); using " +
+              std::to_string(kMaxWaitSeconds) + " s");
+  return kMaxWaitSeconds;
+}
+
+// Keys Triton's core puts into every backend's config (tritonserver --backend-directory, ...).
+bool IsGlobalKey(const std::string& key) {
+  return key == "auto-complete-config" || key == "backend-directory" ||
+         key == "min-compute-capability" || key == "default-max-batch-size";
+}
+
+// The original ignores keys it does not know, so we do too; but a misspelt key (the queue
+// size's underscores, a hyphen for an underscore) silently does nothing, so say so.
+void WarnUnknownKey(const std::string& key) {
+  static const char* const kKnown[] = {"shm-default-byte-size",  "shm-growth-byte-size",
+                                       "shm-max-byte-size",      "stub-timeout-seconds",
+                                       "shm_message_queue_size", "thread-pool-size",
+                                       "shm-region-prefix-name", "python-executable",
+                                       "inline-threshold",       "ipc-spin-us",
+                                       "execute-spin-us",        "execute-timeout-seconds",
+                                       "stub-restart",           "ipc-lane",
+                                       "instance-metrics",       "stub-restart-max-backoff-seconds",
+                                       "thread-budget"};
+  auto fold = [](std::string s) {
+    for (char& ch : s) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(ch));
+    return s;
+  };
+  std::string hint;
+  for (const char* known : kKnown) {
+    if (fold(known) == fold(key)) hint = std::string("; did you mean '") + known + "'?";
+  }
+  PB_LOG_WARN("backend config '" + key + "' is not a setting of the Python backend and is ignored" +
+              hint + " (the settings are listed in pybackend's csrc/README.md)");
+}
+
 }  // namespace
 
 void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
@@ -94,7 +141,7 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG,
               "stub-timeout-seconds can't be smaller than or equal to zero.");
       }
-      c->stub_timeout_seconds = n;
+      c->stub_timeout_seconds = ClampSeconds(key, n);
     } else if (key == "shm_message_queue_size") {
       c->shm_message_queue_size = ParseInt(key, value);
     } else if (key == "thread-pool-size") {
@@ -130,7 +177,7 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
       if (n < 0) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
       }
-      c->execute_timeout_seconds = n;
+      c->execute_timeout_seconds = ClampSeconds(key, n);
     } else if (key == "stub-restart" || key == "ipc-lane" || key == "instance-metrics") {
       bool on;
       if (value == "true" || value == "1" || value == "yes" || value == "on") {
@@ -150,7 +197,7 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
         Throw(TRITONSERVER_ERROR_INVALID_ARG,
               "stub-restart-max-backoff-seconds can't be smaller than or equal to zero.");
       }
-      c->stub_restart_max_backoff_ms = n * 1000;
+      c->stub_restart_max_backoff_ms = ClampSeconds(key, n) * 1000;
     } else if (key == "thread-budget") {
       if (value == "true" || value == "1" || value == "yes" || value == "on") {
         c->thread_budget = true;
@@ -162,6 +209,8 @@ void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
       }
     } else if (key == "backend-directory") {
       c->backend_directory = value;
+    } else if (!IsGlobalKey(key)) {
+      WarnUnknownKey(key);
     }
   }
   if (c->shm_max_byte_size != 0 && c->shm_max_byte_size < c->shm_default_byte_size) {

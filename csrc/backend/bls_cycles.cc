@@ -41,10 +41,15 @@ struct Call {
   std::vector<std::string> chain;  // the models that led to the caller, the caller last
 };
 
-std::mutex g_mu;
-std::map<std::string, std::map<std::string, std::shared_ptr<InstanceSlot>>> g_models;
-std::unordered_map<const void*, Call> g_calls;
-std::unordered_map<const void*, const void*> g_by_request;  // callee request -> call
+// Never destroyed (allocated once, on purpose leaked): when tritonserver exits with models
+// loaded ("Exit timeout expired. Exiting immediately.", e.g. a client kept its connection),
+// exit() runs static destructors while Triton's model-deleter threads still finalize
+// instances, whose RemoveInstance then erased from a destroyed map (heap corruption: SIGSEGV
+// or a malloc abort, and a server hung in its signal handler).
+std::mutex g_mu;  // (trivially destructible)
+auto& g_models = *new std::map<std::string, std::map<std::string, std::shared_ptr<InstanceSlot>>>();
+auto& g_calls = *new std::unordered_map<const void*, Call>();
+auto& g_by_request = *new std::unordered_map<const void*, const void*>();  // callee req -> call
 // g_calls.size(), readable without g_mu: 0 means no request anywhere is a callee request.
 std::atomic<size_t> g_in_flight{0};
 

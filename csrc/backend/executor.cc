@@ -374,6 +374,7 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
   std::shared_ptr<StubSession> session = inst.SessionForBatch(&report);
   if (session == nullptr) {  // an idle stub's death to report, or finalized (not executed then)
     bool unloading = report.empty();
+    uint64_t now = NowNs();
     for (TRITONBACKEND_Request* r : valid) {
       TRITONBACKEND_Response* resp = nullptr;
       if (TakeMessage(TRITONBACKEND_ResponseNew(&resp, r)).empty()) {
@@ -382,6 +383,11 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
                           unloading ? "model instance '" + inst.name + "' is unloading" : report,
                           TRITONSERVER_RESPONSE_COMPLETE_FINAL);
       }
+      // Counted as failed, as every failed batch is (and the original counts them): else the
+      // statistics and nv_inference_request_failure miss the requests a dead stub failed.
+      std::string err = TakeMessage(
+          TRITONBACKEND_ModelInstanceReportStatistics(inst.instance, r, false, now, now, now, now));
+      if (!err.empty()) PB_LOG_ERROR("'" + inst.name + "': failed to report statistics: " + err);
       TakeMessage(TRITONBACKEND_RequestRelease(r, TRITONSERVER_REQUEST_RELEASE_ALL));
     }
     return;

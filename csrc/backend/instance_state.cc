@@ -154,11 +154,19 @@ TRITONSERVER_Error* InstanceState::Ready() {
 
 std::string InstanceState::UnhealthyMessage(StubSession& s) {
   bool restarting = false;
+  std::string failed;  // the last restart attempt's error: the state the instance is in now
   if (restart_enabled_) {
     std::lock_guard<std::mutex> lock(mu_);
     restarting = !stopping_;
+    if (restart_failed_) failed = restart_error_;
   }
   if (!restarting) return s.UnhealthyMessage();
+  if (!failed.empty()) {
+    return s.UnhealthyMessage(
+        "A new stub is being started for this instance (backend config stub-restart); the last "
+        "attempt failed: " +
+        failed + " If this keeps happening, fix the causes above.");
+  }
   return s.UnhealthyMessage(
       "A new stub is being started for this instance (backend config stub-restart); if this "
       "keeps happening, fix the cause above.");
@@ -286,6 +294,7 @@ void InstanceState::RestartLoop() {
                    "': restarting the stub failed: " + error);
       restart_wanted_ = true;  // try again after a longer backoff
       restart_failed_ = true;  // meanwhile batches fail at once instead of waiting
+      restart_error_ = error;
       cv_.notify_all();
       continue;
     }
@@ -299,6 +308,7 @@ void InstanceState::RestartLoop() {
     std::shared_ptr<StubSession> old = std::move(session_);
     session_ = std::move(fresh);
     restart_failed_ = false;
+    restart_error_.clear();
     unreported_death_.clear();  // nobody met the dead stub: nothing to report any more
     cv_.notify_all();           // batches waiting in SessionForBatch
     ++restarts_;

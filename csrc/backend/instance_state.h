@@ -96,6 +96,7 @@ class InstanceState : public AsyncHandler {
   bool stopping_ = false;
   bool restart_wanted_ = false;
   bool restart_failed_ = false;   // the last restart attempt failed: batches fail at once
+  std::string restart_error_;     // why it failed, for the requests that fail meanwhile
   std::string unreported_death_;  // an idle stub's death, for the next batch (SessionForBatch)
   bool restart_enabled_ = true;
   std::chrono::milliseconds backoff_{0};

@@ -10,7 +10,8 @@ namespace pybackend {
 const std::vector<std::string>& ThreadBudgetVariables() {
   // OpenMP (also PyTorch's and ONNX Runtime's intra-op pools), Intel MKL, OpenBLAS (NumPy's
   // usual BLAS), BLIS, numexpr.
-  static const std::vector<std::string> kVariables = {
+  // Never destroyed: a restarter may spawn a stub while exit() runs static destructors.
+  static const auto& kVariables = *new const std::vector<std::string>{
       "OMP_NUM_THREADS",  "MKL_NUM_THREADS",     "OPENBLAS_NUM_THREADS",
       "BLIS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
   };

@@ -23,7 +23,7 @@ Driver& Driver::Get(const std::string& where) {
   // Loaded once; a failed load is remembered (the reason does not change while we run).
   static std::once_flag once;
   static Driver* driver = nullptr;
-  static std::string failure;
+  static std::string& failure = *new std::string();  // never destroyed: read at exit too
   std::call_once(once, [] {
     void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) {

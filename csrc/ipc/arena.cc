@@ -9,6 +9,8 @@
 #include <cstring>
 #include <random>
 
+#include "ipc/memory_headroom.h"
+
 namespace pybackend::ipc {
 namespace {
 
@@ -48,6 +50,7 @@ int CreateAnonymousFd(const std::string& name) {
 }  // namespace
 
 int CreateSegmentFd(const std::string& name, uint64_t size) {
+  CheckHeadroom(size);  // a memfd's fallocate beyond free memory OOM-kills instead of failing
   int fd = CreateAnonymousFd(name);
   int rc = fallocate(fd, 0, 0, static_cast<off_t>(size));
   if (rc != 0 && (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)) {

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import PybackendError
 from .codec import ProtocolError
+from .headroom import headroom_error
 
 ALIGN = 64
 IDLE_RELEASE_S = 1.0
@@ -48,6 +49,15 @@ class ArenaError(PybackendError, MemoryError):
     memory."""
 
 
+class _OverBound(ArenaError):
+    """The block does not fit under ``max_size`` now; it may once blocks come back."""
+
+
+#: How long an allocation over ``max_size`` waits for blocks lent to the peer to come back
+#: (the backend returns what it has copied within its 50 ms tick) before it fails.
+BOUND_WAIT_S = 2.0
+
+
 def create_segment_fd(size: int) -> int:
     """An anonymous, private, fully reserved shared-memory file of ``size`` bytes.
 
@@ -56,6 +66,9 @@ def create_segment_fd(size: int) -> int:
     ``posix_fallocate`` reserves the pages now, so running out of memory is an error
     here instead of a SIGBUS on first touch.
     """
+    refused = headroom_error(size)  # a memfd's fallocate beyond free memory OOM-kills
+    if refused is not None:
+        raise ArenaError(refused)
     fd = -1
     try:
         fd = os.memfd_create("pybackend", os.MFD_CLOEXEC)
@@ -148,6 +161,9 @@ class Arena:
         self.drop = drop
         self.lock = threading.Lock()
         self.grow_lock = threading.Lock()
+        #: Signalled by decref while an allocation over the bound waits (``_waiters``).
+        self._freed = threading.Condition(self.lock)
+        self._waiters = 0
         self.segments: Dict[int, Segment] = {}
         self._next_id = 0
         self._local_refs: Dict[int, _LocalRef] = {}  # arrays of empty_array, while alive
@@ -170,7 +186,7 @@ class Arena:
             # Growth beyond the bound: a smaller segment still does if it holds the block.
             room = max(0, self.max_size - reserved) // PAGE * PAGE
             if room < _align(need, PAGE):
-                raise ArenaError(
+                raise _OverBound(
                     _growth_failed(reserved + size)
                     + f"a block of {need} bytes does not fit under the shared-memory limit of "
                     f"{self.max_size} bytes ({state}); raise {self.knob or 'the limit'} or "
@@ -244,21 +260,49 @@ class Arena:
     # ------------------------------------------------------------------ blocks
 
     def alloc(self, nbytes: int) -> Tuple[int, int]:
-        """Reserve ``nbytes`` (refcount 1). Returns (seg, offset)."""
+        """Reserve ``nbytes`` (refcount 1). Returns (seg, offset).
+
+        Over ``max_size``, while blocks are in use (most are lent to the peer: a decoupled
+        model's earlier responses, which the backend returns once it has copied them), waits
+        up to ``BOUND_WAIT_S`` for them to come back instead of failing at once: a stream of
+        responses that each fit is not an error because it is produced faster than the
+        backend's tick."""
         size = _align(max(nbytes, 1))
         with self.lock:
             hit = self._take_any(size)
         if hit is not None:
             return hit
-        with self.grow_lock:
+        deadline = 0.0
+        while True:
+            with self.grow_lock:
+                with self.lock:
+                    hit = self._take_any(size)  # another thread may have grown meanwhile
+                if hit is not None:
+                    return hit
+                try:
+                    seg = self._new_segment(size)
+                except _OverBound as e:
+                    over: Optional[_OverBound] = e
+                else:
+                    over = None
+                    with self.lock:
+                        self.segments[seg.id] = seg
+                        off = self._take(seg, size)
+            if over is None:
+                break
+            # Not under grow_lock: the thread that returns blocks must never wait for it.
+            now = time.monotonic()
+            deadline = deadline or now + BOUND_WAIT_S
             with self.lock:
-                hit = self._take_any(size)  # another thread may have grown meanwhile
-            if hit is not None:
-                return hit
-            seg = self._new_segment(size)
-            with self.lock:
-                self.segments[seg.id] = seg
-                off = self._take(seg, size)
+                in_use = sum(seg.used for seg in self.segments.values())
+                if now >= deadline or size > self.max_size or in_use == 0:
+                    waited = f" (after waiting {BOUND_WAIT_S:g} s for blocks in use to come back)"
+                    raise ArenaError(f"{over}{waited if now >= deadline else ''}") from None
+                self._waiters += 1
+                try:
+                    self._freed.wait(deadline - now)
+                finally:
+                    self._waiters -= 1
         assert off is not None
         return seg.id, off
 
@@ -324,6 +368,8 @@ class Arena:
             if seg.used == 0:
                 seg.empty_since = time.monotonic()
             self._give_back(seg, start, blk[0])
+            if self._waiters:
+                self._freed.notify_all()
 
     def _give_back(self, seg: Segment, off: int, size: int) -> None:
         free = seg.free

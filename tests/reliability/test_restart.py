@@ -68,6 +68,25 @@ def test_first_request_fails_and_the_next_is_served(server: Any, http: Any) -> N
     assert new_pid != pid
 
 
+def failures(client: Any) -> int:
+    stats = client.get_inference_statistics(MODEL)["model_stats"][0]["inference_stats"]
+    return int(stats["fail"]["count"])
+
+
+def test_the_request_that_reports_the_death_counts_as_failed(server: Any, http: Any) -> None:
+    """The model's statistics (and nv_inference_request_failure) count it, as the original
+    counts every request its execute fails: before, requests failed without a batch (the
+    death report) were missing from them."""
+    client = http(server)
+    identity(client)
+    before = failures(client)
+    kill_stub(server)
+    first_fails_reporting(client)
+    assert failures(client) == before + 1
+    identity(client)
+    assert failures(client) == before + 1
+
+
 def test_once_the_new_stub_serves_nothing_is_reported(server: Any, http: Any) -> None:
     """Nobody met the dead stub: the report is dropped, a later request is served."""
     client = http(server)
@@ -122,6 +141,13 @@ def test_the_wait_ends_when_the_new_stub_cannot_start(tmp_path: Path) -> None:
             identity(client)  # waits (at most stub-timeout-seconds), then fails
         assert "Stub process 'restart_0_0' is not healthy" in str(failed.value)
         watch.wait("restarting the stub failed")
+        # Meanwhile a request fails at once, saying why the instance is down now.
+        with pytest.raises(InferenceServerException) as failed:
+            identity(client)
+        assert "the last attempt failed: Failed to start the Python stub for model 'restart'" in (
+            str(failed.value)
+        )
+        assert "no INIT_REPLY from the stub within 2 s" in str(failed.value)
         flag.unlink()
         watch.wait(SERVING, timeout=30)
         identity(client)
