@@ -23,3 +23,29 @@ def no_final(model_name: str, timeout: float, count: int) -> InferError:
         f"no FINAL from the response sender of '{model_name}' within "
         f"{timeout:g} s ({count} responses so far)"
     )
+
+
+#: The status a tritonclient exception carries -> the Triton error code the server answered
+#: with (gRPC names every code; HTTP: tritonserver 2.51's statuses, observed: 400
+#: INVALID_ARG, 404 NOT_FOUND, 500 INTERNAL, also the default code of an error response).
+_CLIENT_STATUS = {
+    "400": ErrorCode.INVALID_ARG,
+    "404": ErrorCode.NOT_FOUND,
+    "500": ErrorCode.INTERNAL,
+    "StatusCode.UNKNOWN": ErrorCode.UNKNOWN,
+    "StatusCode.INTERNAL": ErrorCode.INTERNAL,
+    "StatusCode.NOT_FOUND": ErrorCode.NOT_FOUND,
+    "StatusCode.INVALID_ARGUMENT": ErrorCode.INVALID_ARG,
+    "StatusCode.UNAVAILABLE": ErrorCode.UNAVAILABLE,
+    "StatusCode.UNIMPLEMENTED": ErrorCode.UNSUPPORTED,
+    "StatusCode.ALREADY_EXISTS": ErrorCode.ALREADY_EXISTS,
+    "StatusCode.CANCELLED": ErrorCode.CANCELLED,
+}
+
+
+def from_client(error: object) -> InferError:
+    """A tritonclient ``InferenceServerException`` (the server's error response) as the
+    :class:`InferError` the offline engines raise for it: its message and its code."""
+    message = error.message() if hasattr(error, "message") else str(error)
+    status = error.status() if hasattr(error, "status") else None
+    return InferError(str(message), _CLIENT_STATUS.get(str(status), ErrorCode.INTERNAL))

@@ -10,8 +10,6 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-import numpy as np
-
 from ..stub.failures import failed_requests_text
 from ..stub.returns import (
     RESCHEDULED,
@@ -35,7 +33,7 @@ from .harness_code import ModelCode
 from .harness_drops import DropWatch
 from .harness_responses import Requested, filtered
 from .harness_streams import SenderStreams
-from .inputs import check_inputs, parameters_json
+from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
@@ -86,8 +84,9 @@ class Executor:
     ) -> InferenceRequest:
         """:meth:`ModelHarness.request`."""
         disk = self._disk
+        # As the stub-process engine and a client send them (text as UTF-8 BYTES).
         tensors = [
-            v if isinstance(v, Tensor) else Tensor(k, np.asarray(v)) for k, v in inputs.items()
+            v if isinstance(v, Tensor) else Tensor(k, as_input_array(v)) for k, v in inputs.items()
         ]
         check_inputs(disk.config, disk.model_name, tensors, request_id)
         correlation_id, flags = request_fields(

@@ -62,7 +62,8 @@ def check_inputs(
         )
         raise InferError(
             f"{prefix}{expected} but got {len(given)} inputs for model '{model}'. Got input(s) "
-            f"{_names(list(given))}, but missing required input(s) {_names(missing)}. Please "
+            f"{_names(list(given)) if given else '[]'}, but missing required input(s) "
+            f"{_names(missing)}. Please "
             "provide all required input(s).",
             3,
         )
@@ -106,7 +107,8 @@ _BATCH_NOTE = (
 
 
 def _names(names: List[str]) -> str:
-    # The server's list: no spaces, and an empty one prints as "]" (sic).
+    # The server's list: no spaces, and an empty list of missing inputs prints as "]" (sic;
+    # an empty list of given inputs prints as "[]": both observed on tritonserver 2.51).
     return "[" + ",".join(f"'{n}'" for n in names) + "]" if names else "]"
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..stub.returns import OutputMismatch, OutputRules
-from .harness_errors import InferError
+from .harness_errors import InferError, from_client, no_final
 from .outputs import array_mismatches, report_mismatches
 from .results import Outputs, parameters_from_grpc
 
@@ -123,7 +123,7 @@ class ServerModel:
             try:
                 result = client.infer(self.model_name, ins, outputs=outs, **kwargs)
             except InferenceServerException as e:
-                raise InferError(e.message()) from None
+                raise from_client(e) from None
             response = result.get_response()
             names = [o["name"] for o in response.get("outputs", [])]
             outputs = Outputs(((n, result.as_numpy(n)) for n in names), response.get("parameters"))
@@ -200,12 +200,9 @@ class ServerModel:
                 except queue.Empty:
                     if time.monotonic() < deadline:
                         continue
-                    raise InferError(
-                        f"no final response from '{self.model_name}' within {timeout:g} s "
-                        f"({len(responses)} responses so far)"
-                    ) from None
+                    raise no_final(self.model_name, timeout, len(responses)) from None
                 if error is not None:
-                    raise InferError(str(error.message() if hasattr(error, "message") else error))
+                    raise from_client(error)
                 response = result.get_response()
                 if response.outputs:
                     responses.append(
