@@ -177,7 +177,9 @@ class ServerModel:
 
         got: "queue.Queue[Any]" = queue.Queue()
         client = grpcclient.InferenceServerClient(self._server.grpc_url)
-        cancel = False
+        # Cancelled unless its FINAL came: a stream left open (a timeout, an error, a
+        # callback that raised) would keep stop_stream waiting for the server forever.
+        cancel = True
         try:
             client.start_stream(callback=lambda result, error: got.put((result, error)))
             ins = [_input(grpcclient, k, v) for k, v in inputs.items()]
@@ -190,7 +192,6 @@ class ServerModel:
                 if (cancel_after is not None and len(responses) >= cancel_after) or (
                     cancel_event is not None and cancel_event.is_set()
                 ):
-                    cancel = True
                     return responses
                 wait = max(0.0, deadline - time.monotonic())
                 if cancel_event is not None:
@@ -217,6 +218,7 @@ class ServerModel:
                         on_response(responses[-1])
                 final = response.parameters.get("triton_final_response")
                 if final is not None and final.bool_param:
+                    cancel = False
                     return responses
         finally:
             client.stop_stream(cancel_requests=cancel)

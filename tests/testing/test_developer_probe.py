@@ -1,0 +1,90 @@
+"""What a developer's test meets when the model misbehaves, held to the same result in every
+engine: a decoupled model that never sends FINAL (a bounded wait, one text), a finalize
+that raises (logged, as the server logs it; the test's close goes on)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from model_dirs import write_model
+
+from pybackend.testing import InferError
+
+IO = """backend: "python"
+{extra}
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+"""
+
+NO_FINAL = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.senders = []  # held: the request stays open
+
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            self.senders.append(sender)
+            x = pb_utils.get_input_tensor_by_name(request, "X")
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x.as_numpy())]))
+"""
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub"])
+def test_a_stream_without_final_ends_with_the_timeout(triton_model: Any, tmp_path: Path) -> None:
+    config = IO.format(extra="model_transaction_policy { decoupled: true }")
+    model = triton_model(write_model(tmp_path, "no_final", NO_FINAL, config))
+    with pytest.raises(InferError) as info:
+        model.infer_stream({"X": np.ones(2, np.float32)}, timeout=0.5)
+    assert info.value.message == (
+        "no FINAL from the response sender of 'no_final' within 0.5 s (1 responses so far)"
+    )
+
+
+#: Sends one response, then FINAL only once its client cancelled (at most 20 s later), and
+#: notes in its model directory whether the cancel came.
+FINAL_ON_CANCEL = """
+import threading, time
+from pathlib import Path
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.note = Path(args["model_repository"]) / "cancel_seen"
+
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            x = pb_utils.get_input_tensor_by_name(request, "X")
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x.as_numpy())]))
+            threading.Thread(target=self.wait, args=(sender,), daemon=True).start()
+
+    def wait(self, sender):
+        for _ in range(2000):
+            if sender.is_cancelled():
+                break
+            time.sleep(0.01)
+        self.note.write_text(str(sender.is_cancelled()))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+
+
+@pytest.mark.parametrize("pybackend_mode", ["server"])
+def test_a_served_stream_that_times_out_is_cancelled(triton_model: Any, tmp_path: Path) -> None:
+    # Before: the client left the stream open and waited for the server's end of it, for
+    # ever with a model that never sends FINAL.
+    config = IO.format(extra="model_transaction_policy { decoupled: true }")
+    model_dir = write_model(tmp_path, "final_on_cancel", FINAL_ON_CANCEL, config)
+    model = triton_model(model_dir)
+    with pytest.raises(InferError) as info:
+        model.infer_stream({"X": np.ones(2, np.float32)}, timeout=0.5)
+    assert info.value.message == (
+        "no FINAL from the response sender of 'final_on_cancel' within 0.5 s (1 responses so far)"
+    )
+    model.close()
+    assert (model_dir / "cancel_seen").read_text() == "True"
