@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from model_dirs import write_model
 
-from pybackend.testing import InferError
+from pybackend.testing import InferError, ModelHarness, StubModel
 
 IO = """backend: "python"
 {extra}
@@ -88,3 +88,26 @@ def test_a_served_stream_that_times_out_is_cancelled(triton_model: Any, tmp_path
     )
     model.close()
     assert (model_dir / "cancel_seen").read_text() == "True"
+
+
+FINALIZE_RAISES = """
+class TritonPythonModel:
+    def execute(self, requests):
+        return []
+
+    def finalize(self):
+        raise RuntimeError("cannot let go")
+"""
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+def test_a_raising_finalize_is_logged_and_the_close_goes_on(tmp_path: Path, kind: Any) -> None:
+    # The server logs it and unloads the model; in-process close() raised it before.
+    model = kind(write_model(tmp_path, "finalize_raises", FINALIZE_RAISES)).start()
+    model.close()
+    (record,) = model.logs
+    assert record.level == 0
+    assert record.message.startswith(
+        "Failed to finalize the model 'finalize_raises_0': RuntimeError: cannot let go\n\nAt:\n"
+    )
+    assert "finalize_raises/1/model.py(7): finalize" in record.message
