@@ -26,12 +26,14 @@ def no_final(model_name: str, timeout: float, count: int) -> InferError:
 
 
 #: The status a tritonclient exception carries -> the Triton error code the server answered
-#: with (gRPC names every code; HTTP: tritonserver 2.51's statuses, observed: 400
-#: INVALID_ARG, 404 NOT_FOUND, 500 INTERNAL, also the default code of an error response).
+#: with. gRPC names every code; HTTP's statuses are tritonserver 2.51's, observed: 400
+#: INVALID_ARG, 404 NOT_FOUND, 500 INTERNAL (and an error response's default code), 501
+#: UNSUPPORTED (a decoupled model on HTTP).
 _CLIENT_STATUS = {
     "400": ErrorCode.INVALID_ARG,
     "404": ErrorCode.NOT_FOUND,
     "500": ErrorCode.INTERNAL,
+    "501": ErrorCode.UNSUPPORTED,
     "StatusCode.UNKNOWN": ErrorCode.UNKNOWN,
     "StatusCode.INTERNAL": ErrorCode.INTERNAL,
     "StatusCode.NOT_FOUND": ErrorCode.NOT_FOUND,

@@ -205,7 +205,11 @@ class ServerModel:
                 if error is not None:
                     raise from_client(error)
                 response = result.get_response()
-                if response.outputs:
+                flag = response.parameters.get("triton_final_response")
+                final = flag is not None and flag.bool_param
+                # A response the model sent without outputs comes as one (the offline engines
+                # keep it too); only a FINAL one cannot be told from the flag sent alone.
+                if response.outputs or not final:
                     responses.append(
                         self._reported(
                             Outputs(
@@ -216,8 +220,7 @@ class ServerModel:
                     )
                     if on_response is not None:
                         on_response(responses[-1])
-                final = response.parameters.get("triton_final_response")
-                if final is not None and final.bool_param:
+                if final:
                     cancel = False
                     return responses
         finally:

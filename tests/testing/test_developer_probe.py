@@ -111,3 +111,26 @@ def test_a_raising_finalize_is_logged_and_the_close_goes_on(tmp_path: Path, kind
         "Failed to finalize the model 'finalize_raises_0': RuntimeError: cannot let go\n\nAt:\n"
     )
     assert "finalize_raises/1/model.py(7): finalize" in record.message
+
+
+EMPTY_FIRST = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            sender.send(pb_utils.InferenceResponse([]))
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_a_response_without_outputs_is_a_response(triton_model: Any, tmp_path: Path) -> None:
+    # A client gets it (the server dropped it before); the FINAL flag alone is none.
+    config = IO.format(extra="model_transaction_policy { decoupled: true }")
+    model = triton_model(write_model(tmp_path, "empty_first", EMPTY_FIRST, config))
+    responses = model.infer_stream({"X": np.ones(2, np.float32)})
+    assert [{k: v.tolist() for k, v in r.items()} for r in responses] == [{}, {"Y": [1, 1]}]
