@@ -16,10 +16,14 @@ class InferError(PybackendError):
         self.code = code
 
 
+class NoFinal(InferError):
+    """A decoupled request's stream did not end: no FINAL within the wait."""
+
+
 def no_final(model_name: str, timeout: float, count: int) -> InferError:
     """A request's response sender sent no FINAL within ``timeout`` seconds (``count``:
-    the responses it sent meanwhile); both offline engines raise it."""
-    return InferError(
+    the responses it sent meanwhile); every engine raises it."""
+    return NoFinal(
         f"no FINAL from the response sender of '{model_name}' within "
         f"{timeout:g} s ({count} responses so far)"
     )
