@@ -41,7 +41,7 @@ from ..utils.response import InferenceResponse
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_code import ModelCode, Running
-from .harness_errors import InferError
+from .harness_errors import InferError, not_one_response
 from .harness_execute import Executor, Inputs
 from .harness_instances import Instances, instance_kind
 from .harness_responses import OutputNames, Requested, response_outputs
@@ -340,7 +340,7 @@ class ModelHarness(ModelOnDisk):
             del req
             responses = self._stream_calls.stream_held(held, 30.0)
             if len(responses) != 1:
-                raise InferError(f"the decoupled model sent {len(responses)} responses, not 1")
+                raise not_one_response(len(responses))
             return response_outputs(self._checked(responses[0], names), names)
         (resp,) = self.execute([req])
         return response_outputs(None if resp is None else self._checked(resp, req), req)

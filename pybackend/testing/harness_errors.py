@@ -16,6 +16,13 @@ class InferError(PybackendError):
         self.code = code
 
 
+def not_one_response(count: int) -> InferError:
+    """``infer`` of a decoupled model whose request got ``count`` responses (it expects one;
+    tritonserver refuses ``infer`` of a decoupled model: docs/testing.md); every offline
+    engine raises it."""
+    return InferError(f"the decoupled model sent {count} responses, not 1")
+
+
 class NoFinal(InferError):
     """A decoupled request's stream did not end: no FINAL within the wait."""
 

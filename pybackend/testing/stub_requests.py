@@ -19,7 +19,7 @@ from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .cancel_watch import CancelWatch
-from .harness_errors import InferError
+from .harness_errors import InferError, not_one_response
 from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import array_mismatches, report_mismatches
@@ -83,7 +83,7 @@ class StubRequests(ModelOnDisk):
             timeout,
         )
         if len(responses) != 1:
-            raise InferError(f"the model sent {len(responses)} responses, not 1")
+            raise not_one_response(len(responses))
         return responses[0]
 
     def infer_stream(
@@ -362,7 +362,7 @@ class StubRequests(ModelOnDisk):
                     if item.get("none"):  # its response sender answered (once, with FINAL)
                         sent = self._sent(driver, kwargs["token"], 30.0)
                         if len(sent) != 1:
-                            raise InferError(f"the model sent {len(sent)} responses, not 1")
+                            raise not_one_response(len(sent))
                         item = sent[0]
                     results[i] = response_outputs(self._checked(item), requested)
                 except InferError as e:

@@ -12,6 +12,7 @@ import pytest
 from model_dirs import write_model
 
 from pybackend.testing import InferError, ModelHarness, StubModel
+from pybackend.utils.errors import ErrorCode
 
 IO = """backend: "python"
 {extra}
@@ -134,3 +135,20 @@ def test_a_response_without_outputs_is_a_response(triton_model: Any, tmp_path: P
     model = triton_model(write_model(tmp_path, "empty_first", EMPTY_FIRST, config))
     responses = model.infer_stream({"X": np.ones(2, np.float32)})
     assert [{k: v.tolist() for k, v in r.items()} for r in responses] == [{}, {"Y": [1, 1]}]
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_infer_of_a_decoupled_model(triton_model: Any, tmp_path: Path, pybackend_mode: str) -> None:
+    # Offline, infer() takes a decoupled model's one response (one text in both engines);
+    # tritonserver refuses infer() of a decoupled model (docs/testing.md).
+    config = IO.format(extra="model_transaction_policy { decoupled: true }")
+    model = triton_model(write_model(tmp_path, "two_responses", EMPTY_FIRST, config))
+    with pytest.raises(InferError) as info:
+        model.infer({"X": np.ones(2, np.float32)})
+    if pybackend_mode == "server":
+        assert info.value.message == (
+            "HTTP end point doesn't support models with decoupled transaction policy"
+        )
+        assert info.value.code == ErrorCode.UNSUPPORTED
+    else:
+        assert info.value.message == "the decoupled model sent 2 responses, not 1"
