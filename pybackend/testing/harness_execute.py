@@ -89,6 +89,7 @@ class Executor:
             v if isinstance(v, Tensor) else Tensor(k, as_input_array(v)) for k, v in inputs.items()
         ]
         check_inputs(disk.config, disk.model_name, tensors, request_id)
+        params = parameters_json(parameters)  # refused here, before anything is held
         correlation_id, flags = request_fields(
             correlation_id, sequence_id, sequence_start, sequence_end
         )
@@ -107,7 +108,7 @@ class Executor:
             requested_outputs_of(disk.config, requested_outputs, disk.model_name),
             flags,
             0,
-            parameters_json(parameters),
+            params,
             disk.decoupled,
             disk.model_name,
             disk.version,

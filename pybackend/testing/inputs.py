@@ -4,13 +4,13 @@ would refuse fails the same way instead of passing."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from ..utils.dtypes import code_of_array, numpy_to_triton_type
 from ..utils.tensor import Tensor
+from ..utils.triton_json import ParameterTypeError, parameters_text
 from .harness_errors import InferError
 
 TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's messages use
@@ -118,5 +118,9 @@ def _dims(shape: List[int]) -> str:
 
 def parameters_json(parameters: Optional[Mapping[str, Any]]) -> str:
     """A request's parameters as the model's ``request.parameters()`` shows them under the
-    server: compact JSON."""
-    return json.dumps(dict(parameters or {}), separators=(",", ":"))
+    server (pybackend/utils/triton_json.py); a value the server refuses is its INVALID_ARG
+    error."""
+    try:
+        return parameters_text(parameters)
+    except ParameterTypeError as e:
+        raise InferError(str(e), 3) from None

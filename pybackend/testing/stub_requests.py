@@ -341,13 +341,14 @@ class StubRequests(ModelOnDisk):
                 wanted = opts.get("requested_outputs", requested_outputs)
                 requested = requested_outputs_of(self.config, wanted, self.model_name)
                 self.check_request(arrays, request_id)
+                params = parameters_json(opts.get("parameters"))
             except InferError as e:
                 results[i] = e
                 continue
             kwargs: Dict[str, Any] = {
                 "token": next(self._tokens),
                 "request_id": request_id,
-                "parameters": parameters_json(opts.get("parameters")),
+                "parameters": params,
             }
             queued = opts.get("queued_ns")
             admitted.append((i, arrays, requested, kwargs, queued or time.monotonic_ns()))

@@ -152,3 +152,45 @@ def test_infer_of_a_decoupled_model(triton_model: Any, tmp_path: Path, pybackend
         assert info.value.code == ErrorCode.UNSUPPORTED
     else:
         assert info.value.message == "the decoupled model sent 2 responses, not 1"
+
+
+PARAMETERS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            text = np.array([request.parameters().encode()], dtype=object)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", text)]))
+        return out
+"""
+
+PARAMETERS_IO = """backend: "python"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_request_parameters_read_as_the_original_writes_them(
+    triton_model: Any, tmp_path: Path
+) -> None:
+    # The original's text (rapidjson: shortest digits, UTF-8 kept), observed on NVIDIA's
+    # backend; ours wrote doubles with %.17g, the harness escaped non-ASCII text.
+    model = triton_model(write_model(tmp_path, "parameters", PARAMETERS, PARAMETERS_IO))
+    x = {"X": np.ones(1, np.float32)}
+    sent = {"s": 'é"/\\\t', "a": 0.1, "b": 2.0, "c": 1e20, "d": 1e-7, "e": 1e21, "f": 1.5e-6}
+    sent.update({"g": -0.0, "i": 3.14, "j": -2.5e-300, "n": 7, "t": True})
+    assert model.infer(x, parameters=sent)["Y"][0].decode() == (
+        '{"s":"é\\"/\\\\\\t","a":0.1,"b":2.0,"c":100000000000000000000.0,"d":1e-7,"e":1e21,'
+        '"f":0.0000015,"g":-0.0,"i":3.14,"j":-2.5e-300,"n":7,"t":true}'
+    )
+    for value in ([1], None, {"k": 1}):
+        with pytest.raises(InferError) as info:
+            model.infer(x, parameters={"p": value})
+        assert info.value.message == (
+            "parameter 'p' has invalid type. It should be either 'int', 'bool', or 'string'."
+        )
+        assert info.value.code == ErrorCode.INVALID_ARG
