@@ -194,3 +194,26 @@ def test_request_parameters_read_as_the_original_writes_them(
             "parameter 'p' has invalid type. It should be either 'int', 'bool', or 'string'."
         )
         assert info.value.code == ErrorCode.INVALID_ARG
+
+
+NO_OUTPUTS_DECLARED = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        c = pb_utils.Tensor("C", np.ones(1, np.float32))
+        return [pb_utils.InferenceResponse([c]) for _ in requests]
+"""
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_a_model_without_a_config_sends_no_outputs(triton_model: Any, tmp_path: Path) -> None:
+    # No config.pbtxt: no outputs declared, so Triton asks for none and the original sends
+    # none (observed); the harness passed "C" on and our backend had tritonserver refuse it
+    # ("unexpected inference output 'C'").
+    model_dir = write_model(tmp_path, "no_outputs", NO_OUTPUTS_DECLARED)
+    (model_dir / "config.pbtxt").unlink()
+    model = triton_model(model_dir)
+    out = model.infer({})
+    assert dict(out) == {}
