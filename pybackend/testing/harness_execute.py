@@ -11,6 +11,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..stub.failures import failed_requests_text
+from ..stub.loader import no_execute_text
 from ..stub.returns import (
     RESCHEDULED,
     RESPONSE,
@@ -161,6 +162,8 @@ class Executor:
                 times.mark_returned()
             return ret
 
+        if getattr(code.model, "execute", None) is None:  # loads, then fails each batch
+            return self._failed(reqs, no_execute_text(self._disk.model_file))
         try:
             ret = code.on_thread(run)  # the instance's own thread, when it has one
             if ran_async and self._disk.decoupled and ret is not None:

@@ -217,3 +217,19 @@ def test_a_model_without_a_config_sends_no_outputs(triton_model: Any, tmp_path: 
     model = triton_model(model_dir)
     out = model.infer({})
     assert dict(out) == {}
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_a_model_without_execute_fails_each_request_in_the_servers_words(
+    triton_model: Any, tmp_path: Path
+) -> None:
+    # In-process it was the AttributeError of calling model.execute.
+    body = "class TritonPythonModel:\n    def initialize(self, args):\n        pass\n"
+    model_dir = write_model(tmp_path, "no_exec", body, IO.format(extra=""))
+    model = triton_model(model_dir)
+    with pytest.raises(InferError) as info:
+        model.infer({"X": np.ones(2, np.float32)})
+    assert info.value.message == (
+        "Failed to process the request(s) for model 'no_exec_0', message: Python model "
+        f"{model_dir.resolve()}/1/model.py does not implement `execute` method."
+    )
