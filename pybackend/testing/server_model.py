@@ -183,8 +183,11 @@ class ServerModel:
         try:
             client.start_stream(callback=lambda result, error: got.put((result, error)))
             ins = [_input(grpcclient, k, v) for k, v in inputs.items()]
+            # The offline engines' argument, as tritonclient takes it.
+            names = kwargs.pop("requested_outputs", ())
+            outs = [grpcclient.InferRequestedOutput(n) for n in names] or None
             client.async_stream_infer(
-                self.model_name, ins, enable_empty_final_response=True, **kwargs
+                self.model_name, ins, outputs=outs, enable_empty_final_response=True, **kwargs
             )
             responses: List[Outputs] = []
             deadline = time.monotonic() + timeout

@@ -233,3 +233,13 @@ def test_a_model_without_execute_fails_each_request_in_the_servers_words(
         "Failed to process the request(s) for model 'no_exec_0', message: Python model "
         f"{model_dir.resolve()}/1/model.py does not implement `execute` method."
     )
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_a_stream_of_some_outputs(triton_model: Any, tmp_path: Path) -> None:
+    # ServerModel.infer_stream handed requested_outputs to tritonclient, which refused it.
+    config = IO.format(extra="model_transaction_policy { decoupled: true }")
+    config += 'output [ { name: "Z" data_type: TYPE_FP32 dims: [ 2 ] } ]\n'
+    model = triton_model(write_model(tmp_path, "empty_first", EMPTY_FIRST, config))
+    responses = model.infer_stream({"X": np.ones(2, np.float32)}, requested_outputs=["Y"])
+    assert [sorted(r) for r in responses] == [[], ["Y"]]
