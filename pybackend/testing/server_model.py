@@ -142,19 +142,26 @@ class ServerModel:
         meet in one ``execute`` (in-process and in a stub process they always do). Per
         request: its outputs, or its error as an :class:`InferError`."""
         results: List[Any] = [None] * len(batch)
+        failures: List[BaseException] = []
 
         def one(i: int) -> None:
             opts = {"requested_outputs": requested_outputs, **(options[i] if options else {})}
+            # The server's queue starts when the request arrives: no client sets it.
+            opts.pop("queued_ns", None)
             try:
                 results[i] = self.infer(batch[i], **opts)
             except InferError as e:
                 results[i] = e
+            except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
+                failures.append(e)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(batch))]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        if failures:  # e.g. a wrong option: as the offline engines raise it
+            raise failures[0]
         return results
 
     def infer_stream(

@@ -35,6 +35,10 @@ from .transport import FINAL
 Inputs = Mapping[str, Any]
 
 
+#: The per-request options of infer_batch a stub process honours.
+_BATCH_OPTIONS = {"requested_outputs", "request_id", "parameters", "queued_ns"}
+
+
 class StubRequests(ModelOnDisk):
     """Requests to the model's stub process (StubModel sets :attr:`_driver` while it runs)."""
 
@@ -335,6 +339,12 @@ class StubRequests(ModelOnDisk):
         admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any], int]] = []
         for i, inputs in enumerate(batch):
             opts = dict(options[i]) if options is not None else {}
+            unknown = sorted(set(opts) - _BATCH_OPTIONS)
+            if unknown:  # as ModelHarness refuses them (its request's arguments)
+                raise TypeError(
+                    f"infer_batch options {unknown} are not supported in a stub process "
+                    f"(it takes {sorted(_BATCH_OPTIONS)})"
+                )
             request_id = str(opts.get("request_id", ""))
             arrays = {k: as_input_array(v) for k, v in inputs.items()}
             try:

@@ -4,6 +4,7 @@ that raises (logged, as the server logs it; the test's close goes on)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ def test_a_stream_without_final_ends_with_the_timeout(triton_model: Any, tmp_pat
 #: notes in its model directory whether the cancel came.
 FINAL_ON_CANCEL = """
 import threading, time
+import time
 from pathlib import Path
 import triton_python_backend_utils as pb_utils
 
@@ -243,3 +245,15 @@ def test_a_stream_of_some_outputs(triton_model: Any, tmp_path: Path) -> None:
     model = triton_model(write_model(tmp_path, "empty_first", EMPTY_FIRST, config))
     responses = model.infer_stream({"X": np.ones(2, np.float32)}, requested_outputs=["Y"])
     assert [sorted(r) for r in responses] == [[], ["Y"]]
+
+
+@pytest.mark.parametrize("pybackend_mode", ["inprocess", "stub", "server"])
+def test_infer_batch_takes_every_engines_options(triton_model: Any) -> None:
+    # ServerModel handed queued_ns to tritonclient: that request's result was None.
+    model = triton_model(Path(__file__).resolve().parents[2] / "examples/model_repository/add_sub")
+    a = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
+    options = [{"queued_ns": time.monotonic_ns(), "request_id": "a"}, {"parameters": {"k": 1}}]
+    results = model.infer_batch([a, a], options=options)
+    assert [r["OUTPUT0"].tolist() for r in results] == [[2, 2, 2, 2]] * 2
+    with pytest.raises(TypeError):
+        model.infer_batch([a], options=[{"no_such_option": 1}])
