@@ -257,3 +257,45 @@ def test_infer_batch_takes_every_engines_options(triton_model: Any) -> None:
     assert [r["OUTPUT0"].tolist() for r in results] == [[2, 2, 2, 2]] * 2
     with pytest.raises(TypeError):
         model.infer_batch([a], options=[{"no_such_option": 1}])
+
+
+BLS_CALLER = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        x = pb_utils.get_input_tensor_by_name(requests[0], "X")
+        call = pb_utils.InferenceRequest(
+            model_name="callee", inputs=[x], requested_output_names=["Y"]
+        )
+        response = call.exec()
+        if response.has_error():
+            raise pb_utils.TritonModelException(response.error().message())
+        return [response for _ in requests]
+"""
+
+
+def _fails(request: Any) -> Any:
+    raise ZeroDivisionError("the fake's own bug")
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+@pytest.mark.parametrize(
+    "fake, text",
+    [
+        (
+            lambda request: None,
+            "TypeError: a BLS fake must return pb_utils.InferenceResponse, got None",
+        ),
+        (_fails, "ZeroDivisionError: the fake's own bug"),
+    ],
+)
+def test_a_bad_bls_fake_is_the_callers_error_response(
+    tmp_path: Path, kind: Any, fake: Any, text: str
+) -> None:
+    # In-process, the fake's None reached the model, its exception was raised into exec().
+    model_dir = write_model(tmp_path, "caller", BLS_CALLER, IO.format(extra=""))
+    with kind(model_dir, bls={"callee": fake}) as model:
+        with pytest.raises(InferError) as info:
+            model.infer({"X": np.ones(2, np.float32)})
+    assert f"message: TritonModelException: {text}\n" in info.value.message
