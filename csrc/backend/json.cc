@@ -1,11 +1,53 @@
 #include "backend/json.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 namespace pybackend::json {
+
+namespace {
+
+// A double as the original writes it (TritonJson, i.e. rapidjson's Writer): its shortest
+// round-trip digits placed by rapidjson's Prettify rules: 0.1, 2.0, 1e-7, 1e21,
+// 100000000000000000000.0, 1.5e22. pybackend/utils/triton_json.py's double_text is the
+// same rule for the offline harness.
+void AppendDouble(std::string* out, double d) {
+  if (d == 0) {
+    out->append(std::signbit(d) ? "-0.0" : "0.0");
+    return;
+  }
+  if (d < 0) out->push_back('-');
+  char buf[40];
+  auto res = std::to_chars(buf, buf + sizeof(buf), std::fabs(d), std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));  // "d.ddde+XX"
+  size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e)) {
+    if (c != '.') digits.push_back(c);
+  }
+  int exponent = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  const int length = static_cast<int>(digits.size());
+  const int k = exponent - (length - 1);  // value = digits x 10^k
+  const int kk = length + k;              // 10^(kk-1) <= value < 10^kk
+  if (k >= 0 && kk <= 21) {
+    out->append(digits).append(static_cast<size_t>(k), '0').append(".0");
+  } else if (kk > 0 && kk <= 21) {
+    out->append(digits, 0, kk).append(".").append(digits, kk, std::string::npos);
+  } else if (kk > -6 && kk <= 0) {
+    out->append("0.").append(static_cast<size_t>(-kk), '0').append(digits);
+  } else if (length == 1) {
+    out->append(digits).append("e").append(std::to_string(kk - 1));
+  } else {
+    out->append(digits, 0, 1).append(".").append(digits, 1, std::string::npos);
+    out->append("e").append(std::to_string(kk - 1));
+  }
+}
+
+}  // namespace
 
 class Parser {
  public:
@@ -306,12 +348,7 @@ void Value::DumpTo(std::string* out) const {
         out->append("null");  // JSON has no NaN/Inf
         break;
       }
-      char buf[32];
-      snprintf(buf, sizeof(buf), "%.17g", d_);
-      std::string s(buf);
-      // Keep it a float on the other side.
-      if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-      out->append(s);
+      AppendDouble(out, d_);
       break;
     }
     case Type::kString:

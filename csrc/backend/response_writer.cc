@@ -196,7 +196,9 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
   try {
     SetParameters(response, body.parameters);
     for (const ipc::TensorDesc& t : body.outputs) {
-      if (!st.requested_outputs.empty() && st.requested_outputs.count(t.name) == 0) continue;
+      // Only what Triton asked for (every declared output when the client named none);
+      // a model that declares no outputs sends none, as the original's responses do.
+      if (st.requested_outputs.count(t.name) == 0) continue;
       AddOutput(response, t, session);
     }
   } catch (const std::exception& e) {

@@ -166,9 +166,12 @@ class Client:
                     raise ClientError(f"model '{req.model}': {error.message() or error}")
                 response = result.get_response()
                 named = _named(result)
-                if named:
+                final = response.parameters["triton_final_response"].bool_param
+                # A response the model sent without outputs is one (numbered, shown empty);
+                # only the FINAL flag sent alone comes as an empty final response.
+                if named or not final:
                     yield named
-                if response.parameters["triton_final_response"].bool_param:
+                if final:
                     finished = True
                     return
         finally:

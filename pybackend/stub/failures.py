@@ -14,3 +14,8 @@ def failed_request_text(instance: str, message: str) -> str:
     """The backend's refusal of a model's call to one of its services (custom metrics, model
     control), as the backend words it in its reply to the stub."""
     return f"Failed to process the request for model '{instance}', message: {message}"
+
+
+def finalize_failed_text(instance: str, message: str) -> str:
+    """What the stub logs (at INFO, and the unload goes on) when ``finalize`` raised."""
+    return f"Failed to finalize the model '{instance}': {message}"

@@ -22,7 +22,7 @@ from ..utils import transport as utils_transport
 from . import debug, loader
 from .async_execute import cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
-from .failures import failed_requests_text
+from .failures import failed_requests_text, finalize_failed_text
 from .fork_route import ForkRoute
 from .logging import ERROR, INFO, WARNING, RecordForwarder
 from .parameters import ParameterError
@@ -263,7 +263,7 @@ class Stub:
             model.finalize()
         except Exception as e:  # noqa: BLE001 - reported, then ignored like upstream
             text = format_exception(e)
-            self.state.log.here(INFO, f"Failed to finalize the model '{self.instance}': {text}")
+            self.state.log.here(INFO, finalize_failed_text(self.instance, text))
             return text
         return None
 

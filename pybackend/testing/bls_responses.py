@@ -4,9 +4,10 @@ ResponseIterator (responses as they come, iterable again once finished, ``async 
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 from ..stub.bls import ResponseIterator, _Call
+from ..utils.errors import ErrorCode, TritonError
 from ..utils.response import InferenceResponse
 
 #: The server's words for a plain exec() of a decoupled model (the stray quote is theirs).
@@ -20,6 +21,22 @@ DECOUPLED_ONLY = (
 def refused_text(model: str, message: str) -> str:
     """A BLS call the server refuses before the callee sees it (bad inputs, say)."""
     return f"Model {model} - Error when running inference: {message}"
+
+
+def fake_answer(fake: Callable[[Any], Any], request: Any) -> List[InferenceResponse]:
+    """A BLS fake's answer to ``request`` (one response, or a list for a decoupled call) as
+    the calling model gets it in every offline engine: a fake that raises, or returns
+    something else than responses, is an INTERNAL error response that says so."""
+    try:
+        result = fake(request)
+        items = list(result) if isinstance(result, (list, tuple)) else [result]
+        for item in items:
+            if not isinstance(item, InferenceResponse):
+                raise TypeError(f"a BLS fake must return pb_utils.InferenceResponse, got {item!r}")
+        return items
+    except Exception as e:  # noqa: BLE001 - a fake may raise anything: the caller's error
+        error = TritonError(f"{type(e).__name__}: {e}", ErrorCode.INTERNAL)
+        return [InferenceResponse(error=error)]
 
 
 class _Canceller:

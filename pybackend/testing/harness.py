@@ -31,15 +31,17 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..stub import loader
+from ..stub.failures import finalize_failed_text
 from ..stub.parameters import ParameterError
 from ..stub.returns import OutputMismatch, OutputRules
+from ..stub.tracebacks import format_exception
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_code import ModelCode, Running
-from .harness_errors import InferError
+from .harness_errors import InferError, not_one_response
 from .harness_execute import Executor, Inputs
 from .harness_instances import Instances, instance_kind
 from .harness_responses import OutputNames, Requested, response_outputs
@@ -192,7 +194,11 @@ class ModelHarness(ModelOnDisk):
         self._instances.close_others()
         self.finalizing = True  # BLS is refused from here on, as in the stub
         if self.model is not None and hasattr(self.model, "finalize"):
-            self._code.call("finalize")
+            try:
+                self._code.call("finalize")
+            except Exception as e:  # noqa: BLE001 - logged, and the unload goes on, as in the stub
+                text = finalize_failed_text(self.instance_name, format_exception(e))
+                self.logs.append(LogRecord(0, __file__, 0, text))
         self.model = None
         self._code.stop_loop()
         if not self._instances.is_other:  # an other's thread is stopped by the first
@@ -334,7 +340,7 @@ class ModelHarness(ModelOnDisk):
             del req
             responses = self._stream_calls.stream_held(held, 30.0)
             if len(responses) != 1:
-                raise InferError(f"the decoupled model sent {len(responses)} responses, not 1")
+                raise not_one_response(len(responses))
             return response_outputs(self._checked(responses[0], names), names)
         (resp,) = self.execute([req])
         return response_outputs(None if resp is None else self._checked(resp, req), req)

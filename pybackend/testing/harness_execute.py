@@ -10,9 +10,8 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-import numpy as np
-
 from ..stub.failures import failed_requests_text
+from ..stub.loader import no_execute_text
 from ..stub.returns import (
     RESCHEDULED,
     RESPONSE,
@@ -35,7 +34,7 @@ from .harness_code import ModelCode
 from .harness_drops import DropWatch
 from .harness_responses import Requested, filtered
 from .harness_streams import SenderStreams
-from .inputs import check_inputs, parameters_json
+from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
@@ -86,10 +85,12 @@ class Executor:
     ) -> InferenceRequest:
         """:meth:`ModelHarness.request`."""
         disk = self._disk
+        # As the stub-process engine and a client send them (text as UTF-8 BYTES).
         tensors = [
-            v if isinstance(v, Tensor) else Tensor(k, np.asarray(v)) for k, v in inputs.items()
+            v if isinstance(v, Tensor) else Tensor(k, as_input_array(v)) for k, v in inputs.items()
         ]
         check_inputs(disk.config, disk.model_name, tensors, request_id)
+        params = parameters_json(parameters)  # refused here, before anything is held
         correlation_id, flags = request_fields(
             correlation_id, sequence_id, sequence_start, sequence_end
         )
@@ -108,7 +109,7 @@ class Executor:
             requested_outputs_of(disk.config, requested_outputs, disk.model_name),
             flags,
             0,
-            parameters_json(parameters),
+            params,
             disk.decoupled,
             disk.model_name,
             disk.version,
@@ -161,6 +162,8 @@ class Executor:
                 times.mark_returned()
             return ret
 
+        if getattr(code.model, "execute", None) is None:  # loads, then fails each batch
+            return self._failed(reqs, no_execute_text(self._disk.model_file))
         try:
             ret = code.on_thread(run)  # the instance's own thread, when it has one
             if ran_async and self._disk.decoupled and ret is not None:

@@ -13,6 +13,7 @@ from ..utils.errors import ErrorCode
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .harness_errors import InferError
+from .outputs import is_requested
 from .results import Outputs, parameters_from_json
 
 
@@ -37,11 +38,11 @@ class OutputNames:
 
 
 def filtered(resp: InferenceResponse, req: Requested) -> InferenceResponse:
-    """Only the requested outputs, as Triton returns them (all when none are named)."""
+    """Only the requested outputs, as Triton returns them (outputs.is_requested)."""
     wanted = req.requested_output_names()
-    if not wanted or resp.has_error():
+    if resp.has_error():
         return resp
-    kept = InferenceResponse([t for t in resp.output_tensors() if t.name() in wanted])
+    kept = InferenceResponse([t for t in resp.output_tensors() if is_requested(t.name(), wanted)])
     kept._parameters = resp._parameters  # the response's parameters travel with it
     return kept
 

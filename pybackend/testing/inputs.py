@@ -4,13 +4,13 @@ would refuse fails the same way instead of passing."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from ..utils.dtypes import code_of_array, numpy_to_triton_type
 from ..utils.tensor import Tensor
+from ..utils.triton_json import ParameterTypeError, parameters_text
 from .harness_errors import InferError
 
 TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's messages use
@@ -62,7 +62,8 @@ def check_inputs(
         )
         raise InferError(
             f"{prefix}{expected} but got {len(given)} inputs for model '{model}'. Got input(s) "
-            f"{_names(list(given))}, but missing required input(s) {_names(missing)}. Please "
+            f"{_names(list(given)) if given else '[]'}, but missing required input(s) "
+            f"{_names(missing)}. Please "
             "provide all required input(s).",
             3,
         )
@@ -106,7 +107,8 @@ _BATCH_NOTE = (
 
 
 def _names(names: List[str]) -> str:
-    # The server's list: no spaces, and an empty one prints as "]" (sic).
+    # The server's list: no spaces, and an empty list of missing inputs prints as "]" (sic;
+    # an empty list of given inputs prints as "[]": both observed on tritonserver 2.51).
     return "[" + ",".join(f"'{n}'" for n in names) + "]" if names else "]"
 
 
@@ -116,5 +118,9 @@ def _dims(shape: List[int]) -> str:
 
 def parameters_json(parameters: Optional[Mapping[str, Any]]) -> str:
     """A request's parameters as the model's ``request.parameters()`` shows them under the
-    server: compact JSON."""
-    return json.dumps(dict(parameters or {}), separators=(",", ":"))
+    server (pybackend/utils/triton_json.py); a value the server refuses is its INVALID_ARG
+    error."""
+    try:
+        return parameters_text(parameters)
+    except ParameterTypeError as e:
+        raise InferError(str(e), 3) from None

@@ -8,7 +8,7 @@ model made it (as the original backend does), or refuses it under
 from __future__ import annotations
 
 import warnings
-from typing import Any, List, Mapping, Sequence
+from typing import Any, Collection, List, Mapping, Sequence
 
 from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode
@@ -30,6 +30,15 @@ def requested_outputs(
                 ErrorCode.INVALID_ARG,
             )
     return list(requested) if requested else declared
+
+
+def is_requested(name: str, requested: Collection[str]) -> bool:
+    """Whether the client gets output ``name`` of a response: only the requested ones, as
+    the backend sends them. ``requested`` is what Triton asked the model for (every
+    declared output when the client named none), so it is empty only for a model that
+    declares no outputs, whose responses then reach the client without any (observed on
+    the original; csrc/backend/response_writer.cc holds the backend to the same)."""
+    return name in requested
 
 
 class OutputMismatchWarning(UserWarning):

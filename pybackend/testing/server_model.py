@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..stub.returns import OutputMismatch, OutputRules
-from .harness_errors import InferError
+from .harness_errors import InferError, from_client, no_final
 from .outputs import array_mismatches, report_mismatches
 from .results import Outputs, parameters_from_grpc
 
@@ -123,7 +123,7 @@ class ServerModel:
             try:
                 result = client.infer(self.model_name, ins, outputs=outs, **kwargs)
             except InferenceServerException as e:
-                raise InferError(e.message()) from None
+                raise from_client(e) from None
             response = result.get_response()
             names = [o["name"] for o in response.get("outputs", [])]
             outputs = Outputs(((n, result.as_numpy(n)) for n in names), response.get("parameters"))
@@ -142,19 +142,26 @@ class ServerModel:
         meet in one ``execute`` (in-process and in a stub process they always do). Per
         request: its outputs, or its error as an :class:`InferError`."""
         results: List[Any] = [None] * len(batch)
+        failures: List[BaseException] = []
 
         def one(i: int) -> None:
             opts = {"requested_outputs": requested_outputs, **(options[i] if options else {})}
+            # The server's queue starts when the request arrives: no client sets it.
+            opts.pop("queued_ns", None)
             try:
                 results[i] = self.infer(batch[i], **opts)
             except InferError as e:
                 results[i] = e
+            except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
+                failures.append(e)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(batch))]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        if failures:  # e.g. a wrong option: as the offline engines raise it
+            raise failures[0]
         return results
 
     def infer_stream(
@@ -177,12 +184,17 @@ class ServerModel:
 
         got: "queue.Queue[Any]" = queue.Queue()
         client = grpcclient.InferenceServerClient(self._server.grpc_url)
-        cancel = False
+        # Cancelled unless its FINAL came: a stream left open (a timeout, an error, a
+        # callback that raised) would keep stop_stream waiting for the server forever.
+        cancel = True
         try:
             client.start_stream(callback=lambda result, error: got.put((result, error)))
             ins = [_input(grpcclient, k, v) for k, v in inputs.items()]
+            # The offline engines' argument, as tritonclient takes it.
+            names = kwargs.pop("requested_outputs", ())
+            outs = [grpcclient.InferRequestedOutput(n) for n in names] or None
             client.async_stream_infer(
-                self.model_name, ins, enable_empty_final_response=True, **kwargs
+                self.model_name, ins, outputs=outs, enable_empty_final_response=True, **kwargs
             )
             responses: List[Outputs] = []
             deadline = time.monotonic() + timeout
@@ -190,7 +202,6 @@ class ServerModel:
                 if (cancel_after is not None and len(responses) >= cancel_after) or (
                     cancel_event is not None and cancel_event.is_set()
                 ):
-                    cancel = True
                     return responses
                 wait = max(0.0, deadline - time.monotonic())
                 if cancel_event is not None:
@@ -200,14 +211,15 @@ class ServerModel:
                 except queue.Empty:
                     if time.monotonic() < deadline:
                         continue
-                    raise InferError(
-                        f"no final response from '{self.model_name}' within {timeout:g} s "
-                        f"({len(responses)} responses so far)"
-                    ) from None
+                    raise no_final(self.model_name, timeout, len(responses)) from None
                 if error is not None:
-                    raise InferError(str(error.message() if hasattr(error, "message") else error))
+                    raise from_client(error)
                 response = result.get_response()
-                if response.outputs:
+                flag = response.parameters.get("triton_final_response")
+                final = flag is not None and flag.bool_param
+                # A response the model sent without outputs comes as one (the offline engines
+                # keep it too); only a FINAL one cannot be told from the flag sent alone.
+                if response.outputs or not final:
                     responses.append(
                         self._reported(
                             Outputs(
@@ -218,8 +230,8 @@ class ServerModel:
                     )
                     if on_response is not None:
                         on_response(responses[-1])
-                final = response.parameters.get("triton_final_response")
-                if final is not None and final.bool_param:
+                if final:
+                    cancel = False
                     return responses
         finally:
             client.stop_stream(cancel_requests=cancel)

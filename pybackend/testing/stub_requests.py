@@ -19,7 +19,7 @@ from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .cancel_watch import CancelWatch
-from .harness_errors import InferError
+from .harness_errors import InferError, not_one_response
 from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import array_mismatches, report_mismatches
@@ -33,6 +33,10 @@ from .stub_sends import LiveStream, response_outputs, stream_outputs, wait_sent
 from .transport import FINAL
 
 Inputs = Mapping[str, Any]
+
+
+#: The per-request options of infer_batch a stub process honours.
+_BATCH_OPTIONS = {"requested_outputs", "request_id", "parameters", "queued_ns"}
 
 
 class StubRequests(ModelOnDisk):
@@ -83,7 +87,7 @@ class StubRequests(ModelOnDisk):
             timeout,
         )
         if len(responses) != 1:
-            raise InferError(f"the model sent {len(responses)} responses, not 1")
+            raise not_one_response(len(responses))
         return responses[0]
 
     def infer_stream(
@@ -335,19 +339,26 @@ class StubRequests(ModelOnDisk):
         admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any], int]] = []
         for i, inputs in enumerate(batch):
             opts = dict(options[i]) if options is not None else {}
+            unknown = sorted(set(opts) - _BATCH_OPTIONS)
+            if unknown:  # as ModelHarness refuses them (its request's arguments)
+                raise TypeError(
+                    f"infer_batch options {unknown} are not supported in a stub process "
+                    f"(it takes {sorted(_BATCH_OPTIONS)})"
+                )
             request_id = str(opts.get("request_id", ""))
             arrays = {k: as_input_array(v) for k, v in inputs.items()}
             try:
                 wanted = opts.get("requested_outputs", requested_outputs)
                 requested = requested_outputs_of(self.config, wanted, self.model_name)
                 self.check_request(arrays, request_id)
+                params = parameters_json(opts.get("parameters"))
             except InferError as e:
                 results[i] = e
                 continue
             kwargs: Dict[str, Any] = {
                 "token": next(self._tokens),
                 "request_id": request_id,
-                "parameters": parameters_json(opts.get("parameters")),
+                "parameters": params,
             }
             queued = opts.get("queued_ns")
             admitted.append((i, arrays, requested, kwargs, queued or time.monotonic_ns()))
@@ -362,7 +373,7 @@ class StubRequests(ModelOnDisk):
                     if item.get("none"):  # its response sender answered (once, with FINAL)
                         sent = self._sent(driver, kwargs["token"], 30.0)
                         if len(sent) != 1:
-                            raise InferError(f"the model sent {len(sent)} responses, not 1")
+                            raise not_one_response(len(sent))
                         item = sent[0]
                     results[i] = response_outputs(self._checked(item), requested)
                 except InferError as e:

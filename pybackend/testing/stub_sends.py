@@ -11,6 +11,7 @@ import numpy as np
 
 from ..utils.errors import ErrorCode
 from .harness_errors import InferError, no_final
+from .outputs import is_requested
 from .results import Outputs, parameters_from_json
 from .stub_driver import StubDriver
 from .transport import FINAL
@@ -99,8 +100,7 @@ def response_outputs(resp: Dict[str, Any], requested: Sequence[str]) -> Outputs:
         code, message = resp["error"]
         raise InferError(message, code)
     outputs: Dict[str, np.ndarray] = resp["outputs"]
-    # Only the requested outputs, as Triton returns them (all when none are named).
     return Outputs(
-        ((n, a) for n, a in outputs.items() if not requested or n in requested),
+        ((n, a) for n, a in outputs.items() if is_requested(n, requested)),
         parameters_from_json(resp.get("parameters")),
     )

@@ -17,7 +17,7 @@ from ..utils.errors import ErrorCode
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
-from .bls_responses import DECOUPLED_ONLY, refused_text
+from .bls_responses import DECOUPLED_ONLY, fake_answer, refused_text
 from .harness_errors import InferError
 from .metric_store import MetricError, MetricStore, metric_refusal
 from .stub_driver import StubDriver
@@ -132,9 +132,7 @@ class StubServices:
                 model_version=desc.model_version,
                 parameters=json.loads(desc.parameters or "{}"),
             )
-            result = fake(request)
-            items = list(result) if isinstance(result, (list, tuple)) else [result]
-            return [self._from_response(r) for r in items]
+            return [self._from_response(r) for r in fake_answer(fake, request)]
         with _models_lock:
             target = _models.get(name)
         if target is None:
@@ -178,9 +176,7 @@ class StubServices:
             return _error_desc(code, message)
         return self._from_outputs(resp["outputs"], resp.get("parameters") or "{}")
 
-    def _from_response(self, resp: Any) -> codec.ResponseDesc:
-        if not isinstance(resp, InferenceResponse):
-            raise TypeError(f"a BLS fake must return pb_utils.InferenceResponse, got {resp!r}")
+    def _from_response(self, resp: InferenceResponse) -> codec.ResponseDesc:
         err = resp.error()
         if err is not None:
             return _error_desc(int(err.code()), err.message())

@@ -13,7 +13,7 @@ from ..stub.bls import BLS_ONLY_IN_EXECUTE
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
-from .bls_responses import BlsResponses
+from .bls_responses import BlsResponses, fake_answer
 from .metric_store import MetricError, MetricRecord, MetricStore, metric_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,11 +101,10 @@ class HarnessTransport(Transport):
             fake = self.fakes.get(name)
             target = next((h for h in self.harnesses if h.model_name == name), None)
         if fake is not None:
-            result = fake(request)
+            items = fake_answer(fake, request)
             if decoupled:
-                items = list(result) if isinstance(result, (list, tuple)) else [result]
                 return BlsResponses.of(items)
-            return result
+            return items[0] if items else InferenceResponse([])  # as a stub process sends it
         if target is None:
             error = InferenceResponse(error=TritonError(not_ready_text(name), ErrorCode.INTERNAL))
             return BlsResponses.of([error], final_alone=False) if decoupled else error

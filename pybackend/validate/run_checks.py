@@ -19,6 +19,7 @@ import numpy as np
 from ..stub.returns import OutputRules
 from ..stub.tracebacks import format_exception
 from ..testing.harness import ModelHarness
+from ..testing.harness_errors import NoFinal
 from ..testing.outputs import array_mismatches
 from ..utils.dtypes import triton_string_to_numpy
 from ..utils.errors import TritonModelException
@@ -107,14 +108,18 @@ class Runner:
                 # abandoned thread may still add some, and they must not show.
                 found = ModelReport(report.name, report.path)
                 try:
-                    _bounded(functools.partial(_request, found, file, harness), REQUEST_TIMEOUT_S)
+                    # A stream's bound is a few seconds more than its own wait, so that a
+                    # stream without FINAL ends there first, saying so.
+                    bound = REQUEST_TIMEOUT_S + (5 if harness.decoupled else 0)
+                    request = functools.partial(_request, found, file, harness, REQUEST_TIMEOUT_S)
+                    _bounded(request, bound)
                     report.findings += found.findings
                 except _Abandoned:
                     self.abandoned.append(harness)
                     report.add(
                         WARNING,
                         "run",
-                        f"the generated request got no answer within {REQUEST_TIMEOUT_S:g} s "
+                        f"the generated request got no answer within {bound:g} s "
                         "(abandoned): does execute wait for something that never comes?",
                         file,
                     )
@@ -137,7 +142,7 @@ def _noted(report: ModelReport, file: str) -> Iterator[None]:
         report.add(NOTE, "run", text, file)
 
 
-def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
+def _request(report: ModelReport, file: str, harness: ModelHarness, timeout: float) -> None:
     try:
         inputs = generated_inputs(harness.config)
         if inputs is None:
@@ -147,9 +152,16 @@ def _request(report: ModelReport, file: str, harness: ModelHarness) -> None:
             return
         request = harness.request(inputs)
         if harness.decoupled:
-            responses = harness.stream(request, REQUEST_TIMEOUT_S)
+            responses = harness.stream(request, timeout)
         else:
             responses = harness.execute([request])
+    except NoFinal as e:  # a client of the server would wait as long as it waits
+        text = (
+            f"{e.message}: execute returned, but the request's response sender never sent "
+            "its last response (flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)"
+        )
+        report.add(WARNING, "run", text, file)
+        return
     except Exception as e:  # noqa: BLE001 - the model's code again
         report.add(NOTE, "run", f"the generated request failed: {format_exception(e)}", file)
         return

@@ -177,3 +177,37 @@ def test_against_the_development_server(cli: Cli) -> None:
             '1\tTOKEN\tBYTES\t[1]\t["A"]',
             "1\tINDEX\tINT32\t[1]\t[1]",
         ], done.stderr
+
+
+EMPTY_FIRST = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            sender.send(pb_utils.InferenceResponse([]))
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+
+
+def test_a_streamed_response_without_outputs_is_counted(cli: Cli, tmp_path: Path) -> None:
+    # A client gets it; the stream used to drop it (only the FINAL flag alone is none).
+    from pybackend.testing import ServerModel
+
+    (tmp_path / "empty_first" / "1").mkdir(parents=True)
+    (tmp_path / "empty_first" / "1" / "model.py").write_text(EMPTY_FIRST)
+    (tmp_path / "empty_first" / "config.pbtxt").write_text(
+        'backend: "python"\nmodel_transaction_policy { decoupled: true }\n'
+        'input [ { name: "X" data_type: TYPE_FP32 dims: [ 2 ] } ]\n'
+        'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 2 ] } ]\n'
+    )
+    with ServerModel(tmp_path / "empty_first") as model:
+        url = f"grpc://{model.server.grpc_url}"
+        done = cli("infer", url, "empty_first", "--stream", "X=1,2")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == ["1\tY\tFP32\t[2]\t[1.0, 2.0]"]
+        doc = json.loads(cli("infer", url, "empty_first", "--stream", "X=1,2", "--json").stdout)
+    assert [len(r["outputs"]) for r in doc["responses"]] == [0, 1]

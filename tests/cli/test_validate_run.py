@@ -223,3 +223,40 @@ def test_notes(cli: Cli, tmp_path: Path) -> None:
         "divide by zero encountered in log",
         "2 models checked: 2 without errors, 0 with errors (0 errors, 0 warnings)",
     ]
+
+
+def test_a_stream_without_final_is_named_as_such(tmp_path: Path) -> None:
+    # Before, the request's bound ran out first: "got no answer ... does execute wait",
+    # though execute had returned and one response had come.
+    from pybackend.testing import ModelHarness
+    from pybackend.validate.findings import ModelReport
+    from pybackend.validate.run_checks import _request
+
+    config = IO + "model_transaction_policy { decoupled: true }\n"
+    model = _model(
+        tmp_path,
+        "no_final",
+        config,
+        "import triton_python_backend_utils as pb_utils\n\n\n"
+        "class TritonPythonModel:\n"
+        "    def initialize(self, args):\n"
+        "        self.senders = []\n\n"
+        "    def execute(self, requests):\n"
+        "        for r in requests:\n"
+        "            self.senders.append(r.get_response_sender())\n"
+        '            x = pb_utils.get_input_tensor_by_name(r, "X")\n'
+        '            y = pb_utils.Tensor("Y", x.as_numpy())\n'
+        "            self.senders[-1].send(pb_utils.InferenceResponse([y]))\n",
+    )
+    report = ModelReport("no_final", model)
+    with ModelHarness(model) as harness:
+        _request(report, "1/model.py", harness, 0.5)
+    assert [(f.severity, f.check, f.message) for f in report.findings] == [
+        (
+            "warning",
+            "run",
+            "no FINAL from the response sender of 'no_final' within 0.5 s (1 responses so far):"
+            " execute returned, but the request's response sender never sent its last response"
+            " (flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)",
+        )
+    ]

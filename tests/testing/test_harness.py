@@ -43,6 +43,9 @@ def test_bytes_round_trip(triton_model: Any) -> None:
     out = model.infer({"INPUT0": words})
     assert out["OUTPUT0"].tolist() == words.tolist()
     assert out["OUTPUT0"].dtype == np.object_
+    # numpy text (dtype "<U") goes as UTF-8 BYTES, as tritonclient sends it.
+    out = model.infer({"INPUT0": np.array([["ü", "a"]])})
+    assert out["OUTPUT0"].tolist() == [["ü".encode(), b"a"]]
 
 
 @BOTH
@@ -113,11 +116,14 @@ def test_requests_the_server_refuses(triton_model: Any) -> None:
         ({"INPUT0": a, "INPUT1": a.astype(np.float64)}, "data-type is 'FP64'"),
         ({"INPUT0": a, "INPUT1": np.ones(5, np.float32)}, "Expected [4], got [5]"),
         ({"INPUT0": a, "INPUT1": a, "EXTRA": a}, "expected 2 inputs but got 3 inputs"),
+        ({"INPUT0": a, "INPUT1": a, "EXTRA": a}, "missing required input(s) ]. Please"),
+        ({}, "Got input(s) [], but missing required input(s) ['INPUT0','INPUT1']"),
     ]
     for inputs, text in cases:
         with pytest.raises(InferError) as info:
             add_sub.infer(inputs)
         assert text in info.value.message, info.value.message
+        assert info.value.code == ErrorCode.INVALID_ARG  # as the client reads the status
     echo = triton_model(REPO / "string_echo")  # max_batch_size 8: a batch dimension first
     with pytest.raises(InferError) as info:
         echo.infer({"INPUT0": np.array([b"a"], np.object_)})
