@@ -19,7 +19,7 @@ from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .cancel_watch import CancelWatch
-from .harness_errors import InferError, not_one_response
+from .harness_errors import InferError, NoFinal, not_one_response
 from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import array_mismatches, report_mismatches
@@ -148,6 +148,7 @@ class StubRequests(ModelOnDisk):
         if live is not None:
             self._live[token] = live.emit
         watch = CancelWatch(cancel_event, lambda: self.cancel(token))
+        timed_out = False
         try:
             with watch:
                 sent = self._execute(
@@ -164,11 +165,19 @@ class StubRequests(ModelOnDisk):
                 )
                 if live is not None:
                     sent = live.wait(sent, driver, timeout, self.model_name, self._died)
+        except NoFinal:
+            # As the server engine's client cancels a stream left without FINAL: the
+            # request stays cancelled, for a model that checks is_cancelled() to stop.
+            timed_out = True
+            raise
         finally:
             self._live.pop(token, None)
             self._cancel_after.pop(token, None)
             self._sent_count.pop(token, None)
-            driver.cancelled_tokens.discard(token)
+            if timed_out:
+                self.cancel(token)
+            else:
+                driver.cancelled_tokens.discard(token)
         return stream_outputs(sent, requested, cancel_after is not None or watch.cancelled)
 
     def _started(self) -> StubDriver:

@@ -139,3 +139,47 @@ def test_a_live_stream_is_bounded_from_its_start(tmp_path: Path) -> None:
         _thread_ends("harness-execute-live")
     # The model answered after the timeout, seeing its cancel; the caller had stopped.
     assert [r["OUT"].tolist() for r in got] in ([], [[1]])
+
+
+# Its sender answers from a thread once the request is cancelled (20 s at most), and logs it.
+WAITS_FOR_CANCEL = """
+import threading
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self._answer, args=(request,), daemon=True).start()
+        return None
+
+    def _answer(self, request):
+        end = time.monotonic() + 20
+        while not request.is_cancelled() and time.monotonic() < end:
+            time.sleep(0.01)
+        pb_utils.Logger.log_info(f"cancelled: {request.is_cancelled()}")
+        request.get_response_sender().send(
+            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        )
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+def test_a_stream_that_times_out_is_cancelled_in_every_offline_engine(
+    tmp_path: Path, kind: Any
+) -> None:
+    """As the server engine's client cancels it: the model's is_cancelled() turns true."""
+    model_dir = write_model(tmp_path, "cancels", WAITS_FOR_CANCEL, CONFIG.format(name="cancels"))
+    with kind(model_dir) as model:
+        with pytest.raises(NoFinal):
+            model.infer_stream(how("x"), timeout=0.3)
+        end = time.monotonic() + 20
+        while not any(r.message.startswith("cancelled:") for r in model.logs):
+            assert time.monotonic() < end, "the model never logged"
+            time.sleep(0.02)
+        assert [r.message for r in model.logs if r.message.startswith("cancelled:")] == [
+            "cancelled: True"
+        ]
