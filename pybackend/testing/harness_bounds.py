@@ -9,6 +9,7 @@ checks it) and left running on its daemon thread, named in an
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from typing import Callable, Generic, Optional, TypeVar
 
@@ -75,3 +76,9 @@ def warn_still_running(model_name: str, instance_name: str, timeout: float, thre
         ExecuteStillRunningWarning,
         stacklevel=4,
     )
+
+
+def time_left(timeout: float, deadline: Optional[float]) -> float:
+    """What is left of a wait of ``timeout`` seconds that ends at ``deadline`` (if any: a
+    call's timeout counted from its start), for every offline engine."""
+    return timeout if deadline is None else max(deadline - time.monotonic(), 0.0)

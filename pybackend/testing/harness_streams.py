@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .cancel_watch import CancelWatch
-from .harness_bounds import Worker, warn_still_running
+from .harness_bounds import Worker, time_left, warn_still_running
 from .harness_errors import InferError, NoFinal, no_final
 from .harness_responses import OutputNames, response_outputs, stream_outputs
 from .model_dir import ModelOnDisk
@@ -217,7 +217,7 @@ class StreamCalls:
             # A model that is not decoupled answers once (returned, or sent with FINAL: then
             # ret is that response); a decoupled one's batch failed: what was sent, the error.
             return [ret] if not self._disk.decoupled else sent + [ret]
-        if self._streams.wait_final(token, _left(timeout, deadline)) is None:
+        if self._streams.wait_final(token, time_left(timeout, deadline)) is None:
             raise no_final(self._disk.model_name, timeout, self._streams.count(token))
         return self._streams.take(token)
 
@@ -264,12 +264,7 @@ class StreamCalls:
             if not ret.has_error():
                 on_response(response_outputs(ret, names))
             return sent + [ret]
-        if not final.wait(_left(timeout, deadline)):
+        if not final.wait(time_left(timeout, deadline)):
             self._streams.unlisten(token)
             raise no_final(self._disk.model_name, timeout, len(sent))
         return sent
-
-
-def _left(timeout: float, deadline: Optional[float]) -> float:
-    """What is left of a wait of ``timeout`` seconds that ends at ``deadline`` (if any)."""
-    return timeout if deadline is None else max(deadline - time.monotonic(), 0.0)

@@ -183,3 +183,45 @@ def test_a_stream_that_times_out_is_cancelled_in_every_offline_engine(
         assert [r.message for r in model.logs if r.message.startswith("cancelled:")] == [
             "cancelled: True"
         ]
+
+
+# A synchronous execute that answers, FINAL included, only after 1 s.
+SLOW_SYNC = """
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(1.0)
+        for request in requests:
+            out = np.array([int(request.is_cancelled())], np.int32)
+            request.get_response_sender().send(
+                pb_utils.InferenceResponse([pb_utils.Tensor("OUT", out)]),
+                flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+            )
+        return None
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+@pytest.mark.parametrize("live", [False, True])
+def test_the_timeout_counts_from_the_call_in_every_offline_engine(
+    tmp_path: Path, kind: Any, live: bool
+) -> None:
+    """An answer that comes after the timeout, even from inside execute, is too late."""
+    model_dir = write_model(tmp_path, "slow", SLOW_SYNC, CONFIG.format(name="slow"))
+    warns = pytest.warns(ExecuteStillRunningWarning) if kind is ModelHarness else nullcontext()
+    got: list[Any] = []
+    with kind(model_dir) as model:
+        with warns, pytest.raises(NoFinal) as err:
+            model.infer_stream(how("x"), timeout=0.3, on_response=got.append if live else None)
+        assert err.value.message.startswith(
+            "no FINAL from the response sender of 'slow' within 0.3 s"
+        )
+        _thread_ends("harness-execute-slow")
+        got.clear()
+        answers = model.infer_stream(how("x"), timeout=10)  # the next request is answered
+        assert [r["OUT"].tolist() for r in answers] == [[0]]
