@@ -15,6 +15,10 @@ from typing import Callable, Generic, Optional, TypeVar
 
 T = TypeVar("T")
 
+#: Seconds closing a model waits for its finalize: a StubModel's stub is killed then, an
+#: in-process finalize is left on its thread (closing never hangs a test run).
+STOP_TIMEOUT_S = 10.0
+
 
 class ExecuteStillRunningWarning(RuntimeWarning):
     """A model's ``execute`` outlived the caller's timeout and runs on, on its thread."""
@@ -35,6 +39,14 @@ def still_running_text(model_name: str, instance_name: str, thread: str) -> str:
         f"execute of model '{model_name}' (instance '{instance_name}') still runs in thread "
         f"'{thread}' after its caller's timeout: the harness refuses new requests until it "
         "returns; let the model stop on request.is_cancelled(), or start a new ModelHarness"
+    )
+
+
+def finalize_still_running_warning(model_name: str, instance_name: str, thread: str) -> str:
+    return (
+        f"finalize of model '{model_name}' (instance '{instance_name}') did not return within "
+        f"{STOP_TIMEOUT_S:g} s: the harness is closed, and finalize runs on in daemon thread "
+        f"'{thread}', as Python cannot stop a thread (a StubModel kills its stub then)"
     )
 
 

@@ -225,3 +225,32 @@ def test_the_timeout_counts_from_the_call_in_every_offline_engine(
         got.clear()
         answers = model.infer_stream(how("x"), timeout=10)  # the next request is answered
         assert [r["OUT"].tolist() for r in answers] == [[0]]
+
+
+# Its finalize runs until the file RELEASE exists (20 s at most).
+HANGS_IN_FINALIZE = """
+import os
+import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+
+    def finalize(self):
+        end = time.monotonic() + 20
+        while not os.path.exists({release!r}) and time.monotonic() < end:
+            time.sleep(0.01)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_closing_never_waits_for_a_finalize_longer_than_a_stub_model_does(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    body = HANGS_IN_FINALIZE.format(release=str(release))
+    model = ModelHarness(write_model(tmp_path, "stuck", body)).start()
+    with pytest.warns(ExecuteStillRunningWarning, match="daemon thread 'harness-finalize-stuck'"):
+        model.close()
+    release.touch()
+    _thread_ends("harness-finalize-stuck")
