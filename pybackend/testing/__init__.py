@@ -4,6 +4,7 @@ in a real stub process, or through a real tritonserver (docs/testing.md)."""
 from ..stub.returns import STRICT_PARAMETER, OutputMismatch
 from .config import ConfigError, load_config, parse_config
 from .harness import ModelHarness
+from .harness_bounds import ExecuteStillRunningWarning
 from .harness_errors import InferError
 from .outputs import OutputMismatchWarning
 from .results import Outputs
@@ -13,6 +14,7 @@ from .transport import LogRecord, MetricRecord, harness_transport
 
 __all__ = [
     "ConfigError",
+    "ExecuteStillRunningWarning",
     "InferError",
     "LogRecord",
     "MetricRecord",

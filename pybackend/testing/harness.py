@@ -27,6 +27,7 @@ import json
 import sys
 import threading
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -40,6 +41,12 @@ from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .config import complete
 from .harness_bls import BlsServer
+from .harness_bounds import (
+    STOP_TIMEOUT_S,
+    ExecuteStillRunningWarning,
+    Worker,
+    finalize_still_running_warning,
+)
 from .harness_code import ModelCode, Running
 from .harness_errors import InferError, not_one_response
 from .harness_execute import Executor, Inputs
@@ -194,11 +201,7 @@ class ModelHarness(ModelOnDisk):
         self._instances.close_others()
         self.finalizing = True  # BLS is refused from here on, as in the stub
         if self.model is not None and hasattr(self.model, "finalize"):
-            try:
-                self._code.call("finalize")
-            except Exception as e:  # noqa: BLE001 - logged, and the unload goes on, as in the stub
-                text = finalize_failed_text(self.instance_name, format_exception(e))
-                self.logs.append(LogRecord(0, __file__, 0, text))
+            self._finalize()
         self.model = None
         self._code.stop_loop()
         if not self._instances.is_other:  # an other's thread is stopped by the first
@@ -213,6 +216,22 @@ class ModelHarness(ModelOnDisk):
                 del t.by_token[token]
         t.forget_families_of(self)
         uninstall_if_idle(t)
+
+    def _finalize(self) -> None:
+        # Bounded as a StubModel bounds it (STOP_TIMEOUT_S), so closing never hangs: a
+        # finalize still running then is left on its daemon thread, with a warning.
+        worker = Worker(lambda: self._code.call("finalize"), f"harness-finalize-{self.model_name}")
+        if not worker.start().wait(STOP_TIMEOUT_S):
+            text = finalize_still_running_warning(
+                self.model_name, self.instance_name, worker.thread.name
+            )
+            warnings.warn(text, ExecuteStillRunningWarning, stacklevel=3)
+            return
+        try:
+            worker.result()
+        except Exception as e:  # noqa: BLE001 - logged, and the unload goes on, as in the stub
+            text = finalize_failed_text(self.instance_name, format_exception(e))
+            self.logs.append(LogRecord(0, __file__, 0, text))
 
     def initialize_args(self) -> Dict[str, str]:
         """The ``args`` of ``initialize`` (spec: 7 string keys)."""

@@ -30,6 +30,7 @@ from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_R
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
+from .harness_bounds import still_running_text
 from .harness_code import ModelCode
 from .harness_drops import DropWatch
 from .harness_responses import Requested, filtered
@@ -64,6 +65,8 @@ class Executor:
         self._drops = DropWatch(streams)
         self._lock = threading.RLock()
         self._queued: Dict[int, int] = {}  # token -> when the request arrived (statistics)
+        self._runner: Optional[threading.Thread] = None  # the thread in execute, if any
+        self._abandoned: Optional[threading.Thread] = None  # left in execute by a timeout
         #: Outputs that differed from config.pbtxt in responses the server would pass on
         #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
         self.output_mismatches: List[OutputMismatch] = []
@@ -141,11 +144,39 @@ class Executor:
         # One execute at a time, as the stub runs them (requests from several threads
         # queue here); re-entrant, so a model that calls itself through BLS runs the call
         # nested instead of hanging the test.
+        self._refuse_behind_abandoned()
         with self._lock:
-            times = ExecuteTimes()
-            out = self._execute_timed(reqs, times)
-            self._record(reqs, out, times.finish())
+            outer = self._runner is None
+            if outer:
+                self._runner = threading.current_thread()
+            try:
+                times = ExecuteTimes()
+                out = self._execute_timed(reqs, times)
+                self._record(reqs, out, times.finish())
+            finally:
+                if outer:
+                    self._runner = None
         return out
+
+    def abandon(self, thread: threading.Thread) -> bool:
+        """``thread``'s caller stopped waiting (its timeout): whether ``thread`` is still
+        in execute, which then holds this executor until it returns (harness_bounds.py)."""
+        if self._runner is not thread:
+            return False
+        self._abandoned = thread
+        return True
+
+    def _refuse_behind_abandoned(self) -> None:
+        # A request would wait behind the abandoned execute for as long as it runs: it is
+        # refused instead (the abandoned thread's own nested BLS calls still run).
+        stuck = self._abandoned
+        if stuck is None or stuck is threading.current_thread():
+            return
+        if stuck.is_alive() and self._runner is stuck:
+            raise TritonModelException(
+                still_running_text(self._disk.model_name, self._disk.instance_name, stuck.name)
+            )
+        self._abandoned = None
 
     def _execute_timed(self, reqs: List[InferenceRequest], times: ExecuteTimes) -> List[Any]:
         code = self._code

@@ -6,12 +6,14 @@ the calls that read a request's stream (:class:`StreamCalls`: ``stream``, ``infe
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .cancel_watch import CancelWatch
-from .harness_errors import no_final
+from .harness_bounds import Worker, time_left, warn_still_running
+from .harness_errors import InferError, NoFinal, no_final
 from .harness_responses import OutputNames, response_outputs, stream_outputs
 from .model_dir import ModelOnDisk
 from .results import Outputs
@@ -147,17 +149,48 @@ class StreamCalls:
         if cancel_after is not None:
             self._streams.cancel_after(token, cancel_after)
         watch = CancelWatch(cancel_event, lambda: self._streams.cancel(token))
+        # The timeout counts from here, execute included, as in a stub process or the
+        # server: the model runs on a worker thread this call waits for (harness_bounds.py).
+        deadline = time.monotonic() + timeout
+        live: List[InferenceResponse] = []
+
+        def run() -> List[InferenceResponse]:
+            if on_response is None:
+                return self.stream_held(held, timeout, deadline)
+            return self._stream_live(held, names, timeout, on_response, deadline, live)
+
+        worker = Worker(run, f"harness-execute-{self._disk.model_name}-{token}").start()
+        timed_out = False
         try:
             with watch:
-                if on_response is None:
-                    responses = self.stream_held(held, timeout)
-                else:
-                    responses = self._stream_live(held, names, timeout, on_response)
+                if not worker.wait(timeout):
+                    timed_out = True
+                    raise self._timed_out(token, timeout, worker, live)
+                responses = worker.result()
+        except NoFinal:
+            timed_out = True
+            raise
         finally:
-            self._streams.end(token)
+            if timed_out:
+                # As the server engine's client cancels a stream left without FINAL: the
+                # request stays cancelled, for a model that checks is_cancelled() to stop.
+                self._streams.cancel(token)
+            else:
+                self._streams.end(token)
         quiet = cancel_after is not None or watch.cancelled
         checked = [self._executor.checked(r, names) for r in responses]
         return stream_outputs(checked, names, quiet)
+
+    def _timed_out(
+        self, token: int, timeout: float, worker: Worker[Any], live: List[InferenceResponse]
+    ) -> InferError:
+        """No FINAL within ``timeout`` of the call: the stub engine's error; an execute still
+        running is cancelled and left on its thread, with a warning."""
+        self._streams.cancel(token)  # before the warning: a cooperative model stops sooner
+        disk = self._disk
+        if self._executor.abandon(worker.thread):
+            warn_still_running(disk.model_name, disk.instance_name, timeout, worker.thread.name)
+        return no_final(disk.model_name, timeout, len(live) or self._streams.count(token))
 
     def stream(
         self, inputs: Union["Inputs", InferenceRequest], timeout: float
@@ -169,7 +202,9 @@ class StreamCalls:
         del req
         return self.stream_held(held, timeout)
 
-    def stream_held(self, held: List[InferenceRequest], timeout: float) -> List[InferenceResponse]:
+    def stream_held(
+        self, held: List[InferenceRequest], timeout: float, deadline: Optional[float] = None
+    ) -> List[InferenceResponse]:
         """:meth:`stream` of the one request in ``held``, taken out of it: once execute
         returned the harness keeps no reference to the request, so a sender the model
         dropped is noticed (harness_drops.py; a request the caller holds stays alive)."""
@@ -182,7 +217,7 @@ class StreamCalls:
             # A model that is not decoupled answers once (returned, or sent with FINAL: then
             # ret is that response); a decoupled one's batch failed: what was sent, the error.
             return [ret] if not self._disk.decoupled else sent + [ret]
-        if self._streams.wait_final(token, timeout) is None:
+        if self._streams.wait_final(token, time_left(timeout, deadline)) is None:
             raise no_final(self._disk.model_name, timeout, self._streams.count(token))
         return self._streams.take(token)
 
@@ -192,19 +227,21 @@ class StreamCalls:
         names: OutputNames,
         timeout: float,
         on_response: Callable[[Outputs], None],
+        deadline: Optional[float] = None,
+        sent: Optional[List[InferenceResponse]] = None,
     ) -> List[InferenceResponse]:
         """:meth:`_stream`, handing each response on as the model sends it (a listener
         takes them at the send, so a model that streams from inside ``execute`` is live)."""
         checked = self._executor.checked
         if not self._disk.decoupled:  # its one answer comes when execute is done
-            responses = [checked(r, names) for r in self.stream_held(held, timeout)]
+            responses = [checked(r, names) for r in self.stream_held(held, timeout, deadline)]
             for resp in responses:
                 if not resp.has_error():
                     on_response(response_outputs(resp, names))
             return responses
         req = held.pop()
         token = req._token
-        sent: List[InferenceResponse] = []
+        sent = [] if sent is None else sent  # the caller's: it counts them on a timeout
         final = threading.Event()
 
         def listen(resp: Optional[InferenceResponse], flags: int) -> None:
@@ -227,7 +264,7 @@ class StreamCalls:
             if not ret.has_error():
                 on_response(response_outputs(ret, names))
             return sent + [ret]
-        if not final.wait(timeout):
+        if not final.wait(time_left(timeout, deadline)):
             self._streams.unlisten(token)
             raise no_final(self._disk.model_name, timeout, len(sent))
         return sent

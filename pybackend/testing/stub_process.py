@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..ipc.channel import ChannelClosed
+from .harness_bounds import STOP_TIMEOUT_S
 from .stub_driver import StubDriver
 from .stub_host import HostedProcess, StubHost, drain_lines
-
-#: Seconds closing a model waits for the stub's finalize before killing it.
-STOP_TIMEOUT_S = 10.0
 
 
 def spawn_stub(

@@ -19,7 +19,7 @@ from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .cancel_watch import CancelWatch
-from .harness_errors import InferError, not_one_response
+from .harness_errors import InferError, NoFinal, no_final, not_one_response
 from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import array_mismatches, report_mismatches
@@ -119,6 +119,9 @@ class StubRequests(ModelOnDisk):
             cancel_after,
             on_response,
             cancel_event,
+            # As in-process and through the server, the timeout counts from the call,
+            # execute included (a sync execute that hangs waits for execute_timeout).
+            deadline=time.monotonic() + timeout,
         )
 
     def _request(
@@ -132,6 +135,7 @@ class StubRequests(ModelOnDisk):
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
+        deadline: Optional[float] = None,
     ) -> List[Outputs]:
         driver = self._started()
         arrays = {k: as_input_array(v) for k, v in inputs.items()}
@@ -148,6 +152,7 @@ class StubRequests(ModelOnDisk):
         if live is not None:
             self._live[token] = live.emit
         watch = CancelWatch(cancel_event, lambda: self.cancel(token))
+        timed_out = False
         try:
             with watch:
                 sent = self._execute(
@@ -161,14 +166,23 @@ class StubRequests(ModelOnDisk):
                     timeout,
                     live=live is not None,
                     flags=flags,
+                    deadline=deadline,
                 )
                 if live is not None:
-                    sent = live.wait(sent, driver, timeout, self.model_name, self._died)
+                    sent = live.wait(sent, driver, timeout, self.model_name, self._died, deadline)
+        except NoFinal:
+            # As the server engine's client cancels a stream left without FINAL: the
+            # request stays cancelled, for a model that checks is_cancelled() to stop.
+            timed_out = True
+            raise
         finally:
             self._live.pop(token, None)
             self._cancel_after.pop(token, None)
             self._sent_count.pop(token, None)
-            driver.cancelled_tokens.discard(token)
+            if timed_out:
+                self.cancel(token)
+            else:
+                driver.cancelled_tokens.discard(token)
         return stream_outputs(sent, requested, cancel_after is not None or watch.cancelled)
 
     def _started(self) -> StubDriver:
@@ -229,6 +243,7 @@ class StubRequests(ModelOnDisk):
         timeout: float,
         live: bool = False,
         flags: int = 0,
+        deadline: Optional[float] = None,
     ) -> List[Dict[str, Any]]:
         kwargs = {
             "token": token,
@@ -246,9 +261,11 @@ class StubRequests(ModelOnDisk):
                 break
             # Released with RESCHEDULE: the same request (token, inputs, id) comes back in a
             # later execute, as the server's sequence batcher sends it again.
+        if deadline is not None and time.monotonic() >= deadline:
+            raise no_final(self.model_name, timeout, self._sent_count.get(token, 0))
         if item.get("none"):
             # The sender answers: live, its sends went (and go) to emit already.
-            sent = [] if live else self._sent(driver, token, timeout)
+            sent = [] if live else self._sent(driver, token, timeout, deadline)
         else:
             sent = [item]
         return [self._checked(r) for r in sent]
@@ -403,8 +420,10 @@ class StubRequests(ModelOnDisk):
                 self.cancel(token)
         return emit is not None
 
-    def _sent(self, driver: StubDriver, token: int, timeout: float) -> List[Dict[str, Any]]:
-        return wait_sent(driver, token, timeout, self.model_name, self._died)
+    def _sent(
+        self, driver: StubDriver, token: int, timeout: float, deadline: Optional[float] = None
+    ) -> List[Dict[str, Any]]:
+        return wait_sent(driver, token, timeout, self.model_name, self._died, deadline)
 
     def _watchdog(self, driver: StubDriver) -> Optional[Watchdog]:
         if self.execute_timeout is None:

@@ -5,11 +5,13 @@ stub sends it, and the outputs a client reads from them."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..utils.errors import ErrorCode
+from .harness_bounds import time_left
 from .harness_errors import InferError, no_final
 from .outputs import is_requested
 from .results import Outputs, parameters_from_json
@@ -21,15 +23,23 @@ Died = Callable[[Optional[BaseException]], str]
 
 
 def wait_sent(
-    driver: StubDriver, token: int, timeout: float, model_name: str, died: Died
+    driver: StubDriver,
+    token: int,
+    timeout: float,
+    model_name: str,
+    died: Died,
+    deadline: Optional[float] = None,
 ) -> List[Dict[str, Any]]:
-    """The responses the request's sender sent, once FINAL came."""
+    """The responses the request's sender sent, once FINAL came (waited for ``timeout``
+    seconds, or until ``deadline`` when given: the timeout counted from the call)."""
 
     def final() -> bool:
         return any(t == token and f & FINAL for t, f, _ in driver.sends)
 
     with driver.cond:
-        done = driver.cond.wait_for(lambda: final() or driver.async_closed, timeout)
+        done = driver.cond.wait_for(
+            lambda: final() or driver.async_closed, time_left(timeout, deadline)
+        )
         got_final = final()
         mine = [r for t, _, r in driver.sends if t == token and r is not None]
         driver.sends[:] = [s for s in driver.sends if s[0] != token]
@@ -65,6 +75,7 @@ class LiveStream:
         timeout: float,
         model_name: str,
         died: Died,
+        deadline: Optional[float] = None,
     ) -> List[Dict[str, Any]]:
         """All the responses: ``direct`` (what execute answered itself: an error) after what
         was sent, or those sent until FINAL."""
@@ -73,12 +84,11 @@ class LiveStream:
                 if resp.get("error") is None:
                     self.on_response(response_outputs(resp, self.requested))
             return self.sent + direct
-        waited = 0.0
-        while not self.final.wait(0.1):
-            waited += 0.1
+        end = time.monotonic() + time_left(timeout, deadline)
+        while not self.final.wait(min(0.1, max(end - time.monotonic(), 0.0))):
             if driver.async_closed:
                 raise InferError(died(None), ErrorCode.INTERNAL)
-            if waited >= timeout:
+            if time.monotonic() >= end:
                 raise no_final(model_name, timeout, len(self.sent))
         return self.sent
 

@@ -16,7 +16,7 @@ from model_dirs import write_model
 
 from pybackend.server.processes import alive
 from pybackend.testing import InferError, ModelHarness, StubModel
-from pybackend.testing.stub_process import STOP_TIMEOUT_S
+from pybackend.testing.harness_bounds import STOP_TIMEOUT_S
 from pybackend.utils.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2] / "examples" / "model_repository"

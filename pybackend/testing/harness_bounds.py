@@ -1,0 +1,96 @@
+"""A client call of a :class:`~pybackend.testing.harness.ModelHarness` bounded by its
+``timeout`` from the call's start, as a stub process or the server bounds it: the model runs
+on a worker thread the caller waits for. Python cannot stop a thread, so an ``execute`` that
+outlives the wait is cancelled (its ``request.is_cancelled()`` turns true, for a model that
+checks it) and left running on its daemon thread, named in an
+:class:`ExecuteStillRunningWarning`; until it returns the harness refuses new requests
+(:func:`still_running_text`) instead of queueing them behind it forever."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from typing import Callable, Generic, Optional, TypeVar
+
+T = TypeVar("T")
+
+#: Seconds closing a model waits for its finalize: a StubModel's stub is killed then, an
+#: in-process finalize is left on its thread (closing never hangs a test run).
+STOP_TIMEOUT_S = 10.0
+
+
+class ExecuteStillRunningWarning(RuntimeWarning):
+    """A model's ``execute`` outlived the caller's timeout and runs on, on its thread."""
+
+
+def still_running_warning(model_name: str, instance_name: str, timeout: float, thread: str) -> str:
+    return (
+        f"execute of model '{model_name}' (instance '{instance_name}') did not end within "
+        f"timeout={timeout:g} s: its request is cancelled (request.is_cancelled() is True) "
+        f"and it runs on in daemon thread '{thread}', as Python cannot stop a thread; the "
+        "harness refuses new requests until it returns (check is_cancelled() in long "
+        "loops, or use StubModel(execute_timeout=...), which kills the stub)"
+    )
+
+
+def still_running_text(model_name: str, instance_name: str, thread: str) -> str:
+    return (
+        f"execute of model '{model_name}' (instance '{instance_name}') still runs in thread "
+        f"'{thread}' after its caller's timeout: the harness refuses new requests until it "
+        "returns; let the model stop on request.is_cancelled(), or start a new ModelHarness"
+    )
+
+
+def finalize_still_running_warning(model_name: str, instance_name: str, thread: str) -> str:
+    return (
+        f"finalize of model '{model_name}' (instance '{instance_name}') did not return within "
+        f"{STOP_TIMEOUT_S:g} s: the harness is closed, and finalize runs on in daemon thread "
+        f"'{thread}', as Python cannot stop a thread (a StubModel kills its stub then)"
+    )
+
+
+class Worker(Generic[T]):
+    """``fn()`` on its own daemon thread; :meth:`wait` gives its result, or None when it
+    did not end within the wait (then :attr:`thread` runs on)."""
+
+    def __init__(self, fn: Callable[[], T], name: str) -> None:
+        self._fn = fn
+        self._result: Optional[T] = None
+        self._error: Optional[BaseException] = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._result = self._fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
+            self._error = e
+
+    def start(self) -> "Worker[T]":
+        self.thread.start()
+        return self
+
+    def wait(self, timeout: float) -> bool:
+        """Whether ``fn`` ended within ``timeout`` seconds."""
+        self.thread.join(max(timeout, 0.0))
+        return not self.thread.is_alive()
+
+    def result(self) -> T:
+        """What ``fn`` returned (its exception raised here, on the caller's thread)."""
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]
+
+
+def warn_still_running(model_name: str, instance_name: str, timeout: float, thread: str) -> None:
+    warnings.warn(
+        still_running_warning(model_name, instance_name, timeout, thread),
+        ExecuteStillRunningWarning,
+        stacklevel=4,
+    )
+
+
+def time_left(timeout: float, deadline: Optional[float]) -> float:
+    """What is left of a wait of ``timeout`` seconds that ends at ``deadline`` (if any: a
+    call's timeout counted from its start), for every offline engine."""
+    return timeout if deadline is None else max(deadline - time.monotonic(), 0.0)
