@@ -96,6 +96,18 @@ def test_outputs_and_final_in_one_send(server):
     ]
 
 
+def test_send_after_the_client_cancelled(server):
+    stream = Stream(server)
+    try:
+        stream.send("probe_sender", {"MODE": bytes_input("send_after_cancel")}, request_id="c")
+        stream.quiet(0.3)
+    finally:
+        stream.close(cancel=True)
+    (event,) = events_of(server, "probe_sender", "report_cancel")
+    # send() after the cancellation neither raises nor reaches anyone.
+    assert event.outputs["BOUT"].tolist() == [b"cancelled", b"sent", b"sent"]
+
+
 def test_async_execute_returns_while_a_bls_stream_is_forwarded(server):
     assert summary(events_of(server, "probe_async", "forward_after_return")) == [
         ({"OUT": [0]}, False, None),

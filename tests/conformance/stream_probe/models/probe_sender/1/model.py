@@ -2,6 +2,7 @@
 Tensor or a numpy array is reused between sends, or many threads share the sender."""
 
 import threading
+import time
 
 import numpy as np
 
@@ -15,6 +16,9 @@ def out(array, name="OUT"):
 
 
 class TritonPythonModel:
+    def initialize(self, args):
+        self.after_cancel = []
+
     def execute(self, requests):
         for request in requests:
             mode = pb_utils.get_input_tensor_by_name(request, "MODE").as_numpy()[0].decode()
@@ -62,3 +66,20 @@ class TritonPythonModel:
 
     def case_outputs_and_final(self, sender):
         sender.send(out(np.array([1], np.int32)), flags=FINAL)
+
+    def case_send_after_cancel(self, sender):
+        # Waits (at most 10 s) for the client to cancel, then sends an output and FINAL.
+        deadline = time.monotonic() + 10
+        while not sender.is_cancelled() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.after_cancel = ["cancelled" if sender.is_cancelled() else "not cancelled"]
+        for response, flags in ((out(np.array([1], np.int32)), 0), (None, FINAL)):
+            try:
+                sender.send(response, flags=flags)
+                self.after_cancel.append("sent")
+            except Exception as exc:  # noqa: BLE001 - the probe reports any outcome
+                self.after_cancel.append(f"{type(exc).__name__}: {exc}")
+
+    def case_report_cancel(self, sender):
+        found = np.array([t.encode() for t in self.after_cancel], np.object_)
+        sender.send(out(found, "BOUT"), flags=FINAL)
