@@ -149,6 +149,21 @@ def test_bls_stream_of_a_callee_raising_midway(server):
     assert "callee raised midway" in responses[1]["error"]
 
 
+def test_client_sees_an_error_response_midway(server):
+    with Stream(server) as stream:
+        stream.send("probe_callee", {"MODE": bytes_input("error_mid")}, request_id="e")
+        events = stream.until_final(1, 20)
+        events += stream.quiet(1.0)
+    # A gRPC client gets the error between the outputs (the helper marks an error final),
+    # on both backends; only the original's BLS stream loses it.
+    assert summary(events) == [
+        ({"OUT": [0]}, False, None),
+        ({}, True, "callee failed midway"),
+        ({"OUT": [1]}, False, None),
+        ({}, True, None),
+    ]
+
+
 def test_async_exec_cancelled_by_asyncio(server):
     # The cancelled call raises CancelledError in the caller; later calls still work.
     assert found(server, "cancel_async_exec") == {
