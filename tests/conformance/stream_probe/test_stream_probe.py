@@ -120,6 +120,17 @@ def test_async_execute_returns_while_a_bls_stream_is_forwarded(server):
 ERROR_MID = {"error": "callee failed midway", "out": None}
 
 
+def test_bls_output_tensors_forwarded_as_they_are(server):
+    events = events_of(server, "probe_async", "forward_tensors")
+    assert summary(events[:3]) == [
+        ({"OUT": [0]}, False, None),
+        ({"OUT": [1]}, False, None),
+        ({"OUT": [2]}, False, None),
+    ]
+    assert len(events) == 4 and events[3].final and events[3].error is None
+    assert np.array_equal(events[3].outputs["OUT"], np.arange(100000, dtype=np.int32))
+
+
 @pytest.mark.parametrize("mode", ["error_mid", "sync_error_mid"])
 def test_bls_stream_goes_on_after_an_error_response_midway(server, mode):
     # The callee sends [0], an error response without FINAL, [1], then FINAL: the caller

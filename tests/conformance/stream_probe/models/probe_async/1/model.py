@@ -47,6 +47,17 @@ class TritonPythonModel:
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
                 continue
+            if mode == "forward_tensors":
+                # The BLS output Tensor objects themselves go into the client's responses.
+                for response in await callee("three").async_exec(decoupled=True):
+                    out = pb_utils.get_output_tensor_by_name(response, "OUT")
+                    if out is not None:
+                        sender.send(pb_utils.InferenceResponse([out]))
+                big = pb_utils.get_output_tensor_by_name(
+                    next(callee("big").exec(decoupled=True)), "OUT"
+                )
+                sender.send(pb_utils.InferenceResponse([big]), flags=FINAL)
+                continue
             found = await getattr(self, "case_" + mode)()
             sender.send(msg(found), flags=FINAL)
         return None
