@@ -17,6 +17,7 @@ backend's monitor thread, the reader thread and a queue between two Python threa
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
@@ -103,6 +104,13 @@ class ResponseIterator:
         return self
 
     def __next__(self) -> InferenceResponse:
+        while True:
+            resp = self._step()
+            if resp is not None:
+                return resp
+
+    def _step(self) -> Optional[InferenceResponse]:
+        """The next response (waiting for it), or None when the one that came was dropped."""
         if self._pos < len(self._cache):
             self._pos += 1
             return self._cache[self._pos - 1]
@@ -111,11 +119,30 @@ class ResponseIterator:
         resp, final = self._call.take()
         if resp is None:
             resp = InferenceResponse()
+        elif not final and resp.has_error():
+            self._drop(resp)
+            return None
         if final:
             self._done = True
         self._cache.append(resp)
         self._pos += 1
         return resp
+
+    def _drop(self, resp: InferenceResponse) -> None:
+        # The original's BLS stream never yields a callee's error response that is not
+        # final (measured: tests/conformance/stream_probe), and model code written for it
+        # may read every response's outputs; so it is dropped here too, but not silently.
+        error = resp.error()
+        text = (
+            "pybackend stub: a decoupled BLS call dropped an error response the callee sent "
+            f"before its final one, as Triton's original Python backend does: "
+            f"{error.message() if error is not None else ''}"
+        )
+        state = getattr(self._call.client, "state", None)
+        if state is not None:
+            state.log.here(WARNING, text)
+        else:  # the offline harness's fake calls
+            logging.getLogger("pybackend.testing").warning(text)
 
     # pybackend extension: `async for` waits for each response without blocking the event
     # loop, so other coroutines of the instance keep running while a stream trickles in.
@@ -123,32 +150,39 @@ class ResponseIterator:
         return self.__iter__()
 
     async def __anext__(self) -> InferenceResponse:
-        if self._pos >= len(self._cache) and not self._done and not self._call.ready():
-            import asyncio
-
-            loop = asyncio.get_running_loop()
-            arrived = loop.create_future()
-
-            def settle() -> None:
-                if not arrived.done():
-                    arrived.set_result(None)
-
-            def wake() -> None:
-                try:
-                    loop.call_soon_threadsafe(settle)
-                except RuntimeError:
-                    pass  # the loop is closed: nobody awaits this any more
-
-            self._call.waiter = wake
+        while True:
+            if self._pos >= len(self._cache) and not self._done and not self._call.ready():
+                await self._arrival()
             try:
-                if not self._call.ready():  # a response may have come before the waiter
-                    await arrived
-            finally:
-                self._call.waiter = None
+                resp = self._step()  # does not block now
+            except StopIteration:
+                raise StopAsyncIteration from None
+            if resp is not None:
+                return resp
+
+    async def _arrival(self) -> None:
+        """Until the call has a response to take, without blocking the event loop."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        arrived = loop.create_future()
+
+        def settle() -> None:
+            if not arrived.done():
+                arrived.set_result(None)
+
+        def wake() -> None:
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:
+                pass  # the loop is closed: nobody awaits this any more
+
+        self._call.waiter = wake
         try:
-            return self.__next__()  # does not block now
-        except StopIteration:
-            raise StopAsyncIteration from None
+            if not self._call.ready():  # a response may have come before the waiter
+                await arrived
+        finally:
+            self._call.waiter = None
 
     def cancel(self) -> None:
         """Ask the server to cancel the call (no-op once it finished)."""
