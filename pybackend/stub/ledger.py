@@ -35,9 +35,10 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Tuple, TypeV
 import numpy as np
 
 from ..ipc import codec
-from ..ipc.arena import IDLE_RELEASE_S, Arena, PeerSegments
+from ..ipc.arena import IDLE_RELEASE_S, Arena
 from ..ipc.channel import Channel
 from ..ipc.codec import GpuRef, TensorDesc
+from ..ipc.peer_segments import PeerSegments
 from ..ipc.protocol import GPU_HOLD_SEG, MAX_INLINE_BODY, Location, MessageKind, Owner, ResultStatus
 from ..utils.dlpack import DeviceBuffer
 from .gpu import GpuHolds, GpuMappings

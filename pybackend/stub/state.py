@@ -12,8 +12,9 @@ import weakref
 from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..ipc import codec, rpc_codec
-from ..ipc.arena import Arena, PeerSegments
+from ..ipc.arena import Arena
 from ..ipc.channel import Channel, Message
+from ..ipc.peer_segments import PeerSegments
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, MAX_INLINE_BODY, MessageKind, Owner
 from ..utils.errors import ErrorCode
 from .ledger import Ledger

@@ -18,8 +18,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..ipc import codec, rpc_codec
-from ..ipc.arena import Arena, PeerSegments
+from ..ipc.arena import Arena
 from ..ipc.channel import Channel, ChannelClosed
+from ..ipc.peer_segments import PeerSegments
 from ..ipc.protocol import (
     GPU_HOLD_SEG,
     PROTOCOL_VERSION,

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from pybackend.ipc import arena as arena_mod
-from pybackend.ipc.arena import ALIGN, Arena, PeerSegments, create_segment_fd
+from pybackend.ipc.arena import ALIGN, Arena, create_segment_fd
 from pybackend.ipc.codec import ProtocolError
+from pybackend.ipc.peer_segments import PeerSegments
 
 MB = 1 << 20
 

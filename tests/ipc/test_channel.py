@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from pybackend.ipc import codec
-from pybackend.ipc.arena import Arena, PeerSegments
+from pybackend.ipc.arena import Arena
 from pybackend.ipc.channel import Channel, ChannelClosed
 from pybackend.ipc.codec import ProtocolError
+from pybackend.ipc.peer_segments import PeerSegments
 from pybackend.ipc.protocol import FLAG_INDIRECT, HEADER, MAX_INLINE_BODY, MessageKind, Owner
 
 REPO = Path(__file__).resolve().parents[2]
