@@ -135,9 +135,10 @@ class Tensor:
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         if type(array) is not np.ndarray and isinstance(array, np.ma.MaskedArray):
-            # The original fails on it too (an unrelated AttributeError); sending its data
-            # would drop the mask without a word.
-            raise TritonModelException(
+            # The original fails on it too, with an AttributeError (its binding reads a flag
+            # a masked array lacks): the same type here, with a text that says why, since
+            # sending its data would drop the mask without a word.
+            raise AttributeError(
                 f"Tensor '{name}': a numpy masked array cannot be sent, its mask would be "
                 "lost. Pass array.filled(<value>) (or array.data) instead."
             )

@@ -297,7 +297,7 @@ def test_a_consumed_capsule_is_refused(server):
 
 
 MASKED = (
-    "TritonModelException:Tensor 'T': a numpy masked array cannot be sent, its mask would be "
+    "AttributeError:Tensor 'T': a numpy masked array cannot be sent, its mask would be "
     "lost. Pass array.filled(<value>) (or array.data) instead."
 )
 
