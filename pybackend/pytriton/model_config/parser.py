@@ -28,14 +28,14 @@ def _get(config: Dict[str, Any], key: str, default: Any = None) -> Any:
     return config.get(camel, default)
 
 
-def _dtype(data_type: Optional[str]) -> Any:
+def _dtype(data_type: Optional[str], not_defined: str, invalid: str, unsupported: str) -> Any:
+    """The numpy dtype of a ``TYPE_X`` name; each way it can be wrong raises its own text
+    (PyTriton words it for where the name stands: an input/output, a warmup input)."""
     if not data_type:
-        raise PyTritonModelConfigError("Data type not defined.")
+        raise PyTritonModelConfigError(not_defined)
     parts = data_type.split("_")
     if len(parts) != 2:
-        raise PyTritonModelConfigError(
-            f"Invalid data type `{data_type}`. The expected name is TYPE_{{type}}."
-        )
+        raise PyTritonModelConfigError(invalid)
     if parts[1] == "STRING":
         return np.bytes_
     # tritonclient's table, as PyTriton uses it (BF16 and BYTES included).
@@ -43,7 +43,7 @@ def _dtype(data_type: Optional[str]) -> Any:
 
     dtype = triton_to_np_dtype(parts[1])
     if dtype is None:
-        raise PyTritonModelConfigError(f"Unsupported data type `{parts[1]}`.")
+        raise PyTritonModelConfigError(unsupported)
     return np.bool_ if dtype is bool else dtype
 
 
@@ -111,20 +111,13 @@ class ModelConfigParser:
         if not name:
             raise PyTritonModelConfigError(f"Name for {io_type} at index {idx} not provided.")
         data_type = _get(item, "data_type")
-        try:
-            dtype = _dtype(data_type)
-        except PyTritonModelConfigError as e:
-            text = str(e)
-            if text.startswith("Data type not defined"):
-                message = f"Data type for {io_type} with name `{name}` not defined."
-            elif text.startswith("Invalid data type"):
-                message = (
-                    f"Invalid data type `{data_type}` for {io_type} with name `{name}` not "
-                    "defined. The expected name is TYPE_{type}."
-                )
-            else:
-                message = f"Unsupported data type `{data_type}` for {io_type} with name `{name}`"
-            raise PyTritonModelConfigError(message) from e
+        dtype = _dtype(
+            data_type,
+            f"Data type for {io_type} with name `{name}` not defined.",
+            f"Invalid data type `{data_type}` for {io_type} with name `{name}` not defined. "
+            "The expected name is TYPE_{type}.",
+            f"Unsupported data type `{data_type}` for {io_type} with name `{name}`",
+        )
         dims = item.get("dims", [])
         if not dims:
             raise PyTritonModelConfigError(
@@ -156,17 +149,12 @@ class ModelConfigParser:
             inputs = {}
             for name, spec in item["inputs"].items():
                 data_type = _get(spec, "data_type")
-                try:
-                    dtype = _dtype(data_type)
-                except PyTritonModelConfigError as e:
-                    text = str(e)
-                    if text.startswith("Data type not defined"):
-                        message = f"Data type for {name} not defined."
-                    elif text.startswith("Invalid data type"):
-                        message = f"Invalid data type `{data_type}` for {name}."
-                    else:
-                        message = f"Unsupported data type `{data_type}` for {name}."
-                    raise PyTritonModelConfigError(message) from e
+                dtype = _dtype(
+                    data_type,
+                    f"Data type for {name} not defined.",
+                    f"Invalid data type `{data_type}` for {name}.",
+                    f"Unsupported data type `{data_type}` for {name}.",
+                )
                 shape = tuple(int(d) for d in spec["dims"])
                 if not shape:
                     raise PyTritonModelConfigError(f"Dimension for {name} not defined.")
