@@ -8,36 +8,24 @@ parameters after PyTriton's, only those in ADDED (docs/pytriton.md says why)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
 import pybackend.pytriton.client as ours
+from integration_support.nvidia_surface import KINDS as _KINDS
+from integration_support.nvidia_surface import NO_DEFAULT as _NO_DEFAULT
+from integration_support.nvidia_surface import Param, root
 
 #: Parameters ours take that PyTriton's do not (all keyword-only, after PyTriton's).
 ADDED = {"access_token"}
 #: Methods PyTriton's clients expose besides the public names.
 DUNDERS = {"__init__", "__enter__", "__exit__", "__aenter__", "__aexit__"}
-_NO_DEFAULT = "<no default>"
-_KINDS = {
-    "posonly": inspect.Parameter.POSITIONAL_ONLY,
-    "arg": inspect.Parameter.POSITIONAL_OR_KEYWORD,
-    "vararg": inspect.Parameter.VAR_POSITIONAL,
-    "kwonly": inspect.Parameter.KEYWORD_ONLY,
-    "kwarg": inspect.Parameter.VAR_KEYWORD,
-}
-
-Param = Tuple[str, Any, Any]  # (name, kind, default)
 
 
 def _source(module: str) -> ast.Module:
-    spec = importlib.util.find_spec("pytriton")  # finds the package without importing it
-    assert spec is not None and spec.submodule_search_locations, "nvidia-pytriton is missing"
-    root = Path(list(spec.submodule_search_locations)[0])
-    return ast.parse((root / module).read_text())
+    return ast.parse((root() / module).read_text())
 
 
 class PyTritonClients:
