@@ -22,7 +22,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -67,8 +66,9 @@ class MemoryLedger {
   ipc::Arena::Block Lend(uint64_t size, const std::vector<ipc::Arena::Block>& held = {}) {
     return arena_.AllocateOrWait(size, held);
   }
-  // The thread that handles the stub's FREEs (the monitor) never waits in Lend.
-  void SetReturningThread() { arena_.set_returning_thread(std::this_thread::get_id()); }
+  // Called on a session's monitor thread: Lend never waits there, whichever the session (it
+  // handles the FREEs that make room in its own; a wait for another's stalls them).
+  static void OnMonitorThread() { ipc::Arena::NeverWaitOnThisThread(); }
   // The first segment, reserved when the instance has loaded (shm-default-byte-size, the
   // instance's whole reservation at load, as the original's one region). Throws
   // ipc::ArenaError.

@@ -14,6 +14,9 @@
 namespace pybackend::ipc {
 namespace {
 
+// Set on the threads that must never wait for blocks (Arena::NeverWaitOnThisThread).
+thread_local bool tl_never_wait = false;
+
 uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 // The original's text when its shared-memory pool cannot grow (spec 7, shared memory);
@@ -198,7 +201,7 @@ Arena::Block Arena::AllocateImpl(uint64_t size, const std::vector<Block>* held) 
 }
 
 bool Arena::MayWaitLocked(uint64_t need, const std::vector<Block>& held) const {
-  if (std::this_thread::get_id() == returning_thread_) return false;
+  if (tl_never_wait) return false;
   if (max_size_ == 0 || need > max_size_) return false;
   // Blocks that may come back: in use, not pinned (a running batch's inputs come back only
   // when it ends) and not the caller's own.
@@ -219,10 +222,7 @@ bool Arena::MayWaitLocked(uint64_t need, const std::vector<Block>& held) const {
   return returnable > own;
 }
 
-void Arena::set_returning_thread(std::thread::id id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  returning_thread_ = id;
-}
+void Arena::NeverWaitOnThisThread() { tl_never_wait = true; }
 
 void Arena::Reserve() {
   std::lock_guard<std::mutex> lock(mu_);

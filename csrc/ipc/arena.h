@@ -19,7 +19,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -83,15 +82,16 @@ class Arena {
   // back (the stub frees inputs once its arrays die), unless waiting cannot help: the block
   // and the blocks in `held` (the caller's own, such as the earlier inputs of the batch it
   // encodes, which cannot come back meanwhile) are over the bound together, every other
-  // block in use is pinned (its batch runs), or this is the thread that returns freed blocks.
+  // block in use is pinned (its batch runs), or this thread never waits (a monitor).
   // The error of a wait that ran out ends in "(after waiting 2 s for blocks in use to come
   // back)". The arena's lock is not held while waiting.
   Block AllocateOrWait(uint64_t size, const std::vector<Block>& held) {
     return AllocateImpl(size, &held);
   }
-  // The thread that handles the stub's FREEs (the session's monitor): it never waits in
-  // Allocate, since the blocks it waits for would come back through itself.
-  void set_returning_thread(std::thread::id id);
+  // This thread never waits in AllocateOrWait, whichever the arena: a session's monitor,
+  // which handles its stub's FREEs and returns its blocks; waiting there for its own memory
+  // waits for itself, for another session's it stalls its own (whose stub then waits).
+  static void NeverWaitOnThisThread();
   // Reserves the first segment now (shm-default-byte-size, at load) unless one exists.
   // Throws ArenaError as Allocate does.
   void Reserve();
@@ -151,7 +151,6 @@ class Arena {
   std::chrono::milliseconds idle_release_;
   std::condition_variable freed_;  // a block came back while allocations wait (waiters_)
   int waiters_ = 0;
-  std::thread::id returning_thread_;
   std::vector<uint32_t> dropped_;  // announced segments dropped by DropEmptyLocked
   uint32_t next_id_ = 0;
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;

@@ -6,7 +6,11 @@ eight concurrent 6 MiB requests under a 16 MiB bound failed at once (`no shared 
 input 'IN' ... does not fit under the shared-memory limit`), though the stub returns each
 block as soon as its thread drops it. What can never fit still fails at once: a block larger
 than the bound, and inputs of one request that together exceed it (the blocks that could
-come back are that request's own, which the instance thread holds while it waits)."""
+come back are that request's own, which the instance thread holds while it waits).
+
+BLS outputs land in the caller's backend arena and wait the same way, except on a monitor
+thread (a decoupled callee's responses are written there): it handles its own instance's
+FREEs, and waiting would stall them."""
 
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ WAITED = "(after waiting 2 s for blocks in use to come back)"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
-    with start(["hold_inputs"], backend_config=[("shm-max-byte-size", str(CAP))]) as s:
+    models = ["hold_inputs", "big_identity", "bls_threads"]
+    with start(models, backend_config=[("shm-max-byte-size", str(CAP))]) as s:
         yield s
 
 
@@ -95,3 +100,14 @@ def test_blocks_that_do_not_come_back_in_time_fail_after_the_wait(server: Any) -
     # The instance keeps serving.
     served, errors = _requests(server, [{"IN": np.full(10 * MiB, 9, np.uint8)}])
     assert not errors and list(served[0]) == [10 * MiB, 9, 0]
+
+
+def test_concurrent_bls_outputs_beyond_the_bound_are_served(server: Any, http: Any) -> None:
+    """4 threads of the caller each get a 6 MiB BLS output (24 MiB under a 16 MiB bound) and
+    hold it 300 ms: the callee's later outputs wait for the earlier ones to be dropped."""
+    import tritonclient.http as httpclient
+
+    inp = httpclient.InferInput("N", [2], "INT64")
+    inp.set_data_from_numpy(np.array([4, 6 * MiB], np.int64))
+    result = http(server).infer("bls_threads", [inp])
+    assert list(result.as_numpy("OK")) == [4]
