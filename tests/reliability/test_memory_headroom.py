@@ -29,13 +29,18 @@ REFUSED = (
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def fake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fake_root")
     (root / "proc").mkdir()
     (root / "proc" / "meminfo").write_text(
         f"MemTotal: 67108864 kB\nMemFree: 1024 kB\nMemAvailable: {AVAILABLE // 1024} kB\n"
     )
-    with start(["big_identity"], env={"PYBACKEND_CGROUP_ROOT": str(root)}) as s:
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(fake_root: Path) -> Iterator[Any]:
+    with start(["big_identity"], env={"PYBACKEND_CGROUP_ROOT": str(fake_root)}) as s:
         yield s
 
 
@@ -63,6 +68,26 @@ def test_an_output_larger_than_the_memory_left_is_refused(server: Any, http: Any
     _, served_by = big_infer(client, np.ones(16, np.uint8), grow=2 * MiB)
     assert served_by == pid
     assert server.is_alive()
+
+
+def test_a_reservation_refused_at_load_is_a_warning(fake_root: Path, http: Any) -> None:
+    """The instance reserves shm-default-byte-size at load; where the memory left refuses
+    it, the load goes on (as the original's sparse region does) with a warning, and the
+    requests that need it fail with the figures."""
+    with start(
+        ["big_identity"],
+        env={"PYBACKEND_CGROUP_ROOT": str(fake_root)},
+        backend_config=[("shm-default-byte-size", str(48 * MiB))],
+    ) as server:
+        log = server.log_text()
+        assert "could not reserve shm-default-byte-size (50331648 bytes) of shared memory" in log
+        assert REFUSED in log
+        client = http(server)
+        with pytest.raises(InferenceServerException) as info:
+            big_infer(client, np.ones(2 * MiB, np.uint8))
+        assert REFUSED in str(info.value)
+        out, _ = big_infer(client, np.ones(16, np.uint8))  # inline: no shared memory
+        assert out.nbytes == 16
 
 
 def test_a_cgroup_limit_below_the_free_memory_bounds_it(tmp_path: Path, monkeypatch: Any) -> None:
