@@ -58,6 +58,15 @@ def original_surface(server, feature_repository) -> Surface:
         return read_surface(original)
 
 
+# Names of the original that ours leaves out on purpose, and why.
+OMITTED = {
+    "c module.async_event_future_done_callback": (
+        "the original stub's own callback for the futures of its event loop (async execute); "
+        "model code never calls it, and ours runs coroutines without it"
+    ),
+}
+
+
 def missing_names(original: Surface, this: Surface) -> list[str]:
     missing = []
     for section, names in sorted(original.items()):
@@ -66,7 +75,7 @@ def missing_names(original: Surface, this: Surface) -> list[str]:
             missing.append(f"{section}: the whole section")
             continue
         for name, kind in sorted(names.items()):
-            if ours.get(name) != kind:
+            if ours.get(name) != kind and f"{section}.{name}" not in OMITTED:
                 missing.append(f"{section}.{name}: original {kind}, this {ours.get(name)}")
     return missing
 
@@ -81,6 +90,12 @@ def test_the_surface_is_read(original_surface: Surface) -> None:
 def test_no_public_name_of_the_original_is_missing(server, original_surface: Surface) -> None:
     missing = missing_names(original_surface, read_surface(server))
     assert not missing, f"{len(missing)} names differ:\n" + "\n".join(missing)
+
+
+def test_omissions_are_current(original_surface: Surface) -> None:
+    for entry in OMITTED:
+        section, name = entry.split(".", 1)
+        assert name in original_surface.get(section, {}), f"{entry} is no longer the original's"
 
 
 def test_the_comparison_sees_a_difference(original_surface: Surface) -> None:

@@ -35,7 +35,9 @@ def surface(obj):
 
 class TritonPythonModel:
     def execute(self, requests):
-        table = {"module": surface(pb_utils)}
+        import c_python_backend_utils  # the original's C++ module, which some models import
+
+        table = {"module": surface(pb_utils), "c module": surface(c_python_backend_utils)}
         for name, value in surface(pb_utils).items():
             if value == "class":
                 table["class " + name] = surface(getattr(pb_utils, name))
