@@ -149,7 +149,8 @@ GIB_AVAILABLE = 1 << 30
         ),
         # The path not there under the mount (the container's cgroup mounted there): the mount.
         ("0::/elsewhere/ctr", {"memory.max": "16777216"}, 16 * MiB),
-        # v1: the memory controller's line; the limit on our own or only on the parent slice.
+        # v1: the memory controller's line; Docker's container cgroup mounted at the mount
+        # point, or the limit only on the parent (a systemd slice).
         ("4:memory:/docker/abc", {"memory/memory.limit_in_bytes": "33554432"}, 32 * MiB),
         (
             "4:memory:/system.slice/app.service\n3:cpu,cpuacct:/system.slice/app.service",
@@ -160,7 +161,7 @@ GIB_AVAILABLE = 1 << 30
             24 * MiB,
         ),
     ],
-    ids=["v2-own", "v2-none", "v2-parent", "v2-grandparent", "v2-mounted", "v1-own", "v1-parent"],
+    ids=["v2-own", "v2-none", "v2-parent", "v2-grandpa", "v2-mounted", "v1-docker", "v1-parent"],
 )
 def test_the_smallest_cgroup_limit_bounds_it(
     tmp_path: Path, monkeypatch: Any, cgroup: str, files: dict[str, str], headroom: int
