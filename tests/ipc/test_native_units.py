@@ -3,8 +3,9 @@ of every test run: csrc/tests/ipc_test.cc (codec, arena, channel, JSON, parallel
 csrc/tests/cgroup_test.cc (the cgroup reader: the CPU limit and the memory headroom, over a
 cgroup's ancestors, v2 and v1), csrc/tests/ledger_test.cc (MemoryLedger's state transitions:
 lent blocks pinned and freed, the stub's blocks returned, device holds and IPC mappings on a
-fake libcuda.so.1, teardown) and csrc/tests/bls_cycles_test.cc (which blocking BLS calls the
-cycle registry refuses)."""
+fake libcuda.so.1, teardown), csrc/tests/bls_cycles_test.cc (which blocking BLS calls the
+cycle registry refuses) and csrc/tests/backend_config_test.cc (every --backend-config setting
+and the texts of the values it refuses)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from native_build import build_native_target
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
-@pytest.mark.parametrize("target", ["ipc_test", "cgroup_test", "ledger_test", "bls_cycles_test"])
+@pytest.mark.parametrize(
+    "target", ["ipc_test", "cgroup_test", "ledger_test", "bls_cycles_test", "backend_config_test"]
+)
 def test_native_units(tmp_path: Path, target: str) -> None:
     program = build_native_target(tmp_path, target)
     run = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
