@@ -5,31 +5,14 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 
 #include "backend/error.h"
-#include "backend/json.h"
 #include "backend/logging.h"
 
 namespace pybackend {
 namespace {
-
-int64_t ParseInt(const std::string& key, const std::string& value) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size()) {
-    Throw(TRITONSERVER_ERROR_INVALID_ARG,
-          "backend config '" + key + "' must be an integer, got '" + value + "'");
-  }
-  return v;
-}
 
 std::string RealPath(const std::string& p) {
   char buf[PATH_MAX];
@@ -58,168 +41,7 @@ std::string Trim(std::string s) {
 
 void AnchorForDladdr() {}
 
-// The longest wait a seconds setting may ask for: the backend's waits take milliseconds as an
-// int (poll, the socket sends), so more would wrap around to a negative or a short bound, and
-// 10^10 s would already overflow a steady_clock deadline. 2147483 s is about 24.8 days.
-constexpr int64_t kMaxWaitSeconds = 2147483;
-
-// A seconds setting the original accepts at any positive size (stub-timeout-seconds is even
-// unused there): an operator who means "never" writes a row of nines. Clamped, with a warning.
-int64_t ClampSeconds(const std::string& key, int64_t n) {
-  if (n <= kMaxWaitSeconds) return n;
-  PB_LOG_WARN("backend config " + key + "=" + std::to_string(n) +
-              " is longer than the longest wait the Python backend can keep (" +
-              std::to_string(kMaxWaitSeconds) + " s, about 24 days); using " +
-              std::to_string(kMaxWaitSeconds) + " s");
-  return kMaxWaitSeconds;
-}
-
-// Keys Triton's core puts into every backend's config (tritonserver --backend-directory, ...).
-bool IsGlobalKey(const std::string& key) {
-  return key == "auto-complete-config" || key == "backend-directory" ||
-         key == "min-compute-capability" || key == "default-max-batch-size";
-}
-
-// The original ignores keys it does not know, so we do too; but a misspelt key (the queue
-// size's underscores, a hyphen for an underscore) silently does nothing, so say so.
-void WarnUnknownKey(const std::string& key) {
-  static const char* const kKnown[] = {"shm-default-byte-size",  "shm-growth-byte-size",
-                                       "shm-max-byte-size",      "stub-timeout-seconds",
-                                       "shm_message_queue_size", "thread-pool-size",
-                                       "shm-region-prefix-name", "python-executable",
-                                       "inline-threshold",       "ipc-spin-us",
-                                       "execute-spin-us",        "execute-timeout-seconds",
-                                       "stub-restart",           "ipc-lane",
-                                       "instance-metrics",       "stub-restart-max-backoff-seconds",
-                                       "thread-budget"};
-  auto fold = [](std::string s) {
-    for (char& ch : s) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(ch));
-    return s;
-  };
-  std::string hint;
-  for (const char* known : kKnown) {
-    if (fold(known) == fold(key)) hint = std::string("; did you mean '") + known + "'?";
-  }
-  PB_LOG_WARN("backend config '" + key + "' is not a setting of the Python backend and is ignored" +
-              hint + " (the settings are listed in pybackend's csrc/README.md)");
-}
-
 }  // namespace
-
-void ParseBackendConfig(const std::string& json_text, BackendConfig* c) {
-  json::Value doc;
-  try {
-    doc = json::Value::Parse(json_text);
-  } catch (const json::ParseError& e) {
-    Throw(TRITONSERVER_ERROR_INVALID_ARG, std::string("backend config: ") + e.what());
-  }
-  const json::Value* cmdline = doc.Find("cmdline");
-  if (cmdline == nullptr || !cmdline->is_object()) return;
-  for (const auto& [key, v] : cmdline->members()) {
-    std::string value = v.is_string() ? v.AsString() : v.Dump();
-    if (key == "shm-default-byte-size") {
-      int64_t n = ParseInt(key, value);
-      // The check is 1 MiB; the text says 4 MiB. Both are what the original does.
-      if (n < (1 << 20)) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG, "shm-default-byte-size can't be smaller than 4 MiBs");
-      }
-      c->shm_default_byte_size = static_cast<uint64_t>(n);
-    } else if (key == "shm-growth-byte-size") {
-      int64_t n = ParseInt(key, value);
-      if (n <= 0) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "shm-growth-byte-size can't be smaller than or equal to zero.");
-      }
-      c->shm_growth_byte_size = static_cast<uint64_t>(n);
-    } else if (key == "shm-max-byte-size") {
-      int64_t n = ParseInt(key, value);
-      if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, "shm-max-byte-size can't be negative.");
-      c->shm_max_byte_size = static_cast<uint64_t>(n);
-    } else if (key == "stub-timeout-seconds") {
-      int64_t n = ParseInt(key, value);
-      if (n <= 0) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "stub-timeout-seconds can't be smaller than or equal to zero.");
-      }
-      c->stub_timeout_seconds = ClampSeconds(key, n);
-    } else if (key == "shm_message_queue_size") {
-      c->shm_message_queue_size = ParseInt(key, value);
-    } else if (key == "thread-pool-size") {
-      int64_t n = ParseInt(key, value);
-      if (n < 1) Throw(TRITONSERVER_ERROR_INVALID_ARG, "thread-pool-size can't be less than 1.");
-      c->thread_pool_size = n;
-    } else if (key == "shm-region-prefix-name") {
-      if (value.empty()) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "shm-region-prefix-name must at least contain one character.");
-      }
-      c->shm_region_prefix = value;
-    } else if (key == "python-executable") {
-      c->python_executable = value;
-    } else if (key == "inline-threshold") {
-      int64_t n = ParseInt(key, value);
-      if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, "inline-threshold can't be negative.");
-      c->inline_threshold = static_cast<uint64_t>(n);
-    } else if (key == "ipc-spin-us" || key == "execute-spin-us") {
-      // execute-spin-us: the earlier name, from when only the backend's side polled.
-      if (value == "auto") {
-        c->ipc_spin_us = kLaneSpinAuto;
-      } else {
-        int64_t n = ParseInt(key, value);
-        if (n < 0 || n > 1000000) {
-          Throw(TRITONSERVER_ERROR_INVALID_ARG,
-                key + " must be \"auto\" or between 0 and 1000000 (microseconds, 0 = off).");
-        }
-        c->ipc_spin_us = n;
-      }
-    } else if (key == "execute-timeout-seconds") {
-      int64_t n = ParseInt(key, value);
-      if (n < 0) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
-      }
-      c->execute_timeout_seconds = ClampSeconds(key, n);
-    } else if (key == "stub-restart" || key == "ipc-lane" || key == "instance-metrics") {
-      bool on;
-      if (value == "true" || value == "1" || value == "yes" || value == "on") {
-        on = true;
-      } else if (value == "false" || value == "0" || value == "no" || value == "off") {
-        on = false;
-      } else {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "backend config '" + key + "' must be true or false, got '" + value + "'");
-      }
-      (key == "stub-restart" ? c->stub_restart
-       : key == "ipc-lane"   ? c->ipc_lane
-                             : c->instance_metrics) = on;
-    } else if (key == "stub-restart-max-backoff-seconds") {
-      int64_t n = ParseInt(key, value);
-      if (n <= 0) {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "stub-restart-max-backoff-seconds can't be smaller than or equal to zero.");
-      }
-      c->stub_restart_max_backoff_ms = ClampSeconds(key, n) * 1000;
-    } else if (key == "thread-budget") {
-      if (value == "true" || value == "1" || value == "yes" || value == "on") {
-        c->thread_budget = true;
-      } else if (value == "false" || value == "0" || value == "no" || value == "off") {
-        c->thread_budget = false;
-      } else {
-        Throw(TRITONSERVER_ERROR_INVALID_ARG,
-              "backend config 'thread-budget' must be true or false, got '" + value + "'");
-      }
-    } else if (key == "backend-directory") {
-      c->backend_directory = value;
-    } else if (!IsGlobalKey(key)) {
-      WarnUnknownKey(key);
-    }
-  }
-  if (c->shm_max_byte_size != 0 && c->shm_max_byte_size < c->shm_default_byte_size) {
-    Throw(TRITONSERVER_ERROR_INVALID_ARG,
-          "shm-max-byte-size (" + std::to_string(c->shm_max_byte_size) +
-              ") must be 0 (no limit) or at least shm-default-byte-size (" +
-              std::to_string(c->shm_default_byte_size) + ")");
-  }
-}
 
 std::unique_ptr<BackendState> BackendState::Create(TRITONBACKEND_Backend* backend) {
   auto state = std::make_unique<BackendState>();

@@ -99,6 +99,25 @@ std::set<InstanceKey> CanFree() {
   return free;
 }
 
+// Under g_mu, the common answer without CanFree's fixpoint: the callee has an instance that
+// can leave execute on its own (idle, or busy but not blocked in a call of its own), or is a
+// model that is not ours, or is being reloaded. Each of these puts the new call's caller in
+// CanFree's set (the call then has an instance that will take it), so the result is the same;
+// only a callee whose every instance is blocked needs the whole registry walked.
+bool CalleeHasFreeInstance(const Call& call) {
+  auto model = g_models.find(call.callee);
+  if (model == g_models.end() || model->second.empty()) return true;
+  for (const auto& [name, inst] : model->second) {
+    if (inst->busy == 0 || inst->loaded > 1) return true;
+  }
+  size_t blocked = 0;
+  for (const auto& [id, other] : g_calls) {
+    if (other.blocking && other.caller.first == call.callee) ++blocked;
+  }
+  // Each blocked instance has one blocking call at a time (its execute thread waits on it).
+  return blocked < model->second.size();
+}
+
 std::string Join(const std::vector<std::string>& models) {
   std::string out;
   for (const std::string& m : models) out += (out.empty() ? "" : " -> ") + m;
@@ -267,7 +286,7 @@ std::string Begin(const CallInfo& info) {
   g_calls[info.call] = call;
   g_by_request[info.callee_request] = info.call;
   g_in_flight = g_calls.size();
-  if (!info.blocking || !known_caller) return "";
+  if (!info.blocking || !known_caller || CalleeHasFreeInstance(call)) return "";
   std::set<InstanceKey> free = CanFree();
   if (free.count(call.caller) != 0) return "";
   std::string refusal = Refusal(call, Cycle(call, free));

@@ -14,7 +14,8 @@
 namespace pybackend::ipc {
 
 // Bytes of memory a new segment may reserve: MemAvailable of /proc/meminfo, and no more than
-// the memory limit of this process's cgroup (v2 memory.max, v1 memory.limit_in_bytes). Only
+// the smallest memory limit of this process's cgroup and its ancestors (v2 memory.max, v1
+// memory.limit_in_bytes; ipc/cgroup.h), so a pod's or slice's limit above ours counts. Only
 // the limit itself, not its headroom: a cgroup's usage counts page cache the kernel reclaims.
 // UINT64_MAX when nothing is known. `why` (if not null) says which figure bounds it.
 uint64_t MemoryHeadroom(std::string* why);

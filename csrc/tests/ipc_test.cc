@@ -1,6 +1,7 @@
 // Unit tests for the parts of the backend that do not need a Triton server: the codec, the
 // arena allocator, peer segments, the channel (SCM_RIGHTS, FLAG_INDIRECT), the JSON value, the
-// parallel copy, the cgroup CPU limit and the sync spin (its decision and the lane's poll).
+// parallel copy and the sync spin (its decision and the lane's poll); the cgroup limits are
+// in cgroup_test.cc.
 // Plain asserts with messages; run by ctest (cmake -DPYBACKEND_BUILD_TESTS=ON).
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -9,13 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "backend/cores.h"
 #include "backend/json.h"
 #include "backend/lane_spin.h"
 #include "backend/parallel_copy.h"
@@ -296,77 +295,6 @@ static void TestParallelCopy() {
   for (int b : bad) EXPECT(b == 0);
 }
 
-// A fake filesystem root for CgroupCpuLimit: `cgroup` is the text of /proc/self/cgroup, each
-// pair a file under sys/fs/cgroup and its text; the directories between are made.
-static std::string FakeCgroupRoot(const std::string& cgroup,
-                                  const std::vector<std::pair<std::string, std::string>>& files) {
-  char tmpl[] = "/tmp/pybackend_cgroup_XXXXXX";
-  std::string root = mkdtemp(tmpl);
-  auto write = [&](const std::string& rel, const std::string& text) {
-    std::filesystem::path file = root + "/" + rel;
-    std::filesystem::create_directories(file.parent_path());
-    FILE* f = std::fopen(file.c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  };
-  write("proc/self/cgroup", cgroup);
-  for (const auto& [rel, text] : files) write("sys/fs/cgroup/" + rel, text);
-  return root;
-}
-
-static int LimitOf(const std::string& cgroup,
-                   const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string root = FakeCgroupRoot(cgroup, files);
-  int limit = CgroupCpuLimit(root);
-  std::filesystem::remove_all(root);
-  return limit;
-}
-
-// Kubernetes and Docker CPU limits are CFS quotas: cgroup v2 cpu.max, v1 cpu.cfs_quota_us.
-static void TestCgroupCpuLimit() {
-  const std::string pod = "0::/kubepods/pod1/ctr\n";
-  // v2, no quota anywhere; a missing /proc/self/cgroup; a cgroup without the cpu controller.
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cpu.max", "max 100000\n"}}) == 0);
-  EXPECT(CgroupCpuLimit("/nonexistent/pybackend") == 0);
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cgroup.procs", "1\n"}}) == 0);
-  // v2 quotas round up: 1.5 CPUs is 2 threads' worth, 0.5 CPU still 1.
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cpu.max", "150000 100000\n"}}) == 2);
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cpu.max", "200000 100000\n"}}) == 2);
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cpu.max", "50000 100000\n"}}) == 1);
-  // Nested: the pod's limit above an unlimited container applies; the smallest one wins.
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/cpu.max", "300000 100000\n"},
-                       {"kubepods/pod1/ctr/cpu.max", "max 100000\n"}}) == 3);
-  EXPECT(LimitOf(pod, {{"cpu.max", "max 100000\n"},
-                       {"kubepods/cpu.max", "400000 100000\n"},
-                       {"kubepods/pod1/cpu.max", "800000 100000\n"},
-                       {"kubepods/pod1/ctr/cpu.max", "600000 100000\n"}}) == 4);
-  // A cgroup namespace ("0::/"): the mount is our own cgroup.
-  EXPECT(LimitOf("0::/\n", {{"cpu.max", "250000 100000\n"}}) == 3);
-  // The path does not exist under the mount (the container's cgroup mounted at its root).
-  EXPECT(LimitOf(pod, {{"cpu.max", "100000 100000\n"}}) == 1);
-  // Nonsense is no limit.
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cpu.max", "lots 100000\n"}}) == 0);
-  EXPECT(LimitOf(pod, {{"kubepods/pod1/ctr/cpu.max", "100000 0\n"}}) == 0);
-  // v1: the cpu controller's hierarchy, under its joined name; -1 is no quota.
-  const std::string v1 = "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n";
-  EXPECT(LimitOf(v1, {{"cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "-1\n"},
-                      {"cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n"}}) == 0);
-  EXPECT(LimitOf(v1, {{"cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "250000\n"},
-                      {"cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n"}}) == 3);
-  EXPECT(LimitOf(v1, {{"cpu,cpuacct/docker/cpu.cfs_quota_us", "100000\n"},
-                      {"cpu,cpuacct/docker/cpu.cfs_period_us", "50000\n"},
-                      {"cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "-1\n"},
-                      {"cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n"}}) == 2);
-  // v1 with the controller mounted alone as "cpu"; the memory controller's path is not used.
-  EXPECT(LimitOf("3:memory:/m\n2:cpu:/c\n", {{"cpu/c/cpu.cfs_quota_us", "400000\n"},
-                                             {"cpu/c/cpu.cfs_period_us", "100000\n"},
-                                             {"memory/m/cpu.cfs_quota_us", "100000\n"},
-                                             {"memory/m/cpu.cfs_period_us", "100000\n"}}) == 4);
-  // The usable cores are at least 1 and never more than the affinity allows.
-  int cores = UsableCores();
-  EXPECT(cores >= 1 && cores <= static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 // Cores x instances -> spin or not, and the ipc-spin-us knob over both.
 static void TestLaneSpinDecision() {
   // Auto: at least kLaneSpinMinCores (4) usable cores per instance.
@@ -414,7 +342,6 @@ int main() {
   TestChannel();
   TestJson();
   TestParallelCopy();
-  TestCgroupCpuLimit();
   TestLaneSpinDecision();
   TestLaneSpin();
   if (g_failures == 0) std::printf("ipc_test: all passed\n");

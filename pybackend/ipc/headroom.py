@@ -9,63 +9,34 @@ larger than what is left is refused first, with the figures.
 
 from __future__ import annotations
 
-import os
 from typing import Optional, Tuple
+
+from .cgroup import NO_LIMIT, cgroup_root, read_cgroup_number, smallest_cgroup_limit
 
 #: Smaller segments are not checked: they cannot kill anything, and skip reading /proc.
 CHECK_FROM = 8 << 20
-_UNKNOWN = (1 << 64) - 1
-
-
-def _root() -> str:
-    # PYBACKEND_CGROUP_ROOT: the test hook of csrc/backend/cores.cc, a fake tree for "/".
-    return os.environ.get("PYBACKEND_CGROUP_ROOT", "")
-
-
-def _read_number(path: str) -> int:
-    try:
-        with open(path) as f:
-            text = f.read().strip()
-        return _UNKNOWN if text == "max" else int(text)
-    except (OSError, ValueError):
-        return _UNKNOWN
 
 
 def _mem_available() -> int:
     try:
-        with open(_root() + "/proc/meminfo") as f:
+        with open(cgroup_root() + "/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return _UNKNOWN
+    return NO_LIMIT
 
 
 def _cgroup_limit() -> int:
-    """The memory limit of our own cgroup (v2 memory.max, v1 memory.limit_in_bytes); where
-    our path is not there (a container's cgroup mounted at the mount point), the mount's."""
-    limit = _UNKNOWN
-    try:
-        with open(_root() + "/proc/self/cgroup") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return limit
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            base, name = _root() + "/sys/fs/cgroup", "memory.max"
-        elif "memory" in parts[1].split(","):
-            base, name = _root() + "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
-        else:
-            continue
-        own = _read_number(f"{base}{parts[2].rstrip('/')}/{name}")
-        if own == _UNKNOWN:
-            own = _read_number(f"{base}/{name}")
-        limit = min(limit, own)
-    return limit
+    """The smallest memory limit of our cgroup and its ancestors (v2 memory.max, v1
+    memory.limit_in_bytes), so a pod's or slice's limit above ours counts."""
+    return smallest_cgroup_limit(
+        cgroup_root(),
+        "memory",
+        lambda d: read_cgroup_number(d + "/memory.max"),
+        lambda d: read_cgroup_number(d + "/memory.limit_in_bytes"),
+    )
 
 
 def memory_headroom() -> Tuple[int, str]:

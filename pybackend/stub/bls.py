@@ -17,7 +17,6 @@ backend's monitor thread, the reader thread and a queue between two Python threa
 from __future__ import annotations
 
 import itertools
-import logging
 import queue
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
@@ -138,11 +137,7 @@ class ResponseIterator:
             f"before its final one, as Triton's original Python backend does: "
             f"{error.message() if error is not None else ''}"
         )
-        state = getattr(self._call.client, "state", None)
-        if state is not None:
-            state.log.here(WARNING, text)
-        else:  # the offline harness's fake calls
-            logging.getLogger("pybackend.testing").warning(text)
+        self._call.client.warn(text)
 
     # pybackend extension: `async for` waits for each response without blocking the event
     # loop, so other coroutines of the instance keep running while a stream trickles in.
@@ -198,6 +193,10 @@ class BlsClient:
         self._lock = threading.Lock()
         state.handlers[MessageKind.BLS_RESPONSE] = self._on_response
         state.dead_hooks.append(self._fail_all)
+
+    def warn(self, text: str) -> None:
+        """A warning about a call, in the server's log as the model's own would be."""
+        self.state.log.here(WARNING, text)
 
     # ------------------------------------------------------------------ API
 

@@ -4,6 +4,7 @@ ResponseIterator (responses as they come, iterable again once finished, ``async 
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, List, Optional
 
 from ..stub.bls import ResponseIterator, _Call
@@ -40,7 +41,8 @@ def fake_answer(fake: Callable[[Any], Any], request: Any) -> List[InferenceRespo
 
 
 class _Canceller:
-    """Stands in for the stub's BLS client, whose cancel(cid) asks the backend."""
+    """Stands in for the stub's BLS client, whose cancel(cid) asks the backend and whose warn()
+    writes to the server's log."""
 
     def __init__(self, cancel: Optional[Callable[[], None]]) -> None:
         self._cancel = cancel
@@ -48,6 +50,9 @@ class _Canceller:
     def cancel(self, cid: int) -> None:
         if self._cancel is not None:
             self._cancel()
+
+    def warn(self, text: str) -> None:
+        logging.getLogger("pybackend.testing").warning(text)
 
 
 class BlsResponses(ResponseIterator):

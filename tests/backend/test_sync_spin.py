@@ -23,6 +23,7 @@ import tritonclient.http as httpclient
 from integration_support import EXAMPLES_REPOSITORY
 from integration_support.bls_pipeline import BLS_PIPELINE_MODELS, check_bls_pipeline
 from integration_support.echo_model import write_echo_repository
+from integration_support.fake_cgroup import fake_cgroup_root
 from pybackend.server import ServerError, TritonServer
 
 CORES = len(os.sched_getaffinity(0))  # the server inherits the test's affinity
@@ -46,14 +47,6 @@ class TritonPythonModel:
         out = np.array([seen], dtype=object)
         return [pb_utils.InferenceResponse([pb_utils.Tensor("SPIN", out)]) for _ in requests]
 """
-
-
-def fake_cgroup(root: Path, cpu_max: str) -> Path:
-    (root / "proc/self").mkdir(parents=True)
-    (root / "proc/self/cgroup").write_text("0::/ctr\n")
-    (root / "sys/fs/cgroup/ctr").mkdir(parents=True)
-    (root / "sys/fs/cgroup/ctr/cpu.max").write_text(cpu_max + "\n")
-    return root
 
 
 def probe_repository(root: Path, instances: int) -> Path:
@@ -85,7 +78,8 @@ def stub_spin(server: TritonServer) -> str:
 def test_auto_decides_from_the_cores_and_tells_the_stub(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_max: str, instances: int
 ) -> None:
-    monkeypatch.setenv("PYBACKEND_CGROUP_ROOT", str(fake_cgroup(tmp_path / "cg", cpu_max)))
+    root = fake_cgroup_root(tmp_path / "cg", "0::/ctr", {"ctr/cpu.max": cpu_max})
+    monkeypatch.setenv("PYBACKEND_CGROUP_ROOT", str(root))
     monkeypatch.setenv("PYBACKEND_STUB_SPIN_US", "777")  # the backend's decision overrides it
     cores = CORES if cpu_max.startswith("max") else 1
     on = cores // instances >= 4

@@ -18,6 +18,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from integration_support.fake_cgroup import fake_cgroup_root
 from pybackend.server import TritonServer
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -44,18 +45,6 @@ def config(count: int, budget: str | None = None) -> str:
     return json.dumps(doc)
 
 
-def fake_cgroup(root: Path, cpu_max: dict[str, str]) -> Path:
-    """A filesystem root whose /proc/self/cgroup puts the process in the cgroup v2
-    /kubepods/pod1/ctr, with `cpu_max` the cpu.max files of that cgroup and its ancestors
-    (relative to /sys/fs/cgroup)."""
-    (root / "proc/self").mkdir(parents=True)
-    (root / "proc/self/cgroup").write_text("0::/kubepods/pod1/ctr\n")
-    (root / "sys/fs/cgroup/kubepods/pod1/ctr").mkdir(parents=True)
-    for directory, text in cpu_max.items():
-        (root / "sys/fs/cgroup" / directory / "cpu.max").write_text(text + "\n")
-    return root
-
-
 def start(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -64,7 +53,11 @@ def start(
 ) -> TritonServer:
     for name in VARIABLES:  # whatever the test runner has set must not leak into the server
         monkeypatch.delenv(name, raising=False)
-    cgroup = fake_cgroup(tmp_path / "cgroup", cpu_max or {"kubepods/pod1/ctr": "max 100000"})
+    # In the cgroup v2 /kubepods/pod1/ctr, unlimited unless `cpu_max` (cgroup -> its cpu.max
+    # text, relative to /sys/fs/cgroup) sets a limit on it or an ancestor.
+    limits = {"kubepods/pod1/ctr": "max 100000", **(cpu_max or {})}
+    files = {f"{directory}/cpu.max": text for directory, text in limits.items()}
+    cgroup = fake_cgroup_root(tmp_path / "cgroup", "0::/kubepods/pod1/ctr", files)
     monkeypatch.setenv("PYBACKEND_CGROUP_ROOT", str(cgroup))
     repo = tmp_path / "models"
     shutil.copytree(MODELS, repo)
