@@ -1,10 +1,10 @@
 """Requests whose inputs each fit under shm-max-byte-size but together exceed it are served:
 the backend's arena waits (bounded) for input blocks the stub still holds to come back, as
 the stub's arena does for outputs (test_bounded_stream.py). Found by the operator probe:
-with a decoupled model whose threads hold their inputs a moment after execute, the third of
-eight concurrent 6 MiB requests under a 16 MiB bound failed at once (`no shared memory for
-input 'IN' ... does not fit under the shared-memory limit`), though the stub returns each
-block as soon as its thread drops it. What can never fit still fails at once: a block larger
+with a decoupled model whose threads hold their inputs a moment after execute, 6 of 8
+concurrent 6 MiB requests under a 16 MiB bound failed at once (`no shared memory for input
+'IN' (6291456 bytes) ... 12582912 in use`), though the stub returns each block as soon as
+its thread drops it. What can never fit still fails at once: a block larger
 than the bound, and inputs of one request that together exceed it (the blocks that could
 come back are that request's own, which the instance thread holds while it waits).
 
