@@ -76,6 +76,18 @@ std::shared_ptr<StubSession> InstanceState::StartSession() {
              "). Fix the error above, then load the model again.";
     Throw(TRITONSERVER_ERROR_INTERNAL, error);
   }
+  try {
+    // The instance's reservation at load, as the original's one region per stub: our first
+    // segment (the stub makes its own segments only as outputs need them).
+    session->ledger().Reserve();
+  } catch (const ipc::ArenaError& e) {
+    // Not fatal: the original only truncates its region to that size (pages come on first
+    // touch), so its load does not fail on memory either. The first request that needs
+    // shared memory tries again and fails with the figures if it still cannot.
+    PB_LOG_WARN(session->log_prefix() + "could not reserve shm-default-byte-size (" +
+                std::to_string(model->backend->config.shm_default_byte_size) +
+                " bytes) of shared memory at load: " + e.what());
+  }
   if (const json::Value* v = reply.Find("has_is_ready"); v != nullptr && v->is_bool()) {
     has_is_ready = v->AsBool();
   }

@@ -59,8 +59,20 @@ class MemoryLedger {
   ipc::PendingFrees* returns() { return &returns_; }
 
   // ---------------------------------------------------------- our arena, lent to the stub
-  // A block for the stub (throws ipc::ArenaError when none fits).
-  ipc::Arena::Block Lend(uint64_t size) { return arena_.Allocate(size); }
+  // A block for the stub (throws ipc::ArenaError when none fits). Over shm-max-byte-size it
+  // waits (bounded) for blocks the stub holds to come back, unless `held` (blocks the caller
+  // was lent and has not handed over yet, such as its batch's earlier inputs) is all there
+  // is (ipc::Arena::AllocateOrWait).
+  ipc::Arena::Block Lend(uint64_t size, const std::vector<ipc::Arena::Block>& held = {}) {
+    return arena_.AllocateOrWait(size, held);
+  }
+  // Called on a session's monitor thread: Lend never waits there, whichever the session (it
+  // handles the FREEs that make room in its own; a wait for another's stalls them).
+  static void OnMonitorThread() { ipc::Arena::NeverWaitOnThisThread(); }
+  // The first segment, reserved when the instance has loaded (shm-default-byte-size, the
+  // instance's whole reservation at load, as the original's one region). Throws
+  // ipc::ArenaError.
+  void Reserve() { arena_.Reserve(); }
   // A lent block never handed over (the message naming it did not go out).
   void Reclaim(uint32_t seg, uint64_t offset) { arena_.Free(seg, offset); }
   // A batch that never went out: its blocks and device memory come back at once.

@@ -35,6 +35,7 @@ void Monitor::Start() {
   last_periodic_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] {
     NameThisThread("pb_monitor");
+    MemoryLedger::OnMonitorThread();  // the FREEs it handles are what Lend waits for
     Run();
   });
 }

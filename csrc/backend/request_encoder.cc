@@ -117,7 +117,8 @@ void EncodeInput(ipc::ExecuteEncoder& enc, TRITONBACKEND_Input* input, EncodeCon
   } else {
     ipc::Arena::Block b;
     try {
-      b = ctx.ledger->Lend(byte_size);
+      // The batch's earlier inputs cannot come back while it waits for room.
+      b = ctx.ledger->Lend(byte_size, ctx.loan.blocks);
     } catch (const ipc::ArenaError& e) {
       Throw(TRITONSERVER_ERROR_UNAVAILABLE,
             "no shared memory for input '" + std::string(name) + "' (" + std::to_string(byte_size) +

@@ -14,6 +14,9 @@
 namespace pybackend::ipc {
 namespace {
 
+// Set on the threads that must never wait for blocks (Arena::NeverWaitOnThisThread).
+thread_local bool tl_never_wait = false;
+
 uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 // The original's text when its shared-memory pool cannot grow (spec 7, shared memory);
@@ -21,6 +24,12 @@ uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 std::string GrowthFailed(uint64_t total) {
   return "Failed to increase the shared memory pool size to " + std::to_string(total) + " bytes: ";
 }
+
+// The growth beyond the bound: it may fit once blocks in use come back.
+class OverBound : public ArenaError {
+ public:
+  using ArenaError::ArenaError;
+};
 
 uint64_t PageSize() {
   static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -109,10 +118,10 @@ Arena::Segment* Arena::NewSegmentLocked(uint64_t need) {
     // Growth beyond the bound: a smaller segment still does if it holds this block.
     uint64_t room = max_size_ > reserved ? (max_size_ - reserved) / PageSize() * PageSize() : 0;
     if (room < RoundUp(need, PageSize())) {
-      throw ArenaError(GrowthFailed(reserved + size) + "a block of " + std::to_string(need) +
-                       " bytes does not fit under the shared-memory limit of " +
-                       std::to_string(max_size_) + " bytes (" + state() + "); raise " + knob_ +
-                       " or send smaller tensors");
+      throw OverBound(GrowthFailed(reserved + size) + "a block of " + std::to_string(need) +
+                      " bytes does not fit under the shared-memory limit of " +
+                      std::to_string(max_size_) + " bytes (" + state() + "); raise " + knob_ +
+                      " or send smaller tensors");
     }
     size = room;
   }
@@ -162,16 +171,62 @@ bool Arena::TakeFrom(Segment& s, uint64_t size, uint64_t* offset) {
   return false;
 }
 
-Arena::Block Arena::Allocate(uint64_t size) {
+Arena::Block Arena::AllocateImpl(uint64_t size, const std::vector<Block>* held) {
   uint64_t need = RoundUp(std::max<uint64_t>(size, 1), kArenaAlign);
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t off = 0;
-  for (auto& [id, seg] : segments_) {
-    if (TakeFrom(*seg, need, &off)) return Block{id, off, seg->map->base + off, size};
+  std::unique_lock<std::mutex> lock(mu_);
+  std::chrono::steady_clock::time_point deadline{};
+  while (true) {
+    uint64_t off = 0;
+    for (auto& [id, seg] : segments_) {
+      if (TakeFrom(*seg, need, &off)) return Block{id, off, seg->map->base + off, size};
+    }
+    try {
+      Segment* seg = NewSegmentLocked(need);
+      if (!TakeFrom(*seg, need, &off)) throw ArenaError("fresh segment too small (internal error)");
+      return Block{seg->id, off, seg->map->base + off, size};
+    } catch (const OverBound& e) {
+      if (DropEmptyLocked()) continue;  // their room may hold it
+      if (held == nullptr || !MayWaitLocked(need, *held)) throw ArenaError(e.what());
+      auto now = std::chrono::steady_clock::now();
+      if (deadline == std::chrono::steady_clock::time_point{}) deadline = now + kBoundWait;
+      if (now >= deadline) {
+        throw ArenaError(std::string(e.what()) + " (after waiting " +
+                         std::to_string(kBoundWait.count()) + " s for blocks in use to come back)");
+      }
+      ++waiters_;
+      freed_.wait_until(lock, deadline);  // releases mu_: Free and Unpin take it
+      --waiters_;
+    }
   }
-  Segment* seg = NewSegmentLocked(need);
-  if (!TakeFrom(*seg, need, &off)) throw ArenaError("fresh segment too small (internal error)");
-  return Block{seg->id, off, seg->map->base + off, size};
+}
+
+bool Arena::MayWaitLocked(uint64_t need, const std::vector<Block>& held) const {
+  if (tl_never_wait) return false;
+  if (max_size_ == 0 || need > max_size_) return false;
+  // Blocks that may come back: in use, not pinned (a running batch's inputs come back only
+  // when it ends) and not the caller's own.
+  auto block_size = [&](uint32_t seg, uint64_t offset) -> uint64_t {
+    auto sit = segments_.find(seg);
+    if (sit == segments_.end()) return 0;
+    auto it = sit->second->used.find(offset);
+    return it != sit->second->used.end() ? it->second : 0;
+  };
+  uint64_t own = 0;
+  for (const Block& b : held) own += block_size(b.seg, b.offset);
+  if (own > max_size_ - need) return false;  // even alone with the caller's it cannot fit
+  uint64_t returnable = 0;
+  for (const auto& [id, seg] : segments_) {
+    returnable += seg->used_bytes;
+    for (const auto& [offset, freed] : seg->pinned) returnable -= block_size(id, offset);
+  }
+  return returnable > own;
+}
+
+void Arena::NeverWaitOnThisThread() { tl_never_wait = true; }
+
+void Arena::Reserve() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (segments_.empty()) NewSegmentLocked(default_size_);
 }
 
 bool Arena::Free(uint32_t seg_id, uint64_t offset) {
@@ -219,6 +274,7 @@ void Arena::ReleaseLocked(Segment& s, std::map<uint64_t, uint64_t>::iterator it)
   uint64_t size = it->second;
   s.used.erase(it);
   s.used_bytes -= size;
+  if (waiters_ > 0) freed_.notify_all();
   if (s.used_bytes == 0) s.empty_since = std::chrono::steady_clock::now();
   // Coalesce with the following and preceding free extents.
   auto next = s.free.lower_bound(off);
@@ -257,16 +313,36 @@ std::vector<NewSegment> Arena::TakeUnannounced() {
   return out;
 }
 
-std::vector<uint32_t> Arena::ReleaseIdle() {
-  std::vector<uint32_t> dropped;
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
+bool Arena::IsFloor(const Segment& s) const {
+  // The first segment stays as the arena's floor, unless a large first tensor made it
+  // bigger than that floor.
+  return s.id == 0 && s.size <= default_size_;
+}
+
+bool Arena::DropEmptyLocked() {
+  bool any = false;
   for (auto it = segments_.begin(); it != segments_.end();) {
     Segment& s = *it->second;
-    // The first segment stays as the arena's floor, unless a large first tensor made it
-    // bigger than that floor.
-    bool floor = s.id == 0 && s.size <= default_size_;
-    if (floor || s.used_bytes != 0 || now - s.empty_since < idle_release_) {
+    if (IsFloor(s) || s.used_bytes != 0) {
+      ++it;
+      continue;
+    }
+    if (s.announced) dropped_.push_back(s.id);  // the monitor's next ReleaseIdle tells the peer
+    if (s.fd >= 0) close(s.fd);
+    it = segments_.erase(it);
+    any = true;
+  }
+  return any;
+}
+
+std::vector<uint32_t> Arena::ReleaseIdle() {
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint32_t> dropped;
+  dropped.swap(dropped_);
+  for (auto it = segments_.begin(); it != segments_.end();) {
+    Segment& s = *it->second;
+    if (IsFloor(s) || s.used_bytes != 0 || now - s.empty_since < idle_release_) {
       ++it;
       continue;
     }
@@ -279,6 +355,7 @@ std::vector<uint32_t> Arena::ReleaseIdle() {
 
 bool Arena::HasIdleCandidates() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!dropped_.empty()) return true;
   for (auto& [id, seg] : segments_) {
     if ((id != 0 || seg->size > default_size_) && seg->used_bytes == 0) return true;
   }

@@ -3,7 +3,8 @@
 // Arena: the memory this process owns and allocates from. A list of memfd segments, each
 // fully reserved with fallocate when created, so running out of memory is an error here and
 // never a SIGBUS later. First-fit allocation, 64-byte aligned, free extents coalesced.
-// Segments other than the first are released once they stayed empty for a while.
+// Segments other than the first are released once they stayed empty for a while. Under a
+// bound (set_max_size), Allocate may wait a while for blocks in use to come back.
 //
 // PeerSegments: the segments the peer owns, mapped from the fds of its SEGMENT_ADD messages.
 // A message may name a segment whose SEGMENT_ADD travels on the other channel, so a lookup
@@ -24,6 +25,9 @@
 namespace pybackend::ipc {
 
 constexpr uint64_t kArenaAlign = 64;
+// How long an allocation over the bound waits for blocks in use to come back before it fails
+// (pybackend/ipc/arena.py BOUND_WAIT_S: the same figure and text on both sides).
+constexpr std::chrono::seconds kBoundWait{2};
 
 class ArenaError : public std::runtime_error {
  public:
@@ -72,7 +76,25 @@ class Arena {
 
   // Throws ArenaError when no segment can be created; the message says how many bytes
   // were needed, how many are reserved and in use, and which setting bounds them.
-  Block Allocate(uint64_t size);
+  //
+  Block Allocate(uint64_t size) { return AllocateImpl(size, nullptr); }
+  // The same, but over the bound it waits up to kBoundWait for other blocks in use to come
+  // back (the stub frees inputs once its arrays die), unless waiting cannot help: the block
+  // and the blocks in `held` (the caller's own, such as the earlier inputs of the batch it
+  // encodes, which cannot come back meanwhile) are over the bound together, every other
+  // block in use is pinned (its batch runs), or this thread never waits (a monitor).
+  // The error of a wait that ran out ends in "(after waiting 2 s for blocks in use to come
+  // back)". The arena's lock is not held while waiting.
+  Block AllocateOrWait(uint64_t size, const std::vector<Block>& held) {
+    return AllocateImpl(size, &held);
+  }
+  // This thread never waits in AllocateOrWait, whichever the arena: a session's monitor,
+  // which handles its stub's FREEs and returns its blocks; waiting there for its own memory
+  // waits for itself, for another session's it stalls its own (whose stub then waits).
+  static void NeverWaitOnThisThread();
+  // Reserves the first segment now (shm-default-byte-size, at load) unless one exists.
+  // Throws ArenaError as Allocate does.
+  void Reserve();
   // Returns the block containing (seg, offset) to the free list; false if there is none.
   // A pinned block is only marked: it goes back when its pin is dropped.
   bool Free(uint32_t seg, uint64_t offset);
@@ -87,7 +109,8 @@ class Arena {
   // Segments created since the last call; the peer must get a SEGMENT_ADD for each.
   std::vector<NewSegment> TakeUnannounced();
   // Unmaps non-first segments that stayed empty for idle_release. Returns the ids the peer
-  // had been told about (it needs SEGMENT_DROP for those).
+  // had been told about (it needs SEGMENT_DROP for those), with those of the empty segments
+  // an allocation over the bound dropped at once to make room.
   std::vector<uint32_t> ReleaseIdle();
   bool HasIdleCandidates();
 
@@ -108,8 +131,15 @@ class Arena {
     uint64_t used_bytes = 0;
     std::chrono::steady_clock::time_point empty_since;
   };
+  Block AllocateImpl(uint64_t size, const std::vector<Block>* held);
   Segment* NewSegmentLocked(uint64_t need);
-  static void ReleaseLocked(Segment& s, std::map<uint64_t, uint64_t>::iterator used);
+  // Whether an allocation of `need` over the bound may wait for blocks to come back.
+  bool MayWaitLocked(uint64_t need, const std::vector<Block>& held) const;
+  bool IsFloor(const Segment& s) const;
+  // Over the bound: drops every empty segment but the floor now, without its idle time, so
+  // its room can serve the block (ids the peer knows go to dropped_). False if none.
+  bool DropEmptyLocked();
+  void ReleaseLocked(Segment& s, std::map<uint64_t, uint64_t>::iterator used);
   static bool TakeFrom(Segment& s, uint64_t size, uint64_t* offset);
 
   std::mutex mu_;
@@ -119,6 +149,9 @@ class Arena {
   uint64_t max_size_ = 0;
   std::string knob_;
   std::chrono::milliseconds idle_release_;
+  std::condition_variable freed_;  // a block came back while allocations wait (waiters_)
+  int waiters_ = 0;
+  std::vector<uint32_t> dropped_;  // announced segments dropped by DropEmptyLocked
   uint32_t next_id_ = 0;
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;
 };

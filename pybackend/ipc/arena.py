@@ -7,7 +7,8 @@ Our arena is a list of memfd segments with a first-fit allocator (64-byte aligne
 coalescing free list). Blocks are reference counted so one block can be referenced by
 several in-flight messages and by local numpy views at the same time; it returns to the
 free list when the last reference is dropped. Segments other than the first are
-released after they stayed empty for ``IDLE_RELEASE_S``.
+released after they stayed empty for ``IDLE_RELEASE_S``, or at once when an allocation at
+``max_size`` needs their room.
 """
 
 from __future__ import annotations
@@ -217,13 +218,15 @@ class Arena:
             os.close(fd)
         return seg
 
-    def release_idle(self, now: Optional[float] = None) -> List[int]:
-        """Drop segments (other than the first) that stayed empty for IDLE_RELEASE_S."""
+    def release_idle(self, now: Optional[float] = None, at_once: bool = False) -> List[int]:
+        """Drop segments (other than the first) that stayed empty for IDLE_RELEASE_S, or
+        every empty one ``at_once`` (an allocation at the bound needs their room)."""
         now = time.monotonic() if now is None else now
         dropped = []
         with self.lock:
             for seg in list(self.segments.values()):
-                if self._floor(seg) or seg.used or now - seg.empty_since < IDLE_RELEASE_S:
+                idle = at_once or now - seg.empty_since >= IDLE_RELEASE_S
+                if self._floor(seg) or seg.used or not idle:
                     continue
                 del self.segments[seg.id]
                 dropped.append(seg)
@@ -291,6 +294,8 @@ class Arena:
                         off = self._take(seg, size)
             if over is None:
                 break
+            if self.release_idle(at_once=True):
+                continue  # empty segments went: their room may hold it
             # Not under grow_lock: the thread that returns blocks must never wait for it.
             now = time.monotonic()
             deadline = deadline or now + BOUND_WAIT_S

@@ -224,11 +224,12 @@ class Stub:
         st = self.state
         st.inline_threshold = _int(init.get("inline_threshold", DEFAULT_INLINE_THRESHOLD))
         if st.arena is None:
-            st.make_arena(
-                _int(init.get("shm_default_byte_size", 1 << 20)) or (1 << 20),
-                _int(init.get("shm_growth_byte_size", 1 << 20)) or (1 << 20),
-                _int(init.get("shm_max_byte_size", 0)),
-            )
+            # shm-default-byte-size is the instance's reservation at load, as the original's
+            # one region: the backend's first segment. Ours are made as outputs need them,
+            # the first of shm-growth-byte-size (or the block's size) staying as the floor
+            # (docs/protocol.md, "Tensor data lives in memfd arenas").
+            growth = _int(init.get("shm_growth_byte_size", 1 << 20)) or (1 << 20)
+            st.make_arena(growth, growth, _int(init.get("shm_max_byte_size", 0)))
         model_file = init.get("model_file", "")
         self.transport.model_dir = init.get("version_dir") or os.path.dirname(model_file)
         if init.get("phase") == "initialize" and init.get("instance_kind") == "GPU":

@@ -213,6 +213,21 @@ def test_growth_beyond_the_bound_says_the_originals_text(ann: Announcer) -> None
         bounded.close()
 
 
+def test_empty_segments_go_at_once_at_the_bound(ann: Announcer) -> None:
+    """A block that needs the room of empty segments gets it at once, not after their idle
+    time (csrc/ipc/arena.cc does the same): nothing is in use to wait for."""
+    bounded = Arena(2, MB, MB, ann.announce, ann.drop, max_size=3 * MB, knob="KNOB")
+    try:
+        blocks = [bounded.alloc(MB) for _ in range(3)]  # one segment each
+        for seg, off in blocks[1:]:
+            bounded.decref(seg, off)
+        seg, _ = bounded.alloc(2 * MB)
+        assert ann.dropped == [1, 2] and seg == 3
+        assert bounded.total_size == 3 * MB
+    finally:
+        bounded.close()
+
+
 # ---------------------------------------------------------------------------- peer side
 
 

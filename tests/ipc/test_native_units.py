@@ -1,7 +1,8 @@
 """The native unit tests, built with CMake into a temporary directory and run, so they are part
 of every test run: csrc/tests/ipc_test.cc (codec, arena, channel, JSON, parallel copy),
 csrc/tests/cgroup_test.cc (the cgroup reader: the CPU limit and the memory headroom, over a
-cgroup's ancestors, v2 and v1), csrc/tests/ledger_test.cc (MemoryLedger's state transitions:
+cgroup's ancestors, v2 and v1), csrc/tests/arena_bound_test.cc (the arena waiting at
+shm-max-byte-size), csrc/tests/ledger_test.cc (MemoryLedger's state transitions:
 lent blocks pinned and freed, the stub's blocks returned, device holds and IPC mappings on a
 fake libcuda.so.1, teardown), csrc/tests/bls_cycles_test.cc (which blocking BLS calls the
 cycle registry refuses) and csrc/tests/backend_config_test.cc (every --backend-config setting
@@ -20,7 +21,15 @@ from native_build import build_native_target
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 @pytest.mark.parametrize(
-    "target", ["ipc_test", "cgroup_test", "ledger_test", "bls_cycles_test", "backend_config_test"]
+    "target",
+    [
+        "ipc_test",
+        "arena_bound_test",
+        "cgroup_test",
+        "ledger_test",
+        "bls_cycles_test",
+        "backend_config_test",
+    ],
 )
 def test_native_units(tmp_path: Path, target: str) -> None:
     program = build_native_target(tmp_path, target)

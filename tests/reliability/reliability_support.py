@@ -3,6 +3,7 @@ the log, read what a process has mapped."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -89,6 +90,42 @@ def memfd_mappings(pid: int) -> dict[str, int]:
         lo, hi = (int(x, 16) for x in span.split("-"))
         name = rest.split("/memfd:", 1)[1].replace(" (deleted)", "")
         found[f"{name} @ {lo:x}"] = hi - lo
+    return found
+
+
+def memfd_files(pids: list[int]) -> dict[tuple[int, int], tuple[str, int]]:
+    """The distinct memfd files the processes map or hold open (each counted once, however
+    many processes map it): (device, inode) -> (name, size in bytes)."""
+    found: dict[tuple[int, int], tuple[str, int]] = {}
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            if "/memfd:" not in line:
+                continue
+            span, _perms, _offset, dev, inode, rest = line.split(None, 5)
+            major, minor = (int(x, 16) for x in dev.split(":"))
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            name = rest.split("/memfd:", 1)[1].replace(" (deleted)", "")
+            key = (os.makedev(major, minor), int(inode))
+            found[key] = (name, max(hi - lo, found.get(key, ("", 0))[1]))
+        fd_dir = Path(f"/proc/{pid}/fd")
+        try:
+            fds = list(fd_dir.iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+                if not target.startswith("/memfd:"):
+                    continue
+                st = os.stat(fd)
+            except OSError:
+                continue  # closed meanwhile
+            name = target[len("/memfd:") :].replace(" (deleted)", "")
+            found[(st.st_dev, st.st_ino)] = (name, st.st_size)
     return found
 
 

@@ -137,15 +137,23 @@ def test_a_small_pinned_block_does_not_keep_a_big_segment(http: Any) -> None:
 
 def test_first_segments_have_the_default_byte_size(http: Any) -> None:
     """NVIDIA's qa test.sh checks that each shared memory region of the original starts at
-    shm-default-byte-size (its /dev/shm files). Ours has no such files (memfd): every
-    tensor segment a request smaller than it makes, on both sides, has that size (the
-    fixed-size message lanes aside)."""
+    shm-default-byte-size (its /dev/shm files). Ours has no such files (memfd): the
+    backend's first segment of each instance has that size, reserved at load; the stub's
+    first one has shm-growth-byte-size (test_shm_reservation.py: the instance's total)."""
     size = 4 * MiB
     with start(["big_identity"], backend_config=[("shm-default-byte-size", str(size))]) as server:
         client = http(server)
         (pid,) = stubs(server, "big_identity").values()
-        big_infer(client, np.ones(MiB, np.uint8))
+
+        def segments(who: int, backend: bool) -> set[int]:
+            return {
+                v
+                for k, v in memfd_mappings(who).items()
+                if "-lane-" not in k and ("big_identity_0_0" in k) == backend
+            }
+
+        assert segments(server.pid, True) == {size}  # at load
+        big_infer(client, np.ones(MiB, np.uint8))  # input in it, output in the stub's
         for who in (server.pid, pid):
-            mapped = {k: v for k, v in memfd_mappings(who).items() if "-lane-" not in k}
-            assert mapped and set(mapped.values()) == {size}, (who, memfd_mappings(who))
-        client.close()
+            assert segments(who, True) == {size}, memfd_mappings(who)
+            assert segments(who, False) == {MiB}, memfd_mappings(who)

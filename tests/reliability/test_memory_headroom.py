@@ -72,6 +72,26 @@ def test_an_output_larger_than_the_memory_left_is_refused(server: Any, http: Any
     assert server.is_alive()
 
 
+def test_a_reservation_refused_at_load_is_a_warning(fake_root: Path, http: Any) -> None:
+    """The instance reserves shm-default-byte-size at load; where the memory left refuses
+    it, the load goes on (as the original's sparse region does) with a warning, and the
+    requests that need it fail with the figures."""
+    with start(
+        ["big_identity"],
+        env={"PYBACKEND_CGROUP_ROOT": str(fake_root)},
+        backend_config=[("shm-default-byte-size", str(48 * MiB))],
+    ) as server:
+        log = server.log_text()
+        assert "could not reserve shm-default-byte-size (50331648 bytes) of shared memory" in log
+        assert REFUSED in log
+        client = http(server)
+        with pytest.raises(InferenceServerException) as info:
+            big_infer(client, np.ones(2 * MiB, np.uint8))
+        assert REFUSED in str(info.value)
+        out, _ = big_infer(client, np.ones(16, np.uint8))  # inline: no shared memory
+        assert out.nbytes == 16
+
+
 # A limit only on the parent of the server's cgroup: v2, the pod above the (unlimited)
 # container; v1, the systemd slice above the service.
 PARENT_ONLY = {
