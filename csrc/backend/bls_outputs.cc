@@ -59,6 +59,7 @@ TRITONSERVER_Error* AllocOutput(TRITONSERVER_ResponseAllocator*, const char* ten
       *buffer = b.ptr;
     } catch (const std::exception& e) {
       delete out;
+      call->delivery_failed = true;
       std::string msg = std::string("BLS output '") + tensor_name + "' of model '" + call->callee +
                         "' (" + std::to_string(byte_size) +
                         " bytes) does not fit in shared memory: " + e.what();

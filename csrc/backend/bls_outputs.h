@@ -5,6 +5,7 @@
 // callee's response into a BLS_RESPONSE body naming them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +27,10 @@ struct BlsOutputTarget {
   // lent to the stub; otherwise to host memory as always.
   bool prefer_gpu = false;
   int64_t preferred_device = 0;
+  // An output of the response being made found no room in the caller's memory (the callee's
+  // backend then answers with an error response): the next response to complete is marked
+  // undelivered, so the caller sees it instead of taking it for the callee's own error.
+  std::atomic<bool> delivery_failed{false};
 };
 
 // One output buffer: lent memory (the arena or the GPU) goes to the stub once a response

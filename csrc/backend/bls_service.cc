@@ -108,7 +108,9 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
       call->pending = nullptr;
     }
   }
-  ipc::BlsResponseEncoder enc(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+  uint32_t wire_flags = flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL;
+  if (call->out.delivery_failed.exchange(false)) wire_flags |= ipc::kBlsResponseUndelivered;
+  ipc::BlsResponseEncoder enc(wire_flags);
   std::vector<OutBuf*> named;
   if (resp != nullptr) {
     named = WriteBlsResponse(enc, resp);

@@ -28,6 +28,9 @@ from .response_codec import response_at
 
 PREFERRED = struct.Struct("<Bq")  # u8 memory type (0 GPU, 1 CPU, 2 default), i64 device id
 RESPONSE_HEAD = struct.Struct("<IB")  # u32 response flags, u8 has_response
+#: A BLS_RESPONSE flag of ours beside Triton's FINAL (csrc/ipc/messages/bls.h): an error
+#: response because the outputs found no room in the caller's shared memory, not the callee's.
+UNDELIVERED = 1 << 31
 # Neighbouring fixed fields of BlsExecBody packed at once (one call less each per BLS call).
 _VERSION_DECOUPLED = struct.Struct("<qB")  # i64 model_version, u8 decoupled
 _FLAGS_TO_DEVICE = struct.Struct("<IQBq")  # FLAGS_TIMEOUT, then PREFERRED

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..ipc.bls_codec import BlsExecDesc, decode_bls_response, encode_bls_exec
+from ..ipc.bls_codec import UNDELIVERED, BlsExecDesc, decode_bls_response, encode_bls_exec
 from ..ipc.channel import Message
 from ..ipc.codec import GpuRef, ProtocolError, ResponseDesc, TensorDesc
 from ..ipc.protocol import Location, MessageKind
@@ -42,6 +42,15 @@ FINAL = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
 # The original's refusal of BLS from finalize (spec 2.3); the offline harness raises it too.
 BLS_ONLY_IN_EXECUTE = "BLS is only supported during the 'execute' function."
 _EMPTY = np.empty(0, np.uint8)
+
+
+class UndeliveredResponse(InferenceResponse):
+    """An error response the backend made because the callee's outputs found no room in this
+    stub's shared memory: a ResponseIterator yields it even before the final one (the
+    callee's own errors there are dropped, as by the original), so no response goes missing
+    without the model seeing it."""
+
+    __slots__ = ()
 
 
 class _Call:
@@ -118,7 +127,7 @@ class ResponseIterator:
         resp, final = self._call.take()
         if resp is None:
             resp = InferenceResponse()
-        elif not final and resp.has_error():
+        elif not final and resp.has_error() and not isinstance(resp, UndeliveredResponse):
             self._drop(resp)
             return None
         if final:
@@ -385,7 +394,10 @@ class BlsClient:
         """(is_final, response or None) of a BLS_RESPONSE."""
         owned = bytearray(msg.body)  # inline outputs view it; the channel reuses its buffer
         flags, desc = decode_bls_response(owned)
-        return bool(flags & FINAL), None if desc is None else self._response(desc)
+        resp = None if desc is None else self._response(desc)
+        if resp is not None and flags & UNDELIVERED and resp.has_error():
+            resp = UndeliveredResponse(error=resp.error())
+        return bool(flags & FINAL), resp
 
     def _response(self, desc: ResponseDesc) -> InferenceResponse:
         if desc.error is not None:

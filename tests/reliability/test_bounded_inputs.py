@@ -10,7 +10,11 @@ come back are that request's own, which the instance thread holds while it waits
 
 BLS outputs land in the caller's backend arena and wait the same way, except on a monitor
 thread (a decoupled callee's responses are written there): it handles its own instance's
-FREEs, and waiting would stall them."""
+FREEs, and waiting would stall them. A decoupled BLS stream whose caller keeps every response
+beyond the bound therefore gets error responses for those that found no room: the model is
+given each of them (marked undelivered on the wire), never a stream with responses silently
+missing, which is what it got before (6 of 8 responses dropped as if the callee's own
+non-final errors, with only a warning in the log)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ WAITED = "(after waiting 2 s for blocks in use to come back)"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
-    models = ["hold_inputs", "big_identity", "bls_threads"]
+    models = ["hold_inputs", "big_identity", "bls_threads", "stream_big", "bls_stream_keeper"]
     with start(models, backend_config=[("shm-max-byte-size", str(CAP))]) as s:
         yield s
 
@@ -111,3 +115,19 @@ def test_concurrent_bls_outputs_beyond_the_bound_are_served(server: Any, http: A
     inp.set_data_from_numpy(np.array([4, 6 * MiB], np.int64))
     result = http(server).infer("bls_threads", [inp])
     assert list(result.as_numpy("OK")) == [4]
+
+
+def test_a_kept_bls_stream_beyond_the_bound_reports_every_response(server: Any, http: Any) -> None:
+    import json
+
+    import tritonclient.http as httpclient
+
+    inp = httpclient.InferInput("N", [2], "INT64")
+    inp.set_data_from_numpy(np.array([8, 6 * MiB], np.int64))
+    result = http(server).infer("bls_stream_keeper", [inp])
+    report = json.loads(result.as_numpy("REPORT")[0])
+    assert report["kept"] >= 1 and report["errors"], report
+    assert report["kept"] + len(report["errors"]) == 8, report
+    for error in report["errors"]:
+        assert "BLS output 'OUT' of model 'stream_big'" in error
+        assert "does not fit in shared memory" in error and "shm-max-byte-size" in error

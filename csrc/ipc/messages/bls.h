@@ -38,6 +38,11 @@ void DecodeBlsExec(const std::vector<uint8_t>& body, BlsExecMsg* out);
 // BLS_RESPONSE: `u32 response_flags, u8 has_response, [ResponseBody]`. Construct with the
 // flags, then NoResponse, ErrorResponse, or BeginResponse + its output tensors (BodyEncoder)
 // + EndResponse with their count.
+// A BLS_RESPONSE flag of ours beside Triton's FINAL: the response is an error because its
+// outputs found no room in the caller's shared memory, not one the callee sent. The stub
+// gives it to the model even mid-stream, where the callee's own errors are dropped.
+constexpr uint32_t kBlsResponseUndelivered = 1u << 31;
+
 class BlsResponseEncoder : public BodyEncoder {
  public:
   explicit BlsResponseEncoder(uint32_t response_flags) { w_.U32(response_flags); }
