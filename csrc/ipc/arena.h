@@ -75,8 +75,8 @@ class Arena {
   void set_max_size(uint64_t max_size, std::string knob);
 
   // Throws ArenaError when no segment can be created; the message says how many bytes
-  // were needed, how many are reserved and in use, and which setting bounds them.
-  //
+  // were needed, how many are reserved and in use, and which setting bounds them. Never
+  // waits: over the bound it fails at once.
   Block Allocate(uint64_t size) { return AllocateImpl(size, nullptr); }
   // The same, but over the bound it waits up to kBoundWait for other blocks in use to come
   // back (the stub frees inputs once its arrays die), unless waiting cannot help: the block
