@@ -8,6 +8,7 @@ checks it) and left running on its daemon thread, named in an
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -18,6 +19,16 @@ T = TypeVar("T")
 #: Seconds closing a model waits for its finalize: a StubModel's stub is killed then, an
 #: in-process finalize is left on its thread (closing never hangs a test run).
 STOP_TIMEOUT_S = 10.0
+
+#: Seconds a call (``infer``, ``infer_batch``, ``execute``, ``infer_stream``) waits for its
+#: answer by default, counted from its start, ``execute`` included (``timeout=``).
+CALL_TIMEOUT_S = 30.0
+
+#: Seconds a model's load may take at ``start`` by default (``initialize_timeout=``): the
+#: backend's ``stub-timeout-seconds`` default, which bounds the same wait in the server (the
+#: stub's HELLO and its answer to INIT: model.py's import and ``initialize``), so a load that
+#: passes offline does not fail through pybackend's server for its length.
+INITIALIZE_TIMEOUT_S = 30.0
 
 
 class ExecuteStillRunningWarning(RuntimeWarning):
@@ -34,11 +45,38 @@ def still_running_warning(model_name: str, instance_name: str, timeout: float, t
     )
 
 
-def still_running_text(model_name: str, instance_name: str, thread: str) -> str:
+def still_running_text(
+    model_name: str, instance_name: str, thread: str, engine: str = "ModelHarness"
+) -> str:
     return (
         f"execute of model '{model_name}' (instance '{instance_name}') still runs in thread "
-        f"'{thread}' after its caller's timeout: the harness refuses new requests until it "
-        "returns; let the model stop on request.is_cancelled(), or start a new ModelHarness"
+        f"'{thread}' after its caller's timeout: the {engine} refuses new requests until it "
+        f"returns; let the model stop on request.is_cancelled(), or start a new {engine}"
+    )
+
+
+def stub_still_running_warning(
+    model_name: str, instance_name: str, timeout: float, thread: str
+) -> str:
+    return (
+        f"execute of model '{model_name}' (instance '{instance_name}') did not end within "
+        f"timeout={timeout:g} s: its request is cancelled (request.is_cancelled() is True) "
+        f"and it runs on in the stub process, its RESULT awaited by daemon thread "
+        f"'{thread}'; the StubModel refuses new requests until it returns (check "
+        "is_cancelled() in long loops, or pass execute_timeout=..., which kills the stub)"
+    )
+
+
+def initialize_timed_out_text(
+    model_name: str, instance_name: str, timeout: float, what: str, phase: str = "initialize"
+) -> str:
+    """A load that outlived ``initialize_timeout`` (``what``: what became of it)."""
+    return (
+        f"{phase} of model '{model_name}' (instance '{instance_name}') did not return within "
+        f"initialize_timeout={timeout:g} s: the load failed, as the backend fails a load that "
+        f"outlives stub-timeout-seconds; {what}. A model whose load is that slow: pass a "
+        "larger initialize_timeout= (and raise the backend's stub-timeout-seconds for the "
+        f"server); otherwise find what {phase} waits for"
     )
 
 
@@ -88,6 +126,29 @@ def warn_still_running(model_name: str, instance_name: str, timeout: float, thre
         ExecuteStillRunningWarning,
         stacklevel=4,
     )
+
+
+def run_bounded(
+    fn: Callable[[], T], timeout: float, name: str, on_timeout: Callable[[Worker[T]], Exception]
+) -> T:
+    """``fn()`` on a daemon worker thread ``name``, waited for at most ``timeout`` seconds:
+    its result, or its exception raised here; past the wait, ``on_timeout(worker)`` (which
+    decides what becomes of the thread still running) is raised. The one bounded wait of
+    the offline engines' calls and loads."""
+    if debugging():
+        return fn()  # a breakpoint may stop it for as long as the developer takes
+    worker = Worker(fn, name).start()
+    if not worker.wait(timeout):
+        raise on_timeout(worker)
+    return worker.result()
+
+
+def debugging(debug: str = "") -> bool:
+    """Whether a debug mode is on (``debug``, a StubModel's, or PYBACKEND_DEBUG): then, as
+    the backend in debug mode, nothing is bounded, so a model stopped at a breakpoint is not
+    given up on."""
+    value = debug or os.environ.get("PYBACKEND_DEBUG", "")
+    return value not in ("", "off", "0")
 
 
 def time_left(timeout: float, deadline: Optional[float]) -> float:

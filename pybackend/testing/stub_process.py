@@ -63,7 +63,7 @@ def shutdown_stub(driver: StubDriver) -> None:
     """``finalize``, then close the driver (which waits for the process to exit)."""
     # A stub still busy in execute (or hung in finalize) never answers FINALIZE: it is
     # killed after STOP_TIMEOUT_S so that closing the model cannot hang the test run.
-    timer = threading.Timer(STOP_TIMEOUT_S, _kill, args=(driver,))
+    timer = threading.Timer(STOP_TIMEOUT_S, kill_stub, args=(driver,))
     timer.daemon = True
     timer.start()
     try:
@@ -76,7 +76,8 @@ def shutdown_stub(driver: StubDriver) -> None:
         driver.close()
 
 
-def _kill(driver: StubDriver) -> None:
+def kill_stub(driver: StubDriver) -> None:
+    """SIGKILL to the stub (its channels close, so every wait on them ends)."""
     try:
         driver.proc.kill()
     except OSError:
@@ -95,7 +96,7 @@ class Watchdog:
 
     def _fire(self, driver: StubDriver) -> None:
         self.fired = True
-        _kill(driver)
+        kill_stub(driver)
 
     def cancel(self) -> None:
         self._timer.cancel()

@@ -154,7 +154,7 @@ def _request(report: ModelReport, file: str, harness: ModelHarness, timeout: flo
         if harness.decoupled:
             responses = harness.stream(request, timeout)
         else:
-            responses = harness.execute([request])
+            responses = harness.execute([request], timeout)
     except NoFinal as e:  # a client of the server would wait as long as it waits
         text = (
             f"{e.message}: execute returned, but the request's response sender never sent "
