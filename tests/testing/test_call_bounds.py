@@ -36,7 +36,7 @@ input [ {{ name: "HOW" data_type: TYPE_STRING dims: [ 1 ] }} ]
 output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
 """
 
-# "wait": blocks until the file RELEASE exists (60 s at most), then logs whether its request
+# "wait": blocks until the file RELEASE exists (20 s at most), then logs whether its request
 # was cancelled meanwhile; anything else answers at once.
 BLOCKS = """
 import os
@@ -48,7 +48,7 @@ RELEASE = {release!r}
 
 
 def released():
-    end = time.monotonic() + 60
+    end = time.monotonic() + 20
     while not os.path.exists(RELEASE) and time.monotonic() < end:
         time.sleep(0.01)
 
@@ -163,7 +163,7 @@ import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def execute(self, requests):
-        end = time.monotonic() + 60
+        end = time.monotonic() + 20
         while not os.path.exists({release!r}) and time.monotonic() < end:
             time.sleep(0.01)
         for request in requests:
@@ -196,7 +196,7 @@ def test_a_stub_model_stream_gives_up_on_a_sync_execute_that_does_not_return(
         assert [r["OUT"].tolist() for r in model.infer_stream(how("x"), timeout=30)] == [[0]]
 
 
-# initialize (or auto_complete_config) blocks until RELEASE exists (60 s at most).
+# initialize (or auto_complete_config) blocks until RELEASE exists (20 s at most).
 SLOW_LOAD = """
 import os
 import time
@@ -204,7 +204,7 @@ import triton_python_backend_utils as pb_utils
 
 
 def released():
-    end = time.monotonic() + 60
+    end = time.monotonic() + 20
     while not os.path.exists({release!r}) and time.monotonic() < end:
         time.sleep(0.01)
 
