@@ -324,16 +324,17 @@ class ModelHarness(ModelOnDisk):
         return self._executor.execute_bounded(reqs, timeout, "execute")
 
     def stream(
-        self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
+        self, inputs: Union[Inputs, InferenceRequest], timeout: float = CALL_TIMEOUT_S
     ) -> List[InferenceResponse]:
         """A decoupled model's responses to one request, until the response sender's FINAL
-        (waited for at most ``timeout`` seconds: senders may answer from threads)."""
+        (waited for at most ``timeout`` seconds from the call, execute included: senders may
+        answer from threads)."""
         return self._stream_calls.stream(inputs, timeout)
 
     def infer_stream(
         self,
         inputs: Inputs,
-        timeout: float = 30.0,
+        timeout: float = CALL_TIMEOUT_S,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,

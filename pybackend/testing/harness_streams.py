@@ -186,12 +186,19 @@ class StreamCalls:
     def stream(
         self, inputs: Union["Inputs", InferenceRequest], timeout: float
     ) -> List[InferenceResponse]:
-        """:meth:`ModelHarness.stream`."""
+        """:meth:`ModelHarness.stream`, bounded as :meth:`infer_stream` (execute included)."""
         req = inputs if isinstance(inputs, InferenceRequest) else self._executor.request(inputs)
         del inputs
+        token = req._token
         held = [req]
         del req
-        return self.stream_held(held, timeout)
+        deadline = time.monotonic() + timeout
+        return self._executor.bounded(
+            lambda: self.stream_held(held, timeout, deadline),
+            timeout,
+            [token],
+            lambda: self._no_final(token, timeout, []),
+        )
 
     def stream_held(
         self, held: List[InferenceRequest], timeout: float, deadline: Optional[float] = None

@@ -196,6 +196,18 @@ def test_a_stub_model_stream_gives_up_on_a_sync_execute_that_does_not_return(
         assert [r["OUT"].tolist() for r in model.infer_stream(how("x"), timeout=30)] == [[0]]
 
 
+@pytest.mark.timeout(120)
+def test_the_lower_level_stream_is_bounded_from_its_start(tmp_path: Path, release: Path) -> None:
+    config = CONFIG.format(name="hangs", extra="model_transaction_policy { decoupled: true }")
+    body = DECOUPLED_BLOCKS.format(release=str(release))
+    with ModelHarness(write_model(tmp_path, "hangs", body, config)) as model:
+        with pytest.warns(ExecuteStillRunningWarning), pytest.raises(NoFinal):
+            model.stream(model.request(how("x")), timeout=0.3)
+        release.touch()
+        _thread_ends("harness-execute-hangs")
+        assert len(model.stream(how("x"), timeout=30)) == 1
+
+
 # initialize (or auto_complete_config) blocks until RELEASE exists (20 s at most).
 SLOW_LOAD = """
 import os
@@ -233,8 +245,11 @@ def test_a_load_is_bounded_by_initialize_timeout(
 ) -> None:
     body = SLOW_LOAD.format(release=str(release), auto=AUTO if phase != "initialize" else "")
     model = KINDS[mode](write_model(tmp_path, "loads", body), initialize_timeout=0.5)
-    with pytest.raises(TritonModelException) as err:
-        model.start()
+    try:
+        with pytest.raises(TritonModelException) as err:
+            model.start()
+    finally:
+        model.close()  # nothing left to close when start failed, as it must
     text = str(err.value)
     assert text.startswith(
         f"{phase} of model 'loads' (instance 'loads_0') did not return within "
