@@ -212,7 +212,7 @@ class ModelHarness(ModelOnDisk):
                 return fn()
 
         name = f"harness-{phase}-{self.model_name}"
-        return run_bounded(run, self.initialize_timeout, name, timed_out)
+        return run_bounded(run, self.initialize_timeout, name, timed_out, self.config)
 
     def _import(self) -> types.ModuleType:
         if not self.model_file.is_file():

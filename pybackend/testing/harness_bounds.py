@@ -12,7 +12,7 @@ import os
 import threading
 import time
 import warnings
-from typing import Callable, Generic, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -129,13 +129,18 @@ def warn_still_running(model_name: str, instance_name: str, timeout: float, thre
 
 
 def run_bounded(
-    fn: Callable[[], T], timeout: float, name: str, on_timeout: Callable[[Worker[T]], Exception]
+    fn: Callable[[], T],
+    timeout: float,
+    name: str,
+    on_timeout: Callable[[Worker[T]], Exception],
+    config: Optional[Dict[str, Any]] = None,
 ) -> T:
     """``fn()`` on a daemon worker thread ``name``, waited for at most ``timeout`` seconds:
     its result, or its exception raised here; past the wait, ``on_timeout(worker)`` (which
     decides what becomes of the thread still running) is raised. The one bounded wait of
-    the offline engines' calls and loads."""
-    if debugging():
+    the offline engines' calls and loads; not bounded in the debug mode of ``config`` (the
+    model's) or the environment."""
+    if debugging(config=config):
         return fn()  # a breakpoint may stop it for as long as the developer takes
     worker = Worker(fn, name).start()
     if not worker.wait(timeout):
@@ -143,11 +148,14 @@ def run_bounded(
     return worker.result()
 
 
-def debugging(debug: str = "") -> bool:
-    """Whether a debug mode is on (``debug``, a StubModel's, or PYBACKEND_DEBUG): then, as
-    the backend in debug mode, nothing is bounded, so a model stopped at a breakpoint is not
-    given up on."""
-    value = debug or os.environ.get("PYBACKEND_DEBUG", "")
+def debugging(debug: str = "", config: Optional[Dict[str, Any]] = None) -> bool:
+    """Whether a debug mode is on (``debug``, a StubModel's, else the PYBACKEND_DEBUG of the
+    model's ``config`` or of the environment, as the backend reads it): then, as the backend
+    in debug mode, nothing is bounded, so a model stopped at a breakpoint is not given up on."""
+    params = (config or {}).get("parameters") or {}
+    value = debug or (params.get("PYBACKEND_DEBUG") or {}).get("string_value")
+    if value is None:
+        value = os.environ.get("PYBACKEND_DEBUG", "")
     return value not in ("", "off", "0")
 
 

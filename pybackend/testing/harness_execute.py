@@ -177,7 +177,8 @@ class Executor:
             self.give_up(worker, timeout, tokens)
             return timed_out()
 
-        return run_bounded(fn, timeout, f"harness-execute-{self._disk.model_name}-{token}", give_up)
+        name = f"harness-execute-{self._disk.model_name}-{token}"
+        return run_bounded(fn, timeout, name, give_up, self._disk.config)
 
     def give_up(self, worker: Worker[Any], timeout: float, tokens: Sequence[int]) -> None:
         """``worker``'s caller stopped waiting after ``timeout`` seconds: its requests are

@@ -51,7 +51,7 @@ class ResultWaits:
         (with a warning) and ``timed_out()`` is raised. In a debug mode nothing is bounded,
         as in the backend's."""
         model = self._model
-        if deadline is None or debugging(getattr(model, "_debug", "")):
+        if deadline is None or debugging(getattr(model, "_debug", ""), model.config):
             return fn()
 
         def give_up(worker: Worker[T]) -> Exception:

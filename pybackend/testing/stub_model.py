@@ -217,7 +217,8 @@ class StubModel(StubRequests):
     def _init(self, driver: StubDriver, phase: str, **kwargs: Any) -> Dict[str, Any]:
         """The stub's answer to INIT of ``phase``, within :attr:`initialize_timeout` (as the
         backend bounds it by stub-timeout-seconds): past it the stub is killed."""
-        watchdog = None if debugging(self._debug) else Watchdog(self.initialize_timeout, driver)
+        debug = debugging(self._debug, self.config)
+        watchdog = None if debug else Watchdog(self.initialize_timeout, driver)
         try:
             return driver.init(
                 self.model_file, self.config, phase=phase, **kwargs, **self._init_extra()

@@ -296,3 +296,37 @@ def test_infer_of_a_decoupled_model_that_sends_one_response_is_refused(
         assert [r["OUT"].tolist() for r in model.infer_stream(how("x"))] == [[7]]
     if mode != "server":  # refused before anything ran, as the server counts nothing
         assert model.statistics.snapshot()["inference_count"] == 1
+
+
+# Logs the thread its initialize and execute run on.
+THREADS = """
+import threading
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        pb_utils.Logger.log_info(f"initialize: {threading.current_thread().name}")
+
+    def execute(self, requests):
+        pb_utils.Logger.log_info(f"execute: {threading.current_thread().name}")
+        return [pb_utils.InferenceResponse([]) for _ in requests]
+"""
+
+
+@pytest.mark.parametrize("debug", ["", "pdb"])
+def test_in_a_debug_mode_in_process_calls_are_not_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, debug: str
+) -> None:
+    """As the backend's debug mode has no timeouts: the model runs on the caller's thread,
+    so a breakpoint stops it as long as the developer takes (no worker to give up on)."""
+    monkeypatch.setenv("PYBACKEND_DEBUG", debug)
+    with ModelHarness(write_model(tmp_path, "threads", THREADS)) as model:
+        model.infer({}, timeout=0.3)
+        logged = [r.message for r in model.logs]
+    me = threading.current_thread().name
+    if debug:
+        assert logged == [f"initialize: {me}", f"execute: {me}"]
+    else:
+        assert logged[0] == "initialize: harness-initialize-threads"
+        assert logged[1].startswith("execute: harness-execute-threads-")
