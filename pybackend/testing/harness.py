@@ -129,6 +129,12 @@ class ModelHarness(ModelOnDisk):
         self._code.model = value
 
     @property
+    def execute_still_running(self) -> Optional[str]:
+        """The thread of an ``execute`` a call's timeout left running, while it runs (the
+        harness refuses new requests meanwhile); None otherwise."""
+        return self._executor.still_running()
+
+    @property
     def output_mismatches(self) -> List[OutputMismatch]:
         """Outputs that differed from config.pbtxt in responses the server would pass on
         (each also an OutputMismatchWarning); see pybackend.stub.returns."""

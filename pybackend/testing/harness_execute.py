@@ -206,6 +206,13 @@ class Executor:
             lambda: self.execute(reqs), timeout, [r._token for r in reqs], timed_out
         )
 
+    def still_running(self) -> Optional[str]:
+        """The name of the thread a caller's timeout left in execute, while it runs."""
+        stuck = self._abandoned
+        if stuck is not None and stuck.is_alive() and self._runner is stuck:
+            return stuck.name
+        return None
+
     def abandon(self, thread: threading.Thread) -> bool:
         """``thread``'s caller stopped waiting (its timeout): whether ``thread`` is still
         in execute, which then holds this executor until it returns (harness_bounds.py)."""
