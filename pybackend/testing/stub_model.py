@@ -257,7 +257,22 @@ class StubModel(StubRequests):
         self._unset = list(env.unset)
 
     def _spawn(self) -> StubDriver:
-        return spawn_stub(self.instance_name, self._env, self._python, self._unset, self.output)
+        # The stub's start is bounded as the backend bounds it (stub-timeout-seconds covers
+        # HELLO and INIT), by initialize_timeout, though never by less than STOP_TIMEOUT_S:
+        # a short limit meant for initialize must not fail a slow interpreter start.
+        limit = max(self.initialize_timeout, STOP_TIMEOUT_S)
+        if debugging(self._debug, self.config):
+            limit = None
+        try:
+            return spawn_stub(
+                self.instance_name, self._env, self._python, self._unset, self.output, limit
+            )
+        except TimeoutError:
+            what = f"the stub was killed: no HELLO (its interpreter's start) in {limit:g} s"
+            text = initialize_timed_out_text(
+                self.model_name, self.instance_name, self.initialize_timeout, what, "the start"
+            )
+            raise TritonModelException(text) from None
 
     def _spawn_instance(self) -> StubDriver:
         """The instance's stub: a process of its own, or the host's (shared, fork)."""

@@ -22,8 +22,11 @@ def spawn_stub(
     python: str,
     unset: Sequence[str],
     output: List[str],
+    hello_timeout: Optional[float] = None,
 ) -> StubDriver:
-    """A stub process that said HELLO; its stdout and stderr lines go to ``output``."""
+    """A stub process that said HELLO (within ``hello_timeout`` seconds when given: it is
+    killed past them, and TimeoutError raised); its stdout and stderr lines go to
+    ``output``."""
     driver = StubDriver(
         instance_name,
         env=env,
@@ -36,7 +39,7 @@ def spawn_stub(
         thread = threading.Thread(target=drain_lines, args=(stream, output), daemon=True)
         thread.start()
         driver.pipe_readers.append(thread)
-    return _greeted(driver)
+    return _greeted(driver, hello_timeout)
 
 
 def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> StubDriver:
@@ -49,13 +52,20 @@ def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> Stu
     return _greeted(driver)
 
 
-def _greeted(driver: StubDriver) -> StubDriver:
-    """``driver`` once its stub said HELLO; closed if it did not."""
+def _greeted(driver: StubDriver, timeout: Optional[float] = None) -> StubDriver:
+    """``driver`` once its stub said HELLO (within ``timeout`` seconds, when given: killed
+    past them, TimeoutError); closed if it did not."""
+    watchdog = None if timeout is None else Watchdog(timeout, driver)
     try:
         driver.hello()
     except BaseException:
         driver.close()
+        if watchdog is not None and watchdog.fired:
+            raise TimeoutError(f"no HELLO from the stub within {timeout:g} s") from None
         raise
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
     return driver
 
 

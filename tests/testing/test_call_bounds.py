@@ -24,6 +24,7 @@ from pybackend.testing import (
     StubModel,
 )
 from pybackend.testing.harness_errors import DECOUPLED_ON_HTTP, NoFinal, NoResponse
+from pybackend.testing.stub_driver import PACKAGE_ROOT
 from pybackend.utils.errors import ErrorCode, TritonModelException
 
 KINDS = {"inprocess": ModelHarness, "stub": StubModel, "server": ServerModel}
@@ -330,3 +331,34 @@ def test_in_a_debug_mode_in_process_calls_are_not_bounded(
     else:
         assert logged[0] == "initialize: harness-initialize-threads"
         assert logged[1].startswith("execute: harness-execute-threads-")
+
+
+@pytest.mark.timeout(120)
+def test_a_stub_that_never_says_hello_is_killed_past_initialize_timeout(
+    tmp_path: Path, release: Path
+) -> None:
+    """As the backend bounds a stub's start (HELLO) by stub-timeout-seconds: here a
+    sitecustomize on the stub's path blocks its interpreter's start until the release."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "end = time.monotonic() + 20\n"
+        f"while not os.path.exists({str(release)!r}) and time.monotonic() < end:\n"
+        "    time.sleep(0.01)\n"
+    )
+    body = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
+    path = f"{site}:{PACKAGE_ROOT}"
+    model = StubModel(
+        write_model(tmp_path, "mute", body), env={"PYTHONPATH": path}, initialize_timeout=0.5
+    )
+    try:
+        with pytest.raises(TritonModelException) as err:
+            model.start()
+    finally:
+        model.close()
+    assert str(err.value).startswith(
+        "the start of model 'mute' (instance 'mute_0') did not return within "
+        "initialize_timeout=0.5 s: the load failed"
+    )
+    assert "the stub was killed: no HELLO" in str(err.value)
