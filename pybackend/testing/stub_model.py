@@ -257,22 +257,13 @@ class StubModel(StubRequests):
         self._unset = list(env.unset)
 
     def _spawn(self) -> StubDriver:
-        # The stub's start is bounded as the backend bounds it (stub-timeout-seconds covers
-        # HELLO and INIT), by initialize_timeout, though never by less than STOP_TIMEOUT_S:
-        # a short limit meant for initialize must not fail a slow interpreter start.
-        limit = max(self.initialize_timeout, STOP_TIMEOUT_S)
-        if debugging(self._debug, self.config):
-            limit = None
+        limit = self._hello_limit()
         try:
             return spawn_stub(
                 self.instance_name, self._env, self._python, self._unset, self.output, limit
             )
         except TimeoutError:
-            what = f"the stub was killed: no HELLO (its interpreter's start) in {limit:g} s"
-            text = initialize_timed_out_text(
-                self.model_name, self.instance_name, self.initialize_timeout, what, "the start"
-            )
-            raise TritonModelException(text) from None
+            raise self._no_hello(limit) from None
 
     def _spawn_instance(self) -> StubDriver:
         """The instance's stub: a process of its own, or the host's (shared, fork)."""
@@ -280,7 +271,27 @@ class StubModel(StubRequests):
         if host is None:
             return self._spawn()
         init = {"model_file": str(self.model_file), "runtime_modeldir": "DEFAULT"}
-        return attach_stub(host, self.instance_name, {**init, **self._init_extra()})
+        limit = self._hello_limit()
+        try:
+            return attach_stub(host, self.instance_name, {**init, **self._init_extra()}, limit)
+        except TimeoutError:
+            raise self._no_hello(limit) from None
+
+    def _hello_limit(self) -> Optional[float]:
+        # The stub's start is bounded as the backend bounds it (stub-timeout-seconds covers
+        # HELLO and INIT), by initialize_timeout, though never by less than STOP_TIMEOUT_S:
+        # a short limit meant for initialize must not fail a slow interpreter start.
+        if debugging(self._debug, self.config):
+            return None
+        return max(self.initialize_timeout, STOP_TIMEOUT_S)
+
+    def _no_hello(self, limit: Optional[float]) -> TritonModelException:
+        what = f"the stub was killed: no HELLO (its interpreter's start) in {limit or 0:g} s"
+        return TritonModelException(
+            initialize_timed_out_text(
+                self.model_name, self.instance_name, self.initialize_timeout, what, "the start"
+            )
+        )
 
     def _init_extra(self) -> Dict[str, Any]:
         return {

@@ -42,14 +42,20 @@ def spawn_stub(
     return _greeted(driver, hello_timeout)
 
 
-def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> StubDriver:
+def attach_stub(
+    host: StubHost,
+    instance_name: str,
+    init: Dict[str, Any],
+    hello_timeout: Optional[float] = None,
+) -> StubDriver:
     """An instance served by ``host`` (a thread of it, or its forked child) that said
-    HELLO; the host's output goes where the host was told to put it."""
+    HELLO (within ``hello_timeout``, as :func:`spawn_stub`); the host's output goes where
+    the host was told to put it."""
     sync, async_, pid = host.attach(instance_name, init)
     proc = HostedProcess(host, pid)
     driver = StubDriver(instance_name, attached=(sync, async_, proc))
     proc.channels_closed = lambda: driver.async_closed
-    return _greeted(driver)
+    return _greeted(driver, hello_timeout)
 
 
 def _greeted(driver: StubDriver, timeout: Optional[float] = None) -> StubDriver:
