@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..testing.harness_errors import InferError
+from ..testing.harness_errors import DECOUPLED_ON_HTTP, InferError
 from ..testing.inputs import check_inputs
 from ..utils.errors import ErrorCode
 from ..utils.tensor import Tensor
@@ -18,8 +18,9 @@ from .call import InferCall
 from .errors import ServeError
 from .models import Served
 
-#: tritonserver's answer to a decoupled model on HTTP's ``/infer`` (2.51, status 501).
-DECOUPLED_ON_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
+#: How long a request waits for its model: a client of tritonserver waits for a slow model
+#: (the harness's calls are bounded, by 30 s unless told).
+WAIT_S = 3600.0
 
 
 def _kwargs(call: InferCall) -> Dict[str, Any]:
@@ -43,7 +44,7 @@ def infer(served: Served, call: InferCall) -> Dict[str, np.ndarray]:
             return batcher.submit(call)
         try:
             with served.instance(call.sequence.get("sequence_id")) as model:
-                return model.infer(call.inputs, **_kwargs(call))
+                return model.infer(call.inputs, timeout=WAIT_S, **_kwargs(call))
         except InferError as e:
             raise ServeError(e.message, e.code) from None
 
@@ -82,7 +83,7 @@ def _run_batch(served: Served, calls: List[InferCall]) -> List[Any]:
         for c in calls
     ]
     with served.instance() as model:
-        answers = model.infer_batch([c.inputs for c in calls], options=options)
+        answers = model.infer_batch([c.inputs for c in calls], options=options, timeout=WAIT_S)
     return [ServeError(a.message, a.code) if isinstance(a, InferError) else a for a in answers]
 
 
@@ -103,7 +104,7 @@ def stream(
     served: Served,
     call: InferCall,
     cancel: Optional[threading.Event] = None,
-    timeout: float = 3600.0,
+    timeout: float = WAIT_S,
 ) -> Iterator[Streamed]:
     """The responses of one request as the model sends them, each ``(outputs, None)``, and
     ``(None, error)`` last where it failed; a model that is not decoupled yields its one

@@ -5,7 +5,7 @@ from ..stub.returns import STRICT_PARAMETER, OutputMismatch
 from .config import ConfigError, load_config, parse_config
 from .harness import ModelHarness
 from .harness_bounds import ExecuteStillRunningWarning
-from .harness_errors import InferError
+from .harness_errors import InferError, NoFinal, NoResponse, TimedOut
 from .outputs import OutputMismatchWarning
 from .results import Outputs
 from .server_model import ServerModel
@@ -19,12 +19,15 @@ __all__ = [
     "LogRecord",
     "MetricRecord",
     "ModelHarness",
+    "NoFinal",
+    "NoResponse",
     "OutputMismatch",
     "OutputMismatchWarning",
     "Outputs",
     "STRICT_PARAMETER",
     "ServerModel",
     "StubModel",
+    "TimedOut",
     "harness_transport",
     "load_config",
     "parse_config",

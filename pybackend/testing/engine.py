@@ -55,10 +55,13 @@ class Engine(Protocol):
         sequence_id: Union[int, str] = ...,
         sequence_start: bool = ...,
         sequence_end: bool = ...,
+        timeout: float = ...,
     ) -> Outputs:
         """One request; its outputs by name (only ``requested_outputs`` when given). An
-        error response raises :class:`InferError` with its message. The sequence arguments
-        are tritonclient's."""
+        error response raises :class:`InferError` with its message; no answer within
+        ``timeout`` seconds of the call, NoResponse (an InferError). The sequence arguments
+        are tritonclient's. A decoupled model's is refused (UNSUPPORTED), as tritonserver
+        refuses it: use :meth:`infer_stream`."""
 
     def infer_batch(
         self,
@@ -66,10 +69,11 @@ class Engine(Protocol):
         *,
         requested_outputs: Sequence[str] = ...,
         options: Optional[Sequence[Mapping[str, Any]]] = ...,
+        timeout: float = ...,
     ) -> List[Union[Outputs, InferError]]:
         """Several requests at once (offline: in one ``execute``, as the dynamic batcher
         hands them over). Per request: its outputs, or its error as an :class:`InferError`
-        (returned, not raised)."""
+        (returned, not raised; no answer within ``timeout`` seconds: NoResponse)."""
 
     def infer_stream(
         self,

@@ -42,16 +42,20 @@ from ..utils.response import InferenceResponse
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_bounds import (
+    CALL_TIMEOUT_S,
+    INITIALIZE_TIMEOUT_S,
     STOP_TIMEOUT_S,
     ExecuteStillRunningWarning,
     Worker,
     finalize_still_running_warning,
+    initialize_timed_out_text,
+    run_bounded,
 )
 from .harness_code import ModelCode, Running
-from .harness_errors import InferError, not_one_response
+from .harness_errors import InferError, NoResponse, decoupled_infer_refused
 from .harness_execute import Executor, Inputs
 from .harness_instances import Instances, instance_kind
-from .harness_responses import OutputNames, Requested, response_outputs
+from .harness_responses import Requested, response_outputs
 from .harness_streams import SenderStreams, StreamCalls
 from .load_checks import refuse_like_server, run_warmup
 from .model_dir import ModelOnDisk
@@ -65,7 +69,8 @@ class ModelHarness(ModelOnDisk):
     an absent one). ``bls``: fakes for models this one calls, by name. ``instances``: how
     many of the model's instances run (the first is this harness, the others are in
     :attr:`instances`), ``instance_process``: their PYBACKEND_INSTANCE_PROCESS instead of
-    the config's (harness_instances.py)."""
+    the config's (harness_instances.py). ``initialize_timeout``: seconds ``initialize`` may
+    take at :meth:`start` (harness_bounds.py)."""
 
     def __init__(
         self,
@@ -80,6 +85,7 @@ class ModelHarness(ModelOnDisk):
         auto_complete: bool = True,
         instances: int = 1,
         instance_process: Optional[str] = None,
+        initialize_timeout: float = INITIALIZE_TIMEOUT_S,
     ) -> None:
         super().__init__(
             model_dir,
@@ -91,6 +97,7 @@ class ModelHarness(ModelOnDisk):
             auto_complete=auto_complete,
         )
         self.logs: List[LogRecord] = []
+        self.initialize_timeout = initialize_timeout
         self.finalizing = False  # close() runs finalize: BLS is refused (spec 2.3)
         self._fakes = dict(bls or {})
         self._transport = t = harness_transport()
@@ -120,6 +127,12 @@ class ModelHarness(ModelOnDisk):
     @model.setter
     def model(self, value: Any) -> None:
         self._code.model = value
+
+    @property
+    def execute_still_running(self) -> Optional[str]:
+        """The thread of an ``execute`` a call's timeout left running, while it runs (the
+        harness refuses new requests meanwhile); None otherwise."""
+        return self._executor.still_running()
 
     @property
     def output_mismatches(self) -> List[OutputMismatch]:
@@ -169,7 +182,10 @@ class ModelHarness(ModelOnDisk):
                 cls = loader.model_class(module)
                 if self.auto_complete and hasattr(cls, "auto_complete_config"):
                     init = {"model_config": json.dumps(self.config), "model_name": self.model_name}
-                    completed = json.loads(loader.auto_complete(module, init))
+                    text = self._bounded_load(
+                        lambda: loader.auto_complete(module, init), "auto_complete_config"
+                    )
+                    completed = json.loads(text)
                     self.config = complete(completed, self.model_name)
                 else:  # the server completes every config (a batcher's preferred sizes)
                     self.config = complete(self.config, self.model_name)
@@ -179,7 +195,30 @@ class ModelHarness(ModelOnDisk):
                 raise TritonModelException(str(e)) from None
             self.model = cls()
             if hasattr(self.model, "initialize"):
-                self._code.call("initialize", self.initialize_args())
+                args = self.initialize_args()
+                self._bounded_load(lambda: self._code.call("initialize", args), "initialize")
+
+    def _bounded_load(self, fn: Callable[[], Any], phase: str) -> Any:
+        """``fn()``, the model's ``phase`` of the load, within :attr:`initialize_timeout`, as
+        a stub process's load is bounded; past it the load fails, and ``fn`` is left on its
+        daemon thread, as Python cannot stop a thread."""
+
+        def timed_out(worker: Worker[Any]) -> Exception:
+            what = (
+                f"it runs on in daemon thread '{worker.thread.name}', as Python cannot stop a "
+                "thread, and the harness is closed"
+            )
+            text = initialize_timed_out_text(
+                self.model_name, self.instance_name, self.initialize_timeout, what, phase
+            )
+            return TritonModelException(text)
+
+        def run() -> Any:
+            with self._running():  # its logs and BLS calls are this harness's
+                return fn()
+
+        name = f"harness-{phase}-{self.model_name}"
+        return run_bounded(run, self.initialize_timeout, name, timed_out, self.config)
 
     def _import(self) -> types.ModuleType:
         if not self.model_file.is_file():
@@ -277,24 +316,31 @@ class ModelHarness(ModelOnDisk):
             queued_ns=queued_ns,
         )
 
-    def execute(self, requests: Sequence[Union[Inputs, InferenceRequest]]) -> List[Any]:
+    def execute(
+        self,
+        requests: Sequence[Union[Inputs, InferenceRequest]],
+        timeout: float = CALL_TIMEOUT_S,
+    ) -> List[Any]:
         """One ``execute`` batch. Returns, per request, its ``InferenceResponse``: an error
         response when ``execute`` raised or returned something the backend refuses (the
         backend's texts), or ``None`` when it answers through its response sender
-        (decoupled mode; see :meth:`stream`)."""
-        return self._executor.execute(requests)
+        (decoupled mode; see :meth:`stream`). An execute that does not return within
+        ``timeout`` seconds raises NoResponse (docs/testing.md, "Timeouts")."""
+        reqs = [r if isinstance(r, InferenceRequest) else self.request(r) for r in requests]
+        return self._executor.execute_bounded(reqs, timeout, "execute")
 
     def stream(
-        self, inputs: Union[Inputs, InferenceRequest], timeout: float = 30.0
+        self, inputs: Union[Inputs, InferenceRequest], timeout: float = CALL_TIMEOUT_S
     ) -> List[InferenceResponse]:
         """A decoupled model's responses to one request, until the response sender's FINAL
-        (waited for at most ``timeout`` seconds: senders may answer from threads)."""
+        (waited for at most ``timeout`` seconds from the call, execute included: senders may
+        answer from threads)."""
         return self._stream_calls.stream(inputs, timeout)
 
     def infer_stream(
         self,
         inputs: Inputs,
-        timeout: float = 30.0,
+        timeout: float = CALL_TIMEOUT_S,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
@@ -321,15 +367,17 @@ class ModelHarness(ModelOnDisk):
         *,
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
+        timeout: float = CALL_TIMEOUT_S,
     ) -> List[Union[Outputs, InferError]]:
         """Several requests in one ``execute``, as the dynamic batcher hands them over.
         ``options``: per request, ``requested_outputs``, ``request_id``, ``parameters`` and
         ``queued_ns`` as :meth:`request` takes them. Per request: its outputs, or its error as an
         :class:`InferError` (returned, not raised: one request's error leaves the others'
-        answers). A request the server would refuse gets that error and stays out of the
-        batch, as in the server."""
+        answers; an execute that outlives ``timeout`` gives each its NoResponse). A request
+        the server would refuse gets that error and stays out of the batch, as in the
+        server (a decoupled model's, every one: :meth:`infer`)."""
         if self.decoupled:
-            raise TypeError("infer_batch is for models that answer with one response")
+            return [decoupled_infer_refused(self.model_name) for _ in batch]
         results: List[Any] = [None] * len(batch)
         admitted: List[Tuple[int, InferenceRequest]] = []
         for i, inputs in enumerate(batch):
@@ -339,7 +387,13 @@ class ModelHarness(ModelOnDisk):
             except InferError as e:
                 results[i] = e
         if admitted:
-            responses = self.execute([req for _, req in admitted])
+            reqs = [req for _, req in admitted]
+            try:
+                responses = self._executor.execute_bounded(reqs, timeout, "infer_batch")
+            except NoResponse as e:
+                for i, _ in admitted:
+                    results[i] = e
+                return results
             for (i, req), resp in zip(admitted, responses):
                 try:
                     results[i] = response_outputs(
@@ -349,19 +403,15 @@ class ModelHarness(ModelOnDisk):
                     results[i] = e
         return results
 
-    def infer(self, inputs: Inputs, **kwargs: Any) -> Outputs:
+    def infer(self, inputs: Inputs, *, timeout: float = CALL_TIMEOUT_S, **kwargs: Any) -> Outputs:
         """One request; its outputs by name (only ``requested_outputs`` when given). An
-        error response raises :class:`InferError` with its message."""
-        req = self.request(inputs, **kwargs)
+        error response raises :class:`InferError` with its message; an execute that does
+        not return within ``timeout`` seconds, NoResponse. A decoupled model's is refused,
+        as tritonserver refuses it: use :meth:`infer_stream`."""
         if self.decoupled:
-            names = OutputNames(req)
-            held = [req]  # the harness lets go of it: a sender the model drops is noticed
-            del req
-            responses = self._stream_calls.stream_held(held, 30.0)
-            if len(responses) != 1:
-                raise not_one_response(len(responses))
-            return response_outputs(self._checked(responses[0], names), names)
-        (resp,) = self.execute([req])
+            raise decoupled_infer_refused(self.model_name)
+        req = self.request(inputs, **kwargs)
+        (resp,) = self._executor.execute_bounded([req], timeout, "infer")
         return response_outputs(None if resp is None else self._checked(resp, req), req)
 
     # ------------------------------------------------------------------ parts' services

@@ -1,23 +1,37 @@
-"""A client call of a :class:`~pybackend.testing.harness.ModelHarness` bounded by its
-``timeout`` from the call's start, as a stub process or the server bounds it: the model runs
-on a worker thread the caller waits for. Python cannot stop a thread, so an ``execute`` that
-outlives the wait is cancelled (its ``request.is_cancelled()`` turns true, for a model that
-checks it) and left running on its daemon thread, named in an
-:class:`ExecuteStillRunningWarning`; until it returns the harness refuses new requests
-(:func:`still_running_text`) instead of queueing them behind it forever."""
+"""The bounded waits of the offline engines, one rule for both (:func:`run_bounded`): a
+client call of a :class:`~pybackend.testing.harness.ModelHarness` (and a StubModel's wait
+for a RESULT, stub_bounds.py) bounded by its ``timeout`` from the call's start, as the server
+bounds it for a client, and a model's load bounded by ``initialize_timeout``, as the
+backend's stub-timeout-seconds bounds it. The model runs on a worker thread the caller waits
+for. Python cannot stop a thread, so an ``execute`` that outlives the wait is cancelled (its
+``request.is_cancelled()`` turns true, for a model that checks it) and left running on its
+daemon thread, named in an :class:`ExecuteStillRunningWarning`; until it returns the engine
+refuses new requests (:func:`still_running_text`) instead of queueing them behind it
+forever. In a debug mode (:func:`debugging`) nothing is bounded."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
-from typing import Callable, Generic, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 T = TypeVar("T")
 
 #: Seconds closing a model waits for its finalize: a StubModel's stub is killed then, an
 #: in-process finalize is left on its thread (closing never hangs a test run).
 STOP_TIMEOUT_S = 10.0
+
+#: Seconds a call (``infer``, ``infer_batch``, ``execute``, ``infer_stream``) waits for its
+#: answer by default, counted from its start, ``execute`` included (``timeout=``).
+CALL_TIMEOUT_S = 30.0
+
+#: Seconds a model's load may take at ``start`` by default (``initialize_timeout=``): the
+#: backend's ``stub-timeout-seconds`` default, which bounds the same wait in the server (the
+#: stub's HELLO and its answer to INIT: model.py's import and ``initialize``), so a load that
+#: passes offline does not fail through pybackend's server for its length.
+INITIALIZE_TIMEOUT_S = 30.0
 
 
 class ExecuteStillRunningWarning(RuntimeWarning):
@@ -34,11 +48,38 @@ def still_running_warning(model_name: str, instance_name: str, timeout: float, t
     )
 
 
-def still_running_text(model_name: str, instance_name: str, thread: str) -> str:
+def still_running_text(
+    model_name: str, instance_name: str, thread: str, engine: str = "ModelHarness"
+) -> str:
     return (
         f"execute of model '{model_name}' (instance '{instance_name}') still runs in thread "
-        f"'{thread}' after its caller's timeout: the harness refuses new requests until it "
-        "returns; let the model stop on request.is_cancelled(), or start a new ModelHarness"
+        f"'{thread}' after its caller's timeout: the {engine} refuses new requests until it "
+        f"returns; let the model stop on request.is_cancelled(), or start a new {engine}"
+    )
+
+
+def stub_still_running_warning(
+    model_name: str, instance_name: str, timeout: float, thread: str
+) -> str:
+    return (
+        f"execute of model '{model_name}' (instance '{instance_name}') did not end within "
+        f"timeout={timeout:g} s: its request is cancelled (request.is_cancelled() is True) "
+        f"and it runs on in the stub process, its RESULT awaited by daemon thread "
+        f"'{thread}'; the StubModel refuses new requests until it returns (check "
+        "is_cancelled() in long loops, or pass execute_timeout=..., which kills the stub)"
+    )
+
+
+def initialize_timed_out_text(
+    model_name: str, instance_name: str, timeout: float, what: str, phase: str = "initialize"
+) -> str:
+    """A load that outlived ``initialize_timeout`` (``what``: what became of it)."""
+    return (
+        f"{phase} of model '{model_name}' (instance '{instance_name}') did not return within "
+        f"initialize_timeout={timeout:g} s: the load failed, as the backend fails a load that "
+        f"outlives stub-timeout-seconds; {what}. A model whose load is that slow: pass a "
+        "larger initialize_timeout= (and raise the backend's stub-timeout-seconds for the "
+        f"server); otherwise find what {phase} waits for"
     )
 
 
@@ -88,6 +129,37 @@ def warn_still_running(model_name: str, instance_name: str, timeout: float, thre
         ExecuteStillRunningWarning,
         stacklevel=4,
     )
+
+
+def run_bounded(
+    fn: Callable[[], T],
+    timeout: float,
+    name: str,
+    on_timeout: Callable[[Worker[T]], Exception],
+    config: Optional[Dict[str, Any]] = None,
+) -> T:
+    """``fn()`` on a daemon worker thread ``name``, waited for at most ``timeout`` seconds:
+    its result, or its exception raised here; past the wait, ``on_timeout(worker)`` (which
+    decides what becomes of the thread still running) is raised. The one bounded wait of
+    the offline engines' calls and loads; not bounded in the debug mode of ``config`` (the
+    model's) or the environment."""
+    if debugging(config=config):
+        return fn()  # a breakpoint may stop it for as long as the developer takes
+    worker = Worker(fn, name).start()
+    if not worker.wait(timeout):
+        raise on_timeout(worker)
+    return worker.result()
+
+
+def debugging(debug: str = "", config: Optional[Dict[str, Any]] = None) -> bool:
+    """Whether a debug mode is on (``debug``, a StubModel's, else the PYBACKEND_DEBUG of the
+    model's ``config`` or of the environment, as the backend reads it): then, as the backend
+    in debug mode, nothing is bounded, so a model stopped at a breakpoint is not given up on."""
+    params = (config or {}).get("parameters") or {}
+    value = debug or (params.get("PYBACKEND_DEBUG") or {}).get("string_value")
+    if value is None:
+        value = os.environ.get("PYBACKEND_DEBUG", "")
+    return value not in ("", "off", "0")
 
 
 def time_left(timeout: float, deadline: Optional[float]) -> float:

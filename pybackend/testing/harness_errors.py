@@ -17,14 +17,51 @@ class InferError(PybackendError):
 
 
 def not_one_response(count: int) -> InferError:
-    """``infer`` of a decoupled model whose request got ``count`` responses (it expects one;
-    tritonserver refuses ``infer`` of a decoupled model: docs/testing.md); every offline
-    engine raises it."""
-    return InferError(f"the decoupled model sent {count} responses, not 1")
+    """A response sender that answered a request of a model that is not decoupled with
+    ``count`` responses where its client waits for one; every offline engine raises it."""
+    return InferError(f"the model sent {count} responses, not 1")
 
 
-class NoFinal(InferError):
+#: tritonserver 2.51's refusal of ``infer`` (HTTP) of a decoupled model, status 501.
+DECOUPLED_ON_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
+
+
+def decoupled_infer_refused(model_name: str) -> InferError:
+    """``infer()`` of a decoupled model: refused before anything runs, as tritonserver
+    refuses it (its HTTP text and code, UNSUPPORTED; unary gRPC's ModelInfer likewise), so a
+    test meant for every engine cannot pass offline and fail through the server."""
+    return InferError(
+        f"{DECOUPLED_ON_HTTP}: model '{model_name}' is decoupled, and infer() waits for one "
+        "response, which tritonserver refuses; use infer_stream(), which returns every "
+        "response until FINAL",
+        ErrorCode.UNSUPPORTED,
+    )
+
+
+class TimedOut(InferError):
+    """A call's answer did not come within its ``timeout`` (NoFinal, NoResponse)."""
+
+
+class NoFinal(TimedOut):
     """A decoupled request's stream did not end: no FINAL within the wait."""
+
+
+class NoResponse(TimedOut):
+    """A request's ``execute`` did not return within the caller's timeout."""
+
+
+def no_response(
+    model_name: str, instance_name: str, call: str, timeout: float, what: str
+) -> NoResponse:
+    """The ``call`` (``infer``, ``infer_batch``, ``execute``) got no answer within
+    ``timeout`` seconds of its start; ``what``: what became of the execute (every engine
+    words its own)."""
+    instance = f" (instance '{instance_name}')" if instance_name else ""
+    return NoResponse(
+        f"no response from model '{model_name}'{instance} within timeout={timeout:g} s of "
+        f"{call}(): its execute did not return by then; {what}; pass a larger timeout= if "
+        "the model is that slow, or let execute stop once request.is_cancelled() is True"
+    )
 
 
 def no_final(model_name: str, timeout: float, count: int) -> InferError:

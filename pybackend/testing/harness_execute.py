@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from ..stub.failures import failed_requests_text
 from ..stub.loader import no_execute_text
@@ -30,9 +30,10 @@ from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_R
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
-from .harness_bounds import still_running_text
+from .harness_bounds import Worker, run_bounded, still_running_text, warn_still_running
 from .harness_code import ModelCode
 from .harness_drops import DropWatch
+from .harness_errors import InferError, no_response
 from .harness_responses import Requested, filtered
 from .harness_streams import SenderStreams
 from .inputs import as_input_array, check_inputs, parameters_json
@@ -44,6 +45,7 @@ from .statistics import ExecuteTimes
 from .transport import HarnessTransport
 
 Inputs = Mapping[str, Any]
+T = TypeVar("T")
 
 
 class Executor:
@@ -157,6 +159,59 @@ class Executor:
                 if outer:
                     self._runner = None
         return out
+
+    def bounded(
+        self,
+        fn: Callable[[], T],
+        timeout: float,
+        tokens: Sequence[int],
+        timed_out: Callable[[], InferError],
+    ) -> T:
+        """``fn()`` (a call that runs ``execute``) on a worker thread the caller waits for at
+        most ``timeout`` seconds, as a stub process or the server bounds a call: past it the
+        requests ``tokens`` are cancelled, an execute still running is left on its thread
+        (:meth:`give_up`), and ``timed_out()`` is raised."""
+        token = tokens[0] if tokens else 0
+
+        def give_up(worker: Worker[T]) -> Exception:
+            self.give_up(worker, timeout, tokens)
+            return timed_out()
+
+        name = f"harness-execute-{self._disk.model_name}-{token}"
+        return run_bounded(fn, timeout, name, give_up, self._disk.config)
+
+    def give_up(self, worker: Worker[Any], timeout: float, tokens: Sequence[int]) -> None:
+        """``worker``'s caller stopped waiting after ``timeout`` seconds: its requests are
+        cancelled (first: a cooperative model stops sooner), and an execute still running
+        on it is named in an ExecuteStillRunningWarning and holds this executor."""
+        for token in tokens:
+            self._streams.cancel(token)
+        disk = self._disk
+        if self.abandon(worker.thread):
+            warn_still_running(disk.model_name, disk.instance_name, timeout, worker.thread.name)
+
+    def execute_bounded(self, reqs: List[InferenceRequest], timeout: float, call: str) -> List[Any]:
+        """:meth:`execute` of ``reqs`` within ``timeout`` seconds (:meth:`bounded`); past it
+        the ``call``'s NoResponse."""
+        disk = self._disk
+
+        def timed_out() -> InferError:
+            what = (
+                "the requests are cancelled, and execute runs on in its daemon thread "
+                "(ExecuteStillRunningWarning); the harness refuses new requests until it returns"
+            )
+            return no_response(disk.model_name, disk.instance_name, call, timeout, what)
+
+        return self.bounded(
+            lambda: self.execute(reqs), timeout, [r._token for r in reqs], timed_out
+        )
+
+    def still_running(self) -> Optional[str]:
+        """The name of the thread a caller's timeout left in execute, while it runs."""
+        stuck = self._abandoned
+        if stuck is not None and stuck.is_alive() and self._runner is stuck:
+            return stuck.name
+        return None
 
     def abandon(self, thread: threading.Thread) -> bool:
         """``thread``'s caller stopped waiting (its timeout): whether ``thread`` is still

@@ -207,6 +207,7 @@ class Instances(InstanceSet):
             instance_name=name,
             model_file=first.model_file.name,
             auto_complete=False,
+            initialize_timeout=first.initialize_timeout,
         )
         other._code.registry = first._code.registry if self.mode == "shared" else Registry()
         other._code.thread = InstanceThread(name)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .cancel_watch import CancelWatch
-from .harness_bounds import Worker, time_left, warn_still_running
+from .harness_bounds import time_left
 from .harness_errors import InferError, NoFinal, no_final
 from .harness_responses import OutputNames, response_outputs, stream_outputs
 from .model_dir import ModelOnDisk
@@ -159,14 +159,12 @@ class StreamCalls:
                 return self.stream_held(held, timeout, deadline)
             return self._stream_live(held, names, timeout, on_response, deadline, live)
 
-        worker = Worker(run, f"harness-execute-{self._disk.model_name}-{token}").start()
         timed_out = False
         try:
             with watch:
-                if not worker.wait(timeout):
-                    timed_out = True
-                    raise self._timed_out(token, timeout, worker, live)
-                responses = worker.result()
+                responses = self._executor.bounded(
+                    run, timeout, [token], lambda: self._no_final(token, timeout, live)
+                )
         except NoFinal:
             timed_out = True
             raise
@@ -181,26 +179,26 @@ class StreamCalls:
         checked = [self._executor.checked(r, names) for r in responses]
         return stream_outputs(checked, names, quiet)
 
-    def _timed_out(
-        self, token: int, timeout: float, worker: Worker[Any], live: List[InferenceResponse]
-    ) -> InferError:
-        """No FINAL within ``timeout`` of the call: the stub engine's error; an execute still
-        running is cancelled and left on its thread, with a warning."""
-        self._streams.cancel(token)  # before the warning: a cooperative model stops sooner
-        disk = self._disk
-        if self._executor.abandon(worker.thread):
-            warn_still_running(disk.model_name, disk.instance_name, timeout, worker.thread.name)
-        return no_final(disk.model_name, timeout, len(live) or self._streams.count(token))
+    def _no_final(self, token: int, timeout: float, live: List[InferenceResponse]) -> InferError:
+        """No FINAL within ``timeout`` of the call: the stub engine's error."""
+        return no_final(self._disk.model_name, timeout, len(live) or self._streams.count(token))
 
     def stream(
         self, inputs: Union["Inputs", InferenceRequest], timeout: float
     ) -> List[InferenceResponse]:
-        """:meth:`ModelHarness.stream`."""
+        """:meth:`ModelHarness.stream`, bounded as :meth:`infer_stream` (execute included)."""
         req = inputs if isinstance(inputs, InferenceRequest) else self._executor.request(inputs)
         del inputs
+        token = req._token
         held = [req]
         del req
-        return self.stream_held(held, timeout)
+        deadline = time.monotonic() + timeout
+        return self._executor.bounded(
+            lambda: self.stream_held(held, timeout, deadline),
+            timeout,
+            [token],
+            lambda: self._no_final(token, timeout, []),
+        )
 
     def stream_held(
         self, held: List[InferenceRequest], timeout: float, deadline: Optional[float] = None

@@ -16,7 +16,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..stub.returns import OutputMismatch, OutputRules
-from .harness_errors import InferError, from_client, no_final
+from .harness_bounds import CALL_TIMEOUT_S
+from .harness_errors import InferError, from_client, no_final, no_response
 from .outputs import array_mismatches, report_mismatches
 from .results import Outputs, parameters_from_grpc
 
@@ -111,12 +112,20 @@ class ServerModel:
             client.close()
 
     def infer(
-        self, inputs: Inputs, *, requested_outputs: Sequence[str] = (), **kwargs: Any
+        self,
+        inputs: Inputs,
+        *,
+        requested_outputs: Sequence[str] = (),
+        timeout: float = CALL_TIMEOUT_S,
+        **kwargs: Any,
     ) -> Outputs:
+        """One request over HTTP; ``timeout``: seconds the client waits for the answer (as
+        the offline engines' ``timeout``, not tritonclient's server-side ``timeout`` in
+        microseconds): past it, NoResponse."""
         import tritonclient.http as httpclient
         from tritonclient.utils import InferenceServerException
 
-        client = httpclient.InferenceServerClient(self._server.http_url, network_timeout=120)
+        client = httpclient.InferenceServerClient(self._server.http_url, network_timeout=timeout)
         try:
             ins = [_input(httpclient, k, v) for k, v in inputs.items()]
             outs = [httpclient.InferRequestedOutput(n) for n in requested_outputs] or None
@@ -124,6 +133,9 @@ class ServerModel:
                 result = client.infer(self.model_name, ins, outputs=outs, **kwargs)
             except InferenceServerException as e:
                 raise from_client(e) from None
+            except TimeoutError:
+                what = "the client stopped waiting, and the server's execute runs on"
+                raise no_response(self.model_name, "", "infer", timeout, what) from None
             response = result.get_response()
             names = [o["name"] for o in response.get("outputs", [])]
             outputs = Outputs(((n, result.as_numpy(n)) for n in names), response.get("parameters"))
@@ -137,6 +149,7 @@ class ServerModel:
         *,
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
+        timeout: float = CALL_TIMEOUT_S,
     ) -> List[Union[Outputs, InferError]]:
         """The requests sent at once; the server's dynamic batcher decides whether they
         meet in one ``execute`` (in-process and in a stub process they always do). Per
@@ -149,7 +162,7 @@ class ServerModel:
             # The server's queue starts when the request arrives: no client sets it.
             opts.pop("queued_ns", None)
             try:
-                results[i] = self.infer(batch[i], **opts)
+                results[i] = self.infer(batch[i], timeout=timeout, **opts)
             except InferError as e:
                 results[i] = e
             except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
@@ -167,7 +180,7 @@ class ServerModel:
     def infer_stream(
         self,
         inputs: Inputs,
-        timeout: float = 30.0,
+        timeout: float = CALL_TIMEOUT_S,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,

@@ -59,6 +59,7 @@ class StubInstances(InstanceSet):
             env=first._env,
             python=first._python if first._python_given else None,
             execute_timeout=first.execute_timeout,
+            initialize_timeout=first.initialize_timeout,
             metric_store=first.metric_store,
         )
         other.output = first.output if self.host is not None else other.output

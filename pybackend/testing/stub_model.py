@@ -20,16 +20,23 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ..execution_env import EnvError, package_parent, prepare
+from ..ipc.channel import ChannelClosed
 from ..stub.loader import missing_file_text
 from ..stub.returns import OutputRules
 from ..utils.errors import TritonModelException
 from .config import complete
+from .harness_bounds import (
+    INITIALIZE_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    debugging,
+    initialize_timed_out_text,
+)
 from .harness_instances import instance_kind
 from .load_checks import refuse_like_server, run_warmup
 from .metric_store import MetricStore
 from .stub_driver import StubDriver
 from .stub_instances import StubInstances
-from .stub_process import attach_stub, shutdown_stub, spawn_stub
+from .stub_process import Watchdog, attach_stub, kill_stub, shutdown_stub, spawn_stub
 from .stub_requests import StubRequests
 from .stub_services import StubServices, register, unregister
 from .transport import BlsFake, LogRecord, MetricRecord
@@ -43,7 +50,9 @@ class StubModel(StubRequests):
     the backend starts it, else the one running the tests); ``debug``: a PYBACKEND_DEBUG
     mode for the stub (``"pdb"``: breakpoint() in model.py opens pdb on the terminal of
     ``pytest -s``; ``"debugpy:5678"``: attach an IDE); ``execute_timeout``: seconds an
-    execute may take before the stub is killed and the request fails."""
+    execute may take before the stub is killed and the request fails;
+    ``initialize_timeout``: seconds the stub may take to answer INIT (model.py's import and
+    ``initialize``, or ``auto_complete_config``) before it is killed and the load fails."""
 
     def __init__(
         self,
@@ -63,6 +72,7 @@ class StubModel(StubRequests):
         metric_store: Optional[MetricStore] = None,
         instances: int = 1,
         instance_process: Optional[str] = None,
+        initialize_timeout: float = INITIALIZE_TIMEOUT_S,
     ) -> None:
         super().__init__(
             model_dir,
@@ -82,6 +92,7 @@ class StubModel(StubRequests):
         self._unset: List[str] = []
         self._debug = debug
         self.execute_timeout = execute_timeout
+        self.initialize_timeout = initialize_timeout
         self._driver = None
         self._services: Optional[StubServices] = None
         #: Where the model's custom metrics are kept (``metric_store=``: one shared with
@@ -153,14 +164,12 @@ class StubModel(StubRequests):
             self._instances.close_host()
             raise
         self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
-        reply = driver.init(
-            self.model_file,
-            self.config,
-            phase="initialize",
-            decoupled=self.decoupled,
-            debug=self._debug,
-            **self._init_extra(),
-        )
+        try:
+            reply = self._init(driver, "initialize", decoupled=self.decoupled, debug=self._debug)
+        except BaseException:
+            shutdown_stub(driver)
+            self._instances.close_host()
+            raise
         if not reply["ok"]:
             shutdown_stub(driver)
             self._instances.close_host()
@@ -184,6 +193,11 @@ class StubModel(StubRequests):
         unregister(self)
         driver, self._driver = self._driver, None
         if driver is not None:
+            # An execute a caller's timeout left running holds the sync channel until its
+            # RESULT: waited for as long as a finalize, then the stub is killed (it ends).
+            if not self.bounds.abandoned_returns(STOP_TIMEOUT_S):
+                kill_stub(driver)
+                self.bounds.abandoned_returns(STOP_TIMEOUT_S)
             shutdown_stub(driver)
             self._closed_logs = list(driver.logs)
         if self._services is not None:
@@ -193,14 +207,37 @@ class StubModel(StubRequests):
     def _run_auto_complete(self) -> Dict[str, Any]:
         driver = self._spawn()
         try:
-            reply = driver.init(
-                self.model_file, self.config, phase="auto_complete", **self._init_extra()
-            )
+            reply = self._init(driver, "auto_complete")
         finally:
             shutdown_stub(driver)
         if not reply["ok"]:
             raise TritonModelException(reply["error"])
         return reply
+
+    def _init(self, driver: StubDriver, phase: str, **kwargs: Any) -> Dict[str, Any]:
+        """The stub's answer to INIT of ``phase``, within :attr:`initialize_timeout` (as the
+        backend bounds it by stub-timeout-seconds): past it the stub is killed."""
+        debug = debugging(self._debug, self.config)
+        watchdog = None if debug else Watchdog(self.initialize_timeout, driver)
+        try:
+            return driver.init(
+                self.model_file, self.config, phase=phase, **kwargs, **self._init_extra()
+            )
+        except (ChannelClosed, OSError, AssertionError):
+            if watchdog is None or not watchdog.fired:
+                raise
+            what = "auto_complete_config" if phase == "auto_complete" else phase
+            text = initialize_timed_out_text(
+                self.model_name,
+                self.instance_name,
+                self.initialize_timeout,
+                "the stub was killed",
+                what,
+            )
+            raise TritonModelException(text) from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
 
     def _use_execution_env(self) -> None:
         """The model's EXECUTION_ENV_PATH, resolved as the backend resolves it (an archive
@@ -220,7 +257,13 @@ class StubModel(StubRequests):
         self._unset = list(env.unset)
 
     def _spawn(self) -> StubDriver:
-        return spawn_stub(self.instance_name, self._env, self._python, self._unset, self.output)
+        limit = self._hello_limit()
+        try:
+            return spawn_stub(
+                self.instance_name, self._env, self._python, self._unset, self.output, limit
+            )
+        except TimeoutError:
+            raise self._no_hello(limit) from None
 
     def _spawn_instance(self) -> StubDriver:
         """The instance's stub: a process of its own, or the host's (shared, fork)."""
@@ -228,7 +271,27 @@ class StubModel(StubRequests):
         if host is None:
             return self._spawn()
         init = {"model_file": str(self.model_file), "runtime_modeldir": "DEFAULT"}
-        return attach_stub(host, self.instance_name, {**init, **self._init_extra()})
+        limit = self._hello_limit()
+        try:
+            return attach_stub(host, self.instance_name, {**init, **self._init_extra()}, limit)
+        except TimeoutError:
+            raise self._no_hello(limit) from None
+
+    def _hello_limit(self) -> Optional[float]:
+        # The stub's start is bounded as the backend bounds it (stub-timeout-seconds covers
+        # HELLO and INIT), by initialize_timeout, though never by less than STOP_TIMEOUT_S:
+        # a short limit meant for initialize must not fail a slow interpreter start.
+        if debugging(self._debug, self.config):
+            return None
+        return max(self.initialize_timeout, STOP_TIMEOUT_S)
+
+    def _no_hello(self, limit: Optional[float]) -> TritonModelException:
+        what = f"the stub was killed: no HELLO (its interpreter's start) in {limit or 0:g} s"
+        return TritonModelException(
+            initialize_timed_out_text(
+                self.model_name, self.instance_name, self.initialize_timeout, what, "the start"
+            )
+        )
 
     def _init_extra(self) -> Dict[str, Any]:
         return {

@@ -22,8 +22,11 @@ def spawn_stub(
     python: str,
     unset: Sequence[str],
     output: List[str],
+    hello_timeout: Optional[float] = None,
 ) -> StubDriver:
-    """A stub process that said HELLO; its stdout and stderr lines go to ``output``."""
+    """A stub process that said HELLO (within ``hello_timeout`` seconds when given: it is
+    killed past them, and TimeoutError raised); its stdout and stderr lines go to
+    ``output``."""
     driver = StubDriver(
         instance_name,
         env=env,
@@ -36,26 +39,39 @@ def spawn_stub(
         thread = threading.Thread(target=drain_lines, args=(stream, output), daemon=True)
         thread.start()
         driver.pipe_readers.append(thread)
-    return _greeted(driver)
+    return _greeted(driver, hello_timeout)
 
 
-def attach_stub(host: StubHost, instance_name: str, init: Dict[str, Any]) -> StubDriver:
+def attach_stub(
+    host: StubHost,
+    instance_name: str,
+    init: Dict[str, Any],
+    hello_timeout: Optional[float] = None,
+) -> StubDriver:
     """An instance served by ``host`` (a thread of it, or its forked child) that said
-    HELLO; the host's output goes where the host was told to put it."""
+    HELLO (within ``hello_timeout``, as :func:`spawn_stub`); the host's output goes where
+    the host was told to put it."""
     sync, async_, pid = host.attach(instance_name, init)
     proc = HostedProcess(host, pid)
     driver = StubDriver(instance_name, attached=(sync, async_, proc))
     proc.channels_closed = lambda: driver.async_closed
-    return _greeted(driver)
+    return _greeted(driver, hello_timeout)
 
 
-def _greeted(driver: StubDriver) -> StubDriver:
-    """``driver`` once its stub said HELLO; closed if it did not."""
+def _greeted(driver: StubDriver, timeout: Optional[float] = None) -> StubDriver:
+    """``driver`` once its stub said HELLO (within ``timeout`` seconds, when given: killed
+    past them, TimeoutError); closed if it did not."""
+    watchdog = None if timeout is None else Watchdog(timeout, driver)
     try:
         driver.hello()
     except BaseException:
         driver.close()
+        if watchdog is not None and watchdog.fired:
+            raise TimeoutError(f"no HELLO from the stub within {timeout:g} s") from None
         raise
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
     return driver
 
 
@@ -63,7 +79,7 @@ def shutdown_stub(driver: StubDriver) -> None:
     """``finalize``, then close the driver (which waits for the process to exit)."""
     # A stub still busy in execute (or hung in finalize) never answers FINALIZE: it is
     # killed after STOP_TIMEOUT_S so that closing the model cannot hang the test run.
-    timer = threading.Timer(STOP_TIMEOUT_S, _kill, args=(driver,))
+    timer = threading.Timer(STOP_TIMEOUT_S, kill_stub, args=(driver,))
     timer.daemon = True
     timer.start()
     try:
@@ -76,7 +92,8 @@ def shutdown_stub(driver: StubDriver) -> None:
         driver.close()
 
 
-def _kill(driver: StubDriver) -> None:
+def kill_stub(driver: StubDriver) -> None:
+    """SIGKILL to the stub (its channels close, so every wait on them ends)."""
     try:
         driver.proc.kill()
     except OSError:
@@ -95,7 +112,7 @@ class Watchdog:
 
     def _fire(self, driver: StubDriver) -> None:
         self.fired = True
-        _kill(driver)
+        kill_stub(driver)
 
     def cancel(self) -> None:
         self._timer.cancel()

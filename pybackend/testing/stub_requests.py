@@ -19,7 +19,16 @@ from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .cancel_watch import CancelWatch
-from .harness_errors import InferError, NoFinal, no_final, not_one_response
+from .harness_bounds import CALL_TIMEOUT_S
+from .harness_errors import (
+    InferError,
+    NoResponse,
+    TimedOut,
+    decoupled_infer_refused,
+    no_final,
+    no_response,
+    not_one_response,
+)
 from .inputs import as_input_array, check_inputs, parameters_json
 from .model_dir import ModelOnDisk
 from .outputs import array_mismatches, report_mismatches
@@ -27,6 +36,7 @@ from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs
 from .sequence import request_fields
 from .statistics import ExecuteTimes
+from .stub_bounds import ResultWaits
 from .stub_driver import StubDriver
 from .stub_process import Watchdog, died_text, timed_out_text
 from .stub_sends import LiveStream, response_outputs, stream_outputs, wait_sent
@@ -52,6 +62,8 @@ class StubRequests(ModelOnDisk):
     def __init__(self, model_dir: Union[str, Path], **kwargs: Any) -> None:
         super().__init__(model_dir, **kwargs)
         self._lock = threading.Lock()  # one execute at a time, as the backend sends them
+        #: The waits for RESULT, bounded by each call's timeout (stub_bounds.py).
+        self.bounds = ResultWaits(self, self.cancel)
         self._tokens = itertools.count(1)
         self._batches = itertools.count(1)
         self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
@@ -71,13 +83,17 @@ class StubRequests(ModelOnDisk):
         request_id: str = "",
         correlation_id: Union[int, str] = 0,
         parameters: Optional[Mapping[str, Any]] = None,
-        timeout: float = 30.0,
+        timeout: float = CALL_TIMEOUT_S,
         sequence_id: Union[int, str] = 0,
         sequence_start: bool = False,
         sequence_end: bool = False,
     ) -> Outputs:
-        """One request; its outputs by name. An error response raises :class:`InferError`.
-        The sequence arguments are tritonclient's (see :meth:`ModelHarness.request`)."""
+        """One request; its outputs by name. An error response raises :class:`InferError`;
+        no answer within ``timeout`` seconds of the call, NoResponse. The sequence arguments
+        are tritonclient's (see :meth:`ModelHarness.request`). A decoupled model's is
+        refused, as tritonserver refuses it: use :meth:`infer_stream`."""
+        if self.decoupled:
+            raise decoupled_infer_refused(self.model_name)
         responses = self._request(
             inputs,
             requested_outputs,
@@ -85,6 +101,8 @@ class StubRequests(ModelOnDisk):
             request_fields(correlation_id, sequence_id, sequence_start, sequence_end),
             parameters,
             timeout,
+            deadline=time.monotonic() + timeout,
+            call="infer",
         )
         if len(responses) != 1:
             raise not_one_response(len(responses))
@@ -93,7 +111,7 @@ class StubRequests(ModelOnDisk):
     def infer_stream(
         self,
         inputs: Inputs,
-        timeout: float = 30.0,
+        timeout: float = CALL_TIMEOUT_S,
         cancel_after: Optional[int] = None,
         on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
@@ -120,8 +138,9 @@ class StubRequests(ModelOnDisk):
             on_response,
             cancel_event,
             # As in-process and through the server, the timeout counts from the call,
-            # execute included (a sync execute that hangs waits for execute_timeout).
+            # execute included.
             deadline=time.monotonic() + timeout,
+            call="infer_stream",
         )
 
     def _request(
@@ -136,6 +155,7 @@ class StubRequests(ModelOnDisk):
         on_response: Optional[Callable[[Outputs], None]] = None,
         cancel_event: Optional[threading.Event] = None,
         deadline: Optional[float] = None,
+        call: str = "infer",
     ) -> List[Outputs]:
         driver = self._started()
         arrays = {k: as_input_array(v) for k, v in inputs.items()}
@@ -167,10 +187,11 @@ class StubRequests(ModelOnDisk):
                     live=live is not None,
                     flags=flags,
                     deadline=deadline,
+                    call=call,
                 )
                 if live is not None:
                     sent = live.wait(sent, driver, timeout, self.model_name, self._died, deadline)
-        except NoFinal:
+        except TimedOut:
             # As the server engine's client cancels a stream left without FINAL: the
             # request stays cancelled, for a model that checks is_cancelled() to stop.
             timed_out = True
@@ -219,6 +240,8 @@ class StubRequests(ModelOnDisk):
                 )  # fmt: skip
             except InferError as e:
                 sent = [{"error": (e.code, e.message), "outputs": {}}]
+            except TritonModelException as e:  # refused behind an abandoned execute
+                sent = [{"error": (ErrorCode.INTERNAL, str(e)), "outputs": {}}]
             if sent and self._live.pop(token, None) is not None:
                 for i, resp in enumerate(sent):
                     emit(resp, i == len(sent) - 1)
@@ -244,6 +267,7 @@ class StubRequests(ModelOnDisk):
         live: bool = False,
         flags: int = 0,
         deadline: Optional[float] = None,
+        call: str = "infer",
     ) -> List[Dict[str, Any]]:
         kwargs = {
             "token": token,
@@ -254,7 +278,13 @@ class StubRequests(ModelOnDisk):
         }
         queued = time.monotonic_ns()
         while True:
-            (item,) = self._run_batch(driver, [arrays], [requested], [kwargs], [queued])
+            (item,) = self.bounds.bounded(
+                lambda: self._run_batch(driver, [arrays], [requested], [kwargs], [queued]),
+                timeout,
+                deadline,
+                [token],
+                lambda: self._call_timed_out(call, timeout, token),
+            )
             if isinstance(item, InferError):
                 raise item
             if item.get("release_flags") != RELEASE_RESCHEDULE:
@@ -262,7 +292,7 @@ class StubRequests(ModelOnDisk):
             # Released with RESCHEDULE: the same request (token, inputs, id) comes back in a
             # later execute, as the server's sequence batcher sends it again.
         if deadline is not None and time.monotonic() >= deadline:
-            raise no_final(self.model_name, timeout, self._sent_count.get(token, 0))
+            raise self._call_timed_out(call, timeout, token)  # an answer after it is too late
         if item.get("none"):
             # The sender answers: live, its sends went (and go) to emit already.
             sent = [] if live else self._sent(driver, token, timeout, deadline)
@@ -282,15 +312,30 @@ class StubRequests(ModelOnDisk):
         each arrived, for :attr:`statistics`): each request's item (a response, or ``none``
         where its sender answers), or the InferError every request gets when the batch
         failed or the stub died or timed out in it."""
+        self.bounds.refuse_behind_abandoned()
         with self._lock:
+            self.bounds.runner = threading.current_thread()
             times = ExecuteTimes()
             try:
                 items = self._run_batch_locked(driver, batch, requested, kwargs, times)
             except InferError:
                 self._record(batch, queued, [None] * len(batch), times.finish())
                 raise
+            finally:
+                self.bounds.runner = None
             self._record(batch, queued, items, times.finish())
         return items
+
+    def _call_timed_out(self, call: str, timeout: float, token: int) -> InferError:
+        """No answer within the ``call``'s timeout: ``infer_stream``'s NoFinal, or the
+        NoResponse of ``infer`` and ``infer_batch``, as in-process."""
+        if call == "infer_stream":
+            return no_final(self.model_name, timeout, self._sent_count.get(token, 0))
+        what = (
+            "the requests are cancelled, and execute runs on in the stub process; the "
+            "StubModel refuses new requests until it returns"
+        )
+        return no_response(self.model_name, self.instance_name, call, timeout, what)
 
     def _run_batch_locked(
         self,
@@ -347,10 +392,12 @@ class StubRequests(ModelOnDisk):
         *,
         requested_outputs: Sequence[str] = (),
         options: Optional[Sequence[Mapping[str, Any]]] = None,
+        timeout: float = CALL_TIMEOUT_S,
     ) -> List[Union[Outputs, InferError]]:
         """As :meth:`ModelHarness.infer_batch`: one EXECUTE for the batch."""
         if self.decoupled:
-            raise TypeError("infer_batch is for models that answer with one response")
+            return [decoupled_infer_refused(self.model_name) for _ in batch]
+        deadline = time.monotonic() + timeout
         driver = self._started()
         results: List[Any] = [None] * len(batch)
         admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any], int]] = []
@@ -381,14 +428,26 @@ class StubRequests(ModelOnDisk):
             admitted.append((i, arrays, requested, kwargs, queued or time.monotonic_ns()))
         if admitted:
             _, arrays_of, requested_of, kwargs_of, queued_of = (list(c) for c in zip(*admitted))
-            items = self._run_batch(driver, arrays_of, requested_of, kwargs_of, queued_of)
+            tokens = [k["token"] for k in kwargs_of]
+            try:
+                items = self.bounds.bounded(
+                    lambda: self._run_batch(driver, arrays_of, requested_of, kwargs_of, queued_of),
+                    timeout,
+                    deadline,
+                    tokens,
+                    lambda: self._call_timed_out("infer_batch", timeout, tokens[0]),
+                )
+            except NoResponse as e:
+                for i, *_ in admitted:
+                    results[i] = e
+                return results
             for (i, _, requested, kwargs, _), item in zip(admitted, items):
                 if isinstance(item, InferError):
                     results[i] = item
                     continue
                 try:
                     if item.get("none"):  # its response sender answered (once, with FINAL)
-                        sent = self._sent(driver, kwargs["token"], 30.0)
+                        sent = self._sent(driver, kwargs["token"], timeout, deadline)
                         if len(sent) != 1:
                             raise not_one_response(len(sent))
                         item = sent[0]

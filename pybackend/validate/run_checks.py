@@ -19,7 +19,8 @@ import numpy as np
 from ..stub.returns import OutputRules
 from ..stub.tracebacks import format_exception
 from ..testing.harness import ModelHarness
-from ..testing.harness_errors import NoFinal
+from ..testing.harness_bounds import ExecuteStillRunningWarning
+from ..testing.harness_errors import NoFinal, NoResponse
 from ..testing.outputs import array_mismatches
 from ..utils.dtypes import triton_string_to_numpy
 from ..utils.errors import TritonModelException
@@ -81,7 +82,11 @@ class Runner:
         """Load the model (auto_complete_config, initialize); the completed config."""
         file = model_file.relative_to(report.path).as_posix()
         harness = ModelHarness(
-            report.path, version=int(model_file.parent.name), model_file=model_file.name
+            report.path,
+            version=int(model_file.parent.name),
+            model_file=model_file.name,
+            # This bounds the whole load itself (the import too), and says so past it.
+            initialize_timeout=LOAD_TIMEOUT_S + 10,
         )
         _progress(report, "loading (auto_complete_config, initialize)")
         with _noted(report, file):
@@ -108,9 +113,9 @@ class Runner:
                 # abandoned thread may still add some, and they must not show.
                 found = ModelReport(report.name, report.path)
                 try:
-                    # A stream's bound is a few seconds more than its own wait, so that a
-                    # stream without FINAL ends there first, saying so.
-                    bound = REQUEST_TIMEOUT_S + (5 if harness.decoupled else 0)
+                    # The harness bounds the request (REQUEST_TIMEOUT_S): this is a few
+                    # seconds more, in case the harness itself does not return.
+                    bound = REQUEST_TIMEOUT_S + 5
                     request = functools.partial(_request, found, file, harness, REQUEST_TIMEOUT_S)
                     _bounded(request, bound)
                     report.findings += found.findings
@@ -119,7 +124,7 @@ class Runner:
                     report.add(
                         WARNING,
                         "run",
-                        f"the generated request got no answer within {bound:g} s "
+                        f"the generated request got no answer within {REQUEST_TIMEOUT_S:g} s "
                         "(abandoned): does execute wait for something that never comes?",
                         file,
                     )
@@ -138,6 +143,8 @@ def _noted(report: ModelReport, file: str) -> Iterator[None]:
         warnings.simplefilter("always")
         yield
     for w in caught:
+        if issubclass(w.category, ExecuteStillRunningWarning):
+            continue  # an abandoned request: reported as the warning that says so
         text = f"a warning while the model ran: {w.category.__name__}: {w.message}"
         report.add(NOTE, "run", text, file)
 
@@ -154,8 +161,12 @@ def _request(report: ModelReport, file: str, harness: ModelHarness, timeout: flo
         if harness.decoupled:
             responses = harness.stream(request, timeout)
         else:
-            responses = harness.execute([request])
+            responses = harness.execute([request], timeout)
+    except NoResponse:  # execute did not return: the harness left it running
+        raise _Abandoned() from None
     except NoFinal as e:  # a client of the server would wait as long as it waits
+        if harness.execute_still_running is not None:  # execute itself did not return
+            raise _Abandoned() from None
         text = (
             f"{e.message}: execute returned, but the request's response sender never sent "
             "its last response (flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)"

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from pybackend.testing import InferError, ModelHarness, ServerModel, StubModel
+from pybackend.testing.harness_errors import DECOUPLED_ON_HTTP
+from pybackend.utils.errors import ErrorCode
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 KINDS = {"inprocess": ModelHarness, "stub": StubModel, "server": ServerModel}
@@ -42,8 +44,13 @@ def test_an_error_of_the_batch_reaches_every_request(mode: str) -> None:
     assert all(isinstance(o, InferError) and "error_model refuses" in o.message for o in out)
 
 
-@pytest.mark.parametrize("mode", ["inprocess", "stub"])
+@pytest.mark.parametrize("mode", list(KINDS))
 def test_a_decoupled_model_is_refused(mode: str) -> None:
+    # As tritonserver refuses infer() of a decoupled model (HTTP's 501): each request.
     with KINDS[mode](EXAMPLES / "token_stream") as model:
-        with pytest.raises(TypeError, match="one response"):
-            model.infer_batch([{"PROMPT": np.array([b"a"], dtype=object)}])
+        out = model.infer_batch([{"PROMPT": np.array([b"a"], dtype=object)}] * 2)
+    assert all(isinstance(o, InferError) for o in out), out
+    for error in out:
+        assert isinstance(error, InferError)
+        assert error.code == ErrorCode.UNSUPPORTED
+        assert error.message.startswith(DECOUPLED_ON_HTTP)
