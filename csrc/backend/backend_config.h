@@ -21,8 +21,11 @@ struct BackendConfig {
   uint64_t inline_threshold = 4096;     // ours: tensors up to this size travel in the message
   int64_t ipc_spin_us = kLaneSpinAuto;  // ours: poll before sleeping on sync (lane_spin.h)
   int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
-  bool stub_restart = true;             // ours: replace a dead stub with a new one
-  bool ipc_lane = true;                 // ours: EXECUTE/RESULT through shared memory (ipc/lane.h)
+  // ours: bound on a stub's load (model.py's import, auto_complete_config, initialize); 0 =
+  // none, as the original's (a model that loads weights for minutes loads).
+  int64_t initialize_timeout_seconds = 0;
+  bool stub_restart = true;  // ours: replace a dead stub with a new one
+  bool ipc_lane = true;      // ours: EXECUTE/RESULT through shared memory (ipc/lane.h)
   int64_t stub_restart_max_backoff_ms = 30000;  // ours: the longest pause between restarts
   bool thread_budget = true;     // ours: OMP_NUM_THREADS etc. per instance when unset (UV-13)
   bool instance_metrics = true;  // ours: pybackend_* Prometheus metrics per instance (UV-38)

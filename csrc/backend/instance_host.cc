@@ -275,18 +275,23 @@ std::unique_ptr<StubProcess> InstanceHost::Connect(const std::string& instance,
   theirs_sync.Reset();  // the host's now: EOF on ours means it is gone
   theirs_async.Reset();
 
-  // The reply: {"pid": N} (the host itself, or the fork child) or {"error": "..."}.
-  auto deadline = Clock::now() + opts_.timeout;
+  // The reply: {"pid": N} (the host itself, or the fork child) or {"error": "..."}. Under
+  // fork it comes after the host imported model.py: a load's wait, bounded only by
+  // initialize-timeout-seconds (none by default, as a load on the original).
+  const bool bounded = opts_.init_timeout.count() >= 0;
+  auto deadline = Clock::now() + (bounded ? opts_.init_timeout : std::chrono::milliseconds(0));
   std::string reply;
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
+    if (bounded && left.count() <= 0) {
       gen->Kill(instance);
-      fail("no answer within stub-timeout-seconds=" + std::to_string(opts_.timeout.count() / 1000) +
-           " s (importing model.py takes longer? raise stub-timeout-seconds)");
+      fail("no answer within initialize-timeout-seconds=" +
+           std::to_string(opts_.init_timeout.count() / 1000) +
+           " s (importing model.py takes longer? raise initialize-timeout-seconds)");
     }
+    int slice = bounded ? static_cast<int>(std::min<int64_t>(left.count(), 1000)) : 1000;
     pollfd fds[2] = {{gen->control(), POLLIN, 0}, {gen->proc().pidfd(), POLLIN, 0}};
-    int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    int n = poll(fds, 2, slice);
     if (n < 0 && errno != EINTR) fail(std::string("poll: ") + std::strerror(errno));
     if (fds[0].revents & POLLIN) {
       std::string buf(kMaxReply, '\0');

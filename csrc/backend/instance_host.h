@@ -40,6 +40,9 @@ struct HostOptions {
   InstanceProcess mode = InstanceProcess::kShared;
   SpawnOptions spawn;  // python, PYTHONPATH, environment (args are set by the host)
   std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
+  // initialize-timeout-seconds (< 0: none): the host's answer for an instance includes
+  // importing model.py under fork, so it is a load's wait, not a start's.
+  std::chrono::milliseconds init_timeout{-1};
 };
 
 class HostGeneration;

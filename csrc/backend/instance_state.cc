@@ -62,6 +62,19 @@ std::shared_ptr<StubSession> InstanceState::StartSession() {
     session = std::make_shared<StubSession>(std::move(opts), this);
   }
   session->set_instance_metrics(metrics);
+  {
+    // A load has no time bound by default (initialize-timeout-seconds): Finalize ends a
+    // restart's start that is still loading instead of waiting for it.
+    std::lock_guard<std::mutex> lock(mu_);
+    starting_ = session;
+  }
+  struct Started {
+    InstanceState* st;
+    ~Started() {
+      std::lock_guard<std::mutex> lock(st->mu_);
+      st->starting_.reset();
+    }
+  } started{this};
   json::Value reply = session->Start(model->InitArgs("initialize", name, kind, device_id));
   const json::Value* ok = reply.Find("ok");
   if (ok == nullptr || !ok->is_bool() || !ok->AsBool()) {
@@ -106,15 +119,19 @@ std::shared_ptr<StubSession> InstanceState::session() {
 
 void InstanceState::Finalize() {
   std::shared_ptr<StubSession> s;
+  std::shared_ptr<StubSession> starting;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finalized_) return;
     finalized_ = true;
     stopping_ = true;  // the FINALIZE below must not look like a crash to the restarter
     s = session_;
+    starting = starting_;
   }
   cv_.notify_all();
-  if (restarter_.joinable()) restarter_.join();  // a start in progress is bounded
+  // A restart's new stub still loading (no time bound by default) is ended, not waited for.
+  if (starting != nullptr) starting->MarkDead("the model instance is being unloaded");
+  if (restarter_.joinable()) restarter_.join();
   {
     std::lock_guard<std::mutex> lock(mu_);
     s = session_;
@@ -301,6 +318,7 @@ void InstanceState::RestartLoop() {
     }
     lock.lock();
     started_at_ = std::chrono::steady_clock::now();
+    if (fresh == nullptr && stopping_) return;  // ended by Finalize while it loaded
     if (fresh == nullptr) {
       PB_LOG_ERROR("model '" + model->name + "', instance '" + name +
                    "': restarting the stub failed: " + error);

@@ -92,6 +92,8 @@ class InstanceState : public AsyncHandler {
   std::mutex mu_;  // guards session_ and the restart fields
   std::condition_variable cv_;
   std::shared_ptr<StubSession> session_;
+  // The session StartSession is loading (initialize), for Finalize to end a restart's.
+  std::shared_ptr<StubSession> starting_;
   bool finalized_ = false;
   bool stopping_ = false;
   bool restart_wanted_ = false;

@@ -282,6 +282,7 @@ void ModelState::ReadParameters() {
     h.spawn.env = o.env;
     h.spawn.env_unset = o.env_unset;
     h.timeout = o.timeout;
+    h.init_timeout = o.init_timeout;
     host = std::make_shared<InstanceHost>(std::move(h));
   }
 }
@@ -330,7 +331,13 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   o.timeout = std::chrono::milliseconds(c.stub_timeout_seconds * 1000);
   // Debug mode: a stub may sit at a breakpoint for as long as its developer needs (a day
   // here; the waits' millisecond counts stay within an int).
-  if (!debug.empty()) o.timeout = std::chrono::hours(24);
+  if (c.initialize_timeout_seconds > 0) {
+    o.init_timeout = std::chrono::milliseconds(c.initialize_timeout_seconds * 1000);
+  }
+  if (!debug.empty()) {
+    o.timeout = std::chrono::hours(24);
+    o.init_timeout = std::chrono::milliseconds(-1);
+  }
   o.spin_us = lane_spin_us;
   o.lane = c.ipc_lane;
   o.env = ThreadBudgetEnv(thread_budget);

@@ -135,9 +135,12 @@ json::Value StubSession::Start(const json::Value& init_args) {
   auto fail = [&](Wait w, const std::string& step, const std::string& error) {
     if (w == Wait::kTimeout) {
       MarkDead("it did not answer " + step + " in time");
+      bool load = step == "INIT_REPLY";  // model.py's import and initialize
       Throw(TRITONSERVER_ERROR_INTERNAL,
-            what + "no " + step + " from the stub within " + Seconds(opts_.timeout) +
-                " (backend config stub-timeout-seconds). " + DeathDetail());
+            what + "no " + step + " from the stub within " +
+                Seconds(load ? opts_.init_timeout : opts_.timeout) + " (backend config " +
+                (load ? "initialize-timeout-seconds" : "stub-timeout-seconds") + "). " +
+                DeathDetail());
     }
     if (w == Wait::kDead) {
       // The original's text for a stub lost while it loads (qa L0_backend_python greps the
@@ -198,7 +201,10 @@ json::Value StubSession::Start(const json::Value& init_args) {
                    static_cast<int>(left().count()), &error)) {
     fail(Wait::kError, "INIT_REPLY", error);
   }
-  w = WaitSync(ipc::MessageKind::INIT_REPLY, left(), &msg, &error);
+  // The load itself (model.py's import, auto_complete_config or initialize) may take as long
+  // as it takes, as on the original (weights loaded for minutes), unless an operator bounds
+  // it; a stub that dies, or stays stopped past stub-timeout-seconds, still ends the wait.
+  w = WaitSync(ipc::MessageKind::INIT_REPLY, opts_.init_timeout, &msg, &error);
   if (w != Wait::kOk) fail(w, "INIT_REPLY", error);
   try {
     return json::Value::Parse(ipc::DecodeJson(msg.body));

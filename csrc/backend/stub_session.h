@@ -70,7 +70,11 @@ struct SessionOptions {
   uint64_t shm_growth_byte_size = 1 << 20;
   uint64_t shm_max_byte_size = 0;
   std::chrono::milliseconds timeout{30000};  // stub-timeout-seconds
-  int spin_us = 0;                           // busy-poll before blocking on a reply
+  // initialize-timeout-seconds: how long the stub's load (INIT to INIT_REPLY: model.py's
+  // import, auto_complete_config or initialize) may take; < 0: no bound, as the original's
+  // (the stub's death or a stop past stub-timeout-seconds still ends the wait).
+  std::chrono::milliseconds init_timeout{-1};
+  int spin_us = 0;   // busy-poll before blocking on a reply
   bool lane = true;  // EXECUTE/RESULT through the shared-memory lane (where Lane::Supported)
   // Added to the stub's environment (the thread budget, an execution env's variables).
   std::vector<std::pair<std::string, std::string>> env;

@@ -216,7 +216,8 @@ class StubModel(StubRequests):
 
     def _init(self, driver: StubDriver, phase: str, **kwargs: Any) -> Dict[str, Any]:
         """The stub's answer to INIT of ``phase``, within :attr:`initialize_timeout` (as the
-        backend bounds it by stub-timeout-seconds): past it the stub is killed."""
+        backend bounds it by initialize-timeout-seconds, where set): past it the stub is
+        killed."""
         debug = debugging(self._debug, self.config)
         watchdog = None if debug else Watchdog(self.initialize_timeout, driver)
         try:

@@ -122,14 +122,14 @@ def test_requests_during_the_restart_wait_for_the_new_stub(server: Any, http: An
 
 
 def test_the_wait_ends_when_the_new_stub_cannot_start(tmp_path: Path) -> None:
-    """A new stub that hangs in initialize is given up after stub-timeout-seconds; a request
+    """A new stub that hangs in initialize is given up after initialize-timeout-seconds; a request
     waiting for it then fails (it never waits without bound), and once initialize works
     again the instance serves."""
     flag = tmp_path / "hang_init"
     with (
         start(
             [MODEL],
-            backend_config=[("stub-timeout-seconds", "2")],
+            backend_config=[("stub-timeout-seconds", "2"), ("initialize-timeout-seconds", "2")],
             env={"RESTART_HANG_INIT_WHILE": str(flag)},
         ) as srv,
         httpclient.InferenceServerClient(srv.http_url) as client,

@@ -1,0 +1,1 @@
+../../slow_load/1/model.py
