@@ -280,7 +280,7 @@ class StubModel(StubRequests):
 
     def _hello_limit(self) -> Optional[float]:
         # The stub's start is bounded as the backend bounds it (stub-timeout-seconds covers
-        # HELLO and INIT), by initialize_timeout, though never by less than STOP_TIMEOUT_S:
+        # its HELLO), by initialize_timeout, though never by less than STOP_TIMEOUT_S:
         # a short limit meant for initialize must not fail a slow interpreter start.
         if debugging(self._debug, self.config):
             return None
