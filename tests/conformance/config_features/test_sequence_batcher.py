@@ -2,7 +2,8 @@
 every control input and uint64 correlation ids, the oldest strategy with string ids through a
 TYPE_STRING CORRID control, what request.correlation_id() and request.flags() return, the
 null requests the direct strategy fills empty slots with, interleaved sequences over HTTP and
-on a gRPC stream, and a sequence released after max_sequence_idle_microseconds."""
+on a gRPC stream, a sequence released after max_sequence_idle_microseconds, a decoupled model
+behind the batcher and implicit state (sequence_batching state)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from conformance_support.clients import PROTOCOLS, infer, infer_error, text_output
 from conformance_support.streaming import Stream
 
-MODELS = ["seq_direct", "seq_oldest", "seq_idle", "seq_string_corrid"]
+MODELS = ["seq_direct", "seq_oldest", "seq_idle", "seq_string_corrid", "seq_decoupled", "seq_state"]
 START, END = 1, 2
 
 
@@ -200,3 +201,49 @@ def test_a_string_corrid_control_is_refused_by_the_server(server, feature_reposi
     assert "for inference input 'CORRID'" in error.message
     assert error.status == ("400" if protocol == "http" else "StatusCode.INVALID_ARGUMENT")
     assert recorder.new() == []
+
+
+def test_a_decoupled_model_behind_the_sequence_batcher(server):
+    plan = [("a", 2, START), ("b", 1, START), ("a", 1, END), ("b", 2, END)]
+    with Stream(server) as stream:
+        for i, (seq, count, flags) in enumerate(plan):
+            stream.send(
+                "seq_decoupled",
+                {"IN": np.array([count], np.int32)},
+                request_id=f"r{i}",
+                sequence_id=seq,
+                sequence_start=bool(flags & START),
+                sequence_end=bool(flags & END),
+            )
+        events = stream.until_final(len(plan))
+    answers = sorted((e.request_id, e.value()) for e in events if e.outputs)
+    # "<correlation id>:<flags>:<START>:<running count of the sequence>"
+    assert answers == [
+        ("r0", "a:1:1:1"),
+        ("r0", "a:1:1:2"),
+        ("r1", "b:1:1:1"),
+        ("r2", "a:2:0:3"),
+        ("r3", "b:2:0:2"),
+        ("r3", "b:2:0:3"),
+    ]
+    assert sorted(e.request_id for e in events if e.final) == ["r0", "r1", "r2", "r3"]
+
+
+def test_implicit_state_does_not_carry_over(server, feature_repository):
+    """A python model gets STATE_IN (zeros) on every request; neither backend stores the
+    model's STATE_OUT for the sequence's next request."""
+    answers = []
+    for value, flags in ((1, START), (2, 0), (3, END)):
+        result = infer(
+            server,
+            "http",
+            "seq_state",
+            {"IN": np.array([value], np.int32)},
+            sequence_id=5,
+            sequence_start=bool(flags & START),
+            sequence_end=bool(flags & END),
+        )
+        answers.append(result.outputs["OUT"].tolist())
+    assert answers == [[1], [2], [3]]
+    seen = (feature_repository.model_dir("seq_state") / "seen.txt").read_text()
+    assert seen.splitlines() == [f"['IN', 'STATE_IN'] [{v}]" for v in (1, 2, 3)]
