@@ -1,6 +1,6 @@
 """model_warmup samples of a python model (models/warm*): what execute sees for zero_data,
 random_data and input_data_file inputs (INT32, BYTES, FP32), batch_size and count, and a
-warmup on which the model raises or answers with an error response."""
+decoupled model's warmup answered from a thread. Failing warmups: test_warmup_failures.py."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ import json
 
 import numpy as np
 import pytest
-from tritonclient.utils import InferenceServerException
 
-from conformance_support.clients import client_for, infer
+from conformance_support.clients import infer
 
 MODEL = "warm"
 
 
 @pytest.fixture(scope="module")
 def server(feature_repository):
-    with feature_repository.start_models([MODEL]) as srv:
+    with feature_repository.start_models([MODEL, "warm_decoupled"]) as srv:
         yield srv
 
 
@@ -71,32 +70,8 @@ def test_the_model_serves_after_its_warmup(server, feature_repository):
     assert records(feature_repository, MODEL)[-1]["request_id"] == "after"
 
 
-@pytest.mark.parametrize(
-    "model,mode,why",
-    [
-        (
-            "warm_raises",
-            "raise",
-            "Failed to process the request(s) for model 'warm_raises_0_0', message: ValueError: "
-            "warmup asked to raise\n\nAt:\n  {model_py}({line}): execute\n",
-        ),
-        ("warm_error", "error", "warmup asked for an error"),
-    ],
-)
-def test_a_failing_warmup_fails_the_load(server, feature_repository, model, mode, why):
-    model_py = feature_repository.model_dir(model) / "1" / "model.py"
-    lines = model_py.read_text().splitlines()
-    line = next(n for n, text in enumerate(lines, 1) if "raise ValueError" in text)
-    client = client_for(server, "http")
-    try:
-        with pytest.raises(InferenceServerException) as failure:
-            client.load_model(model)
-    finally:
-        client.close()
-    assert failure.value.message() == (
-        f"load failed for model '{model}': version 1 is at UNAVAILABLE state: Invalid argument: "
-        f"failed to run warmup sample 'failing': {why.format(model_py=model_py, line=line)}; ;\n"
-    )
-    assert [r["inputs"]["MODE"] for r in records(feature_repository, model)] == [
-        ["|O", [1, 1], [mode]]
-    ]
+def test_a_decoupled_warmup_answered_from_a_thread(server, feature_repository):
+    """The load waits for each sample's final flag, sent after execute returned."""
+    seen = (feature_repository.model_dir("warm_decoupled") / "seen.txt").read_text()
+    one = ["execute [0, 0] ''", "returned", "sent", "sent", "final"]
+    assert seen.splitlines() == one + one

@@ -27,12 +27,10 @@ def counts(server, model) -> dict[str, int]:
         stats = client.get_inference_statistics(model)["model_stats"][0]
     finally:
         client.close()
-    return {
-        "success": int(stats["inference_stats"]["success"]["count"]),
-        "fail": int(stats["inference_stats"]["fail"]["count"]),
-        "inference": int(stats["inference_count"]),
-        "execution": int(stats["execution_count"]),
-    }
+    found = {k: int(v["count"]) for k, v in stats["inference_stats"].items()}
+    found["inference"] = int(stats["inference_count"])
+    found["execution"] = int(stats["execution_count"])
+    return found
 
 
 def outcome(server, model, mode) -> str:
@@ -46,8 +44,30 @@ def outcome(server, model, mode) -> str:
     return "out" if result.outputs else "empty"
 
 
-OK = {"success": 1, "fail": 0, "inference": 1, "execution": 1}
-FAILED = {"success": 0, "fail": 1, "inference": 0, "execution": 1}
+NONE = {"cache_hit": 0, "cache_miss": 0}
+# A completed request counts in every stage; a failed one in none.
+OK = {
+    "success": 1,
+    "fail": 0,
+    "queue": 1,
+    "compute_input": 1,
+    "compute_infer": 1,
+    "compute_output": 1,
+    "inference": 1,
+    "execution": 1,
+    **NONE,
+}
+FAILED = {
+    "success": 0,
+    "fail": 1,
+    "queue": 0,
+    "compute_input": 0,
+    "compute_infer": 0,
+    "compute_output": 0,
+    "inference": 0,
+    "execution": 1,
+    **NONE,
+}
 RAISED = "Failed to process the request(s) for model '{model}_0', message: ValueError: asked"
 
 # (model, mode) -> (what the client gets, the statistics' change)
