@@ -24,7 +24,7 @@ struct RequestState {
   bool released = false;
   bool closed = false;         // FINAL went out, by whichever path
   bool sent_response = false;  // at least one response went out
-  bool failed = false;         // an error response went out (statistics)
+  bool failed = false;         // an error of ours (not the model's own) went out (statistics)
   uint32_t release_flags = TRITONSERVER_REQUEST_RELEASE_ALL;
   // Outputs the client asked for; responses drop the others. Empty: keep everything.
   std::unordered_set<std::string> requested_outputs;

@@ -177,12 +177,14 @@ void AddOutput(TRITONBACKEND_Response* response, const ipc::TensorDesc& t, StubS
 
 }  // namespace
 
-void SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code code,
+bool SendErrorResponse(TRITONBACKEND_Response* response, TRITONSERVER_Error_Code code,
                        const std::string& message, uint32_t send_flags) {
   TRITONSERVER_Error* err = TRITONSERVER_ErrorNew(code, message.c_str());
   std::string send_err = TakeMessage(TRITONBACKEND_ResponseSend(response, send_flags, err));
   TRITONSERVER_ErrorDelete(err);
-  if (!send_err.empty()) PB_LOG_ERROR("failed to send an error response: " + send_err);
+  if (send_err.empty()) return true;
+  PB_LOG_ERROR("failed to send an error response: " + send_err);
+  return false;
 }
 
 bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& body,
@@ -190,8 +192,9 @@ bool SendResponse(TRITONBACKEND_Response* response, const ipc::ResponseBody& bod
   if (body.has_error) {
     auto code = static_cast<TRITONSERVER_Error_Code>(body.error_code);
     if (body.error_code > TRITONSERVER_ERROR_CANCELLED) code = TRITONSERVER_ERROR_INTERNAL;
-    SendErrorResponse(response, code, body.error_message, send_flags);
-    return false;
+    // The model's own error response is its answer: the original reports such a request as
+    // a success in the statistics (tests/conformance/config_features/test_request_statistics).
+    return SendErrorResponse(response, code, body.error_message, send_flags) && !body.fails_request;
   }
   try {
     SetParameters(response, body.parameters);

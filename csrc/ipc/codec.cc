@@ -119,7 +119,8 @@ TensorDesc ReadTensorDesc(Reader& r) {
 }
 
 void WriteResponseBody(Writer& w, const ResponseBody& body) {
-  w.U8(body.has_error ? 1 : 0);
+  // 0: no error, 1: an error response the model made, 2: an error that fails the request.
+  w.U8(!body.has_error ? 0 : (body.fails_request ? 2 : 1));
   if (body.has_error) {
     w.U32(body.error_code);
     w.Str(body.error_message);
@@ -131,7 +132,9 @@ void WriteResponseBody(Writer& w, const ResponseBody& body) {
 
 ResponseBody ReadResponseBody(Reader& r) {
   ResponseBody body;
-  body.has_error = r.U8() != 0;
+  uint8_t error_kind = r.U8();
+  body.has_error = error_kind != 0;
+  body.fails_request = error_kind == 2;
   if (body.has_error) {
     body.error_code = r.U32();
     body.error_message = r.Str();

@@ -114,6 +114,9 @@ TensorDesc ReadTensorDesc(Reader& r);
 
 struct ResponseBody {
   bool has_error = false;
+  // The error is the stub's own (execute failed, nobody can answer the request): the
+  // request failed. Otherwise an error is a response the model made, its answer.
+  bool fails_request = false;
   uint32_t error_code = 0;
   std::string error_message;
   std::string parameters;  // "" or a JSON object

@@ -112,6 +112,7 @@ Value Response(const ipc::ResponseBody& b) {
     e.Push(static_cast<uint64_t>(b.error_code));
     e.Push(b.error_message);
     v.Set("error", std::move(e));
+    if (b.fails_request) v.Set("fails", Value(true));
   } else {
     v.Set("error", Value());
   }

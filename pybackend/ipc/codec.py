@@ -69,13 +69,22 @@ from .primitives import (
     put_blob,
     put_str,
 )
-from .response_codec import ResponseDesc, decode_send, encode_send, put_response, read_response
+from .response_codec import (
+    FAILURE,
+    MODEL_ERROR,
+    ResponseDesc,
+    decode_send,
+    encode_send,
+    put_response,
+    read_response,
+)
 from .result_codec import ResultDesc, decode_result, encode_result, encode_result_error
 from .tensor_codec import GpuRef, TensorDesc, put_tensor, read_tensor
 
 __all__ = [
     "BLOCK_REF",
     "ERROR_HEAD",
+    "FAILURE",
     "F64",
     "FLAGS_TIMEOUT",
     "FREE_HEAD",
@@ -84,6 +93,7 @@ __all__ = [
     "I64",
     "INDIRECT",
     "LOG_HEAD",
+    "MODEL_ERROR",
     "PER_RESULT",
     "REQUEST_HEAD",
     "RESULT_OK_HEAD",

@@ -9,35 +9,43 @@ from typing import Optional, Sequence, Tuple, Union
 from .primitives import ERROR_HEAD, SEND_HEAD, U32, Buffer, Reader, put_str
 from .tensor_codec import STR_LEN, TensorDesc, put_tensor, str_at, tensor_at, truncated
 
+#: ResponseBody's first byte: no error, an error response the model made (its answer), an
+#: error of the stub's own that fails the request (the statistics count it as failed).
+NO_ERROR, MODEL_ERROR, FAILURE = 0, 1, 2
+
 
 class ResponseDesc:
-    """ResponseBody: an error (code, message) or parameters plus output tensors."""
+    """ResponseBody: an error (code, message) or parameters plus output tensors. ``fails``:
+    the error is the stub's own (the request failed), not a response the model made."""
 
-    __slots__ = ("error", "parameters", "outputs")
+    __slots__ = ("error", "parameters", "outputs", "fails")
 
     def __init__(
         self,
         outputs: Sequence[TensorDesc] = (),
         parameters: str = "",
         error: Optional[Tuple[int, str]] = None,
+        fails: bool = False,
     ) -> None:
         self.outputs = list(outputs)
         self.parameters = parameters
         self.error = error
+        self.fails = fails and error is not None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ResponseDesc):
             return NotImplemented
-        return (self.error, self.parameters, self.outputs) == (
+        return (self.error, self.parameters, self.outputs, self.fails) == (
             other.error,
             other.parameters,
             other.outputs,
+            other.fails,
         )
 
     def __repr__(self) -> str:
         return (
             f"ResponseDesc(outputs={self.outputs}, parameters={self.parameters!r}, "
-            f"error={self.error})"
+            f"error={self.error}, fails={self.fails})"
         )
 
 
@@ -48,7 +56,7 @@ def put_response(out: bytearray, resp: Union[ResponseDesc, bytes, bytearray]) ->
         out += resp
         return
     if resp.error is not None:
-        out += b"\x01"
+        out.append(FAILURE if resp.fails else MODEL_ERROR)
         out += ERROR_HEAD.pack(resp.error[0])
         put_str(out, resp.error[1])
     else:
@@ -72,6 +80,7 @@ def response_at(mv: memoryview, pos: int, end: int) -> Tuple[ResponseDesc, int]:
     after it; a truncated body raises struct.error or IndexError (tensor_codec's flat
     reading)."""
     error = None
+    fails = mv[pos] == FAILURE
     if mv[pos]:
         (code,) = ERROR_HEAD.unpack_from(mv, pos + 1)
         message, pos = str_at(mv, pos + 5, end)
@@ -85,7 +94,7 @@ def response_at(mv: memoryview, pos: int, end: int) -> Tuple[ResponseDesc, int]:
     for _ in range(n):
         t, pos = tensor_at(mv, pos, end)
         outputs.append(t)
-    return ResponseDesc(outputs, params, error), pos
+    return ResponseDesc(outputs, params, error, fails), pos
 
 
 def encode_send(

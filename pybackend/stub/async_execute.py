@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ..utils.errors import TritonError
 from ..utils.request import InferenceRequest
-from ..utils.response import InferenceResponse
+from ..utils.response import FailedRequestResponse, InferenceResponse
 from ..utils.senders import TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from .failures import failed_requests_text
 from .logging import ERROR
@@ -159,7 +159,7 @@ class AsyncExecutor:
 
     def cancelled_responses(self, requests: List[InferenceRequest]) -> List[InferenceResponse]:
         error = TritonError(CANCELLED_TEXT, TritonError.CANCELLED)
-        return [InferenceResponse(error=error) for _ in requests]
+        return [FailedRequestResponse(error=error) for _ in requests]
 
     async def _run(self, coro: Any, requests: List[InferenceRequest]) -> None:
         try:
@@ -226,7 +226,7 @@ class AsyncExecutor:
     def _fail(self, requests: List[InferenceRequest], message: str) -> None:
         text = failed_requests_text(self.d.instance, message)
         self.d.state.log.here(ERROR, text)
-        error = InferenceResponse(error=TritonError(text))
+        error = FailedRequestResponse(error=TritonError(text))
         for req in requests:
             sender = req.get_response_sender()
             if not sender._closed:

@@ -294,7 +294,7 @@ class Dispatcher:
                 items.append((_NONE, flags, None))
             else:  # UNANSWERED: nobody can answer it
                 text = failed_requests_text(self.instance, what)
-                error = ResponseDesc((), "", (ErrorCode.INTERNAL, text))
+                error = ResponseDesc((), "", (ErrorCode.INTERNAL, text), fails=True)
                 items.append((_RESPONSE, flags, error))
         return items
 
@@ -315,7 +315,7 @@ class Dispatcher:
         self.state.log.here(ERROR, text)
         if not sent_meanwhile or not requests:
             return codec.encode_result_error(ErrorCode.INTERNAL, text)
-        error = ResponseDesc((), "", (ErrorCode.INTERNAL, text))
+        error = ResponseDesc((), "", (ErrorCode.INTERNAL, text), fails=True)
         items = [
             (_NONE, TRITONSERVER_REQUEST_RELEASE_ALL, None)
             if done

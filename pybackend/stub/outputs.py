@@ -13,10 +13,19 @@ from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..ipc.codec import BLOCK_REF, ERROR_HEAD, GPU_REF, U32, TensorDesc, put_str
+from ..ipc.codec import (
+    BLOCK_REF,
+    ERROR_HEAD,
+    FAILURE,
+    GPU_REF,
+    MODEL_ERROR,
+    U32,
+    TensorDesc,
+    put_str,
+)
 from ..ipc.protocol import MAX_INLINE_BODY, Location
 from ..utils.dlpack import DeviceBuffer
-from ..utils.response import InferenceResponse
+from ..utils.response import FailedRequestResponse, InferenceResponse
 from ..utils.tensor import Tensor
 from .gpu import stage_to_host
 from .state import StubState
@@ -100,7 +109,7 @@ class Placer:
         params = resp._parameters
         if err is not None:
             out = bytearray(head)
-            out += b"\x01"
+            out.append(FAILURE if isinstance(resp, FailedRequestResponse) else MODEL_ERROR)
             out += ERROR_HEAD.pack(int(err.code()))
             put_str(out, err.message())
             put_str(out, params)

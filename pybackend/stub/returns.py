@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from ..utils.dtypes import CODE_TO_KSERVE_NAME, TYPE_BYTES
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, InferenceRequest
-from ..utils.response import InferenceResponse
+from ..utils.response import FailedRequestResponse, InferenceResponse
 from .parameters import switch_parameter
 
 STRICT_PARAMETER = "PYBACKEND_STRICT_OUTPUTS"
@@ -224,7 +224,7 @@ class OutputRules:
         )
         if found and self.strict:
             error = TritonError(found[0].text, ErrorCode.INVALID_ARG)
-            return CheckedResponse(InferenceResponse(error=error), tuple(found))
+            return CheckedResponse(FailedRequestResponse(error=error), tuple(found))
         return CheckedResponse(response, tuple(found))
 
     def _wrong(self, name: str, code: int, shape: List[int]) -> str:

@@ -243,7 +243,7 @@ class StubState:
         data = text.encode("utf-8")
         if len(data) > _DROP_TEXT_MAX:
             text = data[:_DROP_TEXT_MAX].decode("utf-8", "ignore") + "... (cut)"
-        error = codec.ResponseDesc((), "", (ErrorCode.INTERNAL, text))
+        error = codec.ResponseDesc((), "", (ErrorCode.INTERNAL, text), fails=True)
         body = bytes(codec.encode_send(token, _FINAL, error))
         with self._open_lock:
             # FINAL sets _closed before it goes out and request_finished (under this lock)

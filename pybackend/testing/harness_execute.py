@@ -28,7 +28,7 @@ from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_ALL as RELEASE_ALL
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.request import InferenceRequest
-from ..utils.response import InferenceResponse
+from ..utils.response import FailedRequestResponse, InferenceResponse
 from ..utils.tensor import Tensor
 from .harness_bounds import Worker, run_bounded, still_running_text, warn_still_running
 from .harness_code import ModelCode
@@ -265,13 +265,14 @@ class Executor:
             return self._failed(reqs, format_exception(e))
 
     def _record(self, reqs: List[InferenceRequest], out: List[Any], times: ExecuteTimes) -> None:
-        """The execute in the statistics, with the requests it finished (an error response
-        fails its request; ``None``, its sender answers, completes it)."""
+        """The execute in the statistics, with the requests it finished (an error of the
+        backend's fails its request; the model's own error response is its answer;
+        ``None``, its sender answers, completes it)."""
         outcomes = [
             (
                 self._queued.pop(req._token, times.start),
                 self._disk.batch_size(t.shape() for t in req.inputs()),
-                not (isinstance(resp, InferenceResponse) and resp.has_error()),
+                not isinstance(resp, FailedRequestResponse),
             )
             for req, resp in zip(reqs, out)
             if req._release_flags != RELEASE_RESCHEDULE
@@ -340,7 +341,7 @@ class Executor:
     def error(self, message: str) -> InferenceResponse:
         """The error response of a request whose execute failed, in the backend's words."""
         text = failed_requests_text(self._disk.instance_name, message)
-        return InferenceResponse(error=TritonError(text, ErrorCode.INTERNAL))
+        return FailedRequestResponse(error=TritonError(text, ErrorCode.INTERNAL))
 
     def checked(self, resp: InferenceResponse, req: Requested) -> InferenceResponse:
         """:meth:`ModelHarness._checked`."""

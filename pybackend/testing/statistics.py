@@ -10,6 +10,8 @@ tritonserver's rules, as 2.51 applies them with either Python backend:
   size (its first dimension for a model with ``max_batch_size``, else 1) to
   ``inference_count``;
 - a request that fails in its execute counts only in ``fail`` (queue start to the error);
+  an error response the model made itself is an answer: its request completes, as the
+  original counts it (the backend's own errors are ``FailedRequestResponse``);
 - every execute counts once in ``execution_count`` and in ``batch_stats`` under the batch's
   size (the sum of its requests'), whatever became of its requests;
 - a request refused before it reached the model (wrong shape, unknown input, a full queue)

@@ -255,6 +255,7 @@ class StubDriver:
     def _materialize(self, resp: codec.ResponseDesc) -> Dict[str, Any]:
         out: Dict[str, Any] = {
             "error": resp.error,
+            "fails": resp.fails,
             "parameters": resp.parameters,
             "outputs": {},
             "where": {},

@@ -373,13 +373,14 @@ class StubRequests(ModelOnDisk):
         items: Sequence[Any],
         times: ExecuteTimes,
     ) -> None:
-        """The execute in :attr:`statistics` (an item that is an error, or none where the
-        batch failed, fails its request; one released to come back is left out)."""
+        """The execute in :attr:`statistics` (an item that is an error of the stub's own, or
+        none where the batch failed, fails its request; the model's own error response is
+        its answer; one released to come back is left out)."""
         outcomes = [
             (
                 when,
                 self.batch_size(a.shape for a in arrays.values()),
-                isinstance(item, dict) and not item.get("error"),
+                isinstance(item, dict) and not item.get("fails"),
             )
             for arrays, when, item in zip(batch, queued, items)
             if not (isinstance(item, dict) and item.get("release_flags") == RELEASE_RESCHEDULE)

@@ -83,3 +83,13 @@ class InferenceResponse:
         if self._error is not None:
             return f"InferenceResponse(error={self._error!r})"
         return f"InferenceResponse({[t.name() for t in self._outputs]})"
+
+
+class FailedRequestResponse(InferenceResponse):
+    """An error response the backend sends in the model's place because the request failed
+    (execute raised, returned something it must not, nobody can answer the request).
+    tritonserver's statistics count such a request as failed, while an error response the
+    model made itself is its answer and counts as a success, as the original counts them
+    (tests/conformance/config_features/test_request_statistics.py)."""
+
+    __slots__ = ()

@@ -57,11 +57,12 @@ def tensor_of(d: Fields) -> TensorDesc:
 def response_fields(r: Optional[ResponseDesc]) -> Optional[Fields]:
     if r is None:
         return None
-    return {
-        "error": list(r.error) if r.error is not None else None,
-        "parameters": r.parameters,
-        "outputs": [tensor_fields(t) for t in r.outputs],
-    }
+    fields: Fields = {"error": list(r.error) if r.error is not None else None}
+    if r.fails:  # only there when set: an error of the stub's own
+        fields["fails"] = True
+    fields["parameters"] = r.parameters
+    fields["outputs"] = [tensor_fields(t) for t in r.outputs]
+    return fields
 
 
 def response_of(d: Optional[Fields]) -> Optional[ResponseDesc]:
@@ -72,6 +73,7 @@ def response_of(d: Optional[Fields]) -> Optional[ResponseDesc]:
         [tensor_of(t) for t in d.get("outputs", [])],
         d.get("parameters", ""),
         (err[0], err[1]) if err is not None else None,
+        bool(d.get("fails", False)),
     )
 
 

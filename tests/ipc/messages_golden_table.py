@@ -221,6 +221,15 @@ TO_BACKEND: List[Tuple[str, Fields, Callable[[Fields], Any]]] = [
     ),
     (
         "SEND",
+        {
+            "token": 4,
+            "send_flags": 1,
+            "response": {"error": [13, "failed"], "fails": True, "parameters": "", "outputs": []},
+        },
+        lambda d: codec.encode_send(d["token"], d["send_flags"], response_of(d["response"])),
+    ),
+    (
+        "SEND",
         {"token": 3, "send_flags": 1, "response": None},
         lambda d: codec.encode_send(d["token"], d["send_flags"], None),
     ),

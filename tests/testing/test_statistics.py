@@ -120,3 +120,43 @@ def test_a_stub_that_dies_in_execute_fails_its_request(tmp_path: Path) -> None:
         model.close()
     counts = _counts(stats)
     assert (counts["fail"], counts["success"], counts["executions"]) == (1, 0, 1)
+
+
+ANSWERS_WITH_ERRORS = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            how = pb_utils.get_input_tensor_by_name(request, "HOW").as_numpy()[0]
+            error = pb_utils.InferenceResponse(error=pb_utils.TritonError("no"))
+            if how == b"sent":
+                request.get_response_sender().send(
+                    error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+                )
+                return None
+            out.append(error)
+        return out
+"""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("how", [b"returned", b"sent"])
+def test_the_models_own_error_response_is_a_success(kind: Any, how: bytes, tmp_path: Path) -> None:
+    """As the original counts it: the request got the model's answer (conformance
+    config_features/test_request_statistics.py); only the backend's own errors fail it."""
+    (tmp_path / "answers" / "1").mkdir(parents=True)
+    (tmp_path / "answers" / "1" / "model.py").write_text(ANSWERS_WITH_ERRORS)
+    (tmp_path / "answers" / "config.pbtxt").write_text(
+        'backend: "python"\n'
+        'input [ { name: "HOW" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+        'output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n'
+    )
+    with kind(tmp_path / "answers") as model:
+        with pytest.raises(InferError, match="no"):
+            model.infer({"HOW": np.array([how], dtype=object)})
+        stats = model.statistics.snapshot()
+    counts = _counts(stats)
+    assert (counts["success"], counts["fail"], counts["inference"]) == (1, 0, 1)
