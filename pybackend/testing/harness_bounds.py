@@ -2,12 +2,12 @@
 client call of a :class:`~pybackend.testing.harness.ModelHarness` (and a StubModel's wait
 for a RESULT, stub_bounds.py) bounded by its ``timeout`` from the call's start, as the server
 bounds it for a client, and a model's load bounded by ``initialize_timeout``, as the
-backend's initialize-timeout-seconds bounds it where an operator sets it. The model runs on a worker thread the caller waits
-for. Python cannot stop a thread, so an ``execute`` that outlives the wait is cancelled (its
-``request.is_cancelled()`` turns true, for a model that checks it) and left running on its
-daemon thread, named in an :class:`ExecuteStillRunningWarning`; until it returns the engine
-refuses new requests (:func:`still_running_text`) instead of queueing them behind it
-forever. In a debug mode (:func:`debugging`) nothing is bounded."""
+backend's initialize-timeout-seconds bounds it where an operator sets it. The model runs on
+a worker thread the caller waits for. Python cannot stop a thread, so an ``execute`` that
+outlives the wait is cancelled (its ``request.is_cancelled()`` turns true, for a model that
+checks it) and left running on its daemon thread, named in an
+:class:`ExecuteStillRunningWarning`; until it returns the engine refuses new requests
+(:func:`still_running_text`) instead of queueing them behind it forever. In a debug mode (:func:`debugging`) nothing is bounded."""
 
 from __future__ import annotations
 
