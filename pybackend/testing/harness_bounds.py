@@ -7,7 +7,8 @@ a worker thread the caller waits for. Python cannot stop a thread, so an ``execu
 outlives the wait is cancelled (its ``request.is_cancelled()`` turns true, for a model that
 checks it) and left running on its daemon thread, named in an
 :class:`ExecuteStillRunningWarning`; until it returns the engine refuses new requests
-(:func:`still_running_text`) instead of queueing them behind it forever. In a debug mode (:func:`debugging`) nothing is bounded."""
+(:func:`still_running_text`) instead of queueing them behind it forever. In a debug mode
+(:func:`debugging`) nothing is bounded."""
 
 from __future__ import annotations
 
