@@ -176,8 +176,10 @@ EXCHANGES: Dict[str, Callable[[Dict[str, Any]], Tuple[str, str, bytes]]] = {
         "POST", INFER, _body(_out0(shared_memory_byte_size=8))
     ),
     "output also binary": lambda k: ("POST", INFER, _body(_out0(binary_data=True))),
-    # Last: it adds a region (the status answers above list two; the gRPC ones three).
-    "a registered key, another name": lambda k: _register("again", k["in"][0], SIZE // 2),
+    # Not compared: a registered key under another name. tritonserver 2.51 answers it 200 or
+    # 500 ("Invalid shared memory region") from one server process to the next (it fstat()s
+    # a descriptor of the key's first registration; docs/devserver.md), so no answer of the
+    # development server can be held to it; its own answer is pinned below.
 }  # fmt: skip
 
 
@@ -302,6 +304,26 @@ def test_a_region_shrunk_after_registering_is_refused_not_fatal() -> None:
                 inputs[0].set_data_from_numpy(A)  # the server is still there
                 result = client.infer("add_sub", inputs)
                 assert result.as_numpy("OUTPUT0").tolist() == (A + B).tolist()
+            finally:
+                client.close()
+    finally:
+        shm.destroy_shared_memory_region(handle)
+
+
+def test_a_registered_key_under_another_name_is_registered() -> None:
+    # Not compared with tritonserver, whose answer varies (see EXCHANGES): the development
+    # server registers it, a second view of the same object.
+    key = f"/pbtest_twice_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    handle = shm.create_shared_memory_region("twice", key, 64)
+    try:
+        with DevServer(EXAMPLES_REPOSITORY, echo_logs=False) as dev:
+            client = httpclient.InferenceServerClient(dev.http_url)
+            try:
+                client.register_system_shared_memory("first", key, 64)
+                client.register_system_shared_memory("again", key, 32)
+                regions = client.get_system_shared_memory_status()
+                assert {r["name"]: r["byte_size"] for r in regions} == {"first": 64, "again": 32}
+                client.unregister_system_shared_memory()
             finally:
                 client.close()
     finally:
