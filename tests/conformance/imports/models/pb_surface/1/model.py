@@ -22,9 +22,15 @@ def kind(value):
 
 
 def surface(obj):
+    # What an exception inherits from BaseException depends on the Python running the stub
+    # (add_note since 3.11), not on the backend: left out.
+    is_error = isinstance(obj, BaseException) or (
+        inspect.isclass(obj) and issubclass(obj, BaseException)
+    )
+    inherited = set(dir(BaseException)) if is_error else set()
     names = {}
     for name in dir(obj):
-        if name.startswith("_"):
+        if name.startswith("_") or name in inherited:
             continue
         try:
             names[name] = kind(getattr(obj, name))
