@@ -185,7 +185,8 @@ Arena::Block Arena::AllocateImpl(uint64_t size, const std::vector<Block>* held) 
       if (!TakeFrom(*seg, need, &off)) throw ArenaError("fresh segment too small (internal error)");
       return Block{seg->id, off, seg->map->base + off, size};
     } catch (const OverBound& e) {
-      if (DropEmptyLocked()) continue;  // their room may hold it
+      // Empty segments go now, whatever their idle time: their room may hold it.
+      if (DropEmptyLocked(std::chrono::steady_clock::time_point::max())) continue;
       if (held == nullptr || !MayWaitLocked(need, *held)) throw ArenaError(e.what());
       auto now = std::chrono::steady_clock::now();
       if (deadline == std::chrono::steady_clock::time_point{}) deadline = now + kBoundWait;
@@ -319,15 +320,15 @@ bool Arena::IsFloor(const Segment& s) const {
   return s.id == 0 && s.size <= default_size_;
 }
 
-bool Arena::DropEmptyLocked() {
+bool Arena::DropEmptyLocked(std::chrono::steady_clock::time_point empty_since) {
   bool any = false;
   for (auto it = segments_.begin(); it != segments_.end();) {
     Segment& s = *it->second;
-    if (IsFloor(s) || s.used_bytes != 0) {
+    if (IsFloor(s) || s.used_bytes != 0 || s.empty_since > empty_since) {
       ++it;
       continue;
     }
-    if (s.announced) dropped_.push_back(s.id);  // the monitor's next ReleaseIdle tells the peer
+    if (s.announced) dropped_.push_back(s.id);  // ReleaseIdle's caller tells the peer
     if (s.fd >= 0) close(s.fd);
     it = segments_.erase(it);
     any = true;
@@ -336,20 +337,10 @@ bool Arena::DropEmptyLocked() {
 }
 
 std::vector<uint32_t> Arena::ReleaseIdle() {
-  auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
+  DropEmptyLocked(std::chrono::steady_clock::now() - idle_release_);
   std::vector<uint32_t> dropped;
   dropped.swap(dropped_);
-  for (auto it = segments_.begin(); it != segments_.end();) {
-    Segment& s = *it->second;
-    if (IsFloor(s) || s.used_bytes != 0 || now - s.empty_since < idle_release_) {
-      ++it;
-      continue;
-    }
-    if (s.announced) dropped.push_back(s.id);
-    if (s.fd >= 0) close(s.fd);
-    it = segments_.erase(it);
-  }
   return dropped;
 }
 
@@ -357,7 +348,7 @@ bool Arena::HasIdleCandidates() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!dropped_.empty()) return true;
   for (auto& [id, seg] : segments_) {
-    if ((id != 0 || seg->size > default_size_) && seg->used_bytes == 0) return true;
+    if (!IsFloor(*seg) && seg->used_bytes == 0) return true;
   }
   return false;
 }

@@ -136,9 +136,10 @@ class Arena {
   // Whether an allocation of `need` over the bound may wait for blocks to come back.
   bool MayWaitLocked(uint64_t need, const std::vector<Block>& held) const;
   bool IsFloor(const Segment& s) const;
-  // Over the bound: drops every empty segment but the floor now, without its idle time, so
-  // its room can serve the block (ids the peer knows go to dropped_). False if none.
-  bool DropEmptyLocked();
+  // Drops every empty segment but the floor that has been empty since `empty_since` or
+  // before (ReleaseIdle: idle_release ago; an allocation over the bound: any, so their room
+  // can serve the block). Ids the peer knows go to dropped_. False if none went.
+  bool DropEmptyLocked(std::chrono::steady_clock::time_point empty_since);
   void ReleaseLocked(Segment& s, std::map<uint64_t, uint64_t>::iterator used);
   static bool TakeFrom(Segment& s, uint64_t size, uint64_t* offset);
 
@@ -151,7 +152,7 @@ class Arena {
   std::chrono::milliseconds idle_release_;
   std::condition_variable freed_;  // a block came back while allocations wait (waiters_)
   int waiters_ = 0;
-  std::vector<uint32_t> dropped_;  // announced segments dropped by DropEmptyLocked
+  std::vector<uint32_t> dropped_;  // announced segments dropped, for ReleaseIdle to return
   uint32_t next_id_ = 0;
   std::map<uint32_t, std::unique_ptr<Segment>> segments_;
 };
