@@ -155,6 +155,14 @@ constexpr Setting kSettings[] = {
        }
        c->initialize_timeout_seconds = ClampSeconds(key, n);
      }},
+    {"finalize-timeout-seconds",
+     [](const std::string& key, const std::string& value, BackendConfig* c) {
+       int64_t n = ParseInt(key, value);
+       if (n < 0) {
+         Throw(TRITONSERVER_ERROR_INVALID_ARG, "finalize-timeout-seconds can't be negative.");
+       }
+       c->finalize_timeout_seconds = ClampSeconds(key, n);
+     }},
     {"stub-restart", [](const std::string& key, const std::string& value,
                         BackendConfig* c) { c->stub_restart = ParseBool(key, value); }},
     {"ipc-lane", [](const std::string& key, const std::string& value,

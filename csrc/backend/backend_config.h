@@ -24,6 +24,9 @@ struct BackendConfig {
   // ours: bound on a stub's load (model.py's import, auto_complete_config, initialize); 0 =
   // none, as the original's (a model that loads weights for minutes loads).
   int64_t initialize_timeout_seconds = 0;
+  // ours: bound on a stub's finalize; 0 = none, as the original's (a model that saves its
+  // state for minutes in finalize is not killed).
+  int64_t finalize_timeout_seconds = 0;
   bool stub_restart = true;  // ours: replace a dead stub with a new one
   bool ipc_lane = true;      // ours: EXECUTE/RESULT through shared memory (ipc/lane.h)
   int64_t stub_restart_max_backoff_ms = 30000;  // ours: the longest pause between restarts

@@ -334,9 +334,13 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   if (c.initialize_timeout_seconds > 0) {
     o.init_timeout = std::chrono::milliseconds(c.initialize_timeout_seconds * 1000);
   }
+  if (c.finalize_timeout_seconds > 0) {
+    o.finalize_timeout = std::chrono::milliseconds(c.finalize_timeout_seconds * 1000);
+  }
   if (!debug.empty()) {
     o.timeout = std::chrono::hours(24);
     o.init_timeout = std::chrono::milliseconds(-1);
+    o.finalize_timeout = std::chrono::milliseconds(-1);
   }
   o.spin_us = lane_spin_us;
   o.lane = c.ipc_lane;

@@ -228,7 +228,10 @@ std::string StubSession::Finalize() {
     ledger_.SendReturns(*sync_, static_cast<int>(opts_.timeout.count()), &error);
     if (sync_->Send(ipc::MessageKind::FINALIZE, 0, nullptr, 0,
                     static_cast<int>(opts_.timeout.count()), &error)) {
-      Wait w = WaitSync(ipc::MessageKind::FINALIZE_REPLY, opts_.timeout, &msg, &error);
+      // The model's finalize may take as long as it takes (saving state), as on the
+      // original, unless an operator bounds it; a stub that dies, or stays stopped past
+      // stub-timeout-seconds, still ends the wait.
+      Wait w = WaitSync(ipc::MessageKind::FINALIZE_REPLY, opts_.finalize_timeout, &msg, &error);
       if (w == Wait::kOk) {
         replied = true;
         try {
@@ -240,8 +243,8 @@ std::string StubSession::Finalize() {
           result = std::string("malformed FINALIZE_REPLY: ") + e.what();
         }
       } else if (w == Wait::kTimeout) {
-        PB_LOG_WARN(log_prefix_ + "no FINALIZE_REPLY within " + Seconds(opts_.timeout) +
-                    "; killing the stub");
+        PB_LOG_WARN(log_prefix_ + "no FINALIZE_REPLY within " + Seconds(opts_.finalize_timeout) +
+                    " (backend config finalize-timeout-seconds); killing the stub");
       }
     }
   }

@@ -74,6 +74,10 @@ struct SessionOptions {
   // import, auto_complete_config or initialize) may take; < 0: no bound, as the original's
   // (the stub's death or a stop past stub-timeout-seconds still ends the wait).
   std::chrono::milliseconds init_timeout{-1};
+  // finalize-timeout-seconds: how long FINALIZE may wait for FINALIZE_REPLY (the model's
+  // finalize); < 0: no bound, as the original's (the stub's death or a stop past
+  // stub-timeout-seconds still ends the wait).
+  std::chrono::milliseconds finalize_timeout{-1};
   int spin_us = 0;   // busy-poll before blocking on a reply
   bool lane = true;  // EXECUTE/RESULT through the shared-memory lane (where Lane::Supported)
   // Added to the stub's environment (the thread budget, an execution env's variables).

@@ -47,6 +47,7 @@ void TestDefaults() {
   EXPECT(c.shm_default_byte_size == 1 << 20 && c.shm_growth_byte_size == 1 << 20);
   EXPECT(c.shm_max_byte_size == 0 && c.stub_timeout_seconds == 30);
   EXPECT(c.initialize_timeout_seconds == 0 && c.execute_timeout_seconds == 0);
+  EXPECT(c.finalize_timeout_seconds == 0);
   EXPECT(c.thread_pool_size == 32 && c.inline_threshold == 4096);
   EXPECT(c.stub_restart && c.ipc_lane && c.thread_budget && c.instance_metrics);
   EXPECT(c.shm_region_prefix == "triton_python_backend_shm_region_");
@@ -65,6 +66,7 @@ void TestEverySettingTakesItsValue() {
                            {"ipc-spin-us", "25"},
                            {"execute-timeout-seconds", "4"},
                            {"initialize-timeout-seconds", "8"},
+                           {"finalize-timeout-seconds", "11"},
                            {"stub-restart", "off"},
                            {"ipc-lane", "no"},
                            {"instance-metrics", "0"},
@@ -79,6 +81,7 @@ void TestEverySettingTakesItsValue() {
   EXPECT(c.inline_threshold == 0 && c.ipc_spin_us == 25 && c.execute_timeout_seconds == 4);
   EXPECT(!c.stub_restart && !c.ipc_lane && !c.instance_metrics && !c.thread_budget);
   EXPECT(c.stub_restart_max_backoff_ms == 6000 && c.initialize_timeout_seconds == 8);
+  EXPECT(c.finalize_timeout_seconds == 11);
   EXPECT(c.backend_directory == "/opt/tritonserver/backends");
   // The earlier name of ipc-spin-us, and "auto".
   EXPECT(Parse({{"execute-spin-us", "7"}}).ipc_spin_us == 7);
@@ -112,6 +115,8 @@ void TestOurSettingsTexts() {
   EXPECT(Refusal("execute-timeout-seconds", "-1") == "execute-timeout-seconds can't be negative.");
   EXPECT(Refusal("initialize-timeout-seconds", "-1") ==
          "initialize-timeout-seconds can't be negative.");
+  EXPECT(Refusal("finalize-timeout-seconds", "-1") ==
+         "finalize-timeout-seconds can't be negative.");
   EXPECT(Refusal("stub-restart-max-backoff-seconds", "0") ==
          "stub-restart-max-backoff-seconds can't be smaller than or equal to zero.");
   EXPECT(Refusal("ipc-spin-us", "1000001") ==

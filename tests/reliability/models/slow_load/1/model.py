@@ -1,6 +1,8 @@
 """A model whose load is slow, as one that imports torch and loads weights: SLOW_LOAD_IMPORT_S
 seconds at import, SLOW_LOAD_INIT_S in initialize, and initialize holds (up to 60 s) while
-the file SLOW_LOAD_HOLD_WHILE exists. Serves an identity of IN."""
+the file SLOW_LOAD_HOLD_WHILE exists. Serves an identity of IN. Its finalize is slow too
+(SLOW_FINALIZE_S, as one that saves state), then writes a file named after the instance
+into the directory SLOW_FINALIZE_DONE, if set: the proof that finalize ran to its end."""
 
 import os
 import time
@@ -17,6 +19,7 @@ class TritonPythonModel:
         deadline = time.monotonic() + 60
         while hold and os.path.exists(hold) and time.monotonic() < deadline:
             time.sleep(0.05)
+        self.instance = args["model_instance_name"]
 
     def execute(self, requests):
         return [
@@ -25,3 +28,10 @@ class TritonPythonModel:
             )
             for r in requests
         ]
+
+    def finalize(self):
+        time.sleep(float(os.environ.get("SLOW_FINALIZE_S", "0")))
+        done = os.environ.get("SLOW_FINALIZE_DONE", "")
+        if done:
+            with open(os.path.join(done, self.instance), "w") as f:
+                f.write(str(os.getpid()))
