@@ -132,7 +132,7 @@ class ModelHarness(ModelOnDisk):
     def execute_still_running(self) -> Optional[str]:
         """The thread of an ``execute`` a call's timeout left running, while it runs (the
         harness refuses new requests meanwhile); None otherwise."""
-        return self._executor.still_running()
+        return self._executor.abandoned.still_running()
 
     @property
     def output_mismatches(self) -> List[OutputMismatch]:

@@ -1,13 +1,13 @@
 """The bounded waits of the offline engines, one rule for both (:func:`run_bounded`): a
 client call of a :class:`~pybackend.testing.harness.ModelHarness` (and a StubModel's wait
-for a RESULT, stub_bounds.py) bounded by its ``timeout`` from the call's start, as the server
-bounds it for a client, and a model's load bounded by ``initialize_timeout``, as the
-backend's initialize-timeout-seconds bounds it where an operator sets it. The model runs on
-a worker thread the caller waits for. Python cannot stop a thread, so an ``execute`` that
-outlives the wait is cancelled (its ``request.is_cancelled()`` turns true, for a model that
-checks it) and left running on its daemon thread, named in an
-:class:`ExecuteStillRunningWarning`; until it returns the engine refuses new requests
-(:func:`still_running_text`) instead of queueing them behind it forever. In a debug mode
+for a RESULT) bounded by its ``timeout`` from the call's start, as the server bounds it for
+a client, and a model's load bounded by ``initialize_timeout``, as the backend's
+initialize-timeout-seconds bounds it where an operator sets it. The model runs on a worker
+thread the caller waits for. Python cannot stop a thread, so an ``execute`` that outlives
+the wait is cancelled (its ``request.is_cancelled()`` turns true, for a model that checks
+it) and left running on its daemon thread, named in an :class:`ExecuteStillRunningWarning`;
+until it returns the engine refuses new requests (:func:`still_running_text`,
+abandoned_execute.py) instead of queueing them behind it forever. In a debug mode
 (:func:`debugging`) nothing is bounded."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 T = TypeVar("T")
@@ -123,14 +122,6 @@ class Worker(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]
-
-
-def warn_still_running(model_name: str, instance_name: str, timeout: float, thread: str) -> None:
-    warnings.warn(
-        still_running_warning(model_name, instance_name, timeout, thread),
-        ExecuteStillRunningWarning,
-        stacklevel=4,
-    )
 
 
 def run_bounded(

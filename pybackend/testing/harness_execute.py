@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..stub.failures import failed_requests_text
 from ..stub.loader import no_execute_text
@@ -30,7 +30,7 @@ from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_R
 from ..utils.request import InferenceRequest
 from ..utils.response import FailedRequestResponse, InferenceResponse
 from ..utils.tensor import Tensor
-from .harness_bounds import Worker, run_bounded, still_running_text, warn_still_running
+from .abandoned_execute import AbandonedExecute
 from .harness_code import ModelCode
 from .harness_drops import DropWatch
 from .harness_errors import InferError, no_response
@@ -45,7 +45,6 @@ from .statistics import ExecuteTimes
 from .transport import HarnessTransport
 
 Inputs = Mapping[str, Any]
-T = TypeVar("T")
 
 
 class Executor:
@@ -67,8 +66,8 @@ class Executor:
         self._drops = DropWatch(streams)
         self._lock = threading.RLock()
         self._queued: Dict[int, int] = {}  # token -> when the request arrived (statistics)
-        self._runner: Optional[threading.Thread] = None  # the thread in execute, if any
-        self._abandoned: Optional[threading.Thread] = None  # left in execute by a timeout
+        #: The execute a call's timeout left running on its worker thread, if any.
+        self.abandoned = AbandonedExecute(disk, "ModelHarness", streams.cancel)
         #: Outputs that differed from config.pbtxt in responses the server would pass on
         #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
         self.output_mismatches: List[OutputMismatch] = []
@@ -146,53 +145,16 @@ class Executor:
         # One execute at a time, as the stub runs them (requests from several threads
         # queue here); re-entrant, so a model that calls itself through BLS runs the call
         # nested instead of hanging the test.
-        self._refuse_behind_abandoned()
-        with self._lock:
-            outer = self._runner is None
-            if outer:
-                self._runner = threading.current_thread()
-            try:
-                times = ExecuteTimes()
-                out = self._execute_timed(reqs, times)
-                self._record(reqs, out, times.finish())
-            finally:
-                if outer:
-                    self._runner = None
+        self.abandoned.refuse_behind()
+        with self._lock, self.abandoned.running():
+            times = ExecuteTimes()
+            out = self._execute_timed(reqs, times)
+            self._record(reqs, out, times.finish())
         return out
 
-    def bounded(
-        self,
-        fn: Callable[[], T],
-        timeout: float,
-        tokens: Sequence[int],
-        timed_out: Callable[[], InferError],
-    ) -> T:
-        """``fn()`` (a call that runs ``execute``) on a worker thread the caller waits for at
-        most ``timeout`` seconds, as a stub process or the server bounds a call: past it the
-        requests ``tokens`` are cancelled, an execute still running is left on its thread
-        (:meth:`give_up`), and ``timed_out()`` is raised."""
-        token = tokens[0] if tokens else 0
-
-        def give_up(worker: Worker[T]) -> Exception:
-            self.give_up(worker, timeout, tokens)
-            return timed_out()
-
-        name = f"harness-execute-{self._disk.model_name}-{token}"
-        return run_bounded(fn, timeout, name, give_up, self._disk.config)
-
-    def give_up(self, worker: Worker[Any], timeout: float, tokens: Sequence[int]) -> None:
-        """``worker``'s caller stopped waiting after ``timeout`` seconds: its requests are
-        cancelled (first: a cooperative model stops sooner), and an execute still running
-        on it is named in an ExecuteStillRunningWarning and holds this executor."""
-        for token in tokens:
-            self._streams.cancel(token)
-        disk = self._disk
-        if self.abandon(worker.thread):
-            warn_still_running(disk.model_name, disk.instance_name, timeout, worker.thread.name)
-
     def execute_bounded(self, reqs: List[InferenceRequest], timeout: float, call: str) -> List[Any]:
-        """:meth:`execute` of ``reqs`` within ``timeout`` seconds (:meth:`bounded`); past it
-        the ``call``'s NoResponse."""
+        """:meth:`execute` of ``reqs`` within ``timeout`` seconds (AbandonedExecute.bounded);
+        past it the ``call``'s NoResponse."""
         disk = self._disk
 
         def timed_out() -> InferError:
@@ -202,36 +164,11 @@ class Executor:
             )
             return no_response(disk.model_name, disk.instance_name, call, timeout, what)
 
-        return self.bounded(
-            lambda: self.execute(reqs), timeout, [r._token for r in reqs], timed_out
+        deadline = time.monotonic() + timeout
+        tokens = [r._token for r in reqs]
+        return self.abandoned.bounded(
+            lambda: self.execute(reqs), timeout, deadline, tokens, timed_out
         )
-
-    def still_running(self) -> Optional[str]:
-        """The name of the thread a caller's timeout left in execute, while it runs."""
-        stuck = self._abandoned
-        if stuck is not None and stuck.is_alive() and self._runner is stuck:
-            return stuck.name
-        return None
-
-    def abandon(self, thread: threading.Thread) -> bool:
-        """``thread``'s caller stopped waiting (its timeout): whether ``thread`` is still
-        in execute, which then holds this executor until it returns (harness_bounds.py)."""
-        if self._runner is not thread:
-            return False
-        self._abandoned = thread
-        return True
-
-    def _refuse_behind_abandoned(self) -> None:
-        # A request would wait behind the abandoned execute for as long as it runs: it is
-        # refused instead (the abandoned thread's own nested BLS calls still run).
-        stuck = self._abandoned
-        if stuck is None or stuck is threading.current_thread():
-            return
-        if stuck.is_alive() and self._runner is stuck:
-            raise TritonModelException(
-                still_running_text(self._disk.model_name, self._disk.instance_name, stuck.name)
-            )
-        self._abandoned = None
 
     def _execute_timed(self, reqs: List[InferenceRequest], times: ExecuteTimes) -> List[Any]:
         code = self._code

@@ -162,8 +162,8 @@ class StreamCalls:
         timed_out = False
         try:
             with watch:
-                responses = self._executor.bounded(
-                    run, timeout, [token], lambda: self._no_final(token, timeout, live)
+                responses = self._executor.abandoned.bounded(
+                    run, timeout, deadline, [token], lambda: self._no_final(token, timeout, live)
                 )
         except NoFinal:
             timed_out = True
@@ -193,9 +193,10 @@ class StreamCalls:
         held = [req]
         del req
         deadline = time.monotonic() + timeout
-        return self._executor.bounded(
+        return self._executor.abandoned.bounded(
             lambda: self.stream_held(held, timeout, deadline),
             timeout,
+            deadline,
             [token],
             lambda: self._no_final(token, timeout, []),
         )

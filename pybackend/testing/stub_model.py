@@ -82,6 +82,7 @@ class StubModel(StubRequests):
             instance_name=instance_name,
             model_file=model_file,
             auto_complete=auto_complete,
+            debug=debug,
         )
         self.output = []
         self._closed_logs: List[Any] = []  # the logs of the stub that was closed last
@@ -90,7 +91,6 @@ class StubModel(StubRequests):
         self._python = python or sys.executable
         self._python_given = python is not None
         self._unset: List[str] = []
-        self._debug = debug
         self.execute_timeout = execute_timeout
         self.initialize_timeout = initialize_timeout
         self._driver = None
@@ -195,9 +195,9 @@ class StubModel(StubRequests):
         if driver is not None:
             # An execute a caller's timeout left running holds the sync channel until its
             # RESULT: waited for as long as a finalize, then the stub is killed (it ends).
-            if not self.bounds.abandoned_returns(STOP_TIMEOUT_S):
+            if not self.abandoned.returned(STOP_TIMEOUT_S):
                 kill_stub(driver)
-                self.bounds.abandoned_returns(STOP_TIMEOUT_S)
+                self.abandoned.returned(STOP_TIMEOUT_S)
             shutdown_stub(driver)
             self._closed_logs = list(driver.logs)
         if self._services is not None:

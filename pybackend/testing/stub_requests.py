@@ -18,6 +18,7 @@ from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
+from .abandoned_execute import AbandonedExecute
 from .cancel_watch import CancelWatch
 from .harness_bounds import CALL_TIMEOUT_S
 from .harness_errors import (
@@ -36,7 +37,6 @@ from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs
 from .sequence import request_fields
 from .statistics import ExecuteTimes
-from .stub_bounds import ResultWaits
 from .stub_driver import StubDriver
 from .stub_process import Watchdog, died_text, timed_out_text
 from .stub_sends import LiveStream, response_outputs, stream_outputs, wait_sent
@@ -59,11 +59,12 @@ class StubRequests(ModelOnDisk):
     output: List[str]
     _driver: Optional[StubDriver]
 
-    def __init__(self, model_dir: Union[str, Path], **kwargs: Any) -> None:
+    def __init__(self, model_dir: Union[str, Path], *, debug: str = "", **kwargs: Any) -> None:
         super().__init__(model_dir, **kwargs)
+        self._debug = debug  # StubModel(debug=): the stub's debug mode, nothing bounded
         self._lock = threading.Lock()  # one execute at a time, as the backend sends them
-        #: The waits for RESULT, bounded by each call's timeout (stub_bounds.py).
-        self.bounds = ResultWaits(self, self.cancel)
+        #: The execute a call's timeout left running, its RESULT awaited by a worker thread.
+        self.abandoned = AbandonedExecute(self, "StubModel", self.cancel, debug)
         self._tokens = itertools.count(1)
         self._batches = itertools.count(1)
         self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
@@ -278,7 +279,7 @@ class StubRequests(ModelOnDisk):
         }
         queued = time.monotonic_ns()
         while True:
-            (item,) = self.bounds.bounded(
+            (item,) = self.abandoned.bounded(
                 lambda: self._run_batch(driver, [arrays], [requested], [kwargs], [queued]),
                 timeout,
                 deadline,
@@ -312,17 +313,15 @@ class StubRequests(ModelOnDisk):
         each arrived, for :attr:`statistics`): each request's item (a response, or ``none``
         where its sender answers), or the InferError every request gets when the batch
         failed or the stub died or timed out in it."""
-        self.bounds.refuse_behind_abandoned()
+        self.abandoned.refuse_behind()
         with self._lock:
-            self.bounds.runner = threading.current_thread()
             times = ExecuteTimes()
             try:
-                items = self._run_batch_locked(driver, batch, requested, kwargs, times)
+                with self.abandoned.running():
+                    items = self._run_batch_locked(driver, batch, requested, kwargs, times)
             except InferError:
                 self._record(batch, queued, [None] * len(batch), times.finish())
                 raise
-            finally:
-                self.bounds.runner = None
             self._record(batch, queued, items, times.finish())
         return items
 
@@ -431,7 +430,7 @@ class StubRequests(ModelOnDisk):
             _, arrays_of, requested_of, kwargs_of, queued_of = (list(c) for c in zip(*admitted))
             tokens = [k["token"] for k in kwargs_of]
             try:
-                items = self.bounds.bounded(
+                items = self.abandoned.bounded(
                     lambda: self._run_batch(driver, arrays_of, requested_of, kwargs_of, queued_of),
                     timeout,
                     deadline,

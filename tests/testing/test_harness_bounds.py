@@ -108,7 +108,10 @@ def test_while_an_abandoned_execute_runs_new_requests_are_refused(tmp_path: Path
                 model.infer_stream(how("sleep"), timeout=0.3)
         with pytest.raises(TritonModelException, match="still runs in thread 'harness-execute-"):
             model.infer_stream(how("now"), timeout=10)
+        stuck = model.execute_still_running
+        assert stuck is not None and stuck.startswith("harness-execute-sleeps-")
         _thread_ends("harness-execute-sleeps")
+        assert model.execute_still_running is None
         got = model.infer_stream(how("now"), timeout=10)
         assert [r["OUT"].tolist() for r in got] == [[0]]
 
