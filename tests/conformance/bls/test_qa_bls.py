@@ -21,6 +21,16 @@ WARMUP = {
 }
 
 
+# The model's checks include a load_model with a broken config (an error path): the original
+# aborts tritonserver there (SIGABRT from its TRITONBACKEND_ModelInstanceInitialize, the
+# boost::interprocess::lock_exception of model_control's deviation row), in 3 of 3 runs on
+# 2026-11-29 where it had passed the day before: ours only, as test_model_control.py's cases.
+ORIGINAL_ABORTS = pytest.mark.deviation(
+    "the original aborts tritonserver intermittently on model-control error paths "
+    "(boost::interprocess::lock_exception); same texts, no abort"
+)
+
+
 @pytest.fixture(scope="module")
 def server(feature_repository):
     # qa_load_target stays unloaded: qa_bls_model_loading loads it itself.
@@ -59,6 +69,7 @@ def _model_loading_problems(server) -> list:
     return json.loads(text_output(reply, "RESULT"))
 
 
+@ORIGINAL_ABORTS
 def test_model_control_from_initialize(server):
     """qa bls_model_loading: load_model (plain, a broken and a good config override, file
     overrides under the same and another name), is_model_ready, unload_model, all from
@@ -70,6 +81,7 @@ def test_model_control_from_initialize(server):
         unload(server, "qa_bls_model_loading")
 
 
+@ORIGINAL_ABORTS
 def test_model_control_from_initialize_with_warmup(server):
     """qa bls test.sh, the same model with a model_warmup sample: the load succeeds."""
     config = {
