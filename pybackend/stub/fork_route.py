@@ -31,17 +31,11 @@ from ..ipc.protocol import Location, MessageKind
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
-from .bls import (
-    FINAL,
-    BlsClient,
-    ResponseIterator,
-    _Call,
-    _error_response,
-    _first_response,
-    exec_desc,
-)
+from .bls import BlsClient
+from .bls_wire import FINAL, error_response, exec_desc
 from .logging import WARNING
 from .outputs import _bytes_view
+from .response_iterator import ResponseIterator, _Call, _first_response
 from .state import StubState, fork_refusal
 
 FRAME = struct.Struct("<IBQ")  # u32 body length, u8 kind, u64 call id
@@ -139,7 +133,7 @@ class _RouteServer(threading.Thread):
         except Exception as e:  # noqa: BLE001 - answered as an error response
             call = _Call(self.client, None)
             text = f"the forked process's request could not be started: {e}"
-            call.push(_error_response(text), True)
+            call.push(error_response(text), True)
         self.calls[cid] = call
         threading.Thread(
             target=self._pump, args=(cid, call), name="pybackend-fork-call", daemon=True
@@ -156,7 +150,7 @@ class _RouteServer(threading.Thread):
                     self.gone = True  # the child is gone; the reader thread cancels its calls
                 except Exception as e:  # noqa: BLE001 - the child gets an error instead
                     self.log(f"pybackend stub: a forked process's BLS response dropped: {e}")
-                    err = encode_bls_response(FINAL, _inline_response(_error_response(str(e))))
+                    err = encode_bls_response(FINAL, _inline_response(error_response(str(e))))
                     try:
                         _send_frame(self.sock, self.lock, RESPONSE, cid, err)
                     except OSError:
@@ -239,7 +233,7 @@ class ForkedBlsClient(BlsClient):
             call.push(self._gone(), True)
 
     def _gone(self) -> InferenceResponse:
-        return _error_response(
+        return error_response(
             f"the process that forked this one ({self.where}) closed the route BLS calls of a "
             "forked process take; it exited or died"
         )

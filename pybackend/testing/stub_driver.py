@@ -1,13 +1,11 @@
 """A Python stand-in for libtriton_python.so: spawns ``python -m pybackend.stub`` with two
 SEQPACKET socketpairs and speaks docs/protocol.md to it, so a model (or the stub itself) runs
-in a real stub process without tritonserver. :class:`StubModel` builds on it; the stub's own
+in a real stub process without tritonserver (stub_launch.py: how the process starts;
+stub_tensors.py: tensors to and from it). :class:`StubModel` builds on it; the stub's own
 tests drive it message by message."""
 
 from __future__ import annotations
 
-import ctypes
-import json
-import os
 import socket
 import subprocess
 import sys
@@ -21,57 +19,17 @@ from ..ipc import codec, rpc_codec
 from ..ipc.arena import Arena
 from ..ipc.channel import Channel, ChannelClosed
 from ..ipc.peer_segments import PeerSegments
-from ..ipc.protocol import (
-    GPU_HOLD_SEG,
-    PROTOCOL_VERSION,
-    Location,
-    MessageKind,
-    Owner,
-    ResultKind,
-)
-from ..utils import dtypes
-from ..utils.bytes_codec import serialize_to_bytes, split_bytes, to_object_array
-from ..utils.tensor import _bfloat16
+from ..ipc.protocol import GPU_HOLD_SEG, PROTOCOL_VERSION, Location, MessageKind, Owner, ResultKind
 from .statistics import ExecuteTimes
+from .stub_launch import (
+    PACKAGE_ROOT,
+    init_args,
+    start_on_fds_3_and_4,
+    stub_environment,
+)
+from .stub_tensors import GpuCopies, input_desc, response_dict, wire_array
 
-#: The directory holding the ``pybackend`` package and ``triton_python_backend_utils``
-#: (the checkout, or site-packages): the stub imports both from there.
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 PIPE_DRAIN_S = 2.0  # how long closing waits for the end of the stub's stdout and stderr
-
-
-def stub_environment(env: Dict[str, str], unset: Sequence[str], **fixed: str) -> Dict[str, str]:
-    """The environment of a process running ``pybackend.stub`` (or its host): ours and
-    ``fixed``, unbuffered, writing no bytecode, with PACKAGE_ROOT first on PYTHONPATH; then
-    ``env``; without the variables named in ``unset``."""
-    child_env = dict(os.environ)
-    child_env.update(
-        fixed,
-        PYTHONUNBUFFERED="1",
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONPATH=os.pathsep.join(
-            [str(PACKAGE_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
-        ),
-    )
-    child_env.update(env)
-    for name in unset:
-        child_env.pop(name, None)
-    return child_env
-
-
-def on_fds_3_and_4(first: int, second: int) -> Callable[[], None]:
-    """A ``preexec_fn`` that puts ``first`` and ``second`` on fds 3 and 4 of the child, as
-    the backend passes them; every other inheritable fd of ours stays open for the child to
-    close."""
-
-    def preexec() -> None:
-        a, b = os.dup(first), os.dup(second)
-        os.dup2(a, 3)
-        os.dup2(b, 4)
-        os.close(a)
-        os.close(b)
-
-    return preexec
 
 
 class StubDriver:
@@ -104,16 +62,13 @@ class StubDriver:
                 PYBACKEND_ASYNC_FD="4",
                 PYBACKEND_INSTANCE=instance,
             )
-            self.proc = subprocess.Popen(
+            # Like the real backend: the channels are fds 3 and 4 of the stub.
+            self.proc = start_on_fds_3_and_4(
                 [python, "-m", "pybackend.stub", "--instance", instance],
-                close_fds=False,
-                # Like the real backend: the channels are fds 3 and 4 of the stub.
-                preexec_fn=on_fds_3_and_4(sync_s.fileno(), async_s.fileno()),
-                env=child_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=str(cwd or PACKAGE_ROOT),
+                sync_s.fileno(),
+                async_s.fileno(),
+                child_env,
+                cwd or PACKAGE_ROOT,
             )
             sync_s.close()
             async_s.close()
@@ -139,7 +94,7 @@ class StubDriver:
         self.cond = threading.Condition()
         self.async_closed = False
         self.pending_stub_frees: List[Tuple[int, int]] = []
-        self._gpu_maps: Dict[Tuple[int, bytes], int] = {}  # the stub's GPU allocations mapped here
+        self._gpu = GpuCopies()
         #: Threads that read the stub's stdout and stderr (its user's): closing waits for
         #: them to reach the end of the pipes, so what finalize printed is not lost.
         self.pipe_readers: List[threading.Thread] = []
@@ -227,53 +182,17 @@ class StubDriver:
         if td.location == Location.BACKEND_ARENA:
             return bytes(self.arena.buffer(td.seg, td.offset, td.byte_size))
         if td.location == Location.GPU_IPC:
-            return self._gpu_bytes(td)
+            ref: Any = td.data
+            self.pending_stub_frees.append((GPU_HOLD_SEG, ref.hold))  # goes back as our blocks do
+            return self._gpu.copy(td)
         raise AssertionError(td)
 
-    def _gpu_bytes(self, td: codec.TensorDesc) -> bytes:
-        """A GPU output of the stub's, copied to the host as the backend does when Triton
-        hands out host memory: its allocation mapped through CUDA IPC once, its hold
-        returned with the stub's blocks (docs/gpu.md). Needs a GPU, like the model."""
-        from ..utils import cuda_driver
-
-        ref: Any = td.data
-        self.pending_stub_frees.append((GPU_HOLD_SEG, ref.hold))
-        if ref.owner != Owner.STUB:
-            raise AssertionError(f"{td}: the offline harness shares no GPU memory with the stub")
-        drv = cuda_driver.driver()
-        key = (ref.device, bytes(ref.handle))
-        base = self._gpu_maps.get(key)
-        if base is None:
-            base = self._gpu_maps[key] = drv.open_ipc(ref.device, key[1])
-        out = bytearray(td.byte_size)
-        if td.byte_size:
-            view = (ctypes.c_char * td.byte_size).from_buffer(out)
-            drv.copy_to_host(ref.device, ctypes.addressof(view), base + ref.offset, td.byte_size)
-            del view
-        return bytes(out)
-
     def _materialize(self, resp: codec.ResponseDesc) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
-            "error": resp.error,
-            "fails": resp.fails,
-            "parameters": resp.parameters,
-            "outputs": {},
-            "where": {},
-        }
-        for td in resp.outputs:
-            out["outputs"][td.name] = self.array_of(td)
-            out["where"][td.name] = td.location
-        return out
+        return response_dict(resp, self.array_of)
 
     def array_of(self, td: codec.TensorDesc) -> np.ndarray:
         """A tensor the stub sent (an output, a BLS input), copied out of shared memory."""
-        raw = self._tensor_bytes(td)
-        if td.dtype == dtypes.TYPE_BYTES:
-            return to_object_array(split_bytes(raw)).reshape(td.dims)
-        array = np.frombuffer(raw, dtypes.WIRE_DTYPE[td.dtype]).reshape(td.dims).copy()
-        if td.dtype == dtypes.TYPE_BF16 and _bfloat16() is not None:
-            return array.view(_bfloat16())  # as as_numpy() gives BF16 (UV-39)
-        return array
+        return wire_array(self._tensor_bytes(td), td.dtype, td.dims)
 
     def _flush_stub_frees(self) -> None:
         if self.pending_stub_frees:
@@ -307,27 +226,9 @@ class StubDriver:
         decoupled: bool = False,
         **extra: Any,
     ) -> Dict[str, Any]:
-        model_file = Path(model_file)
-        config = dict(config or {"name": model_file.parent.parent.name})
-        args = {
-            "protocol_version": PROTOCOL_VERSION,
-            "phase": phase,
-            "model_name": model_file.parent.parent.name,
-            "model_version": model_file.parent.name,
-            "model_repository": str(model_file.parent.parent),
-            "model_file": str(model_file),
-            "version_dir": str(model_file.parent),
-            "instance_name": self.instance,
-            "instance_kind": "CPU",
-            "device_id": "0",
-            "model_config": json.dumps(config),
-            "decoupled": decoupled,
-            "runtime_modeldir": "DEFAULT",
-            "inline_threshold": self.inline_threshold,
-            "shm_default_byte_size": 1 << 20,
-            "shm_growth_byte_size": 1 << 20,
-            "log_verbose": 0,
-        }
+        args = init_args(
+            Path(model_file), config, phase, decoupled, self.instance, self.inline_threshold
+        )
         args.update(extra)
         self.sync.send(MessageKind.INIT, codec.encode_json(args))
         msg = self.sync.recv()
@@ -337,22 +238,7 @@ class StubDriver:
     def make_input(
         self, name: str, value: np.ndarray, arena: Optional[bool] = None
     ) -> codec.TensorDesc:
-        code = dtypes.code_of_array(value)
-        assert code is not None
-        raw = (
-            serialize_to_bytes(value)
-            if code == dtypes.TYPE_BYTES
-            else np.ascontiguousarray(value).tobytes()
-        )
-        use_arena = len(raw) > self.inline_threshold if arena is None else arena
-        if use_arena:
-            seg, off = self.arena.alloc(len(raw))
-            if raw:
-                self.arena.write(seg, off, memoryview(raw))
-            return codec.TensorDesc(
-                name, code, Location.BACKEND_ARENA, value.shape, len(raw), seg, off
-            )
-        return codec.TensorDesc(name, code, Location.INLINE, value.shape, len(raw), data=raw)
+        return input_desc(self.arena, name, value, arena, self.inline_threshold)
 
     def execute(
         self,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.errors import TritonModelException
-from .stub_driver import on_fds_3_and_4, stub_environment
+from .stub_launch import start_on_fds_3_and_4, stub_environment
 
 #: Seconds the host has to answer an attach (the fork host imports model.py first).
 ATTACH_TIMEOUT_S = 120.0
@@ -40,17 +40,13 @@ class StubHost:
         self._lock = threading.Lock()
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         spare_a, spare_b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.proc = subprocess.Popen(
+        # The control socket on fd 3; fd 4 as the backend leaves it: unused, closed by the host.
+        self.proc = start_on_fds_3_and_4(
             [python, "-m", "pybackend.stub.host", "--model", model, "--mode", mode],
-            close_fds=False,
-            # The control socket on fd 3; fd 4 as the backend leaves it: unused, closed by
-            # the host.
-            preexec_fn=on_fds_3_and_4(theirs.fileno(), spare_b.fileno()),
-            env=stub_environment(env, unset),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(Path(os.getcwd())),
+            theirs.fileno(),
+            spare_b.fileno(),
+            stub_environment(env, unset),
+            Path(os.getcwd()),
         )
         theirs.close()
         spare_a.close()

@@ -174,7 +174,7 @@ class StubModel(StubRequests):
             shutdown_stub(driver)
             self._instances.close_host()
             raise TritonModelException(reply["error"])
-        driver.on_send = self._on_send
+        driver.on_send = self._routes.on_send
         self._driver = driver
         register(self)
         try:

@@ -1,7 +1,8 @@
 """The request side of a :class:`~pybackend.testing.stub_model.StubModel`: ``infer``,
 ``infer_stream`` and ``infer_batch`` as EXECUTEs to its stub process (one at a time, as the
-backend sends them), the responses its senders send, cancellation, and the statistics.
-``stub_model.py`` starts and stops the stub process this side talks to."""
+backend sends them, timed into the statistics: stub_batches.py), the responses its senders
+send (stub_sends.py), and cancellation. ``stub_model.py`` starts and stops the stub process
+this side talks to."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..ipc.channel import ChannelClosed
 from ..stub.returns import OutputMismatch, OutputRules
 from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
@@ -36,17 +36,12 @@ from .outputs import array_mismatches, report_mismatches
 from .outputs import requested_outputs as requested_outputs_of
 from .results import Outputs
 from .sequence import request_fields
-from .statistics import ExecuteTimes
+from .stub_batches import StubBatches, admit_batch
 from .stub_driver import StubDriver
-from .stub_process import Watchdog, died_text, timed_out_text
-from .stub_sends import LiveStream, response_outputs, stream_outputs, wait_sent
-from .transport import FINAL
+from .stub_process import died_text
+from .stub_sends import LiveStream, SendRoutes, response_outputs, stream_outputs, wait_sent
 
 Inputs = Mapping[str, Any]
-
-
-#: The per-request options of infer_batch a stub process honours.
-_BATCH_OPTIONS = {"requested_outputs", "request_id", "parameters", "queued_ns"}
 
 
 class StubRequests(ModelOnDisk):
@@ -62,15 +57,12 @@ class StubRequests(ModelOnDisk):
     def __init__(self, model_dir: Union[str, Path], *, debug: str = "", **kwargs: Any) -> None:
         super().__init__(model_dir, **kwargs)
         self._debug = debug  # StubModel(debug=): the stub's debug mode, nothing bounded
-        self._lock = threading.Lock()  # one execute at a time, as the backend sends them
         #: The execute a call's timeout left running, its RESULT awaited by a worker thread.
         self.abandoned = AbandonedExecute(self, "StubModel", self.cancel, debug)
+        self._batches = StubBatches(self, self.abandoned, self._died)
         self._tokens = itertools.count(1)
-        self._batches = itertools.count(1)
-        self._cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
-        self._sent_count: Dict[int, int] = {}
-        # token -> where a live stream's responses go (BLS calls to this model)
-        self._live: Dict[int, Callable[[Optional[Dict[str, Any]], bool], None]] = {}
+        # Where each request's SENDs go (its live stream), and when they cancel it.
+        self._routes = SendRoutes(self._checked, self.cancel, lambda: self._driver is not None)
         #: Outputs that differed from config.pbtxt in responses the server would pass on
         #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
         self.output_mismatches: List[OutputMismatch] = []
@@ -166,12 +158,12 @@ class StubRequests(ModelOnDisk):
         arrays.update(self.admit_sequence(correlation_id, flags))
         token = next(self._tokens)
         if cancel_after is not None:
-            self._cancel_after[token] = cancel_after
+            self._routes.cancel_after[token] = cancel_after
             if cancel_after <= 0:
                 self.cancel(token)
         live = LiveStream(requested, on_response) if on_response is not None else None
         if live is not None:
-            self._live[token] = live.emit
+            self._routes.live[token] = live.emit
         watch = CancelWatch(cancel_event, lambda: self.cancel(token))
         timed_out = False
         try:
@@ -198,9 +190,7 @@ class StubRequests(ModelOnDisk):
             timed_out = True
             raise
         finally:
-            self._live.pop(token, None)
-            self._cancel_after.pop(token, None)
-            self._sent_count.pop(token, None)
+            self._routes.forget(token)
             if timed_out:
                 self.cancel(token)
             else:
@@ -231,7 +221,7 @@ class StubRequests(ModelOnDisk):
         driver = self._started()
         requested = requested_outputs_of(self.config, requested, self.model_name)
         token = next(self._tokens)
-        self._live[token] = emit
+        self._routes.live[token] = emit
 
         def run() -> None:
             try:
@@ -243,7 +233,7 @@ class StubRequests(ModelOnDisk):
                 sent = [{"error": (e.code, e.message), "outputs": {}}]
             except TritonModelException as e:  # refused behind an abandoned execute
                 sent = [{"error": (ErrorCode.INTERNAL, str(e)), "outputs": {}}]
-            if sent and self._live.pop(token, None) is not None:
+            if sent and self._routes.live.pop(token, None) is not None:
                 for i, resp in enumerate(sent):
                     emit(resp, i == len(sent) - 1)
 
@@ -280,7 +270,9 @@ class StubRequests(ModelOnDisk):
         queued = time.monotonic_ns()
         while True:
             (item,) = self.abandoned.bounded(
-                lambda: self._run_batch(driver, [arrays], [requested], [kwargs], [queued]),
+                lambda: self._batches.run(
+                    driver, [arrays], [requested], [kwargs], [queued], self.execute_timeout
+                ),
                 timeout,
                 deadline,
                 [token],
@@ -301,90 +293,16 @@ class StubRequests(ModelOnDisk):
             sent = [item]
         return [self._checked(r) for r in sent]
 
-    def _run_batch(
-        self,
-        driver: StubDriver,
-        batch: List[Dict[str, np.ndarray]],
-        requested: Sequence[Sequence[str]],
-        kwargs: List[Dict[str, Any]],
-        queued: Sequence[int],
-    ) -> List[Any]:
-        """One EXECUTE of ``batch`` (``requested``: each request's outputs; ``queued``: when
-        each arrived, for :attr:`statistics`): each request's item (a response, or ``none``
-        where its sender answers), or the InferError every request gets when the batch
-        failed or the stub died or timed out in it."""
-        self.abandoned.refuse_behind()
-        with self._lock:
-            times = ExecuteTimes()
-            try:
-                with self.abandoned.running():
-                    items = self._run_batch_locked(driver, batch, requested, kwargs, times)
-            except InferError:
-                self._record(batch, queued, [None] * len(batch), times.finish())
-                raise
-            self._record(batch, queued, items, times.finish())
-        return items
-
     def _call_timed_out(self, call: str, timeout: float, token: int) -> InferError:
         """No answer within the ``call``'s timeout: ``infer_stream``'s NoFinal, or the
         NoResponse of ``infer`` and ``infer_batch``, as in-process."""
         if call == "infer_stream":
-            return no_final(self.model_name, timeout, self._sent_count.get(token, 0))
+            return no_final(self.model_name, timeout, self._routes.sent_count.get(token, 0))
         what = (
             "the requests are cancelled, and execute runs on in the stub process; the "
             "StubModel refuses new requests until it returns"
         )
         return no_response(self.model_name, self.instance_name, call, timeout, what)
-
-    def _run_batch_locked(
-        self,
-        driver: StubDriver,
-        batch: List[Dict[str, np.ndarray]],
-        requested: Sequence[Sequence[str]],
-        kwargs: List[Dict[str, Any]],
-        times: ExecuteTimes,
-    ) -> List[Any]:
-        watchdog = self._watchdog(driver)
-        try:
-            result = driver.execute(
-                batch,
-                batch_id=next(self._batches),
-                requested=[list(r) for r in requested],
-                request_kwargs=[dict(k) for k in kwargs],
-                times=times,
-            )
-        except (ChannelClosed, OSError, AssertionError) as e:
-            if watchdog is not None and watchdog.fired:
-                raise InferError(self._timed_out(), ErrorCode.INTERNAL) from None
-            raise InferError(self._died(e), ErrorCode.INTERNAL) from None
-        finally:
-            if watchdog is not None:
-                watchdog.cancel()
-        if "error" in result:
-            code, message = result["error"]
-            return [InferError(message, code) for _ in batch]
-        return list(result["items"])
-
-    def _record(
-        self,
-        batch: List[Dict[str, np.ndarray]],
-        queued: Sequence[int],
-        items: Sequence[Any],
-        times: ExecuteTimes,
-    ) -> None:
-        """The execute in :attr:`statistics` (an item that is an error of the stub's own, or
-        none where the batch failed, fails its request; the model's own error response is
-        its answer; one released to come back is left out)."""
-        outcomes = [
-            (
-                when,
-                self.batch_size(a.shape for a in arrays.values()),
-                isinstance(item, dict) and not item.get("fails"),
-            )
-            for arrays, when, item in zip(batch, queued, items)
-            if not (isinstance(item, dict) and item.get("release_flags") == RELEASE_RESCHEDULE)
-        ]
-        self.statistics.record(times, outcomes)
 
     def infer_batch(
         self,
@@ -400,38 +318,17 @@ class StubRequests(ModelOnDisk):
         deadline = time.monotonic() + timeout
         driver = self._started()
         results: List[Any] = [None] * len(batch)
-        admitted: List[Tuple[int, Dict[str, np.ndarray], List[str], Dict[str, Any], int]] = []
-        for i, inputs in enumerate(batch):
-            opts = dict(options[i]) if options is not None else {}
-            unknown = sorted(set(opts) - _BATCH_OPTIONS)
-            if unknown:  # as ModelHarness refuses them (its request's arguments)
-                raise TypeError(
-                    f"infer_batch options {unknown} are not supported in a stub process "
-                    f"(it takes {sorted(_BATCH_OPTIONS)})"
-                )
-            request_id = str(opts.get("request_id", ""))
-            arrays = {k: as_input_array(v) for k, v in inputs.items()}
-            try:
-                wanted = opts.get("requested_outputs", requested_outputs)
-                requested = requested_outputs_of(self.config, wanted, self.model_name)
-                self.check_request(arrays, request_id)
-                params = parameters_json(opts.get("parameters"))
-            except InferError as e:
-                results[i] = e
-                continue
-            kwargs: Dict[str, Any] = {
-                "token": next(self._tokens),
-                "request_id": request_id,
-                "parameters": params,
-            }
-            queued = opts.get("queued_ns")
-            admitted.append((i, arrays, requested, kwargs, queued or time.monotonic_ns()))
+        admitted = admit_batch(
+            self, batch, options, requested_outputs, self._tokens, self.check_request, results
+        )
         if admitted:
             _, arrays_of, requested_of, kwargs_of, queued_of = (list(c) for c in zip(*admitted))
             tokens = [k["token"] for k in kwargs_of]
             try:
                 items = self.abandoned.bounded(
-                    lambda: self._run_batch(driver, arrays_of, requested_of, kwargs_of, queued_of),
+                    lambda: self._batches.run(
+                        driver, arrays_of, requested_of, kwargs_of, queued_of, self.execute_timeout
+                    ),
                     timeout,
                     deadline,
                     tokens,
@@ -465,32 +362,10 @@ class StubRequests(ModelOnDisk):
             report_mismatches(array_mismatches(rules, resp["outputs"]), self.output_mismatches)
         return resp
 
-    def _on_send(self, token: int, flags: int, resp: Optional[Dict[str, Any]]) -> bool:
-        """Each SEND, on the driver's reader thread; True when it was taken here."""
-        emit = self._live.get(token)
-        if emit is not None:
-            final = bool(flags & FINAL)
-            if final:
-                self._live.pop(token, None)
-            emit(None if resp is None else self._checked(resp), final)
-        if resp is not None and self._driver is not None:
-            count = self._sent_count[token] = self._sent_count.get(token, 0) + 1
-            if count == self._cancel_after.get(token):
-                self.cancel(token)
-        return emit is not None
-
     def _sent(
         self, driver: StubDriver, token: int, timeout: float, deadline: Optional[float] = None
     ) -> List[Dict[str, Any]]:
         return wait_sent(driver, token, timeout, self.model_name, self._died, deadline)
-
-    def _watchdog(self, driver: StubDriver) -> Optional[Watchdog]:
-        if self.execute_timeout is None:
-            return None
-        return Watchdog(self.execute_timeout, driver)
-
-    def _timed_out(self) -> str:
-        return timed_out_text(self.model_name, self.instance_name, self.execute_timeout or 0)
 
     def _died(self, cause: Optional[BaseException]) -> str:
         return died_text(self.model_name, self.instance_name, self._driver, self.output, cause)

@@ -20,6 +20,8 @@ from .transport import FINAL
 
 #: Why the stub stopped answering (StubModel._died), given what failed if anything did.
 Died = Callable[[Optional[BaseException]], str]
+#: Where a live stream's responses go: ``emit(response or None, final)``.
+Emit = Callable[[Optional[Dict[str, Any]], bool], None]
 
 
 def wait_sent(
@@ -48,6 +50,46 @@ def wait_sent(
     if not got_final:
         raise InferError(died(None), ErrorCode.INTERNAL)
     return mine
+
+
+class SendRoutes:
+    """Where the SENDs of a StubModel's requests go, by token: to a live stream's ``emit``
+    (an ``infer_stream`` with ``on_response``, a BLS call to the model), and counted, the
+    request cancelled (``cancel``) after its ``cancel_after`` responses while the model
+    runs (``running``). ``checked``: a response as the client gets it."""
+
+    def __init__(
+        self,
+        checked: Callable[[Dict[str, Any]], Dict[str, Any]],
+        cancel: Callable[[int], None],
+        running: Callable[[], bool],
+    ) -> None:
+        self._checked = checked
+        self._cancel = cancel
+        self._running = running
+        self.live: Dict[int, Emit] = {}
+        self.cancel_after: Dict[int, int] = {}  # token -> responses before cancelling
+        self.sent_count: Dict[int, int] = {}
+
+    def forget(self, token: int) -> None:
+        """The request is done: nothing of it stays here."""
+        self.live.pop(token, None)
+        self.cancel_after.pop(token, None)
+        self.sent_count.pop(token, None)
+
+    def on_send(self, token: int, flags: int, resp: Optional[Dict[str, Any]]) -> bool:
+        """Each SEND, on the driver's reader thread; True when it was taken here."""
+        emit = self.live.get(token)
+        if emit is not None:
+            final = bool(flags & FINAL)
+            if final:
+                self.live.pop(token, None)
+            emit(None if resp is None else self._checked(resp), final)
+        if resp is not None and self._running():
+            count = self.sent_count[token] = self.sent_count.get(token, 0) + 1
+            if count == self.cancel_after.get(token):
+                self._cancel(token)
+        return emit is not None
 
 
 class LiveStream:

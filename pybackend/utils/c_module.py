@@ -30,9 +30,9 @@ COUNTER, GAUGE, HISTOGRAM = MetricKind.COUNTER, MetricKind.GAUGE, MetricKind.HIS
 
 def __getattr__(name: str) -> Any:
     # The class of what exec(decoupled=True) returns, importable from here as from the
-    # original's module; it lives with the stub's BLS client, loaded only when asked for.
+    # original's module; it lives with the stub's BLS calls, loaded only when asked for.
     if name == "ResponseIterator":
-        from ..stub.bls import ResponseIterator
+        from ..stub.response_iterator import ResponseIterator
 
         return ResponseIterator
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -268,13 +268,12 @@ def test_a_64_mib_bls_output_goes_back_at_once_when_it_dies(parts) -> None:
     with its size, so a big one takes the immediate return (URGENT_FREE_BYTES) instead of
     waiting FLUSH_S for company (docs/protocol.md, "Memory lifetimes")."""
     from pybackend.ipc.codec import ResponseDesc
-    from pybackend.stub.bls import BlsClient
+    from pybackend.stub.bls_wire import response_of
 
     st, _, async_ch, _ = parts
     peer_segment(st, BIG)
-    client = BlsClient(st)
     out = TensorDesc("OUT", TYPE_UINT8, Location.BACKEND_ARENA, (BIG,), BIG, 0, 0)
-    resp = client._response(ResponseDesc([out]))
+    resp = response_of(st.ledger, ResponseDesc([out]))
     tensor = resp.output_tensors()[0]
     assert tensor.as_numpy().nbytes == BIG and not st.ledger.queue
     del resp, tensor
