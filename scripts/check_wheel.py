@@ -271,6 +271,27 @@ def stream_tokens(url: str) -> bool:
     return words == ["Fox", "Quick", "The"]  # the model replies with the words reversed
 
 
+def check_developer_flow(prefix: Path, wheel: Path, tmp: Path, env: dict[str, str]) -> str:
+    """docs/testing.md's promise, from the installed wheel alone: `pip install
+    'pybackend[testing]'`, `pybackend new`, and pytest runs the generated test offline, in a
+    stub process and through tritonserver (the environment's, from the nvidia-pytriton wheel)
+    with the wheel's backend. Returns pytest's summary line."""
+    python = str(prefix / "bin" / "python3")
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    run([*pip, f"{wheel}[testing]"], tmp, env)
+    project = tmp / "project"
+    project.mkdir()
+    run([str(prefix / "bin" / "pybackend"), "new", "models/add_one"], project, env)
+    modes = "--pybackend-mode=inprocess,stub,server"
+    out = run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", modes, "models"], project, env
+    )
+    summary = out.strip().splitlines()[-1]
+    if not re.search(r"\b\d+ passed\b", summary) or re.search(r"failed|skipped|error", summary):
+        fail(f"the generated model's test in the three modes: {summary}\n{out}")
+    return summary
+
+
 def main() -> None:
     dist = Path(sys.argv[1]).resolve()
     wheels = sorted(dist.glob("pybackend-*-manylinux_*.whl"))
@@ -318,6 +339,8 @@ def main() -> None:
         run([pybackend, "serve", str(models), *ports, "--check"], tmp, env)
         if record.read_text().strip() != str(prefix / "bin" / "python3"):
             fail(f"`pybackend serve` recorded {record.read_text()!r} as the stubs' interpreter")
+        developer = check_developer_flow(prefix, wheels[0], tmp, env)
+        print(f"check_wheel: pybackend[testing], `pybackend new`, pytest: {developer}", flush=True)
         left = leftovers(prefix)
         if left:
             fail(f"processes of {prefix} outlived serve: {left}")
