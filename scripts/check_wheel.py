@@ -14,7 +14,10 @@ the checkout:
 - tritonserver serves a copy of examples/model_repository through that backends directory, one
   inference per example model (the decoupled one streamed over gRPC), and every stub runs the
   new environment's interpreter; `pybackend serve --check` (the CPU image's command) answers,
-  and records that interpreter for the stubs where pip alone left none.
+  and records that interpreter for the stubs where pip alone left none;
+- a developer's install (docs/testing.md): `pip install 'pybackend[testing]'` into the same
+  environment, `pybackend new`, and pytest runs the generated test in-process, in a stub
+  process and through tritonserver (--pybackend-mode=inprocess,stub,server).
 
 A file missing from the wheel or a broken install step fails `make test`.
 """
