@@ -136,9 +136,10 @@ def complete(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     an added input or output gets its default, and a field the schema lacks fails as it
     does in the server), the defaults of :func:`normalize`, and a dynamic batcher without
     preferred batch sizes prefers ``max_batch_size``."""
+    # The schema first: without tritonclient its error names the install to make.
+    pb2 = _schema()
     from google.protobuf import json_format
 
-    pb2 = _schema()
     try:
         message = json_format.ParseDict(config, pb2.ModelConfig())
     except json_format.ParseError as e:
@@ -153,9 +154,10 @@ def complete(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
 
 def parse_config(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
     """The model configuration in ``text`` (protobuf text format) as a dict."""
+    # The schema first: without tritonclient its error names the install to make.
+    pb2 = _schema()
     from google.protobuf import text_format
 
-    pb2 = _schema()
     try:
         message = text_format.Parse(text, pb2.ModelConfig())
     except text_format.ParseError as e:

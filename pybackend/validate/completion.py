@@ -25,9 +25,10 @@ class Rewrite:
 
 
 def rewrite(model_dir: Path) -> Rewrite:
+    # The schema first: without tritonclient its error names the install to make.
+    pb2 = _schema()
     from google.protobuf import json_format, text_format
 
-    pb2 = _schema()
     file = model_dir / "config.pbtxt"
     old = file.read_text() if file.is_file() else ""
     message = pb2.ModelConfig()
