@@ -30,6 +30,8 @@ for version in "$@"; do
   fi
   scripts/install_torch_cpu.sh "$dir" || status=1
   echo "test-pythons: the conformance suite with the stubs under $("$dir/bin/python3" --version)"
-  PYBACKEND_PYTHON="$PWD/$dir/bin/python3" "$venv/bin/pytest" tests/conformance -q || status=1
+  # PYBACKEND_TEST_STUB_RERUN: cases that run no stub of ours skip (the default run did them).
+  PYBACKEND_TEST_STUB_RERUN=1 PYBACKEND_PYTHON="$PWD/$dir/bin/python3" \
+    "$venv/bin/pytest" tests/conformance -q || status=1
 done
 exit $status

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import pathlib
 import sys
+from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+from conformance_support import deferred_stop  # noqa: E402
 from conformance_support.backend import selected_backend  # noqa: E402
 from conformance_support.launcher import copy_repository, start_server  # noqa: E402
 
@@ -43,6 +45,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         raise pytest.UsageError(f"deviation marker on {item.nodeid} needs a reason")
     if selected_backend() != target:
         pytest.skip(f"deviation ({target} only): {reason}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, Any, Any]:
+    """A module's server fixture may stop its server on a thread (conformance_support.
+    deferred_stop): the servers it enters while it is set up are marked so."""
+    if fixturedef.scope != "module":
+        return (yield)
+    with deferred_stop.module_fixture_setup():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
+    """The suite's last test waits for the servers still stopping, so that whatever runs
+    next (other suites, the session's leak check) finds them gone."""
+    yield
+    here = pathlib.Path(__file__).resolve().parent
+    if nextitem is None or here not in pathlib.Path(str(nextitem.path)).parents:
+        deferred_stop.wait_for_deferred_stops()
 
 
 class FeatureRepository:

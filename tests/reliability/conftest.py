@@ -34,7 +34,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def http(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """An HTTP client factory; every client made is closed after the test."""
+    """An HTTP client factory; every client made is closed after the test, or before its
+    server stops if that comes first: tritonserver waits for open HTTP connections for its
+    whole exit timeout (15 s here) and then exits without unloading its models."""
     import tritonclient.http as httpclient
 
     made = []
@@ -42,6 +44,13 @@ def http(request: pytest.FixtureRequest) -> Iterator[Any]:
     def make(server: Any, **kwargs: Any) -> Any:
         client = httpclient.InferenceServerClient(server.http_url, **kwargs)
         made.append(client)
+        stop = server.stop
+
+        def close_then_stop() -> Any:
+            client.close()
+            return stop()
+
+        server.stop = close_then_stop
         return client
 
     yield make

@@ -22,6 +22,7 @@ import pytest
 from matrix_runner import GENERATE_COMMAND, load_stored, run_table
 
 from conformance_support.backend import selected_backend
+from conformance_support.stub_env import skip_unless_stubs_involved
 from pybackend import utils as pb_utils
 
 DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs" / "compatibility.md"
@@ -105,6 +106,7 @@ def test_the_stored_table_is_the_originals(
     if selected_backend() == "original":
         fresh = table
     else:
+        skip_unless_stubs_involved("a run of the original backend and the stored table")
         from pybackend.server import original_venv
 
         try:

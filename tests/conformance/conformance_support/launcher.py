@@ -10,6 +10,7 @@ from pybackend.server import TritonServer
 
 from .backend import selected_backend
 from .backends_dir import backend_dir_env
+from .deferred_stop import DeferredStopServer
 
 # Environment every server of the suite gets. PYTHONDONTWRITEBYTECODE is blanked (empty
 # means unset to CPython) so that "no __pycache__ in the model repository" is a real check.
@@ -33,11 +34,12 @@ def start_server(
     ready_timeout: float = 90.0,
     backend_dir: pathlib.Path | None = None,
 ) -> TritonServer:
-    """An un-entered TritonServer for the selected backend (use it as a context manager).
+    """An un-entered TritonServer for the selected backend (use it as a context manager;
+    a module fixture's server stops on a thread at its teardown: deferred_stop).
 
     ``backend_dir``: a backends directory to serve from instead (conformance_support.
     backends_dir builds one whose ``python`` is the selected backend)."""
-    return TritonServer(
+    return DeferredStopServer(
         model_repository,
         backend=str(backend_dir) if backend_dir is not None else selected_backend(),
         extra_args=tuple(extra_args),

@@ -20,6 +20,17 @@ from .backend import is_original
 
 TORCH_MISSING = "torch not installed in this stub environment"
 
+#: Set by `make test-numpy1` and `make test-pythons`: this run repeats the suite only to run
+#: our stubs under another interpreter; a case that involves no stub of ours (the original's
+#: own run) checks nothing new in it, and the default run of `make test` has done it.
+STUB_RERUN_ENV = "PYBACKEND_TEST_STUB_RERUN"
+
+
+def skip_unless_stubs_involved(why: str) -> None:
+    """Skip in a repeat run of the suite for another stub interpreter (STUB_RERUN_ENV)."""
+    if os.environ.get(STUB_RERUN_ENV):
+        pytest.skip(f"{STUB_RERUN_ENV}: involves no stub of ours ({why}); the default run did it")
+
 
 def stub_python() -> str:
     """The interpreter the selected backend's stubs run with: the original's is the first
