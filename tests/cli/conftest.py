@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable, Mapping, Optional, Union
 
 import pytest
 
@@ -15,9 +15,13 @@ Cli = Callable[..., subprocess.CompletedProcess]
 
 
 def run_pybackend(
-    *args: Union[str, Path], cwd: Union[str, Path, None] = None, timeout: float = 120
+    *args: Union[str, Path],
+    cwd: Union[str, Path, None] = None,
+    timeout: float = 120,
+    env_extra: Optional[Mapping[str, str]] = None,
 ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(env_extra or {})
     return subprocess.run(
         [sys.executable, "-m", "pybackend.cli", *map(str, args)],
         capture_output=True,

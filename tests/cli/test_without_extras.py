@@ -7,41 +7,33 @@ because protobuf was imported before the schema whose error names the fix."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+Cli = Any  # the `cli` fixture of conftest.py: runs `python -m pybackend.cli ARGS`
 HINT = "pip install 'pybackend[testing]'"
 
 
-def run_without_tritonclient(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    # Modules first on the path that fail to import hide the real packages, as an
-    # environment without tritonclient and protobuf would not have them.
+def hidden_packages(tmp_path: Path) -> dict[str, str]:
+    """PYTHONPATH with modules first that fail to import: they hide the real packages, as an
+    environment without tritonclient and protobuf would not have them."""
     hide = tmp_path / "hide"
     hide.mkdir(exist_ok=True)
     for name in ("tritonclient", "google"):
         (hide / f"{name}.py").write_text(f"raise ImportError('{name} is not installed here')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hide), os.getcwd()]))
-    return subprocess.run(
-        [sys.executable, "-m", "pybackend.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-        env=env,
-    )
+    return {"PYTHONPATH": os.pathsep.join([str(hide), os.getcwd()])}
 
 
 @pytest.mark.parametrize("command", [["validate"], ["validate", "--run"], ["config"]], ids=" ".join)
 def test_a_command_reading_config_pbtxt_names_the_install(
-    tmp_path: Path, command: list[str]
+    cli: Cli, tmp_path: Path, command: list[str]
 ) -> None:
-    made = run_without_tritonclient(tmp_path, "new", "m")
+    hidden = hidden_packages(tmp_path)
+    made = cli("new", "m", cwd=tmp_path, env_extra=hidden)
     assert made.returncode == 0, made.stderr  # `new` needs nothing beyond numpy
-    done = run_without_tritonclient(tmp_path, *command, "m")
+    done = cli(*command, "m", cwd=tmp_path, env_extra=hidden)
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert HINT in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
