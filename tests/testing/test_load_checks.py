@@ -6,6 +6,7 @@ runs in-process, in a stub process and through tritonserver (the texts are the s
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -95,13 +96,21 @@ def _warmup_files(text: bytes) -> Dict[str, bytes]:
     }
 
 
-def _statistics(model: Any) -> Dict[str, Any]:
+def _statistics(model: Any, inferences: int = 0) -> Dict[str, Any]:
+    """The model's statistics; through the server, once they count ``inferences`` requests:
+    tritonserver's statistics follow a response (the backend reports a batch after sending
+    its responses), so a read right after the response may miss that batch."""
     if isinstance(model, ServerModel):
         import tritonclient.http as httpclient
 
         client = httpclient.InferenceServerClient(model.server.http_url)
         try:
-            return dict(client.get_inference_statistics(model.model_name)["model_stats"][0])
+            deadline = time.monotonic() + 10
+            while True:
+                stats = dict(client.get_inference_statistics(model.model_name)["model_stats"][0])
+                if int(stats["inference_count"]) >= inferences or time.monotonic() > deadline:
+                    return stats
+                time.sleep(0.02)
         finally:
             client.close()
     return model.statistics.snapshot()
@@ -147,7 +156,7 @@ def test_warmup_samples_run_at_load(triton_model: Any, tmp_path: Path) -> None:
         [dict(both, **random)],
         [dict(both, **client)],
     ]
-    stats = _statistics(model)
+    stats = _statistics(model, inferences=10)
     assert (stats["inference_count"], stats["execution_count"]) == (10, 5)
     assert stats["inference_stats"]["success"]["count"] == 10
 
