@@ -68,6 +68,15 @@ void SetSpin(const std::string& key, const std::string& value, BackendConfig* c)
   c->ipc_spin_us = n;
 }
 
+// A bound of ours in seconds where 0 means none (execute-, initialize-, finalize-timeout-
+// seconds): a negative value is refused, a very long one clamped.
+template <int64_t BackendConfig::* Field>
+void SetBoundSeconds(const std::string& key, const std::string& value, BackendConfig* c) {
+  int64_t n = ParseInt(key, value);
+  if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, key + " can't be negative.");
+  c->*Field = ClampSeconds(key, n);
+}
+
 // Every setting of the backend: its key and what it does with a value. The texts of the
 // original's settings are the original's.
 struct Setting {
@@ -139,30 +148,9 @@ constexpr Setting kSettings[] = {
     {"ipc-spin-us", SetSpin},
     // The earlier name of ipc-spin-us, from when only the backend's side polled.
     {"execute-spin-us", SetSpin},
-    {"execute-timeout-seconds",
-     [](const std::string& key, const std::string& value, BackendConfig* c) {
-       int64_t n = ParseInt(key, value);
-       if (n < 0) {
-         Throw(TRITONSERVER_ERROR_INVALID_ARG, "execute-timeout-seconds can't be negative.");
-       }
-       c->execute_timeout_seconds = ClampSeconds(key, n);
-     }},
-    {"initialize-timeout-seconds",
-     [](const std::string& key, const std::string& value, BackendConfig* c) {
-       int64_t n = ParseInt(key, value);
-       if (n < 0) {
-         Throw(TRITONSERVER_ERROR_INVALID_ARG, "initialize-timeout-seconds can't be negative.");
-       }
-       c->initialize_timeout_seconds = ClampSeconds(key, n);
-     }},
-    {"finalize-timeout-seconds",
-     [](const std::string& key, const std::string& value, BackendConfig* c) {
-       int64_t n = ParseInt(key, value);
-       if (n < 0) {
-         Throw(TRITONSERVER_ERROR_INVALID_ARG, "finalize-timeout-seconds can't be negative.");
-       }
-       c->finalize_timeout_seconds = ClampSeconds(key, n);
-     }},
+    {"execute-timeout-seconds", SetBoundSeconds<&BackendConfig::execute_timeout_seconds>},
+    {"initialize-timeout-seconds", SetBoundSeconds<&BackendConfig::initialize_timeout_seconds>},
+    {"finalize-timeout-seconds", SetBoundSeconds<&BackendConfig::finalize_timeout_seconds>},
     {"stub-restart", [](const std::string& key, const std::string& value,
                         BackendConfig* c) { c->stub_restart = ParseBool(key, value); }},
     {"ipc-lane", [](const std::string& key, const std::string& value,
