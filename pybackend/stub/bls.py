@@ -27,14 +27,13 @@ from ..ipc.bls_codec import BlsExecDesc
 from ..ipc.channel import Message
 from ..ipc.codec import GpuRef, ProtocolError
 from ..ipc.protocol import MessageKind
-from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .bls_wire import decode_response, encode_exec, error_response, exec_desc, no_room
 from .logging import WARNING
 from .outputs import Placer
-from .response_iterator import ResponseIterator, _Call, _first_response
+from .response_iterator import Call, call_result
 from .state import StubState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,7 +47,7 @@ class BlsClient:
     def __init__(self, state: StubState) -> None:
         self.state = state
         self._ids = itertools.count(1)
-        self._calls: Dict[int, _Call] = {}
+        self._calls: Dict[int, Call] = {}
         self._lock = threading.Lock()
         state.handlers[MessageKind.BLS_RESPONSE] = self._on_response
         state.dead_hooks.append(self._fail_all)
@@ -63,17 +62,14 @@ class BlsClient:
         st = self.state
         if not decoupled and st.sync_calls and threading.get_ident() == st.main_ident:
             return self._exec_on_sync(request)
-        call = self._start(request, decoupled, None)
-        if decoupled:
-            return ResponseIterator(call)
-        return _first_response(call)
+        return call_result(self._start(request, decoupled, None), decoupled)
 
     def async_exec(self, request: InferenceRequest, decoupled: bool) -> "asyncio.Future[Any]":
         import asyncio  # here, not at import time: asyncio costs ~15 ms of stub start
 
         loop = asyncio.get_running_loop()
         fut: "asyncio.Future[Any]" = loop.create_future()
-        holder: List[_Call] = []
+        holder: List[Call] = []
 
         # Both kinds resolve when the first response (or the final flag) is here, as the
         # original's does: it runs exec() in an executor thread, and a decoupled exec()
@@ -88,7 +84,7 @@ class BlsClient:
                 return
             if call.waiter is wake:
                 call.waiter = None  # a ResponseIterator's `async for` sets its own
-            fut.set_result(ResponseIterator(call) if decoupled else _first_response(call))
+            fut.set_result(call_result(call, decoupled))
 
         def wake() -> None:
             if not fut.done():
@@ -112,15 +108,15 @@ class BlsClient:
 
     def _start(
         self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
-    ) -> _Call:
+    ) -> Call:
         placed = self._place(request, decoupled)
         if isinstance(placed, InferenceResponse):
-            call = _Call(self, waiter)
+            call = Call(self, waiter)
             call.push(placed, True)
             return call
         return self._send_call(*placed, waiter)
 
-    def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> _Call:
+    def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> Call:
         """Start a call that a forked child of this process asked for (fork_route.py): its
         inputs came inline and are placed here like the inputs of a call of our own."""
         tensors = []
@@ -128,7 +124,7 @@ class BlsClient:
             data = td.data
             if isinstance(data, GpuRef):
                 # CUDA does not survive fork(): a child cannot have made a GPU tensor of its own.
-                call = _Call(self, waiter)
+                call = Call(self, waiter)
                 call.push(
                     error_response(
                         f"input '{td.name}' of the request to model '{desc.model_name}' is a "
@@ -145,7 +141,7 @@ class BlsClient:
             desc.inputs = [placer.tensor(t) for t in tensors]
         except MemoryError as e:
             placer.abort()
-            call = _Call(self, waiter)
+            call = Call(self, waiter)
             call.push(no_room(desc.model_name, e), True)
             return call
         except BaseException:
@@ -155,8 +151,8 @@ class BlsClient:
 
     def _send_call(
         self, placer: Placer, body: bytearray, waiter: Optional[Callable[[], None]]
-    ) -> _Call:
-        call = _Call(self, waiter)
+    ) -> Call:
+        call = Call(self, waiter)
         cid = call.cid = next(self._ids)
         with self._lock:
             self._calls[cid] = call
@@ -245,9 +241,3 @@ class BlsClient:
             calls, self._calls = list(self._calls.values()), {}
         for call in calls:
             call.push(error_response("the backend closed the channel"), True)
-
-
-def require_client(client: Optional[BlsClient]) -> BlsClient:
-    if client is None:
-        raise TritonModelException("BLS requests are not available before the stub is ready.")
-    return client

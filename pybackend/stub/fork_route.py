@@ -35,7 +35,7 @@ from .bls import BlsClient
 from .bls_wire import FINAL, error_response, exec_desc
 from .logging import WARNING
 from .outputs import _bytes_view
-from .response_iterator import ResponseIterator, _Call, _first_response
+from .response_iterator import Call, call_result
 from .state import StubState, fork_refusal
 
 FRAME = struct.Struct("<IBQ")  # u32 body length, u8 kind, u64 call id
@@ -106,7 +106,7 @@ class _RouteServer(threading.Thread):
         self.client = client
         self.log = log
         self.lock = threading.Lock()
-        self.calls: Dict[int, _Call] = {}
+        self.calls: Dict[int, Call] = {}
         self.gone = False
 
     def run(self) -> None:
@@ -131,7 +131,7 @@ class _RouteServer(threading.Thread):
         try:
             call = self.client.forward(decode_bls_exec(body), None)
         except Exception as e:  # noqa: BLE001 - answered as an error response
-            call = _Call(self.client, None)
+            call = Call(self.client, None)
             text = f"the forked process's request could not be started: {e}"
             call.push(error_response(text), True)
         self.calls[cid] = call
@@ -139,7 +139,7 @@ class _RouteServer(threading.Thread):
             target=self._pump, args=(cid, call), name="pybackend-fork-call", daemon=True
         ).start()
 
-    def _pump(self, cid: int, call: _Call) -> None:
+    def _pump(self, cid: int, call: Call) -> None:
         while True:
             resp, final = call.take()
             if not self.gone:
@@ -170,27 +170,26 @@ class ForkedBlsClient(BlsClient):
         self.sock = sock
         self.where = where
         self._ids = itertools.count(1)
-        self._calls: Dict[int, _Call] = {}
+        self._calls: Dict[int, Call] = {}
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._reader: Optional[threading.Thread] = None
         self._closed = False
 
     def exec(self, request: InferenceRequest, decoupled: bool) -> Any:
-        call = self._start(request, decoupled, None)
-        return ResponseIterator(call) if decoupled else _first_response(call)
+        return call_result(self._start(request, decoupled, None), decoupled)
 
     def _start(
         self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
-    ) -> _Call:
+    ) -> Call:
         inputs = [
             _inline(t._name, t._dtype, t._shape, t._raw if t._raw is not None else t._array)
             for t in request._inputs
         ]
         return self.forward(exec_desc(request, decoupled, inputs), waiter)
 
-    def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> _Call:
-        call = _Call(self, waiter)
+    def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> Call:
+        call = Call(self, waiter)
         cid = call.cid = next(self._ids)
         with self._lock:
             closed = self._closed

@@ -1,13 +1,14 @@
 """A BLS call in flight and what the model reads of it: the responses received so far
-(:class:`_Call`, fed by the reader thread), the first one for a plain ``exec()``, and the
-:class:`ResponseIterator` a decoupled call returns. The offline harness feeds the same
+(:class:`Call`, fed by the reader thread), the first one for a plain ``exec()``, and the
+:class:`ResponseIterator` a decoupled call returns (:func:`call_result`, the one rule for
+which an ``exec()`` returns). The offline harness feeds the same
 iterator (testing/bls_responses.py) instead of the backend."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, List, Optional, Protocol, Tuple
+from typing import Any, Callable, List, Optional, Protocol, Tuple
 
 from ..utils.response import InferenceResponse
 
@@ -30,7 +31,7 @@ class UndeliveredResponse(InferenceResponse):
     __slots__ = ()
 
 
-class _Call:
+class Call:
     """One BLS request in flight: the responses received so far, in order. The reader
     thread puts them in a C-level SimpleQueue, the cheapest hand-off to a waiting thread."""
 
@@ -64,11 +65,17 @@ class _Call:
         return not self.items.empty()
 
 
-def _first_response(call: _Call) -> InferenceResponse:
+def first_response(call: Call) -> InferenceResponse:
     """What a non-decoupled call returns: the callee's response (a FINAL flag that comes
     alone after it is not waited for; one with no response at all yields an empty one)."""
     resp, _final = call.take()
     return resp if resp is not None else InferenceResponse()
+
+
+def call_result(call: Call, decoupled: bool) -> Any:
+    """What ``exec()`` / ``async_exec()`` return for ``call``: a ResponseIterator for a
+    decoupled call, else its first response."""
+    return ResponseIterator(call) if decoupled else first_response(call)
 
 
 class ResponseIterator:
@@ -77,7 +84,7 @@ class ResponseIterator:
     an iterator that was read to its end replays every response; one over an iterator left
     mid-way (a ``break``) goes on from there."""
 
-    def __init__(self, call: _Call) -> None:
+    def __init__(self, call: Call) -> None:
         self._call = call
         self._cache: List[InferenceResponse] = []
         self._pos = 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, List, Optional
 
-from ..stub.response_iterator import ResponseIterator, _Call
+from ..stub.response_iterator import Call, ResponseIterator
 from ..utils.errors import ErrorCode, TritonError
 from ..utils.response import InferenceResponse
 
@@ -57,7 +57,7 @@ class _Canceller:
 
 class BlsResponses(ResponseIterator):
     def __init__(self, cancel: Optional[Callable[[], None]] = None) -> None:
-        super().__init__(_Call(_Canceller(cancel), None))
+        super().__init__(Call(_Canceller(cancel), None))
 
     @classmethod
     def of(cls, responses: List[InferenceResponse], final_alone: bool = True) -> "BlsResponses":
