@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conformance_support.clients import infer, text_output
-from conformance_support.control import load, unload
+from conformance_support.control import ORIGINAL_ABORTS, load, unload
 
 MODELS = ["qa_identity_fp32", "qa_bls_zero_length", "qa_bls_parameters"]
 WARMUP = {
@@ -22,13 +22,8 @@ WARMUP = {
 
 
 # The model's checks include a load_model with a broken config (an error path): the original
-# aborts tritonserver there (SIGABRT from its TRITONBACKEND_ModelInstanceInitialize, the
-# boost::interprocess::lock_exception of model_control's deviation row), in 3 of 3 runs on
-# 2026-11-29 where it had passed the day before: ours only, as test_model_control.py's cases.
-ORIGINAL_ABORTS = pytest.mark.deviation(
-    "the original aborts tritonserver intermittently on model-control error paths "
-    "(boost::interprocess::lock_exception); same texts, no abort"
-)
+# aborts tritonserver there (SIGABRT from its TRITONBACKEND_ModelInstanceInitialize), in 3 of
+# 3 runs on 2026-11-29 where it had passed the day before: ours only (ORIGINAL_ABORTS).
 
 
 @pytest.fixture(scope="module")

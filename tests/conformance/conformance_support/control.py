@@ -8,8 +8,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
+
+# The original aborts tritonserver intermittently when a model-control call fails
+# (boost::interprocess::lock_exception, SIGABRT; docs/compatibility.md's model_control row):
+# cases that take such an error path run against ours only, with their texts recorded from
+# the original's runs where it survived.
+ORIGINAL_ABORTS = pytest.mark.deviation(
+    "the original aborts tritonserver intermittently on model-control error paths "
+    "(boost::interprocess::lock_exception); same texts, no abort"
+)
 
 
 def http_client(server: Any) -> httpclient.InferenceServerClient:

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from conformance_support.clients import bytes_input, infer, text_output
-from conformance_support.control import is_ready, load, load_error, unload, unloaded
-
-# The original aborts tritonserver intermittently when a model-control call fails
-# (boost::interprocess::lock_exception, SIGABRT): its side of these texts was recorded from
-# runs where it survived, and the cases run against ours only.
-ORIGINAL_ABORTS = pytest.mark.deviation(
-    "the original aborts tritonserver intermittently on model-control error paths "
-    "(boost::interprocess::lock_exception); same texts, no abort"
+from conformance_support.control import (
+    ORIGINAL_ABORTS,
+    is_ready,
+    load,
+    load_error,
+    unload,
+    unloaded,
 )
+
 PREFIX = "Failed to process the request for model 'mc_controller_0', message: "
 TARGET_SOURCE = (pathlib.Path(__file__).parent / "models/mc_target/1/model.py").read_text()
 GENERATED_CONFIG = {
