@@ -72,12 +72,16 @@ def python_config(mode: str) -> str:
 
 
 def ensemble_config(step: str) -> str:
-    return 'platform: "ensemble"\n' + IO + textwrap.dedent(f"""
+    return (
+        'platform: "ensemble"\n'
+        + IO
+        + textwrap.dedent(f"""
         ensemble_scheduling {{ step [ {{ model_name: "{step}" model_version: -1
           input_map {{ key: "IN" value: "IN" }}
           output_map {{ key: "OUT" value: "OUT" }}
           output_map {{ key: "WHERE" value: "WHERE" }} }} ] }}
         """)
+    )
 
 
 def write_repository(root: pathlib.Path, repo: str) -> pathlib.Path:
