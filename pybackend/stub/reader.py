@@ -16,7 +16,11 @@ from .ledger import FLUSH_S
 from .logging import WARNING
 from .state import StubState
 
-EXIT_GRACE_S = 5.0
+# How long a stub whose backend is gone waits for model code busy in execute (the main thread
+# sees EOF on sync once execute returns, and exits cleanly) before exiting anyway. Nothing can
+# receive that execute's result; a stub outliving its server holds memory (a GPU's, too) that a
+# supervisor restarting the server at once needs back. The original's stub goes within ~1.5 s.
+EXIT_GRACE_S = 1.0
 
 
 class Reader(threading.Thread):

@@ -18,7 +18,7 @@ from pybackend.server.processes import alive
 
 #: A stub busy in execute notices the dead server on its reader thread and waits this
 #: long (pybackend.stub.reader.EXIT_GRACE_S) for execute before it exits anyway.
-BUSY_STUB_GRACE_S = 5.0
+BUSY_STUB_GRACE_S = 1.0
 
 
 def test_stubs_go_with_a_killed_server(tmp_path: Path) -> None:
