@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+import re
 import shutil
 from collections.abc import Iterable, Mapping
 
@@ -15,13 +17,32 @@ from .deferred_stop import DeferredStopServer
 # Environment every server of the suite gets. PYTHONDONTWRITEBYTECODE is blanked (empty
 # means unset to CPython) so that "no __pycache__ in the model repository" is a real check.
 BASE_ENV = {"PYTHONDONTWRITEBYTECODE": ""}
+ENSEMBLE = re.compile(r'platform\s*:\s*"ensemble"')
 
 
 def copy_repository(models_dir: pathlib.Path, tmp_root: pathlib.Path) -> pathlib.Path:
     """Copy a feature's ``models/`` into a scratch dir; tests may then edit it freely."""
     target = tmp_root / "models"
     shutil.copytree(models_dir, target, ignore=shutil.ignore_patterns("__pycache__"))
+    force_instance_process(target)
     return target
+
+
+def force_instance_process(repository: pathlib.Path) -> None:
+    """PYBACKEND_TEST_INSTANCE_PROCESS=shared|fork: every non-ensemble model of the copy gets
+    that PYBACKEND_INSTANCE_PROCESS (unless it names one), so the suite checks that a model
+    keeps the contract's behaviour when its instances share a process (docs/instances.md)."""
+    mode = os.environ.get("PYBACKEND_TEST_INSTANCE_PROCESS", "")
+    if not mode or selected_backend() == "original":
+        return
+    for config in repository.glob("*/config.pbtxt"):
+        text = config.read_text()
+        if ENSEMBLE.search(text) or "PYBACKEND_INSTANCE_PROCESS" in text:
+            continue
+        config.write_text(
+            text + f'\nparameters {{ key: "PYBACKEND_INSTANCE_PROCESS" '
+            f'value: {{ string_value: "{mode}" }} }}\n'
+        )
 
 
 def start_server(

@@ -376,7 +376,10 @@ class TritonPythonModel:
         try:  # ours only: the stub's table of calls in flight empties
             from pybackend.utils import transport
 
-            calls = transport.get_transport().bls._calls
+            current = transport.get_transport()
+            # A shared process routes each thread to its instance's transport.
+            current = current.current() if hasattr(current, "current") else current
+            calls = current.bls._calls
             deadline = time.monotonic() + 10
             while calls and time.monotonic() < deadline:
                 time.sleep(0.05)
