@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "backend/error.h"
+#include "backend/host_output.h"
 #include "backend/logging.h"
 #include "backend/monitor.h"
 #include "backend/stub_session.h"
@@ -145,7 +146,6 @@ class HostGeneration {
     pollfd fds[kCount] = {
         {proc_->stdout_fd(), POLLIN, 0}, {proc_->stderr_fd(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
     std::string partial[2];
-    const std::string prefix = opts_.model_name + " (shared process): ";
     while (fds[kOut].fd >= 0 || fds[kErr].fd >= 0) {
       if (poll(fds, kCount, -1) < 0 && errno != EINTR) break;
       if (fds[kStop].revents) break;
@@ -161,15 +161,11 @@ class HostGeneration {
           std::string line = partial[i].substr(0, nl);
           partial[i].erase(0, nl == std::string::npos ? std::string::npos : nl + 1);
           if (!line.empty() && line.back() == '\r') line.pop_back();
+          std::string said = LogHostLine(opts_.model_name, line, i == kErr);
           if (i == kErr) {
-            {
-              std::lock_guard<std::mutex> lock(mu_);
-              tail_.push_back(line);
-              while (tail_.size() > kTailLines) tail_.pop_front();
-            }
-            PB_LOG_ERROR(prefix + line);
-          } else {
-            PB_LOG_INFO(prefix + line);
+            std::lock_guard<std::mutex> lock(mu_);
+            tail_.push_back(std::move(said));
+            while (tail_.size() > kTailLines) tail_.pop_front();
           }
         }
         if (n <= 0) fds[i].fd = -1;  // EOF

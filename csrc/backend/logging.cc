@@ -14,4 +14,13 @@ void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::str
 
 bool LogEnabled(TRITONSERVER_LogLevel level) { return TRITONSERVER_LogIsEnabled(level); }
 
+void LogFromModel(uint32_t level, const std::string& file, uint32_t line, const std::string& msg) {
+  if (level > TRITONSERVER_LOG_VERBOSE) level = TRITONSERVER_LOG_INFO;
+  auto lvl = static_cast<TRITONSERVER_LogLevel>(level);
+  if (lvl == TRITONSERVER_LOG_VERBOSE && !LogEnabled(lvl)) return;
+  TRITONSERVER_Error* err =
+      TRITONSERVER_LogMessage(lvl, file.c_str(), static_cast<int>(line), msg.c_str());
+  if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+}
+
 }  // namespace pybackend

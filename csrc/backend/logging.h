@@ -2,6 +2,7 @@
 // server's logger (and its --log-* options).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "triton/tritonserver.h"
@@ -10,6 +11,9 @@ namespace pybackend {
 
 void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::string& msg);
 bool LogEnabled(TRITONSERVER_LogLevel level);
+// A record of model code (pb_utils.Logger, Python logging): at its level (an unknown one is
+// INFO), with the model's file and line as Triton shows them for the original's stub.
+void LogFromModel(uint32_t level, const std::string& file, uint32_t line, const std::string& msg);
 
 }  // namespace pybackend
 

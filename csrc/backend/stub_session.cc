@@ -257,10 +257,13 @@ std::string StubSession::Finalize() {
     process_->Kill();
     process_->WaitExit(std::chrono::milliseconds(5000));
   }
-  // Let the monitor log the stub's last output before it stops.
+  // Let the monitor log the stub's last output before it stops, and handle what it sent on
+  // async before its FINALIZE_REPLY (finalize's Logger lines): the async EOF comes after
+  // them. An instance of a shared process has no exit to wait for, only that EOF.
   {
     std::unique_lock<std::mutex> lock(state_mu_);
-    state_cv_.wait_for(lock, std::chrono::milliseconds(1000), [&] { return stderr_closed_; });
+    state_cv_.wait_for(lock, std::chrono::milliseconds(1000),
+                       [&] { return stderr_closed_ && async_closed_; });
   }
   MarkDead("finalized");
   monitor_->Stop();
@@ -320,17 +323,7 @@ bool StubSession::HandleCommon(ipc::Message& msg) {
     }
     case MessageKind::LOG: {
       ipc::LogMsg log = ipc::DecodeLog(msg.body);
-      uint8_t level = log.level;
-      uint32_t line = log.line;
-      const std::string& file = log.file;
-      const std::string& text = log.message;
-      if (level > TRITONSERVER_LOG_VERBOSE) level = TRITONSERVER_LOG_INFO;
-      auto lvl = static_cast<TRITONSERVER_LogLevel>(level);
-      if (lvl != TRITONSERVER_LOG_VERBOSE || LogEnabled(lvl)) {
-        TRITONSERVER_Error* err =
-            TRITONSERVER_LogMessage(lvl, file.c_str(), static_cast<int>(line), text.c_str());
-        if (err != nullptr) TRITONSERVER_ErrorDelete(err);
-      }
+      LogFromModel(log.level, log.file, log.line, log.message);
       return true;
     }
     default:

@@ -23,6 +23,7 @@ import ctypes
 import faulthandler
 import gc
 import json
+import logging
 import os
 import signal
 import socket
@@ -30,6 +31,8 @@ import sys
 import threading
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
+
+from . import host_output
 
 CONTROL_FD = 3
 _MAX_REQUEST = 1 << 22
@@ -76,10 +79,15 @@ class SharedHost(_Host):
     def __init__(self, control: socket.socket, model: str) -> None:
         super().__init__(control, model)
         from ..utils import transport as utils_transport
-        from .threaded import NoInstanceTransport, routing_transport
+        from .logging import RecordForwarder
+        from .threaded import NoInstanceTransport, bound_instance, routing_transport
 
         utils_transport.set_transport(NoInstanceTransport(model))
         self.routing = routing_transport()
+        # One pair of pipes serves every instance: each line says whose it is, and Python
+        # logging records reach the server log at their level, as in an instance's own stub.
+        host_output.tag_streams(bound_instance)
+        logging.lastResort = RecordForwarder(self.routing)
 
     def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
         thread = threading.Thread(
@@ -98,6 +106,7 @@ class SharedHost(_Host):
         except BaseException:  # noqa: BLE001 - say why; the backend sees the channels close
             traceback.print_exc()
         finally:
+            host_output.end_thread()
             stub.close()
             self.routing.bind_thread(None)
 
@@ -110,6 +119,13 @@ class ForkHost(_Host):
         self.imported = False
         self.children: Dict[int, str] = {}
         signal.signal(signal.SIGCHLD, self._on_child)
+        # The import works for no instance: its log records go out as tagged records.
+        from ..utils import transport as utils_transport
+        from .logging import RecordForwarder
+
+        host_transport = host_output.HostTransport()
+        utils_transport.set_transport(host_transport)
+        logging.lastResort = RecordForwarder(host_transport)
 
     def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
         if not self.imported:
@@ -155,6 +171,8 @@ class ForkHost(_Host):
             if os.getppid() != host:
                 os._exit(1)  # the host died between fork and prctl
             self.control.close()
+            # The host's pipes are every child's: each line of this one names its instance.
+            host_output.tag_streams(lambda: instance)
             from .main import run
 
             run(fds[0], fds[1], instance)

@@ -10,7 +10,7 @@ from typing import Optional
 from ..ipc.channel import Channel
 from ..ipc.codec import encode_log
 from ..ipc.protocol import MessageKind
-from ..utils.transport import format_log_line
+from ..utils.transport import Transport, format_log_line
 
 INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
 
@@ -41,7 +41,7 @@ class RecordForwarder(logging.Handler):
     go to the server log at their own level, with their own file and line, instead of
     to stderr as unlevelled text (UV-25). A model that configures logging keeps it."""
 
-    def __init__(self, log: StubLog) -> None:
+    def __init__(self, log: "StubLog | Transport") -> None:
         super().__init__(logging.NOTSET)
         self._log = log
 

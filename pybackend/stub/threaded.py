@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..utils import transport as utils_transport
 from ..utils.errors import TritonModelException
 from ..utils.transport import Transport
+from . import host_output
 from .dispatch import Dispatcher
 from .main import Stub
 
@@ -30,6 +31,12 @@ _local = threading.local()
 
 def _bound() -> Optional[Transport]:
     return getattr(_local, "transport", None)
+
+
+def bound_instance() -> Optional[str]:
+    """The instance the calling thread works for (None: none)."""
+    state = getattr(_bound(), "state", None)
+    return getattr(state, "instance", None)
 
 
 class RoutingTransport(Transport):
@@ -89,7 +96,7 @@ class RoutingTransport(Transport):
         return self.current().free_memory()
 
 
-class NoInstanceTransport(Transport):
+class NoInstanceTransport(host_output.HostTransport):
     """For threads of a shared process that work for no instance (started at import time):
     what needs an instance fails saying so, instead of going nowhere."""
 
