@@ -15,6 +15,7 @@
 #include "backend/host_output.h"
 #include "backend/logging.h"
 #include "backend/monitor.h"
+#include "backend/placement.h"
 #include "backend/stub_session.h"
 #include "backend/thread_name.h"
 #include "ipc/lane.h"
@@ -251,6 +252,9 @@ std::unique_ptr<StubProcess> InstanceHost::Connect(const std::string& instance,
   json::Value req = json::Value::Object();
   req.Set("instance", instance);
   req.Set("init", init_args);
+  // This is the instance's own thread (or its restarter, which inherited from it): its
+  // host_policy placement, which the instance's thread or child takes on (placement.h).
+  req.Set("placement", CurrentThreadPlacement().ToJson());
   std::string body = req.Dump();
   iovec iov{body.data(), body.size()};
   alignas(cmsghdr) char cbuf[CMSG_SPACE(2 * sizeof(int))] = {};

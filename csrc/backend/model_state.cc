@@ -115,6 +115,7 @@ void ModelState::SpawnSpare() {
   std::string group_name = first.GetString("name");
   if (group_name.empty()) return;
   auto spare = std::make_shared<StubSession>(MakeSessionOptions(group_name + "_0"), nullptr);
+  ThreadPlacement placement = CurrentThreadPlacement();
   try {
     spare->Spawn();
   } catch (const std::exception& e) {
@@ -124,12 +125,14 @@ void ModelState::SpawnSpare() {
   }
   std::lock_guard<std::mutex> lock(spare_mu_);
   spare_ = std::move(spare);
+  spare_placement_ = std::move(placement);
 }
 
 std::shared_ptr<StubSession> ModelState::TakeSpare(const std::string& instance_name,
                                                    int gpu_device) {
   std::shared_ptr<StubSession> spare;
   bool ours = false;
+  ThreadPlacement then_placement;
   {
     std::lock_guard<std::mutex> lock(spare_mu_);
     if (spare_ == nullptr) return nullptr;
@@ -139,13 +142,16 @@ std::shared_ptr<StubSession> ModelState::TakeSpare(const std::string& instance_n
     // not live until the model is unloaded.
     if (!ours && spare_asked_ < CountInstances(config)) return nullptr;
     spare.swap(spare_);
+    then_placement = spare_placement_;
   }
   // Spawned with the options of this model at load time: if anything that shapes the stub
-  // process has changed since, start a fresh one.
+  // process has changed since, start a fresh one. That includes the CPU affinity and NUMA
+  // memory policy it inherited: the instance's own thread carries its group's host_policy,
+  // which the original's stub, spawned there, inherits.
   SessionOptions now = MakeSessionOptions(instance_name, gpu_device);
   const SessionOptions& then = spare->options();
   if (!ours || now.python != then.python || now.env != then.env ||
-      now.package_parent != then.package_parent) {
+      now.package_parent != then.package_parent || CurrentThreadPlacement() != then_placement) {
     spare->Discard();
     return nullptr;
   }

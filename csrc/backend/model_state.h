@@ -11,6 +11,7 @@
 #include "backend/execution_env.h"
 #include "backend/instance_host.h"
 #include "backend/json.h"
+#include "backend/placement.h"
 #include "backend/stub_session.h"
 #include "triton/tritonbackend.h"
 
@@ -73,6 +74,9 @@ class ModelState {
   std::mutex spare_mu_;
   std::shared_ptr<StubSession> spare_;
   int spare_asked_ = 0;  // instances that asked for it
+  // The placement of the thread that spawned it (the model's load thread): an instance
+  // created under another host_policy takes its own stub instead (placement.h).
+  ThreadPlacement spare_placement_;
 
   void ReadConfig();
   void ReadParameters();

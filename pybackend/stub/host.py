@@ -2,7 +2,8 @@
 instances share (model parameter PYBACKEND_INSTANCE_PROCESS, docs/instances.md).
 
 The backend starts it like a stub, with a control socket on fd 3. For each instance it sends
-one datagram on it: JSON ``{"instance": name, "init": INIT arguments}`` with two fds, the far
+one datagram on it: JSON ``{"instance": name, "init": INIT arguments, "placement": the CPU
+affinity and memory policy of the instance's thread in the backend}`` with two fds, the far
 ends of that instance's sync and async channels. The host answers ``{"pid": N}`` (the
 process that serves the instance, whose death the backend watches) or ``{"error": text}``.
 From there on the instance speaks the normal protocol (docs/protocol.md) on its channels.
@@ -33,12 +34,13 @@ import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import host_output
+from .placement import apply_placement
 
 CONTROL_FD = 3
 _MAX_REQUEST = 1 << 22
 _PR_SET_PDEATHSIG = 1
 
-Request = Tuple[str, Dict[str, Any], List[int]]
+Request = Tuple[str, Dict[str, Any], List[int], Optional[Dict[str, Any]]]
 
 
 class _Host:
@@ -51,15 +53,21 @@ class _Host:
             req = self._recv()
             if req is None:
                 return  # the backend is gone or done with the model
-            instance, init, fds = req
+            instance, init, fds, placement = req
             if len(fds) != 2:
                 for fd in fds:
                     os.close(fd)
                 self._reply({"error": f"expected 2 channel fds, got {len(fds)}"})
                 continue
-            self.attach(instance, init, fds)
+            self.attach(instance, init, fds, placement)
 
-    def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
+    def attach(
+        self,
+        instance: str,
+        init: Dict[str, Any],
+        fds: List[int],
+        placement: Optional[Dict[str, Any]],
+    ) -> None:
         raise NotImplementedError
 
     def _recv(self) -> Optional[Request]:
@@ -67,7 +75,8 @@ class _Host:
         if not msg:
             return None
         req = json.loads(msg.decode())
-        return str(req.get("instance", "")), dict(req.get("init") or {}), list(fds)
+        instance, init = str(req.get("instance", "")), dict(req.get("init") or {})
+        return instance, init, list(fds), req.get("placement")
 
     def _reply(self, answer: Dict[str, Any]) -> None:
         self.control.send(json.dumps(answer).encode())
@@ -89,15 +98,29 @@ class SharedHost(_Host):
         host_output.tag_streams(bound_instance)
         logging.lastResort = RecordForwarder(self.routing)
 
-    def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
+    def attach(
+        self,
+        instance: str,
+        init: Dict[str, Any],
+        fds: List[int],
+        placement: Optional[Dict[str, Any]],
+    ) -> None:
         thread = threading.Thread(
-            target=self._serve, args=(fds[0], fds[1], instance), name=f"pb-{instance}", daemon=True
+            target=self._serve,
+            args=(fds[0], fds[1], instance, placement),
+            name=f"pb-{instance}",
+            daemon=True,
         )
         thread.start()
         self._reply({"pid": os.getpid()})
 
-    def _serve(self, sync_fd: int, async_fd: int, instance: str) -> None:
+    def _serve(
+        self, sync_fd: int, async_fd: int, instance: str, placement: Optional[Dict[str, Any]]
+    ) -> None:
         from .threaded import ThreadedStub
+
+        # First: the threads the instance starts from here inherit it.
+        apply_placement(self.model, instance, placement)
 
         stub = ThreadedStub(sync_fd, async_fd, instance)
         self.routing.bind_thread(stub.transport)
@@ -127,7 +150,13 @@ class ForkHost(_Host):
         utils_transport.set_transport(host_transport)
         logging.lastResort = RecordForwarder(host_transport)
 
-    def attach(self, instance: str, init: Dict[str, Any], fds: List[int]) -> None:
+    def attach(
+        self,
+        instance: str,
+        init: Dict[str, Any],
+        fds: List[int],
+        placement: Optional[Dict[str, Any]],
+    ) -> None:
         if not self.imported:
             self.imported = True
             self._import(init)
@@ -139,7 +168,7 @@ class ForkHost(_Host):
             return
         pid = os.fork()
         if pid == 0:
-            self._child(instance, fds)  # never returns
+            self._child(instance, fds, placement)  # never returns
         for fd in fds:
             os.close(fd)
         self.children[pid] = instance
@@ -162,7 +191,7 @@ class ForkHost(_Host):
         gc.collect()
         gc.freeze()
 
-    def _child(self, instance: str, fds: List[int]) -> None:
+    def _child(self, instance: str, fds: List[int], placement: Optional[Dict[str, Any]]) -> None:
         try:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             host = os.getppid()
@@ -173,6 +202,8 @@ class ForkHost(_Host):
             self.control.close()
             # The host's pipes are every child's: each line of this one names its instance.
             host_output.tag_streams(lambda: instance)
+            # The child has one thread: what it starts from here inherits the placement.
+            apply_placement(self.model, instance, placement)
             from .main import run
 
             run(fds[0], fds[1], instance)
