@@ -3,301 +3,171 @@
 A forked child inherits the stub's two channels, its arena and the backend's segments, but
 none of the threads that serve them, and whatever it sent or allocated there would collide
 with the stub's own traffic and blocks. So at every fork the forking process makes a
-private socketpair ("the route"): the child keeps one end and sends its BLS calls there
-(:class:`ForkedBlsClient`), inputs and outputs inline; the parent serves the other end on a
-thread (:class:`_RouteServer`), starting each call with its own BLS client and streaming
-the responses back. A child that forks again routes through its parent the same way, so
-grandchildren work too. The route is stream-framed: ``u32 body length, u8 kind, u64 call
-id`` then the body (kind EXEC: a BLS_EXEC body; CANCEL: empty; RESPONSE: a BLS_RESPONSE
-body), every tensor INLINE.
+private socketpair ("the route", fork_calls.py): the child sends its BLS calls there and the
+parent serves them with its own BLS client. A child that forks again routes through its
+parent the same way, so grandchildren work too.
 
 The child closes its copies of the stub's channels (its logs go to stderr, which the backend
 forwards too) and its copy of the arena refuses to allocate (:func:`_refuse_alloc`).
+
+In a process that several instances share (PYBACKEND_INSTANCE_PROCESS=shared, host.py) the
+route is served by the instance whose thread forked (the one pb_utils routes that thread's
+calls to); the child inherited every instance's channels and arena, and disowns them all.
+A fork from a thread that works for no instance gets no route: its BLS calls are refused.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
-import struct
+import sys
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from ..ipc.bls_codec import BlsExecDesc, decode_bls_exec, encode_bls_exec, encode_bls_response
-from ..ipc.channel import Message
-from ..ipc.codec import ResponseDesc, TensorDesc
-from ..ipc.protocol import Location, MessageKind
 from ..utils.errors import TritonModelException
-from ..utils.request import InferenceRequest
-from ..utils.response import InferenceResponse
-from .bls import BlsClient
-from .bls_wire import FINAL, error_response, exec_desc
+from .fork_calls import ForkedBlsClient, RouteServer
 from .logging import WARNING
-from .outputs import _bytes_view
-from .response_iterator import Call, call_result
 from .state import StubState, fork_refusal
 
-FRAME = struct.Struct("<IBQ")  # u32 body length, u8 kind, u64 call id
-EXEC, CANCEL, RESPONSE = 1, 2, 3
-_INLINE = int(Location.INLINE)
-
-
-def _send_frame(sock: socket.socket, lock: threading.Lock, kind: int, cid: int, body: Any) -> None:
-    n = body.nbytes if isinstance(body, memoryview) else len(body)
-    with lock:
-        sock.sendall(FRAME.pack(n, kind, cid))
-        if n:
-            sock.sendall(body)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> Optional[bytearray]:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if k == 0:
-            return None
-        got += k
-    return buf
-
-
-def _frames(sock: socket.socket) -> Iterator[Tuple[int, int, bytearray]]:
-    """(kind, call id, body) of each frame until EOF (OSError: the peer died)."""
-    while True:
-        head = _recv_exact(sock, FRAME.size)
-        if head is None:
-            return
-        n, kind, cid = FRAME.unpack(head)
-        body = _recv_exact(sock, n) if n else bytearray()
-        if body is None:
-            return
-        yield kind, cid, body
-
-
-def _inline(name: str, dtype: int, shape: Tuple[int, ...], data: Any) -> TensorDesc:
-    view = _bytes_view(data) if data is not None else memoryview(b"")
-    return TensorDesc(name, dtype, _INLINE, shape, view.nbytes, data=view)
-
-
-def _inline_response(resp: Optional[InferenceResponse]) -> Optional[ResponseDesc]:
-    """``resp`` with every output copied inline (the child maps none of our memory)."""
-    if resp is None:
-        return None
-    err = resp._error
-    if err is not None:
-        return ResponseDesc(parameters=resp._parameters, error=(int(err.code()), err.message()))
-    outputs = [
-        _inline(t._name, t._dtype, t._shape, t._raw if t._raw is not None else t._array)
-        for t in resp._outputs
-    ]
-    return ResponseDesc(outputs, resp._parameters)
-
-
-class _RouteServer(threading.Thread):
-    """The parent's end of one child's route: starts the child's calls with ``client`` and
-    pumps their responses back, one thread per call in flight (a call blocks only its own
-    thread, and a stream may last as long as the callee wants)."""
-
-    def __init__(self, sock: socket.socket, client: BlsClient, log: Callable[[str], None]) -> None:
-        super().__init__(name="pybackend-fork-route", daemon=True)
-        self.sock = sock
-        self.client = client
-        self.log = log
-        self.lock = threading.Lock()
-        self.calls: Dict[int, Call] = {}
-        self.gone = False
-
-    def run(self) -> None:
-        try:
-            for kind, cid, body in _frames(self.sock):
-                if kind == EXEC:
-                    self._start(cid, body)
-                elif kind == CANCEL:
-                    call = self.calls.get(cid)
-                    if call is not None and not call.final:
-                        call.client.cancel(call.cid)
-        except OSError:
-            pass  # the child died: same as EOF
-        finally:
-            self.gone = True
-            for call in list(self.calls.values()):  # its calls in flight: nobody waits any more
-                if not call.final:
-                    call.client.cancel(call.cid)
-            self.sock.close()
-
-    def _start(self, cid: int, body: bytearray) -> None:
-        try:
-            call = self.client.forward(decode_bls_exec(body), None)
-        except Exception as e:  # noqa: BLE001 - answered as an error response
-            call = Call(self.client, None)
-            text = f"the forked process's request could not be started: {e}"
-            call.push(error_response(text), True)
-        self.calls[cid] = call
-        threading.Thread(
-            target=self._pump, args=(cid, call), name="pybackend-fork-call", daemon=True
-        ).start()
-
-    def _pump(self, cid: int, call: Call) -> None:
-        while True:
-            resp, final = call.take()
-            if not self.gone:
-                try:
-                    body = encode_bls_response(FINAL if final else 0, _inline_response(resp))
-                    _send_frame(self.sock, self.lock, RESPONSE, cid, body)
-                except OSError:
-                    self.gone = True  # the child is gone; the reader thread cancels its calls
-                except Exception as e:  # noqa: BLE001 - the child gets an error instead
-                    self.log(f"pybackend stub: a forked process's BLS response dropped: {e}")
-                    err = encode_bls_response(FINAL, _inline_response(error_response(str(e))))
-                    try:
-                        _send_frame(self.sock, self.lock, RESPONSE, cid, err)
-                    except OSError:
-                        self.gone = True
-            del resp  # its blocks go home now, not when the next response comes
-            if final:
-                self.calls.pop(cid, None)
-                return
-
-
-class ForkedBlsClient(BlsClient):
-    """BLS in a forked child: every call goes through the route to the parent."""
-
-    def __init__(self, state: StubState, sock: socket.socket, where: str) -> None:
-        # No BlsClient.__init__: the child registers nothing with the inherited state.
-        self.state = state
-        self.sock = sock
-        self.where = where
-        self._ids = itertools.count(1)
-        self._calls: Dict[int, Call] = {}
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._reader: Optional[threading.Thread] = None
-        self._closed = False
-
-    def exec(self, request: InferenceRequest, decoupled: bool) -> Any:
-        return call_result(self._start(request, decoupled, None), decoupled)
-
-    def _start(
-        self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
-    ) -> Call:
-        inputs = [
-            _inline(t._name, t._dtype, t._shape, t._raw if t._raw is not None else t._array)
-            for t in request._inputs
-        ]
-        return self.forward(exec_desc(request, decoupled, inputs), waiter)
-
-    def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> Call:
-        call = Call(self, waiter)
-        cid = call.cid = next(self._ids)
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                self._calls[cid] = call
-                if self._reader is None:
-                    self._reader = threading.Thread(
-                        target=self._read, name="pybackend-fork-route-reader", daemon=True
-                    )
-                    self._reader.start()
-        if closed:
-            call.push(self._gone(), True)
-            return call
-        try:
-            _send_frame(self.sock, self._send_lock, EXEC, cid, encode_bls_exec(desc))
-        except OSError:
-            with self._lock:
-                self._calls.pop(cid, None)
-            call.push(self._gone(), True)
-        return call
-
-    def cancel(self, cid: int) -> None:
-        try:
-            _send_frame(self.sock, self._send_lock, CANCEL, cid, b"")
-        except OSError:
-            pass  # the parent is gone: the call fails anyway
-
-    def _read(self) -> None:
-        try:
-            for kind, cid, body in _frames(self.sock):
-                if kind == RESPONSE:
-                    msg = Message(MessageKind.BLS_RESPONSE, 0, cid, memoryview(body), [])
-                    self._on_response(msg)
-        except OSError:
-            pass
-        with self._lock:
-            self._closed = True
-            calls, self._calls = list(self._calls.values()), {}
-        for call in calls:
-            call.push(self._gone(), True)
-
-    def _gone(self) -> InferenceResponse:
-        return error_response(
-            f"the process that forked this one ({self.where}) closed the route BLS calls of a "
-            "forked process take; it exited or died"
-        )
-
-    def _fail_all(self) -> None:  # pragma: no cover - never registered in the child
-        pass
+# The forking thread's instance: its transport (whose ``bls`` serves the route in the parent)
+# and its state; None where the thread works for no instance (no route, BLS refused).
+Resolve = Callable[[], Optional[Tuple[Any, StubState]]]
 
 
 class ForkRoute:
-    """Installs the fork hooks once per stub process (``os.register_at_fork``)."""
+    """Installs the fork hooks once per process (``os.register_at_fork``).
 
-    def __init__(self, transport: Any, state: StubState) -> None:
-        self.transport = transport
-        self.state = state
-        self._pair: Optional[Tuple[socket.socket, socket.socket]] = None
+    ``resolve`` names the instance the forking thread works for (called in the parent);
+    ``states`` lists every instance's state in the process (a shared process serves several,
+    and the child inherits the channels and arena of all of them); ``in_child`` closes what
+    else the child must not keep (a shared host's control socket). Those two run in the
+    child, where they see the process as it was at the fork, and must take no lock: one that
+    another thread held then stays held there."""
+
+    def __init__(
+        self,
+        resolve: Resolve,
+        states: Callable[[], Iterable[StubState]],
+        in_child: Optional[Callable[[], None]] = None,
+    ) -> None:
+        self.resolve = resolve
+        self.states = states
+        self.in_child = in_child
+        # Per thread: the after hooks run in the thread that forked, and another thread may
+        # be waiting in _before meanwhile.
+        self._pending = threading.local()
+        # Route ends this process holds (pairs being made, the parent's ends of its children's
+        # routes, its own end to its parent): a later child keeps none of them, or the peers
+        # of those ends would not see EOF when the process at the other end dies. Replaced,
+        # never changed in place, so the child reads it without the lock.
+        self._held: Tuple[socket.socket, ...] = ()
+        self._held_lock = threading.Lock()
+        self._fork_lock = threading.Lock()
         os.register_at_fork(
             before=self._before,
             after_in_parent=self._after_in_parent,
             after_in_child=self._after_in_child,
         )
 
+    @classmethod
+    def for_stub(cls, transport: Any, state: StubState) -> "ForkRoute":
+        """A stub process: one instance, whatever thread forks."""
+        return cls(lambda: (transport, state), lambda: (state,))
+
     def _before(self) -> None:
-        self._pair = None
-        if getattr(self.transport, "bls", None) is None:
-            return
+        # One fork at a time: a thread between its socketpair() and _hold() when another
+        # thread forks would leave that pair in the other's child.
+        self._fork_lock.acquire()
+        owner: Optional[Tuple[Any, StubState]] = None
+        pair: Optional[Tuple[socket.socket, socket.socket]] = None
         try:
-            self._pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        except OSError as e:
-            self.state.log.here(WARNING, f"pybackend stub: no BLS route for a forked process: {e}")
+            owner = self.resolve()
+            if owner is not None and getattr(owner[0], "bls", None) is None:
+                owner = None
+            if owner is not None:
+                pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._hold(*pair)
+        except Exception as e:  # noqa: BLE001 - a fork hook must not fail the fork
+            text = f"pybackend stub: no BLS route for a forked process: {e}"
+            if owner is not None:
+                owner[1].log.here(WARNING, text)
+            else:
+                print(text, file=sys.stderr, flush=True)
+        self._pending.fork = (owner, pair)
 
     def _after_in_parent(self) -> None:
-        pair, self._pair = self._pair, None
-        if pair is None:
+        pending, self._pending.fork = getattr(self._pending, "fork", None), None
+        if pending is None:
+            return  # our before hook did not run in this thread
+        owner, pair = pending
+        if pair is not None:
+            # Closed before the lock goes: close() lets go of the GIL with the fd still open,
+            # and a fork then would copy it (the object saying it is closed).
+            pair[1].close()
+            self._drop(pair[1])
+        self._fork_lock.release()
+        if owner is None or pair is None:
             return
-        ours, theirs = pair
-        theirs.close()
-        log = self.state.log
-        _RouteServer(ours, self.transport.bls, lambda text: log.here(WARNING, text)).start()
+        transport, state = owner
+        log = state.log
+        RouteServer(
+            pair[0], transport.bls, lambda text: log.here(WARNING, text), self._retire
+        ).start()
 
     def _after_in_child(self) -> None:
-        pair, self._pair = self._pair, None
-        st = self.state
-        parent = os.getppid()
-        where = f"pid {parent}, instance '{st.instance}'"
-        st.forked = True
-        # The stub's channels are not the child's: a datagram it sent there would count in
-        # the RESULT ordering (async_seq) of the stub's own messages, and its copies of the
-        # sockets would hide the stub's death (EOF) from the backend. Its logs go to stderr,
-        # which the backend forwards to the server log too.
-        st.log.channel = None
-        for ch in (st.sync, st.async_):
-            ch._lock = threading.Lock()  # a lock another thread held at the fork stays held
-            try:
-                ch.close()
-            except OSError:
-                pass
-        st._rpc_lock = threading.Lock()
-        st._open_lock = threading.RLock()
-        if st.arena is not None:
-            st.arena.alloc = _refuse_alloc(st.instance)  # type: ignore[method-assign]
-        if pair is None:
+        pending, self._pending.fork = getattr(self._pending, "fork", None), None
+        owner, pair = pending if pending is not None else (None, None)
+        # Held by this thread at the fork, and by whoever held them in the parent: new ones.
+        self._fork_lock, self._held_lock = threading.Lock(), threading.Lock()
+        for st in self.states():
+            _disown(st)
+        for sock in self._held:
+            if pair is None or sock not in pair:
+                sock.close()  # a route of the parent's, to another process
+        self._held = ()
+        if self.in_child is not None:
+            self.in_child()
+        if pair is None or owner is None:
             return
+        transport, st = owner
         ours, theirs = pair
         ours.close()
-        self.transport.bls = ForkedBlsClient(st, theirs, where)
+        self._hold(theirs)
+        where = f"pid {os.getppid()}, instance '{st.instance}'"
+        transport.bls = ForkedBlsClient(st, theirs, where)
+
+    def _hold(self, *socks: socket.socket) -> None:
+        with self._held_lock:
+            self._held += socks
+
+    def _drop(self, sock: socket.socket) -> None:
+        with self._held_lock:
+            self._held = tuple(s for s in self._held if s is not sock)
+
+    def _retire(self, sock: socket.socket) -> None:
+        """Closes a route's end once its server is done (no fork while it closes)."""
+        with self._fork_lock:
+            sock.close()
+            self._drop(sock)
+
+
+def _disown(st: StubState) -> None:
+    """In a forked child: ``st``'s channels and arena are the stub's, not the child's."""
+    st.forked = True
+    # A datagram the child sent there would count in the RESULT ordering (async_seq) of the
+    # stub's own messages, and its copies of the sockets would hide the stub's death (EOF)
+    # from the backend. Its logs go to stderr, which the backend forwards to the server log.
+    st.log.channel = None
+    for ch in (st.sync, st.async_):
+        ch._lock = threading.Lock()  # a lock another thread held at the fork stays held
+        try:
+            ch.close()
+        except OSError:
+            pass
+    st._rpc_lock = threading.Lock()
+    st._open_lock = threading.RLock()
+    if st.arena is not None:
+        st.arena.alloc = _refuse_alloc(st.instance)  # type: ignore[method-assign]
 
 
 def _refuse_alloc(instance: str) -> Callable[..., Tuple[int, int]]:

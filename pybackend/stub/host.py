@@ -31,7 +31,11 @@ import socket
 import sys
 import threading
 import traceback
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover - imported where used: the fork host needs neither
+    from .state import StubState
+    from .threaded import ThreadedStub
 
 from . import host_output
 from .placement import apply_placement
@@ -88,6 +92,7 @@ class SharedHost(_Host):
     def __init__(self, control: socket.socket, model: str) -> None:
         super().__init__(control, model)
         from ..utils import transport as utils_transport
+        from .fork_route import ForkRoute
         from .logging import RecordForwarder
         from .threaded import NoInstanceTransport, bound_instance, routing_transport
 
@@ -97,6 +102,12 @@ class SharedHost(_Host):
         # logging records reach the server log at their level, as in an instance's own stub.
         host_output.tag_streams(bound_instance)
         logging.lastResort = RecordForwarder(self.routing)
+        # Replaced, never changed in place, so a forked child reads them without a lock
+        # (one that another thread held at the fork would stay held in the child).
+        self.stubs: Tuple["ThreadedStub", ...] = ()  # ThreadedStub of every instance being served
+        self.arriving: Tuple[int, ...] = ()  # channel fds received, their stub not made yet
+        self._lock = threading.Lock()
+        ForkRoute(self._forking_instance, self._states, self._close_in_child)
 
     def attach(
         self,
@@ -105,6 +116,8 @@ class SharedHost(_Host):
         fds: List[int],
         placement: Optional[Dict[str, Any]],
     ) -> None:
+        with self._lock:
+            self.arriving += tuple(fds)
         thread = threading.Thread(
             target=self._serve,
             args=(fds[0], fds[1], instance, placement),
@@ -122,7 +135,17 @@ class SharedHost(_Host):
         # First: the threads the instance starts from here inherit it.
         apply_placement(self.model, instance, placement)
 
-        stub = ThreadedStub(sync_fd, async_fd, instance)
+        stub = None
+        try:
+            stub = ThreadedStub(sync_fd, async_fd, instance)
+        finally:
+            with self._lock:
+                if stub is not None:
+                    self.stubs += (stub,)
+                # Not closed by number in a child from here on: the stub owns them now
+                # (or, if it failed, they may be closed and their numbers reused).
+                self.arriving = tuple(fd for fd in self.arriving if fd not in (sync_fd, async_fd))
+                self._name_instances()
         self.routing.bind_thread(stub.transport)
         try:
             stub.serve()
@@ -131,7 +154,43 @@ class SharedHost(_Host):
         finally:
             host_output.end_thread()
             stub.close()
+            with self._lock:
+                self.stubs = tuple(s for s in self.stubs if s is not stub)
+                self._name_instances()
             self.routing.bind_thread(None)
+
+    def _name_instances(self) -> None:
+        """For processes that model.py starts with multiprocessing's spawn or forkserver:
+        they inherit the environment, not the instance, and their refused BLS names these
+        (utils/transport.py; a stub exports its one instance the same way)."""
+        from ..utils.transport import STUB_INSTANCE_ENV
+
+        names = "\n".join(stub.instance for stub in self.stubs)
+        if names:
+            os.environ[STUB_INSTANCE_ENV] = names
+
+    # A process that model.py forks (fork_route.py) routes its BLS calls through the instance
+    # whose thread forked it, and keeps none of the instances' channels nor the control socket.
+
+    def _forking_instance(self) -> Optional[Tuple[Any, "StubState"]]:
+        current = self.routing.current()
+        for stub in self.stubs:
+            if stub.transport is current:
+                return stub.transport, stub.state
+        return None  # a thread that works for no instance: its BLS is refused, not routed
+
+    def _states(self) -> List["StubState"]:
+        return [stub.state for stub in self.stubs]
+
+    def _close_in_child(self) -> None:
+        # The backend watches the host's end of the control socket (and an instance's
+        # channels) for EOF: a child's copy would hide the host's death.
+        for fd in self.arriving:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # its stub was made (and its channels closed) while we looked
+        self.control.close()
 
 
 class ForkHost(_Host):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import threading
 from typing import Callable, Dict, Optional, TextIO
@@ -118,6 +119,17 @@ def tag_streams(instance_of: Callable[[], Optional[str]]) -> None:
     """Route this process's sys.stdout and sys.stderr through :class:`InstanceLines`."""
     sys.stdout = InstanceLines(sys.__stdout__ or sys.stdout, instance_of)
     sys.stderr = InstanceLines(sys.__stderr__ or sys.stderr, instance_of)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _after_fork_in_child() -> None:
+    # A process that model.py forks has only the forking thread: a lock another thread held
+    # at the fork stays held (its print would hang), and the others' partial lines are not
+    # its own.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, InstanceLines):
+            stream._lock = threading.Lock()
+            stream._partial = {}
 
 
 def end_thread() -> None:

@@ -52,7 +52,7 @@ class Stub:
 
     def run(self) -> NoReturn:
         utils_transport.set_transport(self.transport)
-        ForkRoute(self.transport, self.state)
+        ForkRoute.for_stub(self.transport, self.state)
         # Processes that model.py starts with multiprocessing's spawn/forkserver inherit this
         # and can say where they come from when they try BLS (utils/transport.py).
         os.environ[utils_transport.STUB_INSTANCE_ENV] = self.instance

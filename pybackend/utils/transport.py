@@ -68,14 +68,22 @@ class Transport:
         """``request`` (one received from the server) just made its response sender."""
 
     def bls_exec(self, request: "InferenceRequest", decoupled: bool) -> Any:
-        instance = os.environ.get(STUB_INSTANCE_ENV)
-        if instance:
+        instances = os.environ.get(STUB_INSTANCE_ENV)
+        if instances:
             # A process that model.py started with multiprocessing's spawn or forkserver:
-            # it imported pb_utils afresh and shares nothing with the stub.
+            # it imported pb_utils afresh and shares nothing with the stub. A process that
+            # several instances share names them all, one a line: which one started this
+            # process is not known here.
+            names = instances.split("\n")
+            who = (
+                f"instance '{names[0]}'"
+                if len(names) == 1
+                else "one of instances " + ", ".join(f"'{n}'" for n in names)
+            )
             raise TritonModelException(
                 f"BLS (InferenceRequest.exec/async_exec) is not supported in a process that "
-                f"model.py of model '{os.environ.get(STUB_MODEL_ENV, '')}', instance "
-                f"'{instance}' started with multiprocessing's 'spawn' or "
+                f"model.py of model '{os.environ.get(STUB_MODEL_ENV, '')}', {who} "
+                f"started with multiprocessing's 'spawn' or "
                 f"'forkserver' method (pid {os.getpid()}): such a process has no connection to "
                 "the server. Start the workers that make BLS calls with the 'fork' method "
                 "(multiprocessing.get_context('fork')), or make the calls in the model's own "

@@ -29,6 +29,7 @@ from tritonclient.utils import InferenceServerException
 from pybackend.server import TritonServer
 
 COUNT = 3
+IMPORT_THREAD_FORKS = 1  # the import_thread model's OP for a BLS call from a forked child
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
 
 @pytest.fixture
 def client(server: TritonServer) -> Iterator[Any]:
-    yield from unloading_client(server, "stream", "ident")
+    yield from unloading_client(server, "stream", "fork_pool", "ident")
 
 
 def concurrent(client: Any, op: int, n: int) -> list[dict[str, Any]]:
@@ -144,8 +145,35 @@ def test_a_thread_started_at_import_cannot_make_bls_calls_and_says_why(client: A
     client.load_model("import_thread", config=config("shared", 2))
     try:
         answer = call(client, OP_IDENT, model="import_thread")
+        # A process that thread forks has no route (to which instance?): refused too, at once.
+        forked = call(client, IMPORT_THREAD_FORKS, model="import_thread")
     finally:
         client.unload_model("import_thread")
-    assert answer["status"] == "error", answer
-    assert "works for no instance" in answer["text"], answer
-    assert "model 'import_thread'" in answer["text"], answer
+    for a in (answer, forked):
+        assert a["status"] == "error", a
+        assert "works for no instance" in a["text"], a
+        assert "model 'import_thread'" in a["text"], a
+
+
+def test_forked_workers_of_every_instance_make_bls_calls(server: TritonServer, client: Any):
+    # A multiprocessing 'fork' Pool in execute, on both instances' threads at once: each
+    # worker's exec() goes through the instance whose thread forked it (fork_route.py), and
+    # it holds none of the sockets of the process it was forked from.
+    client.load_model("ident", config=config(None, 1))
+    client.load_model("fork_pool", config=config("shared", 2))
+    procs = settled(server, 2)  # ident's stub and fork_pool's shared process
+    for _ in range(2):
+        answers = at_once(client.url, OP_IDENT, 2, model="fork_pool")
+        assert all(isinstance(a, dict) for a in answers), answers
+        assert {a["instance"] for a in answers} == {"fork_pool_0_0", "fork_pool_0_1"}
+        assert all(a["together"] for a in answers), answers
+        (host,) = {a["pid"] for a in answers}
+        assert host in procs
+        for a in answers:
+            workers = a["workers"]
+            assert isinstance(workers, list) and len(workers) == 3, a
+            assert all(w.get("callee") == "ident_0_0" for w in workers), a
+            assert all(w["pid"] != host for w in workers), a
+            # Its route and nothing else: no instance's channels, no control socket, no
+            # other worker's route (their copies would hide a process's death from its peer).
+            assert all(len(w["sockets"]) == 1 for w in workers), a
