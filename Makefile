@@ -112,15 +112,19 @@ test: build venv-orig venv-dist venv-checkov
 # One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in
 # the numpy<2 environment (PYBACKEND_PYTHON is the stubs' interpreter).
 # PYBACKEND_TEST_STUB_RERUN: cases that run no stub of ours (the original's own runs) skip.
+# The repeat runs also check that a model keeps the contract when its instances share a
+# process (docs/instances.md): this one with every model in PYBACKEND_INSTANCE_PROCESS=shared,
+# test-pythons with every model in fork (the first run has every model in its own process).
 test-numpy1: build venv-orig
-	PYBACKEND_TEST_STUB_RERUN=1 PYBACKEND_PYTHON=$(abspath $(ORIG_VENV))/bin/python3 \
+	PYBACKEND_TEST_STUB_RERUN=1 PYBACKEND_TEST_INSTANCE_PROCESS=shared \
+		PYBACKEND_PYTHON=$(abspath $(ORIG_VENV))/bin/python3 \
 		$(VENV)/bin/pytest tests/conformance -q $(PYTEST_ARGS)
 
 # The same suite with the stubs under the oldest and newest CPython pybackend supports (UV-22),
 # where this machine has them (pyenv's python3.X shims count).
 STUB_PYTHONS ?= 3.9 3.13
 test-pythons: build
-	scripts/test_stub_pythons.sh $(VENV) $(STUB_PYTHONS)
+	PYBACKEND_TEST_INSTANCE_PROCESS=fork scripts/test_stub_pythons.sh $(VENV) $(STUB_PYTHONS)
 
 test-original: build venv-orig
 	PYBACKEND_TEST_BACKEND=original $(VENV)/bin/pytest tests/integration $(wildcard tests/conformance) $(PYTEST_ARGS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -99,6 +100,12 @@ def log(tmp_path_factory) -> dict[str, object]:
                 client.unload_model(model)
         finally:
             client.close()
+        # tritonserver unloads in the background: the finalize lines come with the unload.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(
+            f"successfully unloaded '{model}'" in s.log_text() for model in models
+        ):
+            time.sleep(0.05)
         text = s.log_text()
     return {"text": text, "answered": answered}
 
