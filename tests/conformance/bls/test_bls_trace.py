@@ -8,16 +8,12 @@ import json
 import numpy as np
 
 from conformance_support.clients import bytes_input, infer, text_output
+from conformance_support.launcher import trace_args
 
 
 def test_bls_request_is_a_child_trace(feature_repository, tmp_path):
     trace_file = tmp_path / "trace.json"
-    args = [
-        f"--trace-config=triton,file={trace_file}",
-        "--trace-config=level=TIMESTAMPS",
-        "--trace-config=rate=1",
-        "--trace-config=mode=triton",
-    ]
+    args = trace_args(trace_file)
     start = feature_repository.start(
         model_control_mode="explicit", load_models=["bls_identity", "bls_caller"], extra_args=args
     )

@@ -12,6 +12,7 @@ from collections import defaultdict
 import pytest
 
 from conformance_support.clients import bytes_input, infer, infer_error
+from conformance_support.launcher import trace_args
 from conformance_support.streaming import stream_once
 
 MODELS = ["stats_plain", "stats_decoupled"]
@@ -32,12 +33,7 @@ REQUEST = ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
 def traces(feature_repository, tmp_path_factory):
     """The trace of each case, as {activity: ns}, read after the server wrote its file."""
     trace_file = tmp_path_factory.mktemp("trace") / "trace.json"
-    args = [
-        f"--trace-config=triton,file={trace_file}",
-        "--trace-config=level=TIMESTAMPS",
-        "--trace-config=rate=1",
-        "--trace-config=mode=triton",
-    ]
+    args = trace_args(trace_file)
     start = feature_repository.start(
         model_control_mode="explicit", load_models=MODELS, extra_args=args
     )

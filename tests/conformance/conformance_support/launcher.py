@@ -69,3 +69,14 @@ def start_server(
         model_control_mode=model_control_mode,
         load_models=tuple(load_models),
     )
+
+
+def trace_args(trace_file: pathlib.Path) -> list[str]:
+    """tritonserver flags that trace every request (mode triton, timestamps) into
+    ``trace_file``, which the server writes when it exits."""
+    return [
+        f"--trace-config=triton,file={trace_file}",
+        "--trace-config=level=TIMESTAMPS",
+        "--trace-config=rate=1",
+        "--trace-config=mode=triton",
+    ]
