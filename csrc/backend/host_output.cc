@@ -41,8 +41,7 @@ std::string LogHostLine(const std::string& model, const std::string& line, bool 
   const json::Value* text = record.Find("text");
   std::string instance = record.GetString("instance");
   if (text != nullptr && text->is_string() && !instance.empty()) {
-    // The prefix an instance's own process gets (StubSession::log_prefix).
-    LogText(model + "/" + instance + ": ", text->AsString(), is_stderr);
+    LogText(InstanceLogPrefix(model, instance), text->AsString(), is_stderr);
     return text->AsString();
   }
   LogText(shared, line.substr(1), is_stderr);  // not ours after all: keep it readable

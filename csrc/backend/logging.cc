@@ -14,6 +14,10 @@ void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::str
 
 bool LogEnabled(TRITONSERVER_LogLevel level) { return TRITONSERVER_LogIsEnabled(level); }
 
+std::string InstanceLogPrefix(const std::string& model, const std::string& instance) {
+  return model == instance ? model + ": " : model + "/" + instance + ": ";
+}
+
 void LogFromModel(uint32_t level, const std::string& file, uint32_t line, const std::string& msg) {
   if (level > TRITONSERVER_LOG_VERBOSE) level = TRITONSERVER_LOG_INFO;
   auto lvl = static_cast<TRITONSERVER_LogLevel>(level);

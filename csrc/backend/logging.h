@@ -14,6 +14,9 @@ bool LogEnabled(TRITONSERVER_LogLevel level);
 // A record of model code (pb_utils.Logger, Python logging): at its level (an unknown one is
 // INFO), with the model's file and line as Triton shows them for the original's stub.
 void LogFromModel(uint32_t level, const std::string& file, uint32_t line, const std::string& msg);
+// "<model>/<instance>: ", or "<model>: " for the auto-complete stub (named after its model):
+// what the backend puts before a line that a stub's model code wrote.
+std::string InstanceLogPrefix(const std::string& model, const std::string& instance);
 
 }  // namespace pybackend
 

@@ -27,9 +27,7 @@ std::string Seconds(std::chrono::milliseconds ms) {
 StubSession::StubSession(SessionOptions opts, AsyncHandler* handler)
     : opts_(std::move(opts)),
       handler_(handler),
-      log_prefix_(opts_.model_name == opts_.instance_name
-                      ? opts_.model_name + ": "
-                      : opts_.model_name + "/" + opts_.instance_name + ": "),
+      log_prefix_(InstanceLogPrefix(opts_.model_name, opts_.instance_name)),
       metrics_(opts_.instance_name),
       ledger_(opts_.shm_prefix + opts_.instance_name, opts_.shm_default_byte_size,
               opts_.shm_growth_byte_size,

@@ -66,9 +66,11 @@ def _frames(sock: socket.socket) -> Iterator[Tuple[int, int, bytearray]]:
         yield kind, cid, body
 
 
-def _inline(name: str, dtype: int, shape: Tuple[int, ...], data: Any) -> TensorDesc:
+def _inline(tensor: Any) -> TensorDesc:
+    """A request's input or a response's output, its bytes carried in the frame."""
+    data = tensor._raw if tensor._raw is not None else tensor._array
     view = _bytes_view(data) if data is not None else memoryview(b"")
-    return TensorDesc(name, dtype, _INLINE, shape, view.nbytes, data=view)
+    return TensorDesc(tensor._name, tensor._dtype, _INLINE, tensor._shape, view.nbytes, data=view)
 
 
 def _inline_response(resp: Optional[InferenceResponse]) -> Optional[ResponseDesc]:
@@ -78,11 +80,7 @@ def _inline_response(resp: Optional[InferenceResponse]) -> Optional[ResponseDesc
     err = resp._error
     if err is not None:
         return ResponseDesc(parameters=resp._parameters, error=(int(err.code()), err.message()))
-    outputs = [
-        _inline(t._name, t._dtype, t._shape, t._raw if t._raw is not None else t._array)
-        for t in resp._outputs
-    ]
-    return ResponseDesc(outputs, resp._parameters)
+    return ResponseDesc([_inline(t) for t in resp._outputs], resp._parameters)
 
 
 class RouteServer(threading.Thread):
@@ -179,10 +177,7 @@ class ForkedBlsClient(BlsClient):
     def _start(
         self, request: InferenceRequest, decoupled: bool, waiter: Optional[Callable[[], None]]
     ) -> Call:
-        inputs = [
-            _inline(t._name, t._dtype, t._shape, t._raw if t._raw is not None else t._array)
-            for t in request._inputs
-        ]
+        inputs = [_inline(t) for t in request._inputs]
         return self.forward(exec_desc(request, decoupled, inputs), waiter)
 
     def forward(self, desc: BlsExecDesc, waiter: Optional[Callable[[], None]]) -> Call:
