@@ -152,7 +152,7 @@ class SharedHost(_Host):
         except BaseException:  # noqa: BLE001 - say why; the backend sees the channels close
             traceback.print_exc()
         finally:
-            host_output.end_thread()
+            host_output.end_instance(instance)
             stub.close()
             with self._lock:
                 self.stubs = tuple(s for s in self.stubs if s is not stub)

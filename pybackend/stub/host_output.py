@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import threading
-from typing import Callable, Dict, Optional, TextIO
+from typing import Callable, Dict, NamedTuple, Optional, TextIO
 
 from ..utils.transport import Transport
 
@@ -33,18 +33,28 @@ def record(fields: Dict[str, object]) -> str:
     return RECORD + json.dumps(fields, separators=(",", ":")) + "\n"
 
 
+class _Pending(NamedTuple):
+    """The unfinished line of one thread."""
+
+    instance: str
+    thread: threading.Thread
+    text: str
+
+
 class InstanceLines(io.TextIOBase):
     """A text stream over ``target`` that tags each line with the instance of the thread
     that wrote it (``instance_of()``; None: not an instance's, written as it is).
 
     A partial line waits, per thread, for its newline, as the backend's reader waits for an
-    untagged one; :meth:`end_thread` sends what a finished thread left."""
+    untagged one. It is never lost: the line of a thread that ended goes out on the next
+    tagged write, and :meth:`end_instance` sends what an instance's threads left when the
+    instance ends (an instance's own process sends its last line when it exits)."""
 
     def __init__(self, target: TextIO, instance_of: Callable[[], Optional[str]]) -> None:
         super().__init__()
         self.target = target
         self.instance_of = instance_of
-        self._partial: Dict[int, str] = {}
+        self._partial: Dict[int, _Pending] = {}
         self._lock = threading.Lock()
 
     @property
@@ -74,12 +84,14 @@ class InstanceLines(io.TextIOBase):
             with self._lock:
                 self.target.write(text)
             return len(text)
-        key = threading.get_ident()
+        key, thread = threading.get_ident(), threading.current_thread()
         with self._lock:
-            pending = self._partial.pop(key, "") + text
-            *lines, rest = pending.split("\n")
+            # A thread that ended left its line here, and its ident may be this thread's now.
+            self._send_where(lambda p: p.thread is not thread and not p.thread.is_alive())
+            pending = self._partial.pop(key, None)
+            *lines, rest = ((pending.text if pending else "") + text).split("\n")
             if rest:
-                self._partial[key] = rest
+                self._partial[key] = _Pending(instance, thread, rest)
             for line in lines:
                 self.target.write(record({"instance": instance, "text": line}))
             if lines:
@@ -90,14 +102,19 @@ class InstanceLines(io.TextIOBase):
         with self._lock:
             self.target.flush()
 
-    def end_thread(self) -> None:
-        """The calling thread is done: its unfinished line goes out as a line."""
-        instance = self.instance_of()
+    def end_instance(self, instance: Optional[str]) -> None:
+        """``instance`` is done (None: the whole process): its threads' unfinished lines go
+        out as lines."""
         with self._lock:
-            rest = self._partial.pop(threading.get_ident(), "")
-            if rest and instance is not None:
-                self.target.write(record({"instance": instance, "text": rest}))
-                self.target.flush()
+            self._send_where(lambda p: instance is None or p.instance == instance)
+
+    def _send_where(self, done: Callable[[_Pending], bool]) -> None:
+        ended = [key for key, pending in self._partial.items() if done(pending)]
+        for key in ended:
+            pending = self._partial.pop(key)
+            self.target.write(record({"instance": pending.instance, "text": pending.text}))
+        if ended:
+            self.target.flush()
 
 
 def log_record(level: int, filename: str, line: int, message: str) -> None:
@@ -132,17 +149,19 @@ def _after_fork_in_child() -> None:
             stream._partial = {}
 
 
-def end_thread() -> None:
+def end_instance(instance: Optional[str]) -> None:
+    """What the threads of ``instance`` (None: of every instance) left unfinished on this
+    process's tagged stdout and stderr goes out; nothing where they are not tagged."""
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, InstanceLines):
-            stream.end_thread()
+            stream.end_instance(instance)
 
 
 __all__ = [
     "HostTransport",
     "InstanceLines",
     "RECORD",
-    "end_thread",
+    "end_instance",
     "log_record",
     "record",
     "tag_streams",

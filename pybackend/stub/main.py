@@ -19,7 +19,7 @@ from ..ipc.channel import ChannelClosed
 from ..ipc.lane import Lane
 from ..ipc.protocol import DEFAULT_INLINE_THRESHOLD, PROTOCOL_VERSION, MessageKind
 from ..utils import transport as utils_transport
-from . import debug, loader
+from . import debug, host_output, loader
 from .async_execute import cancel_on_client_cancel, concurrency_limit
 from .dispatch import Dispatcher
 from .failures import failed_requests_text, finalize_failed_text
@@ -133,6 +133,8 @@ class Stub:
             self.state.ledger.flush()
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
+        # A fork-mode child's threads' unfinished lines: its exit ends them, as a stub's does.
+        host_output.end_instance(None)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

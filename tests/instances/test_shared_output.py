@@ -1,9 +1,9 @@
 """The server log of a model whose instances share a process (shared, fork) reads as that
 of instances with processes of their own: a line the instance's code prints (stdout, stderr,
-from its threads) names the model and instance (``model/instance:``), Python logging records
-and pb_utils.Logger lines made at import time keep their level and the model's file and
-line, and the Logger lines of finalize are all there after the unload
-(pybackend/stub/host_output.py, csrc/backend/host_output.cc)."""
+from its threads, a line that a thread never ends) names the model and instance
+(``model/instance:``), Python logging records and pb_utils.Logger lines made at import time
+keep their level and the model's file and line, and the Logger lines of finalize are all
+there after the unload (pybackend/stub/host_output.py, csrc/backend/host_output.cc)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,12 @@ MODEL_PY = textwrap.dedent("""
                 worker.join()
                 print(f"OUT-MARK partial {token}", end="")  # its newline comes later
                 print()
+                # A line its thread never ends: it goes out when the thread has ended and
+                # something else is written, or (the last one) when the instance ends.
+                tail = threading.Thread(target=print, args=(f"OUT-MARK tailless {token}",),
+                                        kwargs={"end": ""})
+                tail.start()
+                tail.join()
                 name = np.array([self.name.encode()], dtype=np.object_)
                 out.append(pb_utils.InferenceResponse([pb_utils.Tensor("NAME", name)]))
             return out
@@ -106,12 +112,15 @@ def log(tmp_path_factory) -> dict[str, object]:
             f"successfully unloaded '{model}'" in s.log_text() for model in models
         ):
             time.sleep(0.05)
+        # The last tailless lines leave with their instance's end: they may trail the unload.
+        while time.monotonic() < deadline and len(log_lines(s.log_text(), "tailless")) < 12:
+            time.sleep(0.05)
         text = s.log_text()
     return {"text": text, "answered": answered}
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("kind", ["stdout", "stderr", "thread", "partial"])
+@pytest.mark.parametrize("kind", ["stdout", "stderr", "thread", "partial", "tailless"])
 def test_printed_lines_name_the_instance(log, mode, kind):
     for token, instance in log["answered"].items():
         if not token.startswith(f"talk_{mode}-"):
