@@ -26,6 +26,7 @@ import gc
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported where used: the fork host needs
     from .threaded import ThreadedStub
 
 from . import host_output
+from .main_thread import MainThreadCalls
 from .placement import apply_placement
 
 CONTROL_FD = 3
@@ -102,12 +104,30 @@ class SharedHost(_Host):
         # logging records reach the server log at their level, as in an instance's own stub.
         host_output.tag_streams(bound_instance)
         logging.lastResort = RecordForwarder(self.routing)
+        # Signal handlers that an instance's code installs are set by the main thread.
+        self.main_calls = MainThreadCalls()
+        self.main_calls.install()
+        self._poll = select.poll()
+        self._poll.register(self.control, select.POLLIN)
+        self._poll.register(self.main_calls.wake_fd, select.POLLIN)
         # Replaced, never changed in place, so a forked child reads them without a lock
         # (one that another thread held at the fork would stay held in the child).
         self.stubs: Tuple["ThreadedStub", ...] = ()  # ThreadedStub of every instance being served
         self.arriving: Tuple[int, ...] = ()  # channel fds received, their stub not made yet
         self._lock = threading.Lock()
         ForkRoute(self._forking_instance, self._states, self._close_in_child)
+
+    def _recv(self) -> Optional[Request]:
+        while True:
+            try:
+                ready = {fd for fd, _events in self._poll.poll()}
+                if self.main_calls.wake_fd in ready:
+                    self.main_calls.run_pending()
+            except Exception:  # noqa: BLE001 - a signal handler of model.py's raised here
+                traceback.print_exc()
+                continue
+            if self.control.fileno() in ready:
+                return super()._recv()
 
     def attach(
         self,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from typing import Any, Dict, Optional, Tuple
@@ -172,6 +173,7 @@ class ThreadedStub(Stub):
     """The stub's loop for one instance, on a thread of a process that serves several."""
 
     exit_with_backend = False  # the backend's end is this instance's end only
+    thread_loop: Any = None  # the asyncio loop set for this instance's thread, if any
 
     def _import_model(self, init: Dict[str, Any]) -> Any:
         # model.py is imported once for every instance of the process: a thread it starts
@@ -182,6 +184,19 @@ class ThreadedStub(Stub):
             return super()._import_model(init)
         finally:
             _local.transport = saved
+            self._set_thread_loop()
+
+    def _set_thread_loop(self) -> None:
+        """An instance's own stub runs initialize and execute on its process's main thread,
+        where asyncio.get_event_loop() gives a loop (not running) with none set; on any other
+        thread it raises. Model code written for that (``get_event_loop().run_until_complete``
+        in initialize) gets a loop of its thread's own here, where model.py or what it
+        imported uses asyncio (the import costs a process that never uses it ~40 ms)."""
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is None or self.thread_loop is not None:
+            return
+        self.thread_loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.thread_loop)
 
     def close(self) -> None:
         """Everything this instance held, without ending the process."""
@@ -203,6 +218,8 @@ class ThreadedStub(Stub):
             self.reader.join(_JOIN_S)
         if self.dispatcher is not None:
             close_loop(self.dispatcher)
+        if self.thread_loop is not None and not self.thread_loop.is_running():
+            self.thread_loop.close()
         st.close()
         for fd in (st.wake_r, st.wake_w):
             try:

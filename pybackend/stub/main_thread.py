@@ -1,0 +1,94 @@
+"""Calls that Python allows on the main thread only, made there for an instance's thread of a
+process that a model's instances share (PYBACKEND_INSTANCE_PROCESS=shared).
+
+An instance's own stub runs ``initialize`` and ``execute`` on its process's main thread, so
+model code (or a library it loads) may install signal handlers there: ``signal.signal``,
+``signal.set_wakeup_fd`` (asyncio's ``loop.add_signal_handler``). On any other thread Python
+refuses them with ``ValueError: signal only works in main thread of the main interpreter``.
+Under ``shared`` each instance has a thread of its own, and the process's main thread only
+waits for the backend's control datagrams (host.py): it makes those calls for the instances'
+threads and answers each caller with the call's result or exception. Handlers are process
+state, shared by the instances like module-level state; Python runs them on the main thread,
+as in an instance's own stub.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import queue
+import signal
+import threading
+from typing import Any, Callable, Optional, Tuple
+
+# Only the main thread's own work can delay a call (an instance's attach takes milliseconds).
+CALL_TIMEOUT_S = 10.0
+MAIN_THREAD_ONLY = ("signal", "set_wakeup_fd")
+
+
+class _Call:
+    def __init__(self, fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Any) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn(*self.args, **self.kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the caller's to handle
+            self.error = exc
+        self.done.set()
+
+
+class MainThreadCalls:
+    """Installs forwarding versions of :data:`MAIN_THREAD_ONLY` in :mod:`signal`; the main
+    thread runs what was asked when :attr:`wake_fd` is readable (:meth:`run_pending`)."""
+
+    def __init__(self) -> None:
+        self._calls: "queue.SimpleQueue[_Call]" = queue.SimpleQueue()
+        self.wake_fd, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def install(self) -> None:
+        for name in MAIN_THREAD_ONLY:
+            setattr(signal, name, self._forwarding(getattr(signal, name)))
+
+    def _forwarding(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is threading.main_thread():
+                return original(*args, **kwargs)  # also a process that model.py forked
+            pending = _Call(original, args, kwargs)
+            self._calls.put(pending)
+            try:
+                os.write(self._wake_w, b"\0")
+            except BlockingIOError:
+                pass  # the pipe is full of wake-ups already: the main thread will look
+            if not pending.done.wait(CALL_TIMEOUT_S):
+                raise TimeoutError(
+                    f"signal.{original.__name__}() of thread '{threading.current_thread().name}'"
+                    f" was not made by the process's main thread within {CALL_TIMEOUT_S:g} s"
+                    " (PYBACKEND_INSTANCE_PROCESS=shared makes it there for instances)"
+                )
+            if pending.error is not None:
+                raise pending.error
+            return pending.result
+
+        return call
+
+    def run_pending(self) -> None:
+        """On the main thread: every call asked for so far."""
+        try:
+            while os.read(self.wake_fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                pending = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            pending.run()
+
+
+__all__ = ["CALL_TIMEOUT_S", "MAIN_THREAD_ONLY", "MainThreadCalls"]
