@@ -46,7 +46,7 @@ from .returns import (
     judge_return,
     refused_by_async_decoupled,
 )
-from .tracebacks import format_exception
+from .tracebacks import MODEL_ERRORS, exits_as_errors, format_exception
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import Dispatcher
@@ -125,6 +125,7 @@ class AsyncExecutor:
     async def guarded(self, coro: Any, requests: List[InferenceRequest]) -> Tuple[bool, Any]:
         """``(False, result of coro)``; ``(True, None)`` when cancellation is on and the
         coroutine was cancelled because every request of its batch was cancelled."""
+        coro = exits_as_errors(coro)
         if not self.cancel:
             return False, await coro
         import asyncio
@@ -175,7 +176,7 @@ class AsyncExecutor:
                     self._ended(requests, decoupled_return_text(self.d.instance))
             else:
                 self._deliver(requests, ret)
-        except Exception as e:  # noqa: BLE001 - model code may raise anything
+        except MODEL_ERRORS as e:  # model code may raise anything
             if self.d.decoupled:
                 self._ended(requests, format_exception(e))
             else:

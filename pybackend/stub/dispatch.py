@@ -31,7 +31,7 @@ from .logging import ERROR
 from .outputs import Placer
 from .returns import RESCHEDULED, RESPONSE, SENDER, ReturnRefused, judge_return
 from .state import StubState
-from .tracebacks import format_exception
+from .tracebacks import MODEL_ERRORS, format_exception
 
 if TYPE_CHECKING:
     import asyncio
@@ -245,7 +245,7 @@ class Dispatcher:
         except BatchError as e:
             placer.abort()
             return self._batch_error(str(e), requests, mark)
-        except Exception as e:  # noqa: BLE001 - model code may raise anything
+        except MODEL_ERRORS as e:  # model code may raise anything
             placer.abort()
             return self._batch_error(format_exception(e), requests, mark)
         self.keepalive = placer.keepalive

@@ -29,7 +29,7 @@ from .parameters import ParameterError
 from .reader import Reader
 from .returns import OutputRules, strict_outputs
 from .state import StubState
-from .tracebacks import format_exception
+from .tracebacks import MODEL_ERRORS, format_exception
 from .transport import StubTransport
 
 
@@ -203,7 +203,7 @@ class Stub:
             reply["ok"] = True
         except (loader.LoadError, ParameterError) as e:
             reply["error"] = str(e)
-        except Exception as e:  # noqa: BLE001 - model import/initialize may raise anything
+        except MODEL_ERRORS as e:  # model import/initialize may raise anything
             reply["error"] = format_exception(e)
         if not reply["ok"]:
             what = (
@@ -264,7 +264,7 @@ class Stub:
             return None
         try:
             model.finalize()
-        except Exception as e:  # noqa: BLE001 - reported, then ignored like upstream
+        except MODEL_ERRORS as e:  # reported, then ignored like upstream
             text = format_exception(e)
             self.state.log.here(INFO, finalize_failed_text(self.instance, text))
             return text

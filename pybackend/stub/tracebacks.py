@@ -7,7 +7,7 @@ import importlib
 import os
 import traceback
 from types import TracebackType
-from typing import List, Optional
+from typing import Any, List, Optional
 
 # Frames of pybackend itself and of the import machinery are not the model's: pybind11 in
 # the original never sees them (its C++ calls into Python directly, and CPython strips
@@ -24,6 +24,30 @@ _MACHINERY = tuple(
     _STDLIB + name for name in ("concurrent" + os.sep, "asyncio" + os.sep, "threading.py")
 )
 _HEAPTYPE = 1 << 9
+
+# What model code may raise that becomes its error: the original's pybind11 binding turns
+# every Python exception into one, SystemExit and KeyboardInterrupt too (sys.exit() in
+# execute fails that request's batch and the stub goes on serving; in initialize it fails
+# the load with "SystemExit: <code>").
+MODEL_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
+
+
+class ModelExit(Exception):
+    """A SystemExit or KeyboardInterrupt that model code raised in a coroutine, carried as
+    an ordinary exception: asyncio lets those two end the event loop's thread instead of
+    failing the task (the original's async execute then never answers)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+async def exits_as_errors(coro: Any) -> Any:
+    """Awaits ``coro``; its SystemExit/KeyboardInterrupt comes out as :class:`ModelExit`."""
+    try:
+        return await coro
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise ModelExit(exc) from None
 
 
 def type_name(exc_type: type) -> str:
@@ -56,6 +80,8 @@ def _frames(tb: Optional[TracebackType]) -> List[traceback.FrameSummary]:
 
 
 def format_exception(exc: BaseException) -> str:
+    if isinstance(exc, ModelExit):
+        exc = exc.exc
     text = f"{type_name(type(exc))}: {exc}"
     frames = _frames(exc.__traceback__)
     if frames:

@@ -9,7 +9,7 @@ from typing import Any, Dict
 
 from ..errors import PybackendError
 from ..stub import loader
-from ..stub.tracebacks import format_exception
+from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from .harness import ModelHarness
 from .transport import install
 
@@ -45,7 +45,7 @@ def _run(harness: ModelHarness, step: Any) -> Any:
             return step(harness._import())
     except loader.LoadError as e:
         raise CompletionError(f"model '{harness.model_name}': {e}") from None
-    except Exception as e:  # noqa: BLE001 - the model's own code: any exception is its error
+    except MODEL_ERRORS as e:  # the model's own code: any exception is its error
         raise CompletionError(f"model '{harness.model_name}': {format_exception(e)}") from None
     finally:
         harness.close()  # no model was created: nothing is finalized

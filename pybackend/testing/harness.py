@@ -35,7 +35,7 @@ from ..stub import loader
 from ..stub.failures import finalize_failed_text
 from ..stub.parameters import ParameterError
 from ..stub.returns import OutputMismatch, OutputRules
-from ..stub.tracebacks import format_exception
+from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
@@ -268,7 +268,7 @@ class ModelHarness(ModelOnDisk):
             return
         try:
             worker.result()
-        except Exception as e:  # noqa: BLE001 - logged, and the unload goes on, as in the stub
+        except MODEL_ERRORS as e:  # logged, and the unload goes on, as in the stub
             text = finalize_failed_text(self.instance_name, format_exception(e))
             self.logs.append(LogRecord(0, __file__, 0, text))
 

@@ -9,6 +9,7 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
+from ..stub.tracebacks import ModelExit, exits_as_errors
 from ..utils.process_shared import Registry, bound
 from .transport import HarnessTransport
 
@@ -76,7 +77,10 @@ class ModelCode:
             thread = threading.Thread(target=serve, name="harness-loop", daemon=True)
             thread.start()
             self._loop, self._loop_thread = loop, thread
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        try:
+            return asyncio.run_coroutine_threadsafe(exits_as_errors(coro), self._loop).result()
+        except ModelExit as e:
+            raise e.exc from None  # the model's own SystemExit/KeyboardInterrupt, here
 
     def stop_loop(self) -> None:
         """The event loop thread ends (a later coroutine starts a new one)."""

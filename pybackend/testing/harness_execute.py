@@ -23,7 +23,7 @@ from ..stub.returns import (
     judge_return,
     refused_by_async_decoupled,
 )
-from ..stub.tracebacks import format_exception
+from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_ALL as RELEASE_ALL
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
@@ -196,7 +196,7 @@ class Executor:
             return self._responses(reqs, ret)
         except ReturnRefused as e:
             return self._failed(reqs, str(e))
-        except Exception as e:  # noqa: BLE001 - model code may raise anything
+        except MODEL_ERRORS as e:  # model code may raise anything
             if ran_async and self._disk.decoupled:
                 return self._async_decoupled_ended(reqs, format_exception(e))
             return self._failed(reqs, format_exception(e))

@@ -63,6 +63,31 @@ def test_execute_error_ends_at_the_models_frame(server, frame, protocol, model, 
     assert error.message == failed(model) + raised(model, what, frame)
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize(
+    "mode,text,at",
+    [("sys_exit", "SystemExit: 3", "exit"), ("interrupt", "KeyboardInterrupt: stop", "interrupt")],
+)
+def test_sys_exit_in_execute_is_that_batchs_error(server, frame, protocol, mode, text, at):
+    """pybind11 turns SystemExit and KeyboardInterrupt into an error like any other: the
+    batch fails with its text, and the same stub answers the next request."""
+    error = infer_error(server, protocol, "tb_sync", {"MODE": bytes_input(mode)})
+    assert error.message == failed("tb_sync") + f"{text}\n\nAt:\n" + frame("tb_sync", at, "execute")
+    assert (
+        text_output(infer(server, protocol, "tb_sync", {"MODE": bytes_input("ok")}), "MSG") == "ok"
+    )
+
+
+@pytest.mark.deviation("the original never answers: SystemExit ends its event loop's thread")
+def test_sys_exit_in_async_execute_is_that_batchs_error(server, frame):
+    error = infer_error(server, "http", "tb_async", {"MODE": bytes_input("sys_exit")})
+    assert error.message == failed("tb_async") + "SystemExit: 3\n\nAt:\n" + frame(
+        "tb_async", "exit", "execute"
+    )
+    error = infer_error(server, "grpc", "tb_async", {"MODE": bytes_input("raise")})
+    assert error.message == failed("tb_async") + raised("tb_async", "async", frame)
+
+
 @pytest.mark.parametrize(
     "mode,at", [("raise", "execute"), ("send_then_raise", "execute_after_send")]
 )
@@ -128,6 +153,14 @@ def test_initialize_error_ends_at_the_models_frame(server, frame):
         + frame("tb_init", "fail", "fail")
         + frame("tb_init", "initialize", "initialize")
         + ";\n"
+    )
+
+
+def test_sys_exit_in_initialize_fails_the_load(server, frame):
+    message = load_error(server, "tb_init_exit")
+    assert message == (
+        "load failed for model 'tb_init_exit': version 1 is at UNAVAILABLE state: Internal: "
+        "SystemExit: 2\n\nAt:\n" + frame("tb_init_exit", "initialize", "initialize") + ";\n"
     )
 
 

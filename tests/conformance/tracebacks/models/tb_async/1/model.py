@@ -1,4 +1,5 @@
 import asyncio
+import sys
 
 import triton_python_backend_utils as pb_utils
 
@@ -10,5 +11,9 @@ def fail(what):
 class TritonPythonModel:
     async def execute(self, requests):
         await asyncio.sleep(0)
-        fail("async")  # LINE:execute
+        mode = pb_utils.get_input_tensor_by_name(requests[0], "MODE").as_numpy()[0].decode()
+        if mode == "sys_exit":
+            sys.exit(3)  # LINE:exit
+        if mode == "raise":
+            fail("async")  # LINE:execute
         return [pb_utils.InferenceResponse([]) for _ in requests]

@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 
 import triton_python_backend_utils as pb_utils
@@ -30,6 +32,10 @@ class TritonPythonModel:
             mode = pb_utils.get_input_tensor_by_name(request, "MODE").as_numpy()[0].decode()
             if mode == "raise":
                 fail("sync")  # LINE:execute
+            elif mode == "sys_exit":
+                sys.exit(3)  # LINE:exit
+            elif mode == "interrupt":
+                raise KeyboardInterrupt("stop")  # LINE:interrupt
             elif mode == "bls_sync":
                 responses.append(reply(ask("tb_callee_sync", "raise")))
             elif mode == "bls_async":
