@@ -220,11 +220,17 @@ class Tensor:
                     f"tensor '{name}': {buf.nbytes} bytes do not hold shape {list(shape)} of "
                     f"{dtypes.CODE_TO_KSERVE_NAME.get(dtype, dtype)}"
                 )
+            array = buf.view(wire).reshape(shape)
+            if not array.flags.aligned:
+                # A tensor inline in a message starts wherever its name and shape end; model
+                # code (and numpy's fast loops, torch, C extensions) expects what the
+                # original's shared memory gives: elements at aligned addresses.
+                array = array.copy()
             if dtype == dtypes.TYPE_BF16:
                 t._array = None
-                t._raw = buf.view(wire).reshape(shape)
+                t._raw = array
             else:
-                t._array = buf.view(wire).reshape(shape)
+                t._array = array
                 t._raw = None
         else:
             t._array = None
