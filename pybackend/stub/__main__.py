@@ -69,6 +69,14 @@ def _own_packages_first() -> None:
     sys.path.extend(moved)
 
 
+def hide_own_arguments() -> None:
+    """The original's stub is an embedded interpreter whose ``sys.argv`` is ``['']``: model
+    code (or a library it loads: argparse's ``parse_args()``, absl flags, HfArgumentParser)
+    that parses the command line at import or in initialize finds nothing there. Ours would
+    find ``--instance NAME`` and refuse it (an argparse SystemExit fails the load)."""
+    sys.argv[:] = [""]
+
+
 def _versions() -> str:
     """For UV-22's question "which stub will my environment get?": one line with what
     matters for compatibility."""
@@ -112,6 +120,7 @@ def main(argv: list) -> None:
         help="print the versions this interpreter would run the stub with, and exit",
     )
     args = parser.parse_args(argv)
+    hide_own_arguments()
 
     _own_packages_first()
     _check_interpreter()

@@ -365,7 +365,12 @@ def main(argv: List[str]) -> None:
     # Triton handles Ctrl-C for the whole process group; the backend stops us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    from .__main__ import _check_interpreter, _close_inherited_fds, _own_packages_first
+    from .__main__ import (
+        _check_interpreter,
+        _close_inherited_fds,
+        _own_packages_first,
+        hide_own_arguments,
+    )
 
     try:
         os.close(CONTROL_FD + 1)  # the stub's async fd: unused here
@@ -379,6 +384,7 @@ def main(argv: List[str]) -> None:
     parser.add_argument("--model", default="")
     parser.add_argument("--mode", choices=("shared", "fork"), default="shared")
     args = parser.parse_args(argv)
+    hide_own_arguments()
     _own_packages_first()
     _check_interpreter()
     control = socket.socket(fileno=CONTROL_FD)

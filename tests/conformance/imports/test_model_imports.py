@@ -1,5 +1,6 @@
 """How model.py is imported (spec 2.1 step 3, 10.1): module "<version>.model", relative
-imports of siblings, the model directory on sys.path, get_model_dir()."""
+imports of siblings, the model directory on sys.path, get_model_dir(), an empty command
+line."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ONE = {"IN": np.array([1], np.int32)}
 @pytest.fixture(scope="module")
 def server(feature_repository):
     start = feature_repository.start(
-        model_control_mode="explicit", load_models=["imp_rel", "imp_custom_file"]
+        model_control_mode="explicit", load_models=["imp_rel", "imp_custom_file", "imp_argv"]
     )
     with start as srv:
         yield srv
@@ -67,3 +68,11 @@ def test_default_model_filename(server, feature_repository):
         "file": str(version_dir / "entry_point.py"),
         "model_dir": str(version_dir),
     }
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_command_line_is_empty(server, protocol):
+    """The original's stub is an embedded interpreter: sys.argv is [''], so a model that
+    parses the command line (argparse at import) gets its defaults and loads."""
+    seen = info(server, protocol, "imp_argv")
+    assert seen == {"scale": 2.0, "import": [""], "initialize": [""], "execute": [""]}
