@@ -391,6 +391,13 @@ def main(argv: List[str]) -> None:
     host = ForkHost(control, args.model) if args.mode == "fork" else SharedHost(control, args.model)
     try:
         host.run()
+        if isinstance(host, SharedHost):
+            # The instances' process ends here, as each instance's own stub ends after its
+            # finalize. (A fork host's import registered handlers for its children, which
+            # run them as stubs do.)
+            from .main import run_exit_handlers
+
+            run_exit_handlers()
     except BaseException:  # noqa: BLE001 - last resort: say why we die
         traceback.print_exc()
     sys.stdout.flush()

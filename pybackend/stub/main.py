@@ -58,6 +58,7 @@ class Stub:
         os.environ[utils_transport.STUB_INSTANCE_ENV] = self.instance
         logging.lastResort = RecordForwarder(self.state.log)
         self.serve()
+        run_exit_handlers()
         self._exit(0)
 
     def serve(self) -> None:
@@ -265,6 +266,16 @@ class Stub:
             self.state.log.here(INFO, finalize_failed_text(self.instance, text))
             return text
         return None
+
+
+def run_exit_handlers() -> None:
+    """What model code registered with ``atexit`` (closing files, stopping workers, a last
+    report), run as the original's stub runs it when its interpreter ends after finalize. The
+    stub then leaves with os._exit, which runs none: threads that never end must not keep it
+    alive. A handler that hangs is the backend's to bound (stub-timeout-seconds, then kill)."""
+    import atexit
+
+    atexit._run_exitfuncs()
 
 
 _import_heap_frozen = False
