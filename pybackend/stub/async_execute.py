@@ -46,7 +46,7 @@ from .returns import (
     judge_return,
     refused_by_async_decoupled,
 )
-from .tracebacks import MODEL_ERRORS, exits_as_errors, format_exception
+from .tracebacks import exits_as_errors, format_exception
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dispatch import Dispatcher
@@ -176,7 +176,8 @@ class AsyncExecutor:
                     self._ended(requests, decoupled_return_text(self.d.instance))
             else:
                 self._deliver(requests, ret)
-        except MODEL_ERRORS as e:  # model code may raise anything
+        except Exception as e:  # noqa: BLE001 - model code may raise anything; guarded()
+            # made what is no Exception one (ModelExit), but the loop's own cancellation
             if self.d.decoupled:
                 self._ended(requests, format_exception(e))
             else:

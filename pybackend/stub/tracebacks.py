@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import traceback
 from types import TracebackType
 from typing import Any, List, Optional
@@ -26,16 +27,17 @@ _MACHINERY = tuple(
 _HEAPTYPE = 1 << 9
 
 # What model code may raise that becomes its error: the original's pybind11 binding turns
-# every Python exception into one, SystemExit and KeyboardInterrupt too (sys.exit() in
-# execute fails that request's batch and the stub goes on serving; in initialize it fails
-# the load with "SystemExit: <code>").
-MODEL_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
+# every Python exception into one, whatever its class: SystemExit and KeyboardInterrupt too
+# (sys.exit() in execute fails that request's batch and the stub goes on serving; in
+# initialize it fails the load with "SystemExit: <code>").
+MODEL_ERRORS = BaseException
 
 
 class ModelExit(Exception):
-    """A SystemExit or KeyboardInterrupt that model code raised in a coroutine, carried as
-    an ordinary exception: asyncio lets those two end the event loop's thread instead of
-    failing the task (the original's async execute then never answers)."""
+    """An exception that is no Exception (SystemExit, KeyboardInterrupt, a BaseException
+    of the model's) raised in a coroutine, carried as an ordinary one: asyncio lets the
+    first two end the event loop's thread instead of failing the task (the original's async
+    execute then never answers), and the stub's background tasks handle Exception."""
 
     def __init__(self, exc: BaseException) -> None:
         super().__init__(str(exc))
@@ -43,10 +45,16 @@ class ModelExit(Exception):
 
 
 async def exits_as_errors(coro: Any) -> Any:
-    """Awaits ``coro``; its SystemExit/KeyboardInterrupt comes out as :class:`ModelExit`."""
+    """Awaits ``coro``; what it raises that is no Exception comes out as :class:`ModelExit`,
+    but the event loop's own cancellation."""
     try:
         return await coro
-    except (SystemExit, KeyboardInterrupt) as exc:
+    except Exception:
+        raise
+    except BaseException as exc:
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is not None and isinstance(exc, asyncio.CancelledError):
+            raise
         raise ModelExit(exc) from None
 
 

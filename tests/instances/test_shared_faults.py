@@ -177,8 +177,8 @@ def test_initialize_failing_in_one_instance_fails_the_load_and_leaves_no_process
 def test_an_instance_whose_thread_ends_restarts_alone_in_the_same_process(
     server: TritonServer, client: Any
 ):
-    # sys.exit in one instance's execute ends that instance's thread, not the process: the
-    # other instance's request in flight is answered, and the process is not replaced.
+    # One instance's channels break (OP_QUIT): that instance's thread ends, not the process;
+    # the other instance's request in flight is answered, and the process is not replaced.
     client.load_model("ident", config=config("shared", 2))
     (host,) = settled(server, 1)
     with ThreadPoolExecutor(2) as pool:
@@ -189,7 +189,6 @@ def test_an_instance_whose_thread_ends_restarts_alone_in_the_same_process(
     assert isinstance(quit_answer, InferenceServerException), quit_answer
     assert "is not healthy" in str(quit_answer), quit_answer
     assert "this instance's thread in it has ended" in str(quit_answer), quit_answer
-    assert "SystemExit" in str(quit_answer), quit_answer
     assert isinstance(outlive_answer, dict), outlive_answer
     assert outlive_answer["pid"] == host
     deadline = time.monotonic() + 60

@@ -207,8 +207,12 @@ MODELS: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
     ],
     "local/metric_sharing": [("first", {"X": np.ones(1, np.float32)}, {})] * 2,
     # sys.exit() and KeyboardInterrupt in execute: that batch's error, as any exception.
-    "tracebacks/tb_sync": [(m, {"MODE": s(m)}, {}) for m in ("sys_exit", "interrupt", "ok")],
-    "tracebacks/tb_async": [(m, {"MODE": s(m)}, {}) for m in ("sys_exit", "raise", "ok")],
+    "tracebacks/tb_sync": [
+        (m, {"MODE": s(m)}, {}) for m in ("sys_exit", "interrupt", "base_exception", "ok")
+    ],
+    "tracebacks/tb_async": [
+        (m, {"MODE": s(m)}, {}) for m in ("sys_exit", "base_exception", "raise", "ok")
+    ],
 }
 
 

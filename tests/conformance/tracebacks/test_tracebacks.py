@@ -66,11 +66,15 @@ def test_execute_error_ends_at_the_models_frame(server, frame, protocol, model, 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize(
     "mode,text,at",
-    [("sys_exit", "SystemExit: 3", "exit"), ("interrupt", "KeyboardInterrupt: stop", "interrupt")],
+    [
+        ("sys_exit", "SystemExit: 3", "exit"),
+        ("interrupt", "KeyboardInterrupt: stop", "interrupt"),
+        ("base_exception", "Stop: custom", "base"),
+    ],
 )
 def test_sys_exit_in_execute_is_that_batchs_error(server, frame, protocol, mode, text, at):
-    """pybind11 turns SystemExit and KeyboardInterrupt into an error like any other: the
-    batch fails with its text, and the same stub answers the next request."""
+    """pybind11 turns SystemExit, KeyboardInterrupt and any other BaseException into an error
+    like any other: the batch fails with its text, and the same stub answers the next one."""
     error = infer_error(server, protocol, "tb_sync", {"MODE": bytes_input(mode)})
     assert error.message == failed("tb_sync") + f"{text}\n\nAt:\n" + frame("tb_sync", at, "execute")
     assert (
@@ -83,6 +87,10 @@ def test_sys_exit_in_async_execute_is_that_batchs_error(server, frame):
     error = infer_error(server, "http", "tb_async", {"MODE": bytes_input("sys_exit")})
     assert error.message == failed("tb_async") + "SystemExit: 3\n\nAt:\n" + frame(
         "tb_async", "exit", "execute"
+    )
+    error = infer_error(server, "grpc", "tb_async", {"MODE": bytes_input("base_exception")})
+    assert error.message == failed("tb_async") + "Stop: custom\n\nAt:\n" + frame(
+        "tb_async", "base", "execute"
     )
     error = infer_error(server, "grpc", "tb_async", {"MODE": bytes_input("raise")})
     assert error.message == failed("tb_async") + raised("tb_async", "async", frame)

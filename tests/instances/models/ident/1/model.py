@@ -6,13 +6,14 @@ OP (INT32 [1]) picks what execute does; OUT (STRING [1]) is a JSON answer."""
 import ctypes
 import json
 import os
-import sys
+import socket
 import threading
 import time
 
 import numpy as np
 
 import triton_python_backend_utils as pb_utils
+from pybackend.utils import transport
 
 # One line per import of this module, with the importing pid (fork: imported once).
 with open(os.path.join(os.path.dirname(__file__), "imports.log"), "a") as _f:
@@ -93,9 +94,17 @@ class TritonPythonModel:
                 _never.wait(BOUND_S)
             elif op == OP_QUIT:
                 # Ends the stub loop of this instance (its process under own, its thread
-                # under shared), not the process.
+                # under shared), not the process: its channels break, as when the backend's
+                # end of them goes. (sys.exit() is only that batch's error, as on the
+                # original.) Fault injection through the stub's own state.
                 _quitting.set()
-                sys.exit(3)
+                instance_transport = transport.get_transport()  # shared: routes per thread
+                current = getattr(instance_transport, "current", None)
+                sync = (current() if current else instance_transport).state.sync
+                sync.lane = None  # the answer goes to the broken socket, not shared memory
+                channel = socket.socket(fileno=sync.fileno())
+                channel.shutdown(socket.SHUT_RDWR)
+                channel.detach()
             elif op == OP_OUTLIVE:
                 # In flight while another instance's OP_QUIT ends its thread: answers a
                 # moment after it, when the backend has long seen that instance end.

@@ -5,6 +5,10 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
+class Stop(BaseException):
+    """A model's own exception class outside Exception."""
+
+
 def fail(what):
     raise ValueError(f"{what} boom")  # LINE:fail
 
@@ -36,6 +40,8 @@ class TritonPythonModel:
                 sys.exit(3)  # LINE:exit
             elif mode == "interrupt":
                 raise KeyboardInterrupt("stop")  # LINE:interrupt
+            elif mode == "base_exception":
+                raise Stop("custom")  # LINE:base
             elif mode == "bls_sync":
                 responses.append(reply(ask("tb_callee_sync", "raise")))
             elif mode == "bls_async":
