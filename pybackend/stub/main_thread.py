@@ -19,26 +19,15 @@ import os
 import queue
 import signal
 import threading
-from typing import Any, Callable, Optional, Tuple
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Tuple
 
 # Only the main thread's own work can delay a call (an instance's attach takes milliseconds).
 CALL_TIMEOUT_S = 10.0
 MAIN_THREAD_ONLY = ("signal", "set_wakeup_fd")
 
-
-class _Call:
-    def __init__(self, fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Any) -> None:
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-        self.done = threading.Event()
-        self.result: Any = None
-        self.error: Optional[BaseException] = None
-
-    def run(self) -> None:
-        try:
-            self.result = self.fn(*self.args, **self.kwargs)
-        except BaseException as exc:  # noqa: BLE001 - the caller's to handle
-            self.error = exc
-        self.done.set()
+_Call = Tuple["Future[Any]", Callable[..., Any], Tuple[Any, ...], Any]
 
 
 class MainThreadCalls:
@@ -58,21 +47,20 @@ class MainThreadCalls:
         def call(*args: Any, **kwargs: Any) -> Any:
             if threading.current_thread() is threading.main_thread():
                 return original(*args, **kwargs)  # also a process that model.py forked
-            pending = _Call(original, args, kwargs)
-            self._calls.put(pending)
+            answer: "Future[Any]" = Future()
+            self._calls.put((answer, original, args, kwargs))
             try:
                 os.write(self._wake_w, b"\0")
             except BlockingIOError:
                 pass  # the pipe is full of wake-ups already: the main thread will look
-            if not pending.done.wait(CALL_TIMEOUT_S):
+            try:
+                return answer.result(CALL_TIMEOUT_S)
+            except FutureTimeout:  # not the builtin TimeoutError before Python 3.11
                 raise TimeoutError(
                     f"signal.{original.__name__}() of thread '{threading.current_thread().name}'"
                     f" was not made by the process's main thread within {CALL_TIMEOUT_S:g} s"
                     " (PYBACKEND_INSTANCE_PROCESS=shared makes it there for instances)"
-                )
-            if pending.error is not None:
-                raise pending.error
-            return pending.result
+                ) from None
 
         return call
 
@@ -85,10 +73,13 @@ class MainThreadCalls:
             pass
         while True:
             try:
-                pending = self._calls.get_nowait()
+                answer, fn, args, kwargs = self._calls.get_nowait()
             except queue.Empty:
                 return
-            pending.run()
+            try:
+                answer.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - the caller's to handle
+                answer.set_exception(exc)
 
 
 __all__ = ["CALL_TIMEOUT_S", "MAIN_THREAD_ONLY", "MainThreadCalls"]
