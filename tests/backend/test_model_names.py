@@ -1,6 +1,7 @@
 """Model names a repository may hold that are not plain identifiers: spaces, non-ASCII
-letters, quotes, '%' and '$' and a backslash, punctuation, 250 characters. Each loads,
-answers, is reached by BLS and names its instances in the server log, in every instance mode.
+letters, quotes, '%' and '$' and a backslash, punctuation, 250 characters, in a repository
+whose path has such characters too. Each loads, imports from its directory, answers, is
+reached by BLS and names its instances in the server log, in every instance mode.
 
 The original fails on most of them (probed with the wheel's backend, 2026-11-29): a name with
 a space, a quote, '%s', '$HOME' or a backslash ends the whole server (`terminate called after
@@ -32,18 +33,18 @@ instance_group [ { kind: KIND_CPU, count: 2 } ]
 
 TARGET = """
 import triton_python_backend_utils as pb_utils
+from helper import FACTOR  # from the version directory, wherever the repository is
 
 class TritonPythonModel:
     def initialize(self, args):
         print("serving as", args["model_instance_name"], flush=True)
 
     def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * 2)]
-            )
-            for r in requests
-        ]
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x * FACTOR)]))
+        return out
 """
 
 # Asks every named model through BLS and returns the sum of their answers.
@@ -86,11 +87,13 @@ def _write(root: Path, name: str, model: str, mode: str) -> None:
         )
     (root / name / "config.pbtxt").write_text(CONFIG + extra, encoding="utf-8")
     (root / name / "1" / "model.py").write_text(model, encoding="utf-8")
+    (root / name / "1" / "helper.py").write_text("FACTOR = 2\n")
 
 
 @pytest.mark.parametrize("mode", ["own", "shared", "fork"])
 def test_unusual_model_names_load_answer_and_are_reached_by_bls(tmp_path: Path, mode: str) -> None:
-    repo = tmp_path / "models"
+    # The repository's own path has the same characters: the original fails there the same ways.
+    repo = tmp_path / "model repo 'ü' $HOME"
     for name in NAMES:
         _write(repo, name, TARGET, mode)
     _write(repo, "caller", CALLER % json.dumps(NAMES), mode)
