@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/dropped_sender.h"
 #include "backend/error.h"
 #include "backend/logging.h"
 #include "backend/request_encoder.h"
@@ -39,6 +40,7 @@ class Batch {
     for (uint32_t i = 0; i < count; ++i) {
       Item it;
       it.st = inst.registry().Create(requests[i], hold_.get());
+      it.st->request_final = inst.model->rescheduled.Take(requests[i]);
       items_.push_back(std::move(it));
     }
   }
@@ -151,7 +153,7 @@ void Batch::Respond() {
 }
 
 void Batch::RespondOne(RequestState& st, const ipc::ResponseBody& body) {
-  if (st.closed) {
+  if (st.Done()) {
     PB_LOG_ERROR(s_.log_prefix() +
                  "a response was returned for a request whose response "
                  "sender already sent the final response; dropped");
@@ -166,7 +168,7 @@ void Batch::RespondOne(RequestState& st, const ipc::ResponseBody& body) {
   }
   if (!SendResponse(resp, body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) st.failed = true;
   st.sent_response = true;
-  st.closed = true;
+  st.MarkFinal();
   st.DeleteFactory();
 }
 
@@ -208,7 +210,7 @@ void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
     std::lock_guard<std::mutex> lock(st.mu);
     st.release_flags = TRITONSERVER_REQUEST_RELEASE_ALL;
     st.failed = true;
-    if (st.closed) continue;
+    if (st.Done()) continue;
     TRITONBACKEND_Response* resp = nullptr;
     std::string err = st.NewResponse(&resp);
     if (err.empty()) {
@@ -216,7 +218,7 @@ void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
     } else {
       PB_LOG_ERROR(s_.log_prefix() + "cannot create an error response: " + err);
     }
-    st.closed = true;
+    st.MarkFinal();
     st.DeleteFactory();
   }
 }
@@ -241,9 +243,17 @@ void Batch::Finish() {
     std::lock_guard<std::mutex> lock(st.mu);
     bool reschedule =
         (st.release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0 && !st.failed;
+    if (st.dropped && !reschedule) {
+      EndDroppedRequest(st, inst_.model->decoupled, inst_.model->name, inst_.name);
+    }
     if (reschedule) {
-      st.DeleteFactory();  // the request comes back in a later batch with a new one
-    } else if (!st.closed && st.factory == nullptr) {
+      inst_.model->rescheduled.Put(st);
+      // It comes back in a later batch with a new factory. A decoupled sender kept from this
+      // execution (a thread's) may answer meanwhile: it keeps this one until FINAL or until
+      // the stub reports the objects gone (they are watched).
+      st.rescheduled = inst_.model->decoupled && !st.dropped && !st.Done() && s_.alive();
+      if (!st.rescheduled) st.DeleteFactory();
+    } else if (!st.Done() && !st.dropped && st.factory == nullptr) {
       // A response sender may still answer after execute returned: it needs a factory,
       // and a factory can only be made while the request is alive.
       std::string ferr = TakeMessage(TRITONBACKEND_ResponseFactoryNew(&st.factory, st.request));
@@ -261,15 +271,15 @@ void Batch::Finish() {
     }
     if (!rerr.empty()) PB_LOG_ERROR(s_.log_prefix() + "failed to release a request: " + rerr);
     st.request = nullptr;
-    if (st.closed || st.factory == nullptr || !s_.alive()) {
-      if (!st.closed && st.factory != nullptr) {
+    if (st.Done() || st.dropped || st.factory == nullptr || !s_.alive()) {
+      if (!st.Done() && st.factory != nullptr) {
         // The stub is gone: nobody will ever send FINAL for this one.
         TRITONBACKEND_Response* resp = nullptr;
         if (TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st.factory)).empty()) {
           SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, inst_.UnhealthyMessage(s_),
                             TRITONSERVER_RESPONSE_COMPLETE_FINAL);
         }
-        st.closed = true;
+        st.MarkFinal();
       }
       st.DeleteFactory();
       inst_.registry().Remove(st.token);

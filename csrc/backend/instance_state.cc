@@ -1,5 +1,6 @@
 #include "backend/instance_state.h"
 
+#include "backend/dropped_sender.h"
 #include "backend/error.h"
 #include "backend/logging.h"
 #include "backend/model_control.h"
@@ -209,7 +210,8 @@ int InstanceState::FailDetached(const void* owner, const std::function<std::stri
     std::lock_guard<std::mutex> lock(st->mu);
     if (owner != nullptr && st->session != owner) continue;
     if (!st->released) continue;  // the executor owns it and fails it itself
-    if (!st->closed && st->factory != nullptr) {
+    // A rescheduled request comes back to a new stub; only its kept sender died here.
+    if (!st->Done() && st->factory != nullptr && !st->rescheduled) {
       TRITONBACKEND_Response* resp = nullptr;
       std::string err = TakeMessage(TRITONBACKEND_ResponseNewFromFactory(&resp, st->factory));
       if (err.empty()) {
@@ -222,7 +224,7 @@ int InstanceState::FailDetached(const void* owner, const std::function<std::stri
       } else {
         PB_LOG_ERROR("model instance '" + name + "': " + err);
       }
-      st->closed = true;
+      st->MarkFinal();
       ++failed;
     }
     st->DeleteFactory();
@@ -369,7 +371,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
     return;
   }
   std::lock_guard<std::mutex> lock(st->mu);
-  if (st->closed) {
+  if (st->Done()) {
     PB_LOG_ERROR(where + "response sent after the request's final response dropped");
   } else if (has_response) {
     TRITONBACKEND_Response* resp = nullptr;
@@ -398,7 +400,7 @@ void InstanceState::OnSend(StubSession& s, const ipc::Message& msg) {
     if (!err.empty()) PB_LOG_ERROR(where + "cannot send the final flag: " + err);
   }
   if (final_flag && !st->closed) {
-    st->closed = true;
+    st->MarkFinal();
     st->DeleteFactory();
     if (st->released) registry_.Remove(token);
   }
@@ -430,47 +432,18 @@ void InstanceState::OnIsCancelled(StubSession& s, const ipc::Message& msg) {
 void InstanceState::OnSenderDropped(StubSession& s, const ipc::Message& msg) {
   uint64_t token = ipc::DecodeToken(msg.body);
   std::shared_ptr<RequestState> st = registry_.Find(token);
-  if (st == nullptr) return;  // finished or rescheduled meanwhile
+  if (st == nullptr) return;  // finished meanwhile
   std::lock_guard<std::mutex> lock(st->mu);
-  if (st->closed) return;
-  const std::string where = "model '" + model->name + "', instance '" + name + "': ";
-  std::string err;
-  if (!model->decoupled && st->sent_response) {
-    // Its one response went out; only the FINAL flag is missing.
-    PB_LOG_WARN(where +
-                "a response sender was dropped after its response without "
-                "TRITONSERVER_RESPONSE_COMPLETE_FINAL; sending the final flag for it");
-    if (st->factory != nullptr) {
-      err = TakeMessage(TRITONBACKEND_ResponseFactorySendFlags(
-          st->factory, TRITONSERVER_RESPONSE_COMPLETE_FINAL));
-    } else if (!st->released) {
-      TRITONBACKEND_ResponseFactory* f = nullptr;
-      err = TakeMessage(TRITONBACKEND_ResponseFactoryNew(&f, st->request));
-      if (err.empty()) {
-        err = TakeMessage(
-            TRITONBACKEND_ResponseFactorySendFlags(f, TRITONSERVER_RESPONSE_COMPLETE_FINAL));
-        TakeMessage(TRITONBACKEND_ResponseFactoryDelete(f));
-      }
-    }
-  } else {
-    std::string message =
-        "The response sender of a request to model '" + model->name + "' (instance '" + name +
-        "') was garbage-collected before it sent TRITONSERVER_RESPONSE_COMPLETE_FINAL, so the "
-        "request ends here with this error. Keep a reference to the sender (or the request) "
-        "until sender.send(..., flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL) was called.";
-    PB_LOG_WARN(where + "a response sender was dropped without the final response");
-    TRITONBACKEND_Response* resp = nullptr;
-    err = st->NewResponse(&resp);
-    if (err.empty()) {
-      SendErrorResponse(resp, TRITONSERVER_ERROR_INTERNAL, message,
-                        TRITONSERVER_RESPONSE_COMPLETE_FINAL);
-      st->failed = true;
-    }
+  if (!st->released) {
+    // The executor ends it once it knows whether the request is rescheduled.
+    st->dropped = true;
+    return;
   }
-  if (!err.empty()) PB_LOG_ERROR(where + "cannot end a request whose sender was dropped: " + err);
+  // A rescheduled execution's objects are gone: the request itself comes back.
+  if (!st->rescheduled) EndDroppedRequest(*st, model->decoupled, model->name, name);
   st->closed = true;
   st->DeleteFactory();
-  if (st->released) registry_.Remove(token);
+  registry_.Remove(token);
   (void)s;
 }
 

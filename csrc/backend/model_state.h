@@ -12,6 +12,7 @@
 #include "backend/instance_host.h"
 #include "backend/json.h"
 #include "backend/placement.h"
+#include "backend/request_registry.h"
 #include "backend/stub_session.h"
 #include "triton/tritonbackend.h"
 
@@ -53,6 +54,8 @@ class ModelState {
   // last two, the process the instances share (started by the first instance that connects).
   InstanceProcess instance_process = InstanceProcess::kOwn;
   std::shared_ptr<InstanceHost> host;
+  // Requests released with RESCHEDULE until they come back, to any instance.
+  RescheduledRequests rescheduled;
 
   std::string VersionDir() const { return repository + "/" + std::to_string(version); }
   std::string ModelFile() const { return VersionDir() + "/" + model_filename; }

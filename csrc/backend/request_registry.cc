@@ -25,6 +25,47 @@ void RequestState::DeleteFactory() {
   factory = nullptr;
 }
 
+namespace {
+std::string Identity(TRITONBACKEND_Request* request) {
+  const char* id = nullptr;
+  if (!TakeMessage(TRITONBACKEND_RequestId(request, &id)).empty() || id == nullptr) id = "";
+  std::string out = id;
+  uint64_t corr = 0;
+  if (TakeMessage(TRITONBACKEND_RequestCorrelationId(request, &corr)).empty()) {
+    out += "\n" + std::to_string(corr);
+  } else {
+    const char* text = nullptr;
+    if (TakeMessage(TRITONBACKEND_RequestCorrelationIdString(request, &text)).empty() &&
+        text != nullptr) {
+      out += "\ns" + std::string(text);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+void RescheduledRequests::Put(RequestState& st) {
+  if (st.request_final == nullptr) st.request_final = std::make_shared<std::atomic<bool>>(false);
+  Entry e{st.request_final, Identity(st.request)};
+  std::lock_guard<std::mutex> lock(mu_);
+  map_[st.request] = std::move(e);
+  size_.store(map_.size(), std::memory_order_release);
+}
+
+std::shared_ptr<std::atomic<bool>> RescheduledRequests::Take(TRITONBACKEND_Request* request) {
+  if (size_.load(std::memory_order_acquire) == 0) return nullptr;
+  Entry e;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(request);
+    if (it == map_.end()) return nullptr;
+    e = std::move(it->second);
+    map_.erase(it);
+    size_.store(map_.size(), std::memory_order_release);
+  }
+  return e.identity == Identity(request) ? e.final_flag : nullptr;
+}
+
 std::shared_ptr<RequestState> RequestRegistry::Create(TRITONBACKEND_Request* request,
                                                       const void* session) {
   auto st = std::make_shared<RequestState>();

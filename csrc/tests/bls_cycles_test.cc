@@ -9,7 +9,7 @@
 
 int g_failures = 0;
 
-// RequestRegistry (linked for ParentRequest) refers to these; no test here reaches them.
+// request_registry.cc (linked for ParentRequest) refers to these; no test here reaches them.
 extern "C" {
 TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response**, TRITONBACKEND_Request*) {
   return nullptr;
@@ -19,6 +19,15 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseNewFromFactory(TRITONBACKEND_Response*
   return nullptr;
 }
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFactory*) {
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request*, const char**) {
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request*, uint64_t*) {
+  return nullptr;
+}
+TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(TRITONBACKEND_Request*, const char**) {
   return nullptr;
 }
 }

@@ -291,6 +291,11 @@ class Dispatcher:
                     self._open.append(req)
                 items.append((_NONE, flags, None))
             elif verdict == RESCHEDULED:
+                # A decoupled sender kept from this execution (a thread's) may still answer
+                # while the request waits to come back: the backend keeps this execution's
+                # factory until FINAL or until the stub reports the objects gone.
+                if self.decoupled:
+                    self._open.append(req)
                 items.append((_NONE, flags, None))
             else:  # UNANSWERED: nobody can answer it
                 text = failed_requests_text(self.instance, what)

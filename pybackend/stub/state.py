@@ -198,10 +198,11 @@ class StubState:
     # ------------------------------------------------------------------ open requests
 
     def watch_open(self, request: object) -> None:
-        """``request`` got no response in its RESULT and is not rescheduled: its sender
-        must still send FINAL. Once the request and its sender are both garbage-collected
-        without that, the backend is told (SENDER_DROPPED, or the error of fail_on_drop) so
-        the client is not left waiting forever."""
+        """``request`` got no response in its RESULT: its sender must still send FINAL (or,
+        rescheduled in decoupled mode, may still send). Once the request and its sender are
+        both garbage-collected without FINAL, the backend is told (SENDER_DROPPED, or the
+        error of fail_on_drop): it ends the request so the client is not left waiting
+        forever, or, for a rescheduled execution, lets go of what it kept for the sender."""
         token = request._token  # type: ignore[attr-defined]
         with self._open_lock:
             self._open[token] = 0

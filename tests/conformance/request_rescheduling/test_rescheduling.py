@@ -60,6 +60,30 @@ def test_decoupled_error_while_rescheduled_ends_the_request(server):
     assert "boom in the second iteration" in events[-1].error
 
 
+def test_final_sent_before_rescheduling_ends_the_request(server):
+    """NVIDIA's qa request_rescheduling_cases, case 0: a response and FINAL, then
+    RESCHEDULE; the request comes back once more and sends nothing."""
+    with Stream(server) as stream:
+        stream.send("iterative_decoupled", inputs("final_first", 1), "ff")
+        events = stream.until_final(1)
+        assert stream.quiet(0.5) == []
+    assert [e.error for e in events] == [None, None]
+    assert [e.value() for e in events[:1]] == [0]
+    assert [e.final for e in events] == [False, True]
+
+
+def test_a_thread_answers_a_rescheduled_request(server):
+    """NVIDIA's qa request_rescheduling_cases, case 1: RESCHEDULE, and a thread sends the
+    responses and FINAL while the request comes back and sends nothing."""
+    with Stream(server) as stream:
+        stream.send("iterative_decoupled", inputs("thread", 3), "th")
+        events = stream.until_final(1)
+        assert stream.quiet(0.5) == []
+    assert [e.error for e in events] == [None] * 4
+    assert [e.value() for e in events[:3]] == [2, 1, 0]
+    assert [e.final for e in events] == [False] * 3 + [True]
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_default_mode_request_is_rescheduled_until_done(server, protocol):
     result = infer(server, protocol, "iterative_default", inputs("ok", 4))

@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 
 import triton_python_backend_utils as pb_utils
@@ -10,7 +12,11 @@ def out(value):
 class TritonPythonModel:
     """Each execution of a request sends one response (its step number) and reschedules
     the request until STEPS responses went out; the last one carries FINAL. The same
-    request comes back, so its inputs and id are seen again."""
+    request comes back, so its inputs and id are seen again.
+
+    Two MODEs as NVIDIA's qa request_rescheduling_cases model: "final_first" sends a
+    response and FINAL, then reschedules; "thread" reschedules and answers from a thread
+    (STEPS-1 down to 0, then FINAL). Both do nothing when the request comes back."""
 
     def initialize(self, args):
         self.step = {}
@@ -22,6 +28,9 @@ class TritonPythonModel:
             key = request.request_id()
             step = self.step.get(key, 0)
             sender = request.get_response_sender()
+            if mode in ("final_first", "thread"):
+                self.once(request, sender, mode, key, steps)
+                continue
             if mode == "raise" and step == 1:
                 self.step.pop(key, None)
                 request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
@@ -34,3 +43,22 @@ class TritonPythonModel:
                 self.step.pop(key, None)
                 sender.send(out(step), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
+
+    def once(self, request, sender, mode, key, steps):
+        if key in self.step:  # rescheduled: the work is done or going on in a thread
+            del self.step[key]
+            return
+        self.step[key] = 1
+        if mode == "final_first":
+            sender.send(out(0))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+            return
+        request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+        threading.Thread(target=self.count_down, args=(sender, steps), daemon=True).start()
+
+    @staticmethod
+    def count_down(sender, steps):
+        for value in range(steps - 1, -1, -1):
+            sender.send(out(value))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
