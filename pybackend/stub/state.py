@@ -205,7 +205,7 @@ class StubState:
         forever, or, for a rescheduled execution, lets go of what it kept for the sender."""
         token = request._token  # type: ignore[attr-defined]
         with self._open_lock:
-            self._open[token] = 0
+            self._open.setdefault(token, 0)  # a harness reuses a rescheduled request's token
             self._watch(request, token)
             sender = request._sender  # type: ignore[attr-defined]
             if sender is not None:
