@@ -6,13 +6,15 @@ request a sequence of its own (a rescheduled request comes back with no START/EN
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from conformance_support.clients import PROTOCOLS, bytes_input, infer, infer_error
 from conformance_support.streaming import Stream
 
-MODELS = ["iterative_decoupled", "iterative_default"]
+MODELS = ["iterative_decoupled", "iterative_default", "iterative_caller"]
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +107,43 @@ def test_default_mode_response_for_a_rescheduled_request_fails(server, protocol)
         "Expected a None object in the execute function return list for reschduled request, "
     )
     assert tail.endswith("InferenceResponse'>'."), error.message
+
+
+def bls_events(server, mode: str, steps: int, request_id: str) -> list:
+    result = infer(
+        server,
+        "grpc",
+        "iterative_caller",
+        inputs(mode, steps),
+        client_timeout=30,
+        request_id=request_id,
+    )
+    return json.loads(result.outputs["EVENTS"][0])
+
+
+@pytest.mark.parametrize(
+    ("mode", "steps", "expected"),
+    [
+        ("ok", 3, [0, 1, 2]),
+        # A response without outputs is the stream's FINAL flag, as the caller sees it.
+        ("final_first", 1, [0, "final"]),
+        ("thread", 3, [2, 1, 0, "final"]),
+    ],
+)
+def test_a_bls_stream_of_a_rescheduled_request(server, mode, steps, expected):
+    """exec(decoupled=True) into a model that reschedules its request sees what a client's
+    stream sees, and the request ends (NVIDIA's qa bls_request_rescheduling)."""
+    assert bls_events(server, mode, steps, f"bls-{mode}") == expected
+
+
+@pytest.mark.deviation(
+    "the original never ends the BLS stream when a rescheduled execution raises: the "
+    "calling request waits until its client gives up"
+)
+def test_a_bls_stream_ends_with_the_error_of_a_rescheduled_execution(server):
+    events = bls_events(server, "raise", 3, "bls-raise")
+    assert events[0] == 0
+    assert "boom in the second iteration" in events[1]["error"]
+    assert len(events) == 2
+    # The caller's instance is free again: the next call is served.
+    assert bls_events(server, "ok", 2, "bls-after") == [0, 1]
