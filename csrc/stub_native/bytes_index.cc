@@ -1,4 +1,4 @@
-// Helpers for the stub's BYTES decoder (pybackend/utils/bytes_codec.py), loaded with ctypes.
+// Helpers for the stub's BYTES codec (pybackend/utils/bytes_codec.py), loaded with ctypes.
 //
 // Serialized BYTES data is a chain: each element's u32 length gives the next element's
 // offset, so finding the elements is a sequential scan that numpy cannot vectorise and a
@@ -53,6 +53,23 @@ __attribute__((visibility("default"))) uint64_t pb_bytes_pad(const uint8_t* data
     trailing_nul += len > 0 && row[len - 1] == 0;
   }
   return trailing_nul;
+}
+
+// Serializes n elements into `out`: per element its u32 length (lens[i]), then its bytes.
+// Element i starts at src + i * stride, or, with stride 0, right after element i - 1 (the
+// elements joined back to back). The encoder (bytes_codec.py) hands over numpy's padded
+// matrix of the elements, or their join when that matrix would be too large; interleaving
+// the headers is what numpy can only do with index arrays (~150 ns per element, ~5 here).
+__attribute__((visibility("default"))) void pb_bytes_pack(const uint8_t* src, uint64_t stride,
+                                                          const uint32_t* lens, uint64_t n,
+                                                          uint8_t* out) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t len = lens[i];
+    std::memcpy(out, &len, 4);  // little-endian hosts only, as above
+    std::memcpy(out + 4, src, len);
+    out += 4 + static_cast<uint64_t>(len);
+    src += stride != 0 ? stride : len;
+  }
 }
 
 }  // extern "C"

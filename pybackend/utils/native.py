@@ -41,6 +41,15 @@ def _load() -> Optional[ctypes.CDLL]:
         ctypes.c_uint64,
         ctypes.c_void_p,
     ]
+    lib.pb_bytes_pack.restype = None
+    # The source is an address or a bytes object (passed as a pointer to its buffer).
+    lib.pb_bytes_pack.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_void_p,
+    ]
     lib.pb_lane_spin.restype = ctypes.c_int
     lib.pb_lane_spin.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64]
     return lib

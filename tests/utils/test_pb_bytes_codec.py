@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import triton_python_backend_utils as pb_utils
 from pybackend.utils import native
-from pybackend.utils.bytes_codec import split_bytes
+from pybackend.utils.bytes_codec import split_bytes, to_object_array
 
 
 @pytest.fixture(params=["native", "python"])
@@ -201,6 +201,8 @@ def test_large_tensors_of_any_lengths(items: list, shape: str) -> None:
         native.helpers = helpers
         try:
             assert split_bytes(data, len(items)) == items
+            # Serialized through the padded matrix, or the join ("one_long"), or numpy.
+            assert pb_utils.serialize_byte_tensor(to_object_array(items)) == data
             out = pb_utils.deserialize_bytes_tensor(bytearray(data))
             assert out.tolist() == items and all(type(x) is bytes for x in out)
         finally:
