@@ -319,6 +319,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["notes"].append(f"UV-11 decode micro-benchmark: {note}")
     _, note = micro.decode_speedup(quick=args.quick, mixed=True)
     results["notes"].append(f"UV-11 decode micro-benchmark: {note}")
+    results["notes"].append(
+        f"BYTES encode micro-benchmark: {micro.encode_speedup(quick=args.quick)}"
+    )
     results["meta"]["load_average_at_end"] = os.getloadavg()[0]
     results["targets"] = report.targets(results)
     return results
