@@ -17,6 +17,9 @@ from . import native
 
 _U32 = struct.Struct("<I")
 _SMALL = 64  # up to this many elements, serialize with a plain join
+# A padded matrix of the elements (n x longest) may be this many times the data (+64 KiB);
+# beyond, the encoder joins the elements and the decoder slices them.
+_PAD_SLACK = 4
 
 
 class BytesTensorError(ValueError, struct.error):
@@ -206,9 +209,6 @@ def _decode_small(data: bytes, count: Optional[int]) -> np.ndarray:
             f"Invalid bytes tensor data: expected {count} elements, found {len(items)}"
         )
     return to_object_array(items)
-
-
-_PAD_SLACK = 4  # the padded matrix may be this many times the data (+64 KiB), else slices
 
 
 def _decode_native(lib: Any, mv: memoryview, count: Optional[int]) -> np.ndarray:

@@ -22,8 +22,16 @@ def _load() -> Optional[ctypes.CDLL]:
         return None
     try:
         lib = ctypes.CDLL(str(LIBRARY))
+        _declare(lib)
     except OSError:
         return None  # another platform's build, or a damaged file: the Python path works
+    except AttributeError:
+        return None  # a library older than this code (a checkout not rebuilt): likewise
+    return lib
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    """The helpers' signatures; AttributeError when the library lacks one."""
     lib.pb_bytes_index.restype = ctypes.c_int64
     lib.pb_bytes_index.argtypes = [
         ctypes.c_void_p,
@@ -52,7 +60,6 @@ def _load() -> Optional[ctypes.CDLL]:
     ]
     lib.pb_lane_spin.restype = ctypes.c_int
     lib.pb_lane_spin.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64]
-    return lib
 
 
 helpers: Optional[ctypes.CDLL] = _load()

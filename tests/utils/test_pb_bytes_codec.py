@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import types
 
 import numpy as np
 import pytest
@@ -228,3 +229,17 @@ def test_native_library_is_built_and_loaded() -> None:
     else would notice)."""
     assert native.LIBRARY.is_file()
     assert native.helpers is not None
+
+
+def test_a_library_older_than_the_code_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout whose library was built before a helper was added (pb_bytes_pack): the
+    stub takes the Python paths instead of failing at import."""
+
+    class Older:
+        def __getattr__(self, name: str) -> object:
+            if name == "pb_bytes_pack":
+                raise AttributeError(name)
+            return types.SimpleNamespace()
+
+    monkeypatch.setattr(native.ctypes, "CDLL", lambda path: Older())
+    assert native._load() is None
