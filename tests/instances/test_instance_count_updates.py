@@ -1,8 +1,10 @@
 """A `shared` or `fork` model loaded again with another instance count (explicit model
-control, issue 29): tritonserver 2.51 loads the new model, then unloads the old one. The
-new instances start together in one new process (`shared`) or as children of one new
-importing process (`fork`), each with its own identity; every old instance is finalized in
-the old process, and that process ends with its model."""
+control, issue 29) after files in its directory changed (the model writes its logs there):
+tritonserver 2.51 then loads the new model and unloads the old one, not only the instances
+that differ (those updates: conformance/model_control/test_instance_updates.py). The new
+instances start together in one new process (`shared`) or as children of one new importing
+process (`fork`), each with its own identity; every old instance is finalized in the old
+process, and that process ends with its model."""
 
 from __future__ import annotations
 

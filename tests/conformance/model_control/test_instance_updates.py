@@ -1,8 +1,8 @@
 """A loaded model loaded again with only its instance count changed (NVIDIA's qa
 L0_model_update, instance_update_test.py): tritonserver 2.51 starts the added instances or
 finalizes the removed ones and leaves the others serving; any other change reloads every
-instance. The count is changed in config.pbtxt, as the qa does (a config override in the
-load call reloads the whole model). Under PYBACKEND_TEST_INSTANCE_PROCESS=shared|fork the
+instance. The count is changed in config.pbtxt, as the qa does (a configuration passed
+with the load call is taken the same way). Under PYBACKEND_TEST_INSTANCE_PROCESS=shared|fork the
 added instances join the model's process (shared) or are forked from its host (fork)."""
 
 from __future__ import annotations
