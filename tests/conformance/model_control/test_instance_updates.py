@@ -181,6 +181,8 @@ def test_an_invalid_config_keeps_the_instances_serving(model):
     model.config.write_text(re.sub(r"count: \d+", "--- not a count ---", good))
     with pytest.raises(InferenceServerException):
         load(model.server, MODEL)
+    # The loaded instances serve on, with the broken file still in place.
+    assert model.who().startswith(f"{MODEL}_0_")
     model.config.write_text(good)
     # The good config after it is still an update of the loaded instances.
     model.load(2)
