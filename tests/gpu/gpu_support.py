@@ -263,6 +263,28 @@ def compute_apps() -> str:
         return f"(nvidia-smi: {e})"
 
 
+def process_memory_mib() -> dict[int, int] | None:
+    """nvidia-smi's device memory per process (MiB by pid), or None where it lists none
+    (under gVisor its per-process view is empty across the PID namespace; on the
+    Firecracker machines it lists every process, with the pids /proc shows)."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = {}
+    for line in out.splitlines():
+        pid, _, mib = line.partition(",")
+        if pid.strip().isdigit() and mib.strip().isdigit():
+            found[int(pid)] = int(mib)
+    return found or None
+
+
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float, every: float = 0.2) -> T:
     """probe() until it returns something other than None; fail after timeout seconds."""
     deadline = time.monotonic() + timeout
