@@ -39,7 +39,8 @@
 #   GPU_BREAKDOWN=0|1|only   the GPU breakdown (docs/gpu.md "Where the time goes"): not (the
 #                            default), after the GPU benchmark, or alone: then it runs right
 #                            after the build, and tests/gpu afterwards with the lending pool
-#                            on (PYBACKEND_GPU_LEND_POOL=1) if time is left; no GPU benchmark
+#                            off (PYBACKEND_GPU_LEND_POOL=0, the opt-out; on is the default
+#                            since 2026-11-29) if time is left; no GPU benchmark
 #                            and no CPU benchmark. GPU_BREAKDOWN_REQUESTS=200 per row
 set -u
 
@@ -167,12 +168,12 @@ breakdown() {
 if [ "$build_rc" -ne 0 ]; then
     echo "build failed: tests/gpu not run (see build.log)" >>"$SUMMARY"
 elif [ "${GPU_BREAKDOWN:-0}" = "only" ]; then
-    # The breakdown first (~1-2 minutes on the H200), then the GPU suite with the lending pool
-    # on: whether the switch can become the default (docs/gpu.md).
+    # The breakdown first (~1 minute on the H200), then the GPU suite with the lending pool
+    # off: the opt-out path (the default run has it on; docs/gpu.md).
     breakdown "$(($(left) - 20))"
-    echo "tests/gpu below ran with PYBACKEND_GPU_LEND_POOL=1" >>"$SUMMARY"
+    echo "tests/gpu below ran with PYBACKEND_GPU_LEND_POOL=0" >>"$SUMMARY"
     # shellcheck disable=SC2086
-    step pytest "$(($(left) - 20))" "$OUT/pytest.log" env PYBACKEND_GPU_LEND_POOL=1 "$PY" -m pytest \
+    step pytest "$(($(left) - 20))" "$OUT/pytest.log" env PYBACKEND_GPU_LEND_POOL=0 "$PY" -m pytest \
         tests/gpu -m gpu -v -rA -o junit_family=xunit1 -p no:cacheprovider --timeout=150 \
         --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
     grep -E '^(=+ .*(passed|failed|skipped|error|no tests ran).* =+)$' "$OUT/pytest.log" | tail -1 >>"$SUMMARY"

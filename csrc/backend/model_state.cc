@@ -10,6 +10,7 @@
 #include "backend/lane_spin.h"
 #include "backend/logging.h"
 #include "backend/thread_budget.h"
+#include "cuda/device_holds.h"
 #include "ipc/protocol.h"
 
 namespace pybackend {
@@ -353,6 +354,9 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   o.env = ThreadBudgetEnv(thread_budget);
   // The stub's side of the same decision (pybackend/stub/main.py), always set: one rule.
   o.env.emplace_back("PYBACKEND_STUB_SPIN_US", std::to_string(lane_spin_us));
+  // The lending pool likewise: the stub keeps its mappings of lent memory exactly when our
+  // holds keep the memory (a mapping kept of memory we free would outlive it).
+  o.env.emplace_back("PYBACKEND_GPU_LEND_POOL", cuda::DeviceHolds::PoolFromEnv() ? "1" : "0");
   // The original's stub embeds Python, which never coerces the C locale (PEP 538): a server
   // run without a locale leaves the model's locale.getlocale() at (None, None), as NVIDIA's
   // qa env test checks. `python -m` would coerce it to C.UTF-8; off unless the user chose.

@@ -4,7 +4,7 @@
 // the session ends (stub exit, crash or restart). Memory of Triton's that CUDA IPC can share
 // is described without a hold (hold 0): it is valid while its request is.
 //
-// The lending pool (opt-in, PYBACKEND_GPU_LEND_POOL=1, docs/gpu.md "Where the time goes"):
+// The lending pool (on unless PYBACKEND_GPU_LEND_POOL=0, docs/gpu.md "Where the time goes"):
 // a returned hold's allocation is kept, with its IPC handle, for the next input of about its
 // size instead of freed, so a request costs no cuMemAlloc, cuIpcGetMemHandle or cuMemFree,
 // and the stub (which reads the same variable) keeps its mapping of that handle open instead
@@ -12,9 +12,11 @@
 // CUDA shared memory, imported by Triton, is the same pointer request after request) is
 // remembered, so the next input there goes straight to the copy (a stale entry costs a copy,
 // never a wrong share; the last kMaxRefused kept). Bounded: kPoolMaxBuffers / kPoolMaxBytes idle,
-// the oldest freed past them; all freed at teardown. Off by default until measured on a GPU:
-// it keeps device memory allocated between requests, and memory the backend copies the next
-// input into may still be read by work a model queued and never waited for.
+// the oldest freed past them; all freed at teardown. On by default since an H200 run showed it
+// faster with tests/gpu passing (docs/gpu.md "Runs"). What it costs: device memory stays
+// allocated between requests (bounded as above), and memory the backend copies the next input
+// into may still be read by work a model queued on an earlier input and never waited for, as
+// with the original's CUDA memory pool, which it reuses the same way.
 #pragma once
 
 #include <cstddef>

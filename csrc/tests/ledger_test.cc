@@ -184,6 +184,7 @@ static void TestStubBlocksReturned() {
 // hold is refused. The stub's allocations we map: opened once, closed when the stub is gone.
 static void TestDeviceMemory(const FakeCuda& cuda) {
   MemoryLedger ledger = NewLedger();
+  ledger.set_lend_pool(false);  // frees as they happen; the pool's side: TestLendPoolCalls
   const int live = cuda.live();
   const int frees = cuda.frees();
   ipc::GpuRef lent;
@@ -240,8 +241,8 @@ static std::string LendOneInput(MemoryLedger& ledger, const void* client, size_t
 }
 
 // The driver calls of a GPU input copied into lent memory, request after request: without
-// the lending pool (the default) each request allocates, exports and frees its buffer; with
-// it (PYBACKEND_GPU_LEND_POOL=1) the second request reuses the first one's allocation and
+// the lending pool (PYBACKEND_GPU_LEND_POOL=0) each request allocates, exports and frees its
+// buffer; with it (the default) the second request reuses the first one's allocation and
 // handle (so the stub's cached mapping is hit), does not try to share the client's memory
 // again, and makes only the copy and its sync.
 static void TestLendPoolCalls(const FakeCuda& cuda) {

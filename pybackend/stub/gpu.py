@@ -30,9 +30,11 @@ IPC_UNAVAILABLE = (
 )
 
 
-# The backend's lending pool (csrc/cuda/device_holds.h): "1" in tritonserver's environment,
-# which the stub inherits, on both sides at once.
+# The backend's lending pool (csrc/cuda/device_holds.h): on unless tritonserver's environment
+# turns it off; the backend sets the variable for every stub it starts from its own decision.
 LEND_POOL_ENV = "PYBACKEND_GPU_LEND_POOL"
+#: The values that turn the pool off (csrc/cuda/device_holds.cc reads the same).
+LEND_POOL_OFF = ("0", "false", "off", "no")
 
 
 class GpuHolds:
@@ -109,7 +111,7 @@ class GpuMappings:
     Triton's allocation from returning to the driver even after Triton freed it). Memory
     lent for one tensor (a hold) is mapped for that tensor and closed, then returned to the
     backend with ``give_back(hold)``, when the tensor dies; under the backend's lending pool
-    (``keep_lent``: PYBACKEND_GPU_LEND_POOL=1, csrc/cuda/device_holds.h) the backend lends
+    (``keep_lent``, on unless PYBACKEND_GPU_LEND_POOL=0, csrc/cuda/device_holds.h) the backend lends
     the same allocations again, so their mappings are cached like Triton's memory instead
     (the hold still goes back when the tensor dies).
     """
@@ -120,7 +122,9 @@ class GpuMappings:
     def __init__(self, give_back: Callable[[int], None], keep_lent: Optional[bool] = None) -> None:
         self._give_back = give_back
         if keep_lent is None:
-            keep_lent = os.environ.get(LEND_POOL_ENV) == "1"
+            # The backend's rule (csrc/cuda/device_holds.cc), which sets the variable for
+            # every stub it starts; unset (attach mode) is on, as there.
+            keep_lent = os.environ.get(LEND_POOL_ENV, "1").lower() not in LEND_POOL_OFF
         self.keep_lent = keep_lent
         # Cached mappings of Triton's memory, oldest use first: key -> base here
         self._open: "collections.OrderedDict[Tuple[int, bytes], int]" = collections.OrderedDict()

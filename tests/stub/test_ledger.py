@@ -381,8 +381,11 @@ def test_a_gpu_hold_of_a_message_never_sent_is_dropped(parts, driver) -> None:
 def test_lent_gpu_memory_is_unmapped_and_its_hold_queued_when_the_tensor_dies(
     parts, driver
 ) -> None:
+    """With the lending pool off (PYBACKEND_GPU_LEND_POOL=0): the mapping of lent memory is
+    closed with its tensor (the pool's side: the next test)."""
     st, _, _, _ = parts
     led = st.ledger
+    led.gpu_maps.keep_lent = False
     lent = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 31, b"B" * 64, 8), 16)
     cached = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 0, b"P" * 64, 0), 16)
     assert lent.ptr == driver.base + 8
@@ -411,7 +414,7 @@ def test_lent_gpu_memory_mapped_per_request_or_kept_under_the_lending_pool(
     parts, keep_lent
 ) -> None:
     """Two requests lent the same allocation (the backend's lending pool reuses it, same
-    handle): without PYBACKEND_GPU_LEND_POOL each maps and unmaps it; with it the mapping is
+    handle): with PYBACKEND_GPU_LEND_POOL=0 each maps and unmaps it; under the pool the mapping is
     opened once and kept, and each hold still goes back when its tensor dies."""
     st, _, _, _ = parts
     host = np.zeros(256, np.uint8)
@@ -441,14 +444,18 @@ def test_lent_gpu_memory_mapped_per_request_or_kept_under_the_lending_pool(
 
 
 def test_the_lending_pool_is_read_from_the_environment(monkeypatch) -> None:
+    """On unless "0", "false", "off" or "no", the backend's rule (it sets the variable for
+    every stub it starts; an attach-mode process sees the user's environment, unset there
+    meaning on as well)."""
     from pybackend.stub.gpu import LEND_POOL_ENV, GpuMappings
 
     monkeypatch.delenv(LEND_POOL_ENV, raising=False)
-    assert GpuMappings(lambda hold: None).keep_lent is False
+    assert GpuMappings(lambda hold: None).keep_lent is True
     monkeypatch.setenv(LEND_POOL_ENV, "1")
     assert GpuMappings(lambda hold: None).keep_lent is True
-    monkeypatch.setenv(LEND_POOL_ENV, "0")
-    assert GpuMappings(lambda hold: None).keep_lent is False
+    for off in ("0", "false", "OFF", "no"):
+        monkeypatch.setenv(LEND_POOL_ENV, off)
+        assert GpuMappings(lambda hold: None).keep_lent is False
 
 
 def test_an_output_at_the_start_of_backend_memory_is_shared_without_a_driver_call(parts) -> None:
@@ -468,6 +475,9 @@ def test_an_output_at_the_start_of_backend_memory_is_shared_without_a_driver_cal
     try:
         led = st.ledger
         lent = led.map_gpu(GpuRef(int(Owner.BACKEND), 0, 7, b"L" * 64, 0), 64)
+        # Under the lending pool the mapping is cached, and a cached mapping asks its size
+        # once, when it is opened: not a call of the request's output.
+        calls.clear()
         ref = led.share_gpu(DeviceBuffer(lent.ptr, 64, KDL_CUDA, 0))
         assert ref is not None and calls == []
         assert (ref.owner, ref.handle, ref.offset) == (int(Owner.BACKEND), b"L" * 64, 0)

@@ -100,8 +100,9 @@ def test_idle_mappings_are_bounded_in_bytes(driver) -> None:
 
 
 def test_lent_memory_is_unmapped_and_returned_when_the_tensor_dies(driver) -> None:
+    """With the lending pool off (under it the mapping is cached: test_ledger.py)."""
     given_back = []
-    m = GpuMappings(given_back.append)
+    m = GpuMappings(given_back.append, keep_lent=False)
     t = Tensor._on_device("IN", TYPE_FP32, (4,), m.buffer(ref(b"lent", hold=7), 16))
     view = Tensor.from_dlpack("SAME", t)  # renamed: the same memory
     del t
