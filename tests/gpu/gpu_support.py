@@ -249,34 +249,28 @@ def device_used_bytes(device: int = 0) -> int:
     return int(total - free)
 
 
+def _nvidia_smi(*args: str) -> tuple[str, str | None]:
+    """nvidia-smi's output, and why it gave none (None when it ran)."""
+    try:
+        run = subprocess.run(
+            ["nvidia-smi", *args], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "", str(e)
+    return run.stdout, None
+
+
 def compute_apps() -> str:
     """nvidia-smi's per-process memory, for failure messages."""
-    try:
-        return subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"(nvidia-smi: {e})"
+    out, why = _nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv")
+    return f"(nvidia-smi: {why})" if why else out
 
 
 def process_memory_mib() -> dict[int, int] | None:
     """nvidia-smi's device memory per process (MiB by pid), or None where it lists none
     (under gVisor its per-process view is empty across the PID namespace; on the
     Firecracker machines it lists every process, with the pids /proc shows)."""
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    out, _ = _nvidia_smi("--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits")
     found = {}
     for line in out.splitlines():
         pid, _, mib = line.partition(",")
