@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import dlpack, dtypes
+from . import dlpack, dtypes, gpu_trace
 from . import transport as _transport
 from .arguments import as_string, refuse
 from .bytes_codec import decode_object_array, serialize_to_bytes
@@ -66,7 +66,7 @@ def _check_device(device: Tuple[int, int]) -> None:
 def _gpu_capsule(obj: Any, device_id: int) -> Any:
     """``obj.__dlpack__`` for a CUDA producer, its work complete: the producer orders it
     before our proxy stream, which we then wait for (spec §6.4)."""
-    from . import cuda_driver, gpu_trace
+    from . import cuda_driver
 
     drv = cuda_driver.driver()
     stream = drv.proxy_stream(device_id)
@@ -93,8 +93,13 @@ def _from_gpu_capsule(cls: Any, name: str, capsule: Any, synced: bool) -> "Tenso
         from . import cuda_driver
 
         cuda_driver.driver().synchronize(int(dl.device.device_id))
+    if gpu_trace.ON:
+        t0 = gpu_trace.now()
     buf, code, shape = dlpack.take(capsule)
-    return cls._on_device(name, code, shape, buf)
+    tensor = cls._on_device(name, code, shape, buf)
+    if gpu_trace.ON:
+        gpu_trace.record("from_dlpack.take", t0)
+    return tensor
 
 
 class _OwnedView(np.ndarray):
@@ -395,7 +400,12 @@ class Tensor:
     def to_dlpack(self) -> Any:
         self._refuse_bytes_export()
         if type(self._raw) is DeviceBuffer:
-            return dlpack.export(self, self._raw, self._dtype, self._shape)
+            if not gpu_trace.ON:
+                return dlpack.export(self, self._raw, self._dtype, self._shape)
+            t0 = gpu_trace.now()
+            capsule = dlpack.export(self, self._raw, self._dtype, self._shape)
+            gpu_trace.record("to_dlpack", t0)
+            return capsule
         if self._dtype == dtypes.TYPE_BF16:
             bits = self._raw.view(np.uint16).reshape(self._shape)
             capsule = _export(bits, self)

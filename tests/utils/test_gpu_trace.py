@@ -49,3 +49,30 @@ def test_records_one_line_per_stage_appended(tmp_path: Path) -> None:
 
 def test_an_unwritable_file_never_fails_the_caller(tmp_path: Path) -> None:
     assert run(str(tmp_path / "missing-dir" / "trace.txt")) == "True"
+
+
+DLPACK_SCRIPT = """
+import numpy as np
+from pybackend.utils import dtypes, tensor
+from pybackend.utils.dlpack import DeviceBuffer
+
+host = np.zeros(16, np.float32)
+buf = DeviceBuffer(host.ctypes.data, 64, 2, 0)
+t = tensor.Tensor._on_device("IN", dtypes.TYPE_FP32, (16,), buf)
+capsule = t.__dlpack__(stream=7)
+out = tensor._from_gpu_capsule(tensor.Tensor, "OUT", capsule, True)
+print(out.shape(), out.is_cpu())
+"""
+
+
+def test_the_dlpack_stages_inside_a_models_execute(tmp_path: Path) -> None:
+    """Our export of a GPU tensor (what torch.from_dlpack calls) and the consumption of a
+    producer's capsule are timed apart from the model's own work (docs/gpu.md)."""
+    trace = tmp_path / "trace.txt"
+    env = {**os.environ, "PYBACKEND_GPU_TRACE": str(trace)}
+    out = subprocess.run(
+        [sys.executable, "-c", DLPACK_SCRIPT], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["[16]", "False"]
+    stages = [line.split(" ")[2] for line in trace.read_text().splitlines()]
+    assert stages == ["to_dlpack", "from_dlpack.take"]
