@@ -20,6 +20,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from integration_support.clients import probe_answer
 from pybackend.execution_env import EnvError, prepare
 from pybackend.server import TritonServer
 from pybackend.server.locate import original_venv
@@ -143,9 +144,7 @@ def load_and_report(server: TritonServer, name: str) -> dict:
     client = httpclient.InferenceServerClient(server.http_url)
     try:
         client.load_model(name)
-        inp = httpclient.InferInput("IN", [1], "INT32")
-        inp.set_data_from_numpy(np.array([0], np.int32))
-        return json.loads(client.infer(name, [inp]).as_numpy("OUT")[0])
+        return json.loads(probe_answer(client, name, "OUT"))
     finally:
         client.close()
 

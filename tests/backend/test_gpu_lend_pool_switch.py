@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from integration_support.clients import probe_answer
 from pybackend.server import TritonServer
 
 CONFIG = """
@@ -44,9 +44,7 @@ class TritonPythonModel:
 def seen_by_the_stub(server: TritonServer) -> str:
     client = httpclient.InferenceServerClient(server.http_url)
     try:
-        inp = httpclient.InferInput("IN", [1], "INT32")
-        inp.set_data_from_numpy(np.array([0], np.int32))
-        return client.infer("pool_probe", [inp]).as_numpy("POOL")[0].decode()
+        return probe_answer(client, "pool_probe", "POOL").decode()
     finally:
         client.close()
 

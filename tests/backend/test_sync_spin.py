@@ -22,6 +22,7 @@ import tritonclient.http as httpclient
 
 from integration_support import EXAMPLES_REPOSITORY
 from integration_support.bls_pipeline import BLS_PIPELINE_MODELS, check_bls_pipeline
+from integration_support.clients import probe_answer
 from integration_support.echo_model import write_echo_repository
 from integration_support.fake_cgroup import fake_cgroup_root
 from pybackend.server import ServerError, TritonServer
@@ -63,9 +64,7 @@ def decisions(server: TritonServer) -> dict[str, tuple[str, str]]:
 def stub_spin(server: TritonServer) -> str:
     client = httpclient.InferenceServerClient(server.http_url)
     try:
-        inp = httpclient.InferInput("IN", [1], "INT32")
-        inp.set_data_from_numpy(np.array([0], np.int32))
-        return client.infer("spin_probe", [inp]).as_numpy("SPIN")[0].decode()
+        return probe_answer(client, "spin_probe", "SPIN").decode()
     finally:
         client.close()
 

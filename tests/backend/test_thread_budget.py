@@ -13,11 +13,11 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from integration_support.clients import probe_answer
 from integration_support.fake_cgroup import fake_cgroup_root
 from pybackend.server import TritonServer
 
@@ -68,10 +68,7 @@ def env_seen(server: TritonServer, count: int, budget: str | None = None) -> dic
     client = httpclient.InferenceServerClient(server.http_url)
     try:
         client.load_model("env_probe", config=config(count, budget))
-        inp = httpclient.InferInput("IN", [1], "INT32")
-        inp.set_data_from_numpy(np.array([0], np.int32))
-        result = client.infer("env_probe", [inp])
-        return json.loads(result.as_numpy("ENV")[0])
+        return json.loads(probe_answer(client, "env_probe", "ENV"))
     finally:
         client.unload_model("env_probe")
         client.close()

@@ -47,3 +47,14 @@ class InferClient:
         else:
             stats = self.client.get_inference_statistics(model, as_json=True)
         return stats["model_stats"][0]
+
+
+def probe_answer(client: Any, model: str, output: str) -> bytes:
+    """What a probe model answers (the backend tests' models that report what their stub
+    sees): one request with IN = [0] (INT32 [1]) over ``client`` (tritonclient.http's
+    InferenceServerClient), the first element of its string output ``output``."""
+    import tritonclient.http as httpclient
+
+    inp = httpclient.InferInput("IN", [1], "INT32")
+    inp.set_data_from_numpy(np.array([0], np.int32))
+    return client.infer(model, [inp]).as_numpy(output)[0]
