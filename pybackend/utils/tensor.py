@@ -400,11 +400,11 @@ class Tensor:
     def to_dlpack(self) -> Any:
         self._refuse_bytes_export()
         if type(self._raw) is DeviceBuffer:
-            if not gpu_trace.ON:
-                return dlpack.export(self, self._raw, self._dtype, self._shape)
-            t0 = gpu_trace.now()
+            if gpu_trace.ON:
+                t0 = gpu_trace.now()
             capsule = dlpack.export(self, self._raw, self._dtype, self._shape)
-            gpu_trace.record("to_dlpack", t0)
+            if gpu_trace.ON:
+                gpu_trace.record("to_dlpack", t0)
             return capsule
         if self._dtype == dtypes.TYPE_BF16:
             bits = self._raw.view(np.uint16).reshape(self._shape)
