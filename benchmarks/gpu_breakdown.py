@@ -1,10 +1,13 @@
 """Where a GPU identity's backend time goes (issue 31 part 1), in one GPU call:
 
-    python -m benchmarks.gpu_identity --breakdown [--requests 50] [--mib 64] [--switches 0,1]
-        [--markdown PATH] [--server-log PATH]
+    python -m benchmarks.gpu_identity --breakdown [--requests 50] [--mib 64]
+        [--switches 1,1:legacy] [--markdown PATH] [--server-log PATH]
 
-For each value of the lending pool switch (PYBACKEND_GPU_LEND_POOL, csrc/cuda/device_holds.h;
-default 0 and 1) it starts two servers with only the rows' models: one plain, for the backend
+For each setting in --switches, POOL[:STREAM] (PYBACKEND_GPU_LEND_POOL, the lending pool of
+csrc/cuda/device_holds.h, and PYBACKEND_DLPACK_STREAM, the stream Tensor.from_dlpack hands a
+CUDA producer, pybackend/utils/cuda_driver.py; default "1" and "1:legacy": the pool on, the
+proxy stream against the legacy default stream) it starts two servers with only the rows'
+models: one plain, for the backend
 time of zero_copy (--mib MiB), zero_copy_4k and cpu_tiny (benchmarks/gpu_identity.py), and one
 with the stage timers on (PYBACKEND_GPU_TRACE=<file>: csrc/cuda/trace.h and
 pybackend/utils/gpu_trace.py), whose lines over the measured requests give each stage's
@@ -49,8 +52,8 @@ STAGES = (
     ("stub", "map.hit", "cached mapping reused (event)"),
     ("stub", "execute.model", "the model's execute()"),
     ("stub", "to_dlpack", "our __dlpack__ of a GPU tensor (the consumer's import not timed)"),
-    ("stub", "from_dlpack.export", "producer's __dlpack__(stream=proxy) in Tensor.from_dlpack"),
-    ("stub", "from_dlpack.sync", "cuStreamSynchronize of the proxy stream"),
+    ("stub", "from_dlpack.export", "producer's __dlpack__(stream=...) in Tensor.from_dlpack"),
+    ("stub", "from_dlpack.sync", "cuStreamSynchronize of the stream handed over"),
     ("stub", "from_dlpack.take", "the capsule consumed into our tensor"),
     ("stub", "output.share", "output exported (cuMemGetAddressRange + cuIpcGetMemHandle)"),
     ("stub", "output.share_backend", "output is the backend's memory (cuMemGetAddressRange)"),
@@ -60,6 +63,21 @@ STAGES = (
     ("backend", "ipc_cache.hit", "stub output mapping reused (event)"),
     ("backend", "lend.free", "cuMemFree of lent memory returned by the stub"),
 )
+
+
+def switch_env(switch: str) -> dict[str, str]:
+    """The servers' environment for one --switches setting, POOL[:STREAM]."""
+    pool, _, stream = switch.partition(":")
+    env = {"PYBACKEND_GPU_LEND_POOL": pool}
+    if stream:
+        env["PYBACKEND_DLPACK_STREAM"] = stream
+    return env
+
+
+def switch_label(switch: str) -> str:
+    """A setting as the tables show it: "1, proxy" (the proxy stream is the default)."""
+    pool, _, stream = switch.partition(":")
+    return f"{pool}, {stream or 'proxy'}"
 
 
 def parse_trace(text: str) -> dict[tuple[str, str], list[int]]:
@@ -119,19 +137,18 @@ def summary_table(results: dict, floors: dict, mib: int) -> str:
     issue's two yardsticks (the two copies alone; the CPU tiny row)."""
     big = mib << 20
     lines = [
-        "| PYBACKEND_GPU_LEND_POOL | row | backend µs | traced backend µs | client median µs "
+        "| pool, DLPack stream | row | backend µs | traced backend µs | client median µs "
         "| copies d2d, d2h, h2d | two copies alone µs (cuMemcpyDtoD) | goal |",
         "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |",
     ]
     for switch, by_kind in results.items():
         plain, traced = by_kind.get("plain", {}), by_kind.get("traced", {})
         tiny = plain.get("cpu_tiny", {}).get("backend_us")
+        label = switch_label(switch)
         for row in PLAIN_ROWS:
             r = plain.get(row, {})
             if "error" in r or not r:
-                lines.append(
-                    f"| {switch} | {row} | failed: {r.get('error', 'not run')} | | | | | |"
-                )
+                lines.append(f"| {label} | {row} | failed: {r.get('error', 'not run')} | | | | | |")
                 continue
             t = traced.get(row, {}).get("backend_us")
             size = big if row == "zero_copy" else gpu_identity.ROWS[row][1]
@@ -144,7 +161,7 @@ def summary_table(results: dict, floors: dict, mib: int) -> str:
             elif row == "zero_copy_4k" and tiny:
                 goal = f"{r['backend_us'] / tiny:.2f}x cpu_tiny (goal <= 1.2x)"
             lines.append(
-                f"| {switch} | {row} | {r['backend_us']:.0f} | "
+                f"| {label} | {row} | {r['backend_us']:.0f} | "
                 f"{'' if t is None else f'{t:.0f}'} | {r['client_median_us']:.0f} | "
                 f"{c['d2d']:g}, {c['d2h']:g}, {c['h2d']:g} | "
                 f"{'' if floor is None else f'{floor:.0f}'} | {goal} |"
@@ -187,7 +204,7 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
 
     from pybackend.server import TritonServer
 
-    env = {"PYBACKEND_GPU_LEND_POOL": switch}
+    env = switch_env(switch)
     if trace is not None:
         env["PYBACKEND_GPU_TRACE"] = str(trace)
         trace.write_text("")
@@ -214,7 +231,7 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
         finally:
             if args.server_log:
                 with args.server_log.open("a", encoding="utf-8") as log:
-                    log.write(f"===== gpu breakdown pool={switch} trace={trace is not None} ")
+                    log.write(f"===== gpu breakdown {env} trace={trace is not None} ")
                     log.write(f"{server!r}\n{server.log_text()}\n")
     if trace is not None:
         data = trace.read_bytes()
@@ -240,7 +257,7 @@ def report(results: dict, floors: dict, args: Any) -> str:
         for row, r in by_kind.get("traced", {}).items():
             if "stages" not in r:
                 continue
-            title = f"Stages, PYBACKEND_GPU_LEND_POOL={switch}, {row} (timers on):"
+            title = f"Stages, pool, DLPack stream = {switch_label(switch)}, {row} (timers on):"
             rows = stage_rows(r["stages"], r["requests"])
             parts += ["", stage_table(title, rows, r["stages"], r["requests"])]
     return "\n".join(parts)
@@ -261,9 +278,10 @@ def main(args: Any) -> int:
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="gpu-trace-") as tmp:
         for switch in args.switches.split(","):
+            trace = Path(tmp) / f"trace-{switch.replace(':', '-')}.txt"
             results[switch] = {
                 "plain": _run_server(args, switch, None, PLAIN_ROWS),
-                "traced": _run_server(args, switch, Path(tmp) / f"trace-{switch}.txt", TRACED_ROWS),
+                "traced": _run_server(args, switch, trace, TRACED_ROWS),
             }
     text = report(results, floors, args)
     print(text)

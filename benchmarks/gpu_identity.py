@@ -282,12 +282,13 @@ def main(argv: list[str] | None = None) -> int:
         "--breakdown",
         action="store_true",
         help="where the time goes instead (benchmarks/gpu_breakdown.py): per-stage timers "
-        "with the lending pool off and on, and the two copies measured alone",
+        "for each of --switches, and the two copies measured alone",
     )
     parser.add_argument(
         "--switches",
-        default="0,1",
-        help="--breakdown: the PYBACKEND_GPU_LEND_POOL values to compare (default 0,1)",
+        default="1,1:legacy",
+        help="--breakdown: the settings to compare, POOL[:STREAM] each (PYBACKEND_GPU_LEND_POOL"
+        " and PYBACKEND_DLPACK_STREAM; default 1,1:legacy)",
     )
     args = parser.parse_args(argv)
     if args.breakdown:

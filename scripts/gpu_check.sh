@@ -12,8 +12,9 @@
 #   bench.txt    benchmarks/gpu_identity.py: 64 MiB GPU identity, zero copy vs host round trip
 #                (its table is copied into summary.txt), then bench-pytriton's GPU row
 #                (benchmarks/pytriton_bench.py --gpu-only); with GPU_BREAKDOWN also (only) the
-#                breakdown: benchmarks/gpu_identity.py --breakdown, per-stage timers with the
-#                lending pool off and on and the two copies alone (issue 31 part 1)
+#                breakdown: benchmarks/gpu_identity.py --breakdown, per-stage timers for each
+#                setting (the lending pool, the DLPack hand-off) and the two copies alone
+#                (issue 31 part 1)
 #   cpu_bench.txt  scripts/gpu_cpu_bench.sh: benchmarks.run (quick mode) ours vs the original vs
 #                native on the machine's idle cores, with nproc, load, CPU model, the original's
 #                setup (or why it could not start), the sync spin's A/B (benchmarks/spin_ab.py)
@@ -38,10 +39,12 @@
 #                            after it, instead of it, or not (scripts/gpu_cpu_bench.sh)
 #   GPU_BREAKDOWN=0|1|only   the GPU breakdown (docs/gpu.md "Where the time goes"): not (the
 #                            default), after the GPU benchmark, or alone: then it runs right
-#                            after the build, and tests/gpu afterwards with the lending pool
-#                            off (PYBACKEND_GPU_LEND_POOL=0, the opt-out; on is the default
-#                            since 2026-11-29) if time is left; no GPU benchmark
-#                            and no CPU benchmark. GPU_BREAKDOWN_REQUESTS=200 per row
+#                            after the build, and tests/gpu afterwards, if time is left, with
+#                            GPU_BREAKDOWN_TEST_ENV in its environment (default
+#                            PYBACKEND_DLPACK_STREAM=legacy, the opt-in hand-off the breakdown
+#                            compares); no GPU benchmark and no CPU benchmark.
+#                            GPU_BREAKDOWN_REQUESTS=200 per row, GPU_BREAKDOWN_SWITCHES its
+#                            settings (default 1,1:legacy)
 set -u
 
 OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -157,7 +160,8 @@ echo "GPU usable by torch: $gpu" >>"$SUMMARY"
 # benchmarks/gpu_identity.py --breakdown into bench.txt, its tables into the summary.
 breakdown() {
     step breakdown "$1" "$OUT/bench.txt" "$PY" -m benchmarks.gpu_identity --breakdown \
-        --requests "${GPU_BREAKDOWN_REQUESTS:-200}" --server-log "$OUT/servers.log"
+        --requests "${GPU_BREAKDOWN_REQUESTS:-200}" --switches "${GPU_BREAKDOWN_SWITCHES:-1,1:legacy}" \
+        --server-log "$OUT/servers.log"
     # Only the breakdown's part of bench.txt (the GPU benchmark's table may come before it).
     awk '/^=== breakdown:/ { on = 1; next } on' "$OUT/bench.txt" |
         grep -E '^(GPU identity breakdown|gpu_identity|Copies alone|Stages|\|)' >>"$SUMMARY"
@@ -168,12 +172,13 @@ breakdown() {
 if [ "$build_rc" -ne 0 ]; then
     echo "build failed: tests/gpu not run (see build.log)" >>"$SUMMARY"
 elif [ "${GPU_BREAKDOWN:-0}" = "only" ]; then
-    # The breakdown first (~1 minute on the H200), then the GPU suite with the lending pool
-    # off: the opt-out path (the default run has it on; docs/gpu.md).
+    # The breakdown first (~1 minute on the H200), then the GPU suite on a path the default
+    # run does not take (docs/gpu.md).
     breakdown "$(($(left) - 20))"
-    echo "tests/gpu below ran with PYBACKEND_GPU_LEND_POOL=0" >>"$SUMMARY"
+    test_env=${GPU_BREAKDOWN_TEST_ENV:-PYBACKEND_DLPACK_STREAM=legacy}
+    echo "tests/gpu below ran with $test_env" >>"$SUMMARY"
     # shellcheck disable=SC2086
-    step pytest "$(($(left) - 20))" "$OUT/pytest.log" env PYBACKEND_GPU_LEND_POOL=0 "$PY" -m pytest \
+    step pytest "$(($(left) - 20))" "$OUT/pytest.log" env $test_env "$PY" -m pytest \
         tests/gpu -m gpu -v -rA -o junit_family=xunit1 -p no:cacheprovider --timeout=150 \
         --junitxml="$OUT/junit.xml" ${PYTEST_ARGS:-}
     grep -E '^(=+ .*(passed|failed|skipped|error|no tests ran).* =+)$' "$OUT/pytest.log" | tail -1 >>"$SUMMARY"

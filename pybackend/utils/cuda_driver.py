@@ -24,11 +24,22 @@ LIBRARY = "libcuda.so.1"
 CUDA_SUCCESS = 0
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
 CU_STREAM_NON_BLOCKING = 0x1
+#: The legacy default stream's handle (cuda.h's CU_STREAM_LEGACY; DLPack's stream ``1``).
+CU_STREAM_LEGACY = 0x1
 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 IPC_HANDLE_BYTES = 64
 # Set by the backend when it isolates the stub with CUDA_VISIBLE_DEVICES (model parameter
 # ISOLATE_GPU): the one device this process sees is that device of the backend's numbering.
 ISOLATED_DEVICE_ENV = "PYBACKEND_ISOLATED_DEVICE"
+# Which stream Tensor.from_dlpack hands a CUDA producer's __dlpack__: "proxy" (unset, the
+# original's: our own non-blocking stream per device) or "legacy" (DLPack's 1, the legacy
+# default stream). Either way the stub then waits for that stream on the host, so the
+# producer's work is complete before the backend reads the memory. With "legacy" a producer
+# whose current stream is the default one (torch's and cupy's unless a model picks another)
+# orders nothing: torch skips the ExternalStream and the event it makes for any other stream,
+# about 80 us a call on the H200 (benchmarks/RESULTS.md, issue 31). Opt-in until measured on
+# a GPU (docs/gpu.md).
+DLPACK_STREAM_ENV = "PYBACKEND_DLPACK_STREAM"
 
 _u64 = ctypes.c_uint64
 _ptr = ctypes.c_void_p
@@ -226,6 +237,25 @@ class Driver:
 
 
 _DRIVER: Optional[Driver] = None
+
+
+def handoff_legacy(value: Optional[str]) -> bool:
+    """Whether DLPACK_STREAM_ENV's value asks for the legacy default stream (any case)."""
+    return (value or "").strip().lower() == "legacy"
+
+
+#: Read once: the stub's environment is set by the backend before the process starts.
+HANDOFF_LEGACY = handoff_legacy(os.environ.get(DLPACK_STREAM_ENV))
+
+
+def handoff_stream(drv: "Driver", device: int) -> int:
+    """The stream Tensor.from_dlpack passes to a CUDA producer's ``__dlpack__`` and then
+    waits for (DLPACK_STREAM_ENV)."""
+    if HANDOFF_LEGACY:
+        return CU_STREAM_LEGACY
+    return drv.proxy_stream(device)
+
+
 _LOAD_LOCK = threading.Lock()
 
 

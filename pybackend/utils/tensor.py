@@ -65,11 +65,12 @@ def _check_device(device: Tuple[int, int]) -> None:
 
 def _gpu_capsule(obj: Any, device_id: int) -> Any:
     """``obj.__dlpack__`` for a CUDA producer, its work complete: the producer orders it
-    before our proxy stream, which we then wait for (spec §6.4)."""
+    before the stream we hand it (our proxy stream, spec §6.4, or the legacy default stream:
+    cuda_driver.DLPACK_STREAM_ENV), which we then wait for."""
     from . import cuda_driver
 
     drv = cuda_driver.driver()
-    stream = drv.proxy_stream(device_id)
+    stream = cuda_driver.handoff_stream(drv, device_id)
     if gpu_trace.ON:
         t0 = gpu_trace.now()
     # The producer's own exception reaches the model unchanged, as in the original (torch's

@@ -67,18 +67,28 @@ def test_the_summary_compares_with_the_copies_alone_and_the_cpu_tiny_row() -> No
             "plain": {"zero_copy": _row(1000), "zero_copy_4k": _row(150), "cpu_tiny": _row(100)},
             "traced": {"zero_copy": {**_row(1100), "stages": gpu_breakdown.parse_trace(TRACE)}},
         },
-        "1": {"plain": {"zero_copy": {"error": "RuntimeError: boom"}}, "traced": {}},
+        "1:legacy": {"plain": {"zero_copy": {"error": "RuntimeError: boom"}}, "traced": {}},
     }
     floors = {64 << 20: {"two_dtod": 200.0, "two_async_synced": 210.0,
                          "two_async_one_sync": 205.0, "idle_sync": 3.0}}  # fmt: skip
     args = SimpleNamespace(mib=64, requests=50)
     text = gpu_breakdown.report(results, floors, args)
-    assert "| 0 | zero_copy | 1000 | 1100 | 1100 | 2, 0, 0 | 200 | 5.00x the copies" in text
-    assert "| 0 | zero_copy_4k | 150 |" in text and "1.50x cpu_tiny (goal <= 1.2x)" in text
-    assert "| 1 | zero_copy | failed: RuntimeError: boom |" in text
-    assert "| 1 | cpu_tiny | failed: not run |" in text
-    assert "Stages, PYBACKEND_GPU_LEND_POOL=0, zero_copy (timers on):" in text
+    assert "| 0, proxy | zero_copy | 1000 | 1100 | 1100 | 2, 0, 0 | 200 | 5.00x the copies" in text
+    assert "| 0, proxy | zero_copy_4k | 150 |" in text and "1.50x cpu_tiny (goal <= 1.2x)" in text
+    assert "| 1, legacy | zero_copy | failed: RuntimeError: boom |" in text
+    assert "| 1, legacy | cpu_tiny | failed: not run |" in text
+    assert "Stages, pool, DLPack stream = 0, proxy, zero_copy (timers on):" in text
     assert "| 67108864 | 200.0 | 210.0 | 205.0 | 3.0 |" in text
+
+
+def test_a_setting_names_the_pool_and_the_dlpack_stream() -> None:
+    assert gpu_breakdown.switch_env("0") == {"PYBACKEND_GPU_LEND_POOL": "0"}
+    assert gpu_breakdown.switch_env("1:legacy") == {
+        "PYBACKEND_GPU_LEND_POOL": "1",
+        "PYBACKEND_DLPACK_STREAM": "legacy",
+    }
+    assert gpu_breakdown.switch_label("1") == "1, proxy"
+    assert gpu_breakdown.switch_label("1:legacy") == "1, legacy"
 
 
 def test_without_a_gpu_every_entry_point_says_so_and_exits_0(tmp_path: Path) -> None:
@@ -270,7 +280,7 @@ def test_a_copy_floor_that_fails_costs_the_breakdown_its_floor_only(
     assert gpu_breakdown.main(args) == 0
     out = capsys.readouterr().out
     assert "Copies alone: RuntimeError: cuMemAlloc_v2 failed with CUDA error 2" in out
-    assert "| 0 | zero_copy | 100 | 100 |" in out
+    assert "| 0, proxy | zero_copy | 100 | 100 |" in out
 
 
 def test_the_copy_floor_waits_for_every_copy_it_times() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import weakref
 from typing import Any, List, Tuple
 
@@ -89,6 +90,44 @@ def test_from_dlpack_of_a_cuda_producer_hands_off_on_the_proxy_stream(fake_drive
     assert t.shape() == [3, 4] and t.triton_dtype() == TYPE_FP32
     assert t._raw.ptr == host.ctypes.data and t._raw.nbytes == host.nbytes
     assert "gpu 1" in repr(t)
+
+
+def test_with_the_legacy_hand_off_the_producer_gets_stream_1_and_it_is_waited_for(
+    fake_driver, monkeypatch
+):
+    # PYBACKEND_DLPACK_STREAM=legacy: DLPack's 1, the legacy default stream (what torch's own
+    # from_dlpack passes for its default stream); no proxy stream is made.
+    monkeypatch.setattr(cuda_driver, "HANDOFF_LEGACY", True)
+    host = np.arange(6, dtype=np.float32)
+    src = FakeCudaArray(host, TYPE_FP32, device=1)
+    t = Tensor.from_dlpack("OUT", src)
+    assert src.streams == [cuda_driver.CU_STREAM_LEGACY] == [1]
+    assert fake_driver.calls == [("sync_stream", 1, 1)]
+    assert t._raw.ptr == host.ctypes.data
+
+
+@pytest.mark.parametrize(
+    "value, legacy",
+    [(None, False), ("", False), ("proxy", False), ("1", False), ("legacy", True),
+     (" Legacy ", True), ("LEGACY", True)],
+)  # fmt: skip
+def test_the_hand_off_switch_reads_legacy_in_any_case_and_defaults_to_the_proxy(value, legacy):
+    assert cuda_driver.handoff_legacy(value) is legacy
+
+
+def test_the_hand_off_switch_is_read_from_the_environment_at_import():
+    import subprocess
+    import sys
+
+    code = "from pybackend.utils import cuda_driver as c; print(c.HANDOFF_LEGACY)"
+    for value, want in (("legacy", "True"), ("proxy", "False"), (None, "False")):
+        env = {k: v for k, v in os.environ.items() if k != cuda_driver.DLPACK_STREAM_ENV}
+        if value is not None:
+            env[cuda_driver.DLPACK_STREAM_ENV] = value
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == want, (value, out.stderr)
 
 
 def test_a_bare_capsule_waits_for_the_whole_device(fake_driver):
