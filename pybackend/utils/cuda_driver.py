@@ -244,7 +244,7 @@ def handoff_legacy(value: Optional[str]) -> bool:
     return (value or "").strip().lower() == "legacy"
 
 
-#: Read once: the stub's environment is set by the backend before the process starts.
+#: Read once: a process's environment (tritonserver's, which the stub inherits) is fixed.
 HANDOFF_LEGACY = handoff_legacy(os.environ.get(DLPACK_STREAM_ENV))
 
 
