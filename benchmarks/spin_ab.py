@@ -1,9 +1,10 @@
 """The sync spin's A/B (issue 31 part 2, docs/protocol.md "The spin"): the single-round-trip
-rows of ``benchmarks.run`` with our backend's spin in auto mode against the spin forced off
-(``ipc-spin-us=0``), each run measuring the original in the same windows, runs interleaved
-(auto, off, off, auto, ...), and the spread over the runs.
+rows of ``benchmarks.run`` with our backend's spin in one setting against another (by default
+auto mode against the spin forced off, ``ipc-spin-us=0``), each run measuring the original in
+the same windows, runs interleaved (A, B, B, A, ...), and the spread over the runs.
 
     python -m benchmarks.spin_ab                      # 3 runs a side, the rows below
+    python -m benchmarks.spin_ab --sides 300,auto     # a fixed 300 µs spin against auto
     python -m benchmarks.spin_ab --runs 1 --window 0.05 --rounds 1   # a smoke run
 
 It first prints the decision the backend logs for a one-instance model on this machine
@@ -31,7 +32,17 @@ from benchmarks import report, repository
 from pybackend.server import TritonServer
 
 ROWS = ["tiny_c1", "add_sub", "4k_c1", "bls", "tiny_c16", "2inst_c8"]
-SIDES = {"auto": "", "off": "ipc-spin-us=0"}
+
+
+def side_config(side: str) -> str:
+    """PYBACKEND_BENCH_OURS_CONFIG for a side: auto (the default), off, or µs to spin."""
+    if side == "auto":
+        return ""
+    if side == "off":
+        return "ipc-spin-us=0"
+    if side.isdigit():
+        return f"ipc-spin-us={int(side)}"
+    raise ValueError(f"a side is auto, off or a number of microseconds, not {side!r}")
 
 
 def decision() -> str:
@@ -51,7 +62,7 @@ def one_run(side: str, args: argparse.Namespace, timeout: float) -> dict[str, An
         cmd += ["--workloads", *args.workloads, "--load-reps", "1", "--json", str(out)]
         cmd += ["--window", str(args.window), "--rounds", str(args.rounds)]
         cmd += ["--warmup", str(args.warmup)]
-        env = dict(os.environ, PYBACKEND_BENCH_OURS_CONFIG=SIDES[side])
+        env = dict(os.environ, PYBACKEND_BENCH_OURS_CONFIG=side_config(side))
         subprocess.run(cmd, env=env, timeout=timeout, check=True, capture_output=True)
         return json.loads(out.read_text())
 
@@ -76,18 +87,24 @@ def cell(values: list[float], fmt: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.spin_ab", description=__doc__)
-    p.add_argument("--runs", type=int, default=3, help="runs per side (auto, off)")
+    p.add_argument("--runs", type=int, default=3, help="runs per side")
+    p.add_argument(
+        "--sides", default="auto,off", help="the two spin settings: auto, off or µs (auto,off)"
+    )
     p.add_argument("--window", type=float, default=0.3)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--warmup", type=float, default=0.1)
     p.add_argument("--workloads", nargs="*", default=ROWS)
     p.add_argument("--budget", type=float, default=600.0, help="seconds for everything")
     args = p.parse_args(argv)
+    a, b = sides = tuple(args.sides.split(","))  # type: ignore[misc]
+    for side in sides:
+        side_config(side)  # refuses a bad side before anything runs
     t0 = time.monotonic()
     print(f"decision: {decision()}", flush=True)
     print(f"load average: {os.getloadavg()[0]:.2f}, cores: {len(os.sched_getaffinity(0))}")
-    order = [("auto", "off") if i % 2 == 0 else ("off", "auto") for i in range(args.runs)]
-    results: dict[str, list[dict[str, Any]]] = {"auto": [], "off": []}
+    order = [(a, b) if i % 2 == 0 else (b, a) for i in range(args.runs)]
+    results: dict[str, list[dict[str, Any]]] = {a: [], b: []}
     longest = 0.0
     for pair in order:
         for side in pair:
@@ -103,12 +120,12 @@ def main(argv: list[str] | None = None) -> int:
             longest = max(longest, time.monotonic() - start)
             print(f"run {side} done in {time.monotonic() - start:.0f}s", flush=True)
     print()
-    print(f"runs: auto {len(results['auto'])}, off {len(results['off'])}; median (min-max)")
+    print(f"runs: {a} {len(results[a])}, {b} {len(results[b])}; median (min-max)")
     print()
     print(
-        "| row | backend ours/orig, auto | backend ours/orig, off | ours backend µs auto "
-        "| ours backend µs off | req/s ours/orig auto | req/s ours/orig off "
-        "| ours stub CPU % auto | ours stub CPU % off |"
+        f"| row | backend ours/orig, {a} | backend ours/orig, {b} | ours backend µs {a} "
+        f"| ours backend µs {b} | req/s ours/orig {a} | req/s ours/orig {b} "
+        f"| ours stub CPU % {a} | ours stub CPU % {b} |"
     )
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     for key in args.workloads:
@@ -119,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             ("rate", True, "{:.2f}"),
             ("stub_cpu_pct", False, "{:.0f}"),
         ):
-            for side in ("auto", "off"):
+            for side in sides:
                 vals = [v for r in results[side] if (v := value(r, key, metric, ratio)) is not None]
                 cols.append(cell(vals, fmt))
         print(f"| {key} | " + " | ".join(cols) + " |")

@@ -17,7 +17,8 @@
 # benchmarks/spin_ab.py): the single-round-trip rows with our spin in auto mode (on with 16
 # cores) against it forced off, 3 interleaved runs a side, each against the original in the
 # same run, with the spread. GPU_SPIN_AB=1 (default: after the benchmark), only (instead of
-# it: give the step its time with GPU_CPU_BENCH_CAP), 0 (not at all).
+# it: give the step its time with GPU_CPU_BENCH_CAP), 0 (not at all). GPU_SPIN_AB_SIDES: the
+# two settings compared (default auto,off; a number is a fixed spin in µs, e.g. 300,auto).
 #
 # Usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]   (the benchmark's own cap, default 150)
 #   PY, KIT, SITE as in gpu_check.sh (exported there); GPU_CPU_BENCH_ARGS (default --quick)
@@ -126,8 +127,10 @@ elif [ "$left" -lt 40 ]; then
     note "spin A/B: NOT RUN (${left}s left of the cap, it needs 40s at least)"
 else
     note ""
-    note "## python -m benchmarks.spin_ab --budget $((left - 10)) (limit ${left}s)"
-    timeout -k 10 "$left" "$PY" -m benchmarks.spin_ab --budget "$((left - 10))" >>"$REPORT" 2>&1
+    sides=${GPU_SPIN_AB_SIDES:-auto,off}
+    note "## python -m benchmarks.spin_ab --sides $sides --budget $((left - 10)) (limit ${left}s)"
+    timeout -k 10 "$left" "$PY" -m benchmarks.spin_ab --sides "$sides" --budget "$((left - 10))" \
+        >>"$REPORT" 2>&1
     ab=$?
     note "spin A/B: rc=$ab ($(elapsed) in all)"
     [ "$rc" -eq 0 ] && rc=$ab

@@ -131,7 +131,12 @@ StubSession::Wait StubSession::WaitSync(ipc::MessageKind want, std::chrono::mill
         out->kind == static_cast<uint16_t>(ipc::MessageKind::BLS_EXEC)) {
       // A BLS call from the thread running execute: started here, answered on sync.
       AsyncHandler* h = handler();
-      if (h != nullptr && h->OnSyncCall(*this, *out)) continue;
+      if (h != nullptr && h->OnSyncCall(*this, *out)) {
+        // The RESULT now comes after the call's answer and the rest of execute: a fresh wait,
+        // with a fresh spin (the first one has mostly run out while the stub built the call).
+        spin_until = Clock::now() + std::chrono::microseconds(opts_.spin_us);
+        continue;
+      }
     }
     *error = std::string("unexpected ") + ipc::KindName(out->kind) +
              " on the sync channel while waiting for " + ipc::KindName(static_cast<uint16_t>(want));

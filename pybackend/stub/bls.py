@@ -186,7 +186,9 @@ class BlsClient:
             raise
         first: Optional[InferenceResponse] = None
         while True:
-            msg = st.sync.recv()
+            # Polls first where the backend decided the sync waits may (main.py's EXECUTE
+            # wait does the same): an answer that comes within the spin costs no wake-up.
+            msg = st.sync.recv(st.spin_s)
             if msg.kind == MessageKind.BLS_RESPONSE and msg.id == cid:
                 final, resp = decode_response(st.ledger, msg.body)
                 if first is None:

@@ -77,7 +77,7 @@ class Stub:
     def _serve(self) -> None:
         st = self.state
         sync = st.sync
-        spin_s = _spin_seconds()
+        spin_s = st.spin_s
         while True:
             try:
                 msg = sync.recv(spin_s)
@@ -293,16 +293,6 @@ def freeze_import_heap() -> None:
         _import_heap_frozen = True
         gc.collect()
         gc.freeze()
-
-
-def _spin_seconds() -> float:
-    """PYBACKEND_STUB_SPIN_US: how long the main thread polls for the next sync message
-    before it sleeps. The backend sets it for every stub it starts from its own decision
-    (csrc/backend/lane_spin.h: off unless cores are to spare); 0 when unset (attach mode)."""
-    try:
-        return max(0.0, float(os.environ.get("PYBACKEND_STUB_SPIN_US", "0")) / 1e6)
-    except ValueError:
-        return 0.0
 
 
 def _int(v: Any) -> int:

@@ -60,6 +60,16 @@ class _WatchRef(weakref.ref):
     token: int
 
 
+def spin_seconds() -> float:
+    """PYBACKEND_STUB_SPIN_US: how long a wait on the sync channel polls for the next message
+    before it sleeps. The backend sets it for every stub it starts from its own decision
+    (csrc/backend/lane_spin.h: off unless cores are to spare); 0 when unset (attach mode)."""
+    try:
+        return max(0.0, float(os.environ.get("PYBACKEND_STUB_SPIN_US", "0")) / 1e6)
+    except ValueError:
+        return 0.0
+
+
 class StubState:
     def __init__(self, sync_fd: int, async_fd: int, instance: str) -> None:
         self.instance = instance
@@ -69,6 +79,9 @@ class StubState:
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
+        # How long a wait on sync polls before it sleeps: for EXECUTE (main.py) and for the
+        # answer of a BLS call made on sync (bls.py).
+        self.spin_s = spin_seconds()
         # The model's output rules when PYBACKEND_STRICT_OUTPUTS is on (stub/returns.py);
         # None by default: outputs go out unchecked, as the original sends them.
         self.output_rules: Optional[OutputRules] = None

@@ -168,3 +168,91 @@ def test_forced_spin_answers_decoupled_streams(tmp_path: Path) -> None:
         for prompt in ["the quick brown fox", "a b c d e f g h"]:
             tokens = list(client.stream_tokens(server.grpc_url, prompt))
             assert tokens == [w.capitalize() for w in reversed(prompt.split())]
+
+
+SPIN_CALLEE = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "IN")])
+            for r in requests
+        ]
+"""
+SPIN_CALLER = """
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            call = pb_utils.InferenceRequest(
+                model_name="spin_callee",
+                inputs=[pb_utils.get_input_tensor_by_name(request, "IN")],
+                requested_output_names=["IN"],
+            )
+            answer = call.exec()
+            if answer.has_error():
+                raise pb_utils.TritonModelException(answer.error().message())
+            got = pb_utils.get_output_tensor_by_name(answer, "IN").as_numpy()
+            pid = np.array([os.getpid()], dtype=np.int32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("PID", got * 0 + pid)]))
+        return responses
+"""
+SPIN_CONFIG = """
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN", data_type: TYPE_INT32, dims: [ 1 ] } ]
+output [ { name: "%s", data_type: TYPE_INT32, dims: [ 1 ] } ]
+"""
+
+
+def main_thread_sleeps(pid: int) -> int:
+    """How often the process's main thread blocked (/proc/PID/status is the leader's)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no voluntary_ctxt_switches in /proc/{pid}/status")
+
+
+@pytest.mark.parametrize("spin_us", ["0", "300000"])
+def test_a_bls_call_on_sync_polls_for_its_answer_within_the_spin(
+    tmp_path: Path, spin_us: str
+) -> None:
+    """The caller stub's main thread waits for a BLS answer on sync as it waits for EXECUTE:
+    polling for the spin first. Counted, not timed: with a spin longer than any answer here
+    takes (300 ms) the thread sleeps almost never per request, without one at least twice
+    (the answer, the next EXECUTE)."""
+    for name, model, out in (
+        ("spin_callee", SPIN_CALLEE, "IN"),
+        ("spin_caller", SPIN_CALLER, "PID"),
+    ):
+        (tmp_path / name / "1").mkdir(parents=True)
+        (tmp_path / name / "config.pbtxt").write_text(SPIN_CONFIG % out)
+        (tmp_path / name / "1" / "model.py").write_text(model)
+    with TritonServer(
+        tmp_path, backend="ours", backend_config=[f"ipc-spin-us={spin_us}"]
+    ) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+
+            def call() -> int:
+                inp = httpclient.InferInput("IN", [1], "INT32")
+                inp.set_data_from_numpy(np.array([7], np.int32))
+                return int(client.infer("spin_caller", [inp]).as_numpy("PID")[0])
+
+            pid = call()
+            call()
+            before = main_thread_sleeps(pid)
+            for _ in range(20):
+                assert call() == pid
+            per_request = (main_thread_sleeps(pid) - before) / 20
+        finally:
+            client.close()
+    if spin_us == "0":
+        assert per_request >= 1.5, per_request
+    else:
+        assert per_request <= 0.5, per_request
