@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import faulthandler
 import os
-import signal
 import sys
+
+from . import stop_signals
 
 
 def _close_inherited_fds(keep_up_to: int) -> None:
@@ -100,8 +101,8 @@ def _fail(message: str) -> None:
 
 
 def main(argv: list) -> None:
-    # Triton handles Ctrl-C for the whole process group; the backend stops us itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and SIGTERM to the whole group: tritonserver shuts down and stops us itself.
+    stop_signals.ignore()
     # A crash in native code (SIGSEGV, SIGBUS, SIGFPE, SIGABRT) prints the Python stack of
     # the crashing thread to stderr, whose last lines the backend puts into the error of
     # every request the stub held. Only that thread: the tail it keeps is 20 lines.

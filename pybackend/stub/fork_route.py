@@ -25,6 +25,7 @@ import threading
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from ..utils.errors import TritonModelException
+from . import stop_signals
 from .fork_calls import ForkedBlsClient, RouteServer
 from .logging import WARNING
 from .state import StubState, fork_refusal
@@ -119,6 +120,7 @@ class ForkRoute:
         owner, pair = pending if pending is not None else (None, None)
         # Held by this thread at the fork, and by whoever held them in the parent: new ones.
         self._fork_lock, self._held_lock = threading.Lock(), threading.Lock()
+        stop_signals.default_term_in_forked_child()
         for st in self.states():
             _disown(st)
         for sock in self._held:

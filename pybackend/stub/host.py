@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported where used: the fork host needs
     from .state import StubState
     from .threaded import ThreadedStub
 
-from . import host_output
+from . import host_output, stop_signals
 from .main_thread import MainThreadCalls
 from .placement import apply_placement
 
@@ -362,8 +362,8 @@ def cuda_refusal(model: str) -> Optional[str]:
 
 
 def main(argv: List[str]) -> None:
-    # Triton handles Ctrl-C for the whole process group; the backend stops us itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and SIGTERM to the whole group: tritonserver shuts down and stops us itself.
+    stop_signals.ignore()
     faulthandler.enable(file=sys.stderr, all_threads=False)
     from .__main__ import (
         _check_interpreter,
