@@ -101,7 +101,7 @@ def _fail(message: str) -> None:
 
 
 def main(argv: list) -> None:
-    # Ctrl-C and SIGTERM to the whole group: tritonserver shuts down and stops us itself.
+    # SIGTERM and SIGINT are ignored, as by the original's stub: tritonserver stops us.
     stop_signals.ignore()
     # A crash in native code (SIGSEGV, SIGBUS, SIGFPE, SIGABRT) prints the Python stack of
     # the crashing thread to stderr, whose last lines the backend puts into the error of

@@ -362,7 +362,7 @@ def cuda_refusal(model: str) -> Optional[str]:
 
 
 def main(argv: List[str]) -> None:
-    # Ctrl-C and SIGTERM to the whole group: tritonserver shuts down and stops us itself.
+    # SIGTERM and SIGINT are ignored, as by the original's stub: tritonserver stops us.
     stop_signals.ignore()
     faulthandler.enable(file=sys.stderr, all_threads=False)
     from .__main__ import (

@@ -1,13 +1,13 @@
 """SIGTERM and SIGINT sent to a stub are ignored, as the original's stub ignores them.
 
-Both reach a stub when they are sent to the whole process group or control group: Ctrl-C
-in the terminal that runs tritonserver, systemd's stop (KillMode=control-group), an init
-such as dumb-init that forwards `docker stop` to the group. tritonserver then shuts down
-gracefully (waits for requests in flight, unloads every model) and tells each stub when to
-finalize and exit; a stub that died on the signal would fail its requests in flight and
-never run `finalize`. The original installs a handler that does nothing (Python's
-`signal.getsignal` shows None there); ours is a Python handler that does nothing, set to
-restart interrupted system calls as the original's (a C `signal()`) does.
+Both reach a stub when they are sent to every process of the server, as systemd stops a
+service (KillMode=control-group), or to the stub itself (Ctrl-C and a signal to the server's
+process group do not: the backend starts each stub in a process group of its own).
+tritonserver then shuts down gracefully (waits for requests in flight, unloads every model)
+and tells each stub when to finalize and exit; a stub that died on the signal would fail its
+requests in flight and never run `finalize`. The original installs a handler that does
+nothing (Python's `signal.getsignal` shows None there); ours is a Python handler that does
+nothing, set to restart interrupted system calls as the original's (a C `signal()`) does.
 
 A handler, not SIG_IGN: an ignored disposition is inherited across exec, so every program
 a model starts (`subprocess`) would ignore Ctrl-C and `terminate()` too; a handled one goes
