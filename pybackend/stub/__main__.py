@@ -78,6 +78,20 @@ def hide_own_arguments() -> None:
     sys.argv[:] = [""]
 
 
+def working_directory_as_original() -> None:
+    """The original's embedded interpreter has ``''`` first on ``sys.path``: the working
+    directory as it is at each import. ``python -m`` puts that directory's path there instead,
+    so a model that changes directory and then imports a module that lies there (as code
+    written for a repository checkout does) would not find it."""
+    if sys.path and sys.path[0]:
+        try:
+            here = os.path.realpath(os.getcwd())
+        except OSError:  # the working directory was removed
+            return
+        if os.path.realpath(sys.path[0]) == here:
+            sys.path[0] = ""
+
+
 def _versions() -> str:
     """For UV-22's question "which stub will my environment get?": one line with what
     matters for compatibility."""
@@ -122,6 +136,7 @@ def main(argv: list) -> None:
     )
     args = parser.parse_args(argv)
     hide_own_arguments()
+    working_directory_as_original()
 
     _own_packages_first()
     _check_interpreter()

@@ -370,6 +370,7 @@ def main(argv: List[str]) -> None:
         _close_inherited_fds,
         _own_packages_first,
         hide_own_arguments,
+        working_directory_as_original,
     )
 
     try:
@@ -385,6 +386,7 @@ def main(argv: List[str]) -> None:
     parser.add_argument("--mode", choices=("shared", "fork"), default="shared")
     args = parser.parse_args(argv)
     hide_own_arguments()
+    working_directory_as_original()
     _own_packages_first()
     _check_interpreter()
     control = socket.socket(fileno=CONTROL_FD)

@@ -1,6 +1,6 @@
 """How model.py is imported (spec 2.1 step 3, 10.1): module "<version>.model", relative
 imports of siblings, the model directory on sys.path, get_model_dir(), an empty command
-line."""
+line, the working directory searched at each import."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ ONE = {"IN": np.array([1], np.int32)}
 @pytest.fixture(scope="module")
 def server(feature_repository):
     start = feature_repository.start(
-        model_control_mode="explicit", load_models=["imp_rel", "imp_custom_file", "imp_argv"]
+        model_control_mode="explicit",
+        load_models=["imp_rel", "imp_custom_file", "imp_argv", "imp_chdir"],
     )
     with start as srv:
         yield srv
@@ -76,3 +77,10 @@ def test_the_command_line_is_empty(server, protocol):
     parses the command line (argparse at import) gets its defaults and loads."""
     seen = info(server, protocol, "imp_argv")
     assert seen == {"scale": 2.0, "import": [""], "initialize": [""], "execute": [""]}
+
+
+def test_a_module_in_the_directory_changed_to_is_imported(server):
+    """The original's interpreter has '' first on sys.path, the working directory at each
+    import: a model that changes directory and imports from there finds the module. Ours had
+    the server's working directory's path there (python -m) and raised ImportError."""
+    assert info(server, "http", "imp_chdir") == {"found": "found in the new working directory"}

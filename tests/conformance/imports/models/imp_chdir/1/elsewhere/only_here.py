@@ -1,0 +1,1 @@
+VALUE = "found in the new working directory"
