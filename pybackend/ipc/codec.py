@@ -78,7 +78,14 @@ from .response_codec import (
     put_response,
     read_response,
 )
-from .result_codec import ResultDesc, decode_result, encode_result, encode_result_error
+from .result_codec import (
+    ResultDesc,
+    begin_result,
+    decode_result,
+    encode_result,
+    encode_result_error,
+    end_result,
+)
 from .tensor_codec import GpuRef, TensorDesc, put_tensor, read_tensor
 
 __all__ = [
@@ -122,6 +129,7 @@ __all__ = [
     "decode_json",
     "decode_log",
     "decode_reply",
+    "begin_result",
     "decode_result",
     "decode_segment_add",
     "decode_segment_drop",
@@ -135,6 +143,7 @@ __all__ = [
     "encode_reply",
     "encode_result",
     "encode_result_error",
+    "end_result",
     "encode_segment_add",
     "encode_segment_drop",
     "encode_send",

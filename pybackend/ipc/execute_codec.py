@@ -140,7 +140,8 @@ def decode_execute(
             e = pos + idlen
             if e > end:
                 raise truncated(pos, end)
-            request_id = str(mv[pos:e], "utf-8", "surrogateescape")
+            # Most requests have no id: "" without a slice and a decode.
+            request_id = str(mv[pos:e], "utf-8", "surrogateescape") if idlen else ""
             corr_kind = mv[e]
             pos = e + 1
             if corr_kind == 0:

@@ -12,6 +12,7 @@ from .primitives import (
     RESULT_OK_HEAD,
     SEQ_N,
     U8,
+    U32,
     Buffer,
     ProtocolError,
     Reader,
@@ -64,17 +65,29 @@ def encode_result_error(code: int, message: str) -> bytearray:
     return out
 
 
+def begin_result(n: int) -> bytearray:
+    """An OK ResultBody of ``n`` items written in place (the stub's hot path): each item
+    follows as its PER_RESULT head and, for a RESPONSE, its ResponseBody; then
+    :func:`end_result` sets ``async_seq``, which is known only once the items are written."""
+    return bytearray(RESULT_OK_HEAD.pack(ResultStatus.OK, 0, n))
+
+
+def end_result(out: bytearray, async_seq: int) -> bytearray:
+    U32.pack_into(out, 1, async_seq)  # after the u8 status (RESULT_OK_HEAD)
+    return out
+
+
 def encode_result(result: ResultDesc) -> bytearray:
     if result.error is not None:
         return encode_result_error(*result.error)
-    out = bytearray(RESULT_OK_HEAD.pack(ResultStatus.OK, result.async_seq, len(result.items)))
+    out = begin_result(len(result.items))
     for kind, release_flags, resp in result.items:
         out += PER_RESULT.pack(kind, release_flags)
         if kind == ResultKind.RESPONSE:
             put_response(out, resp)  # type: ignore[arg-type]
     if result.freed:
         append_freed(out, result.freed)
-    return out
+    return end_result(out, result.async_seq)
 
 
 def decode_result(body: Buffer) -> ResultDesc:

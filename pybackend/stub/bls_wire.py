@@ -96,8 +96,7 @@ def response_of(ledger: Ledger, desc: ResponseDesc) -> InferenceResponse:
 def _tensor(ledger: Ledger, td: TensorDesc) -> Tensor:
     n = td.byte_size
     if td.location == Location.INLINE:
-        buf = np.frombuffer(td.data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
-        return Tensor._from_buffer(td.name, td.dtype, td.dims, buf)
+        return Tensor._from_buffer(td.name, td.dtype, td.dims, td.data if n else _EMPTY)  # type: ignore[arg-type]
     if td.location == Location.GPU_IPC:  # preferred_memory GPU: lent until the tensor dies
         ref: Any = td.data
         try:

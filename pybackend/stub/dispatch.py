@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 _EMPTY = np.empty(0, np.uint8)
 _COROUTINE_TYPES = (CoroutineType, GeneratorType, Coroutine)  # what asyncio.iscoroutine takes
-_NONE = ResultKind.NONE
-_RESPONSE = ResultKind.RESPONSE
+_NONE = int(ResultKind.NONE)
+_RESPONSE = int(ResultKind.RESPONSE)
+_PER_RESULT = codec.PER_RESULT.pack  # kind, release flags: each item's head in a RESULT
 
 
 class BatchError(Exception):
@@ -126,8 +127,7 @@ class Dispatcher:
     ) -> Tensor:
         """Tensor factory for :func:`codec.decode_execute` (arguments as on the wire)."""
         if loc == 0:  # Location.INLINE
-            buf = np.frombuffer(data, np.uint8) if n else _EMPTY  # type: ignore[arg-type]
-            t = Tensor._from_buffer(name, dtype, dims, buf)
+            t = Tensor._from_buffer(name, dtype, dims, data if n else _EMPTY)  # type: ignore[arg-type]
         elif loc == 1:  # Location.BACKEND_ARENA
             # Tracked only once the tensor exists: a failure before is freed by the caller.
             t = self._wrap(seg, offset, n, lambda buf: Tensor._from_buffer(name, dtype, dims, buf))
@@ -241,7 +241,7 @@ class Dispatcher:
                     cancelled, ret = self.run_coroutine(self.async_exec.guarded(ret, requests))
                     if cancelled:
                         ret = self.async_exec.cancelled_responses(requests)
-            items = self._items(requests, ret, placer)
+            result = self._result(requests, ret, placer)
         except BatchError as e:
             placer.abort()
             return self._batch_error(str(e), requests, mark)
@@ -257,7 +257,7 @@ class Dispatcher:
         # The batch's objects die as this returns: their blocks ride in RESULT (execute()).
         self.ledger.result_follows()
         # u32 on the wire: the backend compares it modulo 2**32.
-        return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
+        return codec.end_result(result, self.state.async_.sent & 0xFFFFFFFF)
 
     def _background_result(self, requests: List[InferenceRequest]) -> bytearray:
         """RESULT for a default-mode batch whose coroutine runs in the background: every
@@ -269,19 +269,22 @@ class Dispatcher:
         items = [(_NONE, TRITONSERVER_REQUEST_RELEASE_ALL, None)] * len(requests)
         return codec.encode_result(ResultDesc(items, self.state.async_.sent & 0xFFFFFFFF))
 
-    def _items(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> list:
+    def _result(self, requests: List[InferenceRequest], ret: Any, placer: Placer) -> bytearray:
+        """The OK ResultBody for execute's return value ``ret``, written in place (no
+        ResultDesc: the hot path); its async_seq is set by the caller."""
         try:
             verdicts = judge_return(ret, requests, self.decoupled, self.instance)
         except ReturnRefused as e:
             raise BatchError(str(e)) from None
         rules = self.state.output_rules  # None unless PYBACKEND_STRICT_OUTPUTS: no checks
-        items: List[tuple] = []
+        out = codec.begin_result(len(requests))
         for req, (verdict, what) in zip(requests, verdicts):
             flags = req._release_flags
             if verdict == RESPONSE:
                 if rules is not None:
                     what = rules.check(what, req._requested).response
-                items.append((_RESPONSE, flags, placer.response(what, req._requested)))
+                out += _PER_RESULT(_RESPONSE, flags)
+                placer.write_response(out, what, req._requested)
             elif verdict == SENDER:
                 # Its sender answers, also after execute returned (from a thread, say); if it
                 # is dropped without FINAL the stub reports it (SENDER_DROPPED) and the
@@ -289,19 +292,21 @@ class Dispatcher:
                 sender = req._sender
                 if self.decoupled or sender is None or not sender._closed:
                     self._open.append(req)
-                items.append((_NONE, flags, None))
+                out += _PER_RESULT(_NONE, flags)
             elif verdict == RESCHEDULED:
                 # A decoupled sender kept from this execution (a thread's) may still answer
                 # while the request waits to come back: the backend keeps this execution's
                 # factory until FINAL or until the stub reports the objects gone.
                 if self.decoupled:
                     self._open.append(req)
-                items.append((_NONE, flags, None))
+                out += _PER_RESULT(_NONE, flags)
             else:  # UNANSWERED: nobody can answer it
                 text = failed_requests_text(self.instance, what)
-                error = ResponseDesc((), "", (ErrorCode.INTERNAL, text), fails=True)
-                items.append((_RESPONSE, flags, error))
-        return items
+                out += _PER_RESULT(_RESPONSE, flags)
+                codec.put_response(
+                    out, ResponseDesc((), "", (ErrorCode.INTERNAL, text), fails=True)
+                )
+        return out
 
     def _batch_error(self, message: str, requests: Any, async_mark: int = -1) -> bytearray:
         """RESULT for a failed batch. ``async_mark``: the async count when the batch

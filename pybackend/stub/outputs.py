@@ -105,20 +105,26 @@ class Placer:
         """The encoded ResponseBody of ``resp`` (only the ``requested`` outputs, when
         given), with every output tensor placed, after ``head`` (a SEND's own head: the
         body is built in place instead of being copied into the message afterwards)."""
+        out = bytearray(head)
+        self.write_response(out, resp, requested)
+        return out
+
+    def write_response(
+        self, out: bytearray, resp: InferenceResponse, requested: Optional[Collection[str]]
+    ) -> None:
+        """:meth:`response`, appended to ``out`` (a RESULT being written)."""
         err = resp._error
         params = resp._parameters
         if err is not None:
-            out = bytearray(head)
             out.append(FAILURE if isinstance(resp, FailedRequestResponse) else MODEL_ERROR)
             out += ERROR_HEAD.pack(int(err.code()))
             put_str(out, err.message())
             put_str(out, params)
             out += U32.pack(0)
-            return out
+            return
         outputs = resp._outputs
         if requested:
             outputs = [t for t in outputs if t._name in requested]
-        out = bytearray(head)
         if params:
             out += _OK_HEAD
             put_str(out, params)
@@ -127,7 +133,6 @@ class Placer:
         out += U32.pack(len(outputs))
         for t in outputs:
             self._tensor(out, t)
-        return out
 
     def tensor(self, t: Tensor) -> TensorDesc:
         """``t`` placed, as a descriptor (for bodies encoded by the codec, e.g. BLS)."""

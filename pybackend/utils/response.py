@@ -44,6 +44,17 @@ class InferenceResponse:
         error: Optional[TritonError] = None,
         parameters: Optional[dict] = None,
     ) -> None:
+        if type(output_tensors) is list and error is None and parameters is None:
+            # The common call, checked inline (every response of every model makes it):
+            # what the general path below would accept as it is.
+            for t in output_tensors:
+                if type(t) is not Tensor:
+                    break
+            else:
+                self._outputs: List[Tensor] = list(output_tensors)
+                self._error = None
+                self._parameters = ""
+                return
         fn = "InferenceResponse"
         outputs = as_instance_list(output_tensors, Tensor, fn, "output_tensors", "pb_utils.Tensor")
         if error is not None:
@@ -53,7 +64,7 @@ class InferenceResponse:
                 raise TritonModelException(
                     "Output tensor for inference response should not be empty."
                 )
-        self._outputs: List[Tensor] = outputs  # type: ignore[assignment]
+        self._outputs = outputs  # type: ignore[assignment]
         self._error = error
         self._parameters = parameters_to_json(parameters)
 
