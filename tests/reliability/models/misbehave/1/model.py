@@ -134,13 +134,13 @@ class TritonPythonModel:
 
     def do_forge_truncated_result(self):
         # The RESULT message itself is cut short: the backend cannot decode it.
-        real = codec.encode_result
+        real = codec.end_result  # what finishes the stub's RESULT (dispatch.py)
 
-        def truncated(result):
-            codec.encode_result = real
-            return real(result)[:-7]
+        def truncated(result, async_seq):
+            codec.end_result = real
+            return real(result, async_seq)[:-7]
 
-        codec.encode_result = truncated
+        codec.end_result = truncated
         return _ok(pb_utils.Tensor("OUT", BIG[:8]))
 
     # ---------------------------------------------------------------- junk on the wire
