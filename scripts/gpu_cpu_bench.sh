@@ -20,6 +20,10 @@
 # it: give the step its time with GPU_CPU_BENCH_CAP), 0 (not at all). GPU_SPIN_AB_SIDES: the
 # two settings compared (default auto,off; a number is a fixed spin in µs, e.g. 300,auto).
 #
+# First, in ~15 s: the stub's own Python work per request in-process (benchmarks/hotpath.py,
+# no server), what a spin leaves of the stub's side of a round trip on this machine's cores.
+# GPU_HOTPATH=0 leaves it out.
+#
 # Usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]   (the benchmark's own cap, default 150)
 #   PY, KIT, SITE as in gpu_check.sh (exported there); GPU_CPU_BENCH_ARGS (default --quick)
 #   are benchmarks.run's options.
@@ -95,6 +99,14 @@ if orig_env >>"$REPORT" 2>&1 && timeout -k 5 75 "$PY" -m benchmarks.preflight >>
 else
     note "original: NOT RUN (the lines above say why); ours and native only ($(elapsed))"
     backends=ours,native
+fi
+
+# ---------------------------------------------------------------- the stub's hot path
+if [ "${GPU_HOTPATH:-1}" != 0 ]; then
+    note ""
+    note "## python -m benchmarks.hotpath --rounds 2 (limit 60s)"
+    timeout -k 5 60 "$PY" -m benchmarks.hotpath --rounds 2 >>"$REPORT" 2>&1
+    note "hot path: rc=$? ($(elapsed) in all)"
 fi
 
 # ---------------------------------------------------------------- the benchmark
