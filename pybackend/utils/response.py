@@ -46,7 +46,9 @@ class InferenceResponse:
     ) -> None:
         if type(output_tensors) is list and error is None and parameters is None:
             # The common call, checked inline (every response of every model makes it):
-            # what the general path below would accept as it is.
+            # as_instance_list's own fast path, without its call, the None loop and
+            # parameters_to_json (benchmarks.hotpath: identity x1 0.90 -> 0.84 of before).
+            # The general path below accepts exactly these calls the same way.
             for t in output_tensors:
                 if type(t) is not Tensor:
                     break
