@@ -3,11 +3,13 @@
     python -m benchmarks.gpu_identity --breakdown [--requests 50] [--mib 64]
         [--switches 1,1:legacy] [--markdown PATH] [--server-log PATH]
 
-For each setting in --switches, POOL[:STREAM] (PYBACKEND_GPU_LEND_POOL, the lending pool of
-csrc/cuda/device_holds.h, and PYBACKEND_DLPACK_STREAM, the stream Tensor.from_dlpack hands a
-CUDA producer, pybackend/utils/cuda_driver.py; default "1" and "1:legacy": the pool on, the
-proxy stream against the legacy default stream) it starts two servers with only the rows'
-models: one plain, for the backend
+For each setting in --switches, POOL[:STREAM[:SPIN]] (PYBACKEND_GPU_LEND_POOL, the lending pool
+of csrc/cuda/device_holds.h; PYBACKEND_DLPACK_STREAM, the stream Tensor.from_dlpack hands a
+CUDA producer, pybackend/utils/cuda_driver.py; the backend's `ipc-spin-us`, how long both ends
+of the lane poll before sleeping, docs/protocol.md "The spin", its default `auto` when left
+out; default "1" and "1:legacy": the pool on, the proxy stream against the legacy default
+stream; "1::1000" polls 1 ms, longer than the stub's turn of a 64 MiB row) it starts two
+servers with only the rows' models: one plain, for the backend
 time of zero_copy (--mib MiB), zero_copy_4k and cpu_tiny (benchmarks/gpu_identity.py), and one
 with the stage timers on (PYBACKEND_GPU_TRACE=<file>: csrc/cuda/trace.h and
 pybackend/utils/gpu_trace.py), whose lines over the measured requests give each stage's
@@ -65,19 +67,34 @@ STAGES = (
 )
 
 
+def _switch_parts(switch: str) -> tuple[str, str, str]:
+    """POOL[:STREAM[:SPIN]] as (pool, stream, spin); "" where left out."""
+    pool, _, rest = switch.partition(":")
+    stream, _, spin = rest.partition(":")
+    return pool, stream, spin
+
+
 def switch_env(switch: str) -> dict[str, str]:
-    """The servers' environment for one --switches setting, POOL[:STREAM]."""
-    pool, _, stream = switch.partition(":")
+    """The servers' environment for one --switches setting."""
+    pool, stream, _ = _switch_parts(switch)
     env = {"PYBACKEND_GPU_LEND_POOL": pool}
     if stream:
         env["PYBACKEND_DLPACK_STREAM"] = stream
     return env
 
 
+def switch_backend_config(switch: str) -> list[tuple[str, str]]:
+    """The servers' --backend-config=python,... for one setting: the spin, when it names one
+    (the backend reads its own setting; the stubs get theirs from it)."""
+    spin = _switch_parts(switch)[2]
+    return [("ipc-spin-us", spin)] if spin else []
+
+
 def switch_label(switch: str) -> str:
-    """A setting as the tables show it: "1, proxy" (the proxy stream is the default)."""
-    pool, _, stream = switch.partition(":")
-    return f"{pool}, {stream or 'proxy'}"
+    """A setting as the tables show it: "1, proxy" (the proxy stream is the default), with
+    ", spin 1000 µs" where the setting names the spin."""
+    pool, stream, spin = _switch_parts(switch)
+    return f"{pool}, {stream or 'proxy'}" + (f", spin {spin} µs" if spin else "")
 
 
 def parse_trace(text: str) -> dict[tuple[str, str], list[int]]:
@@ -217,7 +234,13 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="gpu-breakdown-") as tmp:
         repo = gpu_identity.write_repository(Path(tmp), models)
-        server = TritonServer(repo, backend="ours", ready_timeout=180.0, env=env)
+        server = TritonServer(
+            repo,
+            backend="ours",
+            ready_timeout=180.0,
+            env=env,
+            backend_config=switch_backend_config(switch),
+        )
         try:
             with server:
                 client = grpcclient.InferenceServerClient(server.grpc_url)
@@ -231,7 +254,8 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
         finally:
             if args.server_log:
                 with args.server_log.open("a", encoding="utf-8") as log:
-                    log.write(f"===== gpu breakdown {env} trace={trace is not None} ")
+                    log.write(f"===== gpu breakdown {env} {switch_backend_config(switch)} ")
+                    log.write(f"trace={trace is not None} ")
                     log.write(f"{server!r}\n{server.log_text()}\n")
     if trace is not None:
         data = trace.read_bytes()

@@ -287,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--switches",
         default="1,1:legacy",
-        help="--breakdown: the settings to compare, POOL[:STREAM] each (PYBACKEND_GPU_LEND_POOL"
-        " and PYBACKEND_DLPACK_STREAM; default 1,1:legacy)",
+        help="--breakdown: the settings to compare, POOL[:STREAM[:SPIN]] each "
+        "(PYBACKEND_GPU_LEND_POOL, PYBACKEND_DLPACK_STREAM and the backend's ipc-spin-us; "
+        "default 1,1:legacy; 1::1000 is the pool on, the proxy stream, a 1 ms spin)",
     )
     args = parser.parse_args(argv)
     if args.breakdown:

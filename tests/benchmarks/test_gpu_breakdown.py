@@ -89,6 +89,20 @@ def test_a_setting_names_the_pool_and_the_dlpack_stream() -> None:
     }
     assert gpu_breakdown.switch_label("1") == "1, proxy"
     assert gpu_breakdown.switch_label("1:legacy") == "1, legacy"
+    assert gpu_breakdown.switch_backend_config("1:legacy") == []  # the spin stays `auto`
+
+
+def test_a_setting_may_name_the_spin() -> None:
+    """POOL:STREAM:SPIN; an empty STREAM is the proxy stream, as when it is left out."""
+    assert gpu_breakdown.switch_env("1::1000") == {"PYBACKEND_GPU_LEND_POOL": "1"}
+    assert gpu_breakdown.switch_backend_config("1::1000") == [("ipc-spin-us", "1000")]
+    assert gpu_breakdown.switch_label("1::1000") == "1, proxy, spin 1000 µs"
+    assert gpu_breakdown.switch_env("0:legacy:0") == {
+        "PYBACKEND_GPU_LEND_POOL": "0",
+        "PYBACKEND_DLPACK_STREAM": "legacy",
+    }
+    assert gpu_breakdown.switch_backend_config("0:legacy:0") == [("ipc-spin-us", "0")]
+    assert gpu_breakdown.switch_label("0:legacy:0") == "0, legacy, spin 0 µs"
 
 
 def test_without_a_gpu_every_entry_point_says_so_and_exits_0(tmp_path: Path) -> None:
