@@ -6,11 +6,19 @@ this is most of what is left on the stub's side.
 
     python -m benchmarks.hotpath                        # this checkout
     python -m benchmarks.hotpath --against ../base      # another checkout too, interleaved
+    python -m benchmarks.hotpath --idle-us 300          # also: each call after 300 µs asleep
 
 Each checkout runs in a fresh interpreter per round (``--rounds``, interleaved A, B, A, B...),
 with the same model files (benchmarks/models); a case's number is its best time per call over
 every repeat of every round: this machine has slow spells, and the best is what the code
 costs. Pinning to one CPU (``taskset -c 1``) makes the rounds agree better.
+
+Through a server a call seldom finds the CPU as warm as back-to-back calls leave it: between
+requests the stub sleeps (unless the spin keeps it polling), and on a VM an idle vCPU comes
+back slower (caches, predictors, the host's own work). ``--idle-us N`` adds, per case, the
+median of single calls each made after sleeping N µs, so the two can be compared on the same
+machine (the stub's turn in the server is ``benchmarks.gpu_identity --breakdown``'s
+``execute.total``).
 """
 
 from __future__ import annotations
@@ -34,10 +42,12 @@ CASES = [
 ]
 
 # Run by a fresh interpreter with the checkout's directory first on sys.path (argv: the
-# checkout, the models' directory, calls per repeat, repeats). Prints {case: µs per call}.
+# checkout, the models' directory, calls per repeat, repeats, µs asleep before each single
+# call of the idle measure, 0 for none). Prints {case: µs per call}.
 _CHILD = r"""
-import importlib.util, json, socket, sys, timeit
+import importlib.util, json, socket, sys, time, timeit
 repo, models, number, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+idle_us = int(sys.argv[5])
 sys.path.insert(0, repo)
 import numpy as np
 import pybackend.utils as pb_utils
@@ -84,14 +94,25 @@ for case, file, inputs, outputs, n in json.loads(sys.stdin.read()):
     call = lambda: dispatcher.execute(body)
     timeit.timeit(call, number=number)  # warm-up
     out[case] = min(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
+    if idle_us > 0:
+        single = []
+        for _ in range(max(21, min(number, 500))):
+            time.sleep(idle_us / 1e6)
+            t0 = time.perf_counter_ns()
+            call()
+            single.append(time.perf_counter_ns() - t0)
+        single.sort()
+        out[f"{case} after {idle_us} µs idle"] = single[len(single) // 2] / 1000
 print(json.dumps(out))
 """
 
 
-def measure(checkout: Path, number: int, repeat: int) -> Dict[str, float]:
-    """One round of every case in a fresh interpreter over ``checkout``'s pybackend."""
+def measure(checkout: Path, number: int, repeat: int, idle_us: int = 0) -> Dict[str, float]:
+    """One round of every case in a fresh interpreter over ``checkout``'s pybackend (and,
+    with ``idle_us``, each case's single calls after that long asleep)."""
+    argv = [str(checkout), str(MODELS), str(number), str(repeat), str(idle_us)]
     got = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(checkout), str(MODELS), str(number), str(repeat)],
+        [sys.executable, "-c", _CHILD, *argv],
         input=json.dumps(CASES),
         capture_output=True,
         text=True,
@@ -104,13 +125,16 @@ def measure(checkout: Path, number: int, repeat: int) -> Dict[str, float]:
     return json.loads(got.stdout)
 
 
-def run(checkouts: List[Path], rounds: int, number: int, repeat: int) -> Dict[str, list]:
+def run(
+    checkouts: List[Path], rounds: int, number: int, repeat: int, idle_us: int = 0
+) -> Dict[str, list]:
     """{case: [best µs per call of each checkout]}, the checkouts' rounds interleaved."""
-    best: Dict[str, list] = {case[0]: [float("inf")] * len(checkouts) for case in CASES}
+    best: Dict[str, list] = {}
     for _ in range(rounds):
         for i, checkout in enumerate(checkouts):
-            for case, us in measure(checkout, number, repeat).items():
-                best[case][i] = min(best[case][i], us)
+            for case, us in measure(checkout, number, repeat, idle_us).items():
+                row = best.setdefault(case, [float("inf")] * len(checkouts))
+                row[i] = min(row[i], us)
     return best
 
 
@@ -137,9 +161,16 @@ def main(argv: List[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3, help="fresh interpreters per checkout")
     p.add_argument("--number", type=int, default=5000, help="calls per repeat")
     p.add_argument("--repeat", type=int, default=7, help="repeats per round")
+    p.add_argument(
+        "--idle-us",
+        type=int,
+        default=0,
+        help="also time single calls, each after sleeping this long (median; 0: not)",
+    )
     args = p.parse_args(argv)
     checkouts = [args.against.resolve(), HERE] if args.against else [HERE]
-    print(table(checkouts, run(checkouts, args.rounds, args.number, args.repeat)))
+    best = run(checkouts, args.rounds, args.number, args.repeat, args.idle_us)
+    print(table(checkouts, best))
 
 
 if __name__ == "__main__":

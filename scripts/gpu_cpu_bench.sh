@@ -21,8 +21,9 @@
 # two settings compared (default auto,off; a number is a fixed spin in µs, e.g. 300,auto).
 #
 # First, in ~15 s: the stub's own Python work per request in-process (benchmarks/hotpath.py,
-# no server), what a spin leaves of the stub's side of a round trip on this machine's cores.
-# GPU_HOTPATH=0 leaves it out.
+# no server), what a spin leaves of the stub's side of a round trip on this machine's cores,
+# and the same single calls each after 300 µs asleep (what a stub that slept between requests
+# pays). GPU_HOTPATH=0 leaves it out.
 #
 # Usage: scripts/gpu_cpu_bench.sh REPORT [SECONDS]   (the benchmark's own cap, default 150)
 #   PY, KIT, SITE as in gpu_check.sh (exported there); GPU_CPU_BENCH_ARGS (default --quick)
@@ -104,8 +105,8 @@ fi
 # ---------------------------------------------------------------- the stub's hot path
 if [ "${GPU_HOTPATH:-1}" != 0 ]; then
     note ""
-    note "## python -m benchmarks.hotpath --rounds 2 (limit 60s)"
-    timeout -k 5 60 "$PY" -m benchmarks.hotpath --rounds 2 >>"$REPORT" 2>&1
+    note "## python -m benchmarks.hotpath --rounds 2 --idle-us 300 (limit 60s)"
+    timeout -k 5 60 "$PY" -m benchmarks.hotpath --rounds 2 --idle-us 300 >>"$REPORT" 2>&1
     note "hot path: rc=$? ($(elapsed) in all)"
 fi
 

@@ -23,3 +23,12 @@ def test_two_checkouts_get_a_ratio_column() -> None:
     assert "second/first" in text.splitlines()[0]
     for line in text.splitlines()[2:]:
         assert re.search(r"\| \d+\.\d\d \|$", line)
+
+
+def test_idle_us_adds_a_row_per_case_after_sleeping() -> None:
+    """--idle-us: each case gets a second row, single calls each made after that long asleep
+    (the child times them; the row follows its case)."""
+    best = hotpath.run([hotpath.HERE], rounds=1, number=5, repeat=1, idle_us=200)
+    names = [c[0] for c in hotpath.CASES]
+    assert list(best) == [n for c in names for n in (c, f"{c} after 200 µs idle")]
+    assert all(0 < v[0] < float("inf") for v in best.values())
