@@ -1,7 +1,7 @@
 """Where a GPU identity's backend time goes (issue 31 part 1), in one GPU call:
 
     python -m benchmarks.gpu_identity --breakdown [--requests 50] [--mib 64]
-        [--switches 1,1:legacy] [--markdown PATH] [--server-log PATH]
+        [--switches 1,1:legacy] [--markdown PATH] [--server-log PATH] [--cpu-only]
 
 For each setting in --switches, POOL[:STREAM[:SPIN]] (PYBACKEND_GPU_LEND_POOL, the lending pool
 of csrc/cuda/device_holds.h; PYBACKEND_DLPACK_STREAM, the stream Tensor.from_dlpack hands a
@@ -15,7 +15,9 @@ with the stage timers on (PYBACKEND_GPU_TRACE=<file>: csrc/cuda/trace.h and
 pybackend/utils/gpu_trace.py), whose lines over the measured requests give each stage's
 events and time per request, on both sides. The two copies are also measured alone in this
 process (benchmarks/gpu_copy_floor.py), so the tables compare the backend time with its floor
-in the same run. Without a GPU it says so and measures nothing.
+in the same run. Without a GPU it says so and measures nothing, except with --cpu-only: the
+CPU tiny row alone, plain and traced, on any machine (the stub's turn in the server against
+benchmarks.hotpath's in-process number; what the lane and the wake-ups add).
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ def stage_table(title: str, rows: list[dict], stages: dict, requests: int) -> st
     return "\n".join(lines)
 
 
-def summary_table(results: dict, floors: dict, mib: int) -> str:
+def summary_table(results: dict, floors: dict, mib: int, plain_rows: tuple = PLAIN_ROWS) -> str:
     """One line per switch value and row: backend time with the timers off and on, and the
     issue's two yardsticks (the two copies alone; the CPU tiny row)."""
     big = mib << 20
@@ -163,7 +165,7 @@ def summary_table(results: dict, floors: dict, mib: int) -> str:
         plain, traced = by_kind.get("plain", {}), by_kind.get("traced", {})
         tiny = plain.get("cpu_tiny", {}).get("backend_us")
         label = switch_label(switch)
-        for row in PLAIN_ROWS:
+        for row in plain_rows:
             r = plain.get(row, {})
             if "error" in r or not r:
                 lines.append(f"| {label} | {row} | failed: {r.get('error', 'not run')} | | | | | |")
@@ -268,16 +270,19 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
 
 
 def report(results: dict, floors: dict, args: Any) -> str:
+    cpu_only = getattr(args, "cpu_only", False)
+    rows = "cpu_tiny" if cpu_only else f"zero_copy {args.mib} MiB and 4 KiB FP32 through CUDA "
     parts = [
-        f"GPU identity breakdown (issue 31): zero_copy {args.mib} MiB and 4 KiB FP32 through "
-        "CUDA shared memory, cpu_tiny KIND_CPU FP32 [16] over gRPC, "
-        f"{args.requests} requests per row after 5 of warm-up; backend µs is Triton's "
-        "compute_input + compute_infer + compute_output per request",
+        f"GPU identity breakdown (issue 31): {rows}"
+        + ("" if cpu_only else "shared memory, cpu_tiny")
+        + f" KIND_CPU FP32 [16] over gRPC, {args.requests} requests per row after 5 of "
+        "warm-up; backend µs is Triton's compute_input + compute_infer + compute_output per "
+        "request",
         "",
-        summary_table(results, floors, args.mib),
-        "",
-        floor_table(floors),
+        summary_table(results, floors, args.mib, ("cpu_tiny",) if cpu_only else PLAIN_ROWS),
     ]
+    if not cpu_only:
+        parts += ["", floor_table(floors)]
     for switch, by_kind in results.items():
         for row, r in by_kind.get("traced", {}).items():
             if "stages" not in r:
@@ -289,24 +294,30 @@ def report(results: dict, floors: dict, args: Any) -> str:
 
 
 def main(args: Any) -> int:
-    missing = gpu_identity.gpu_missing()
+    # --cpu-only: the CPU tiny row alone, which needs no GPU (its stages on any machine).
+    cpu_only = getattr(args, "cpu_only", False)
+    missing = None if cpu_only else gpu_identity.gpu_missing()
     if missing:
         text = f"gpu_identity --breakdown: no GPU: {missing}; nothing measured"
         print(text)
         if args.markdown:
             args.markdown.write_text(text + "\n")
         return 0
+    floors: dict = {}
     try:
-        floors = gpu_copy_floor.measure([args.mib << 20, 4096])
+        if not cpu_only:
+            floors = gpu_copy_floor.measure([args.mib << 20, 4096])
     except Exception as e:  # noqa: BLE001 - a driver error there must not cost the servers' rows
         floors = {"error": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
+    plain_rows = ("cpu_tiny",) if cpu_only else PLAIN_ROWS
+    traced_rows = ("cpu_tiny",) if cpu_only else TRACED_ROWS
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="gpu-trace-") as tmp:
         for switch in args.switches.split(","):
             trace = Path(tmp) / f"trace-{switch.replace(':', '-')}.txt"
             results[switch] = {
-                "plain": _run_server(args, switch, None, PLAIN_ROWS),
-                "traced": _run_server(args, switch, trace, TRACED_ROWS),
+                "plain": _run_server(args, switch, None, plain_rows),
+                "traced": _run_server(args, switch, trace, traced_rows),
             }
     text = report(results, floors, args)
     print(text)

@@ -291,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         "(PYBACKEND_GPU_LEND_POOL, PYBACKEND_DLPACK_STREAM and the backend's ipc-spin-us; "
         "default 1,1:legacy; 1::1000 is the pool on, the proxy stream, a 1 ms spin)",
     )
+    parser.add_argument(
+        "--cpu-only",
+        action="store_true",
+        help="--breakdown: the CPU tiny row alone (no GPU needed): its stages, the stub's turn "
+        "in the server and the protocol, on any machine",
+    )
     args = parser.parse_args(argv)
     if args.breakdown:
         from benchmarks import gpu_breakdown

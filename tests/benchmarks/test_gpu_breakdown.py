@@ -1,10 +1,12 @@
 """The GPU breakdown's CPU parts (benchmarks/gpu_breakdown.py, gpu_copy_floor.py): the trace
 lines aggregated into the tables, the copy floor run end to end on the fake libcuda.so.1
-(csrc/tests/fake_cuda.cc), and every entry point saying "no GPU" and exiting 0 here. The
-numbers themselves are measured on a GPU only (scripts/gpu_check.sh, GPU_BREAKDOWN)."""
+(csrc/tests/fake_cuda.cc), every entry point saying "no GPU" and exiting 0 here, and the CPU
+tiny row alone (--cpu-only) through real servers. The GPU rows' numbers are measured on a GPU
+only (scripts/gpu_check.sh, GPU_BREAKDOWN)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -318,3 +320,21 @@ def test_the_copy_floor_waits_for_every_copy_it_times() -> None:
         queue, queue, sync,  # two_async_one_sync
         sync,  # idle_sync
     ] + ["cuMemFree_v2"] * 3  # fmt: skip
+
+
+def test_cpu_only_measures_the_tiny_row_through_a_real_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--cpu-only needs no GPU: two real servers (plain, timers on) serve the CPU tiny row,
+    and the report has its backend time and its stages from both sides' timers."""
+    from benchmarks import gpu_identity
+
+    argv = ["--breakdown", "--cpu-only", "--requests", "20", "--switches", "1"]
+    assert gpu_identity.main(argv) == 0
+    out = capsys.readouterr().out
+    row = re.search(r"^\| 1, proxy \| cpu_tiny \| (\d+) \| (\d+) \|", out, re.M)
+    assert row and int(row.group(1)) > 0 and int(row.group(2)) > 0, out
+    assert "zero_copy" not in out and "Copies alone" not in out
+    assert "Stages, pool, DLPack stream = 1, proxy, cpu_tiny (timers on):" in out
+    for stage in ("exec.round_trip", "execute.total", "execute.model", "protocol"):
+        assert re.search(rf"\| {re.escape(stage)} \| 1\.00 \| \d", out), stage
