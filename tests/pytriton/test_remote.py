@@ -89,3 +89,70 @@ def test_remote_triton_waits_while_a_model_of_the_server_loads(tmp_path: Path) -
         finally:
             loader.join()
         assert errors == [None]
+
+
+def test_a_child_forked_by_the_callable_does_not_hide_the_process_death(tmp_path: Path) -> None:
+    """A child forked by a bound callable inherits the attached instances' channels and keeps
+    them open. The backend watches the attached process itself (a pidfd, csrc/backend/
+    stub_attach.cc), not only its sockets, so when the user's process dies the next request
+    fails at once with the instance named, instead of waiting on a channel that only the
+    forgotten child still holds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+    import tritonclient.http as httpclient
+    from tritonclient.utils import InferenceServerException
+
+    from pybackend.server.processes import alive
+
+    app = Path(__file__).parent / "examples" / "forking_remote.py"
+    pid_file = tmp_path / "child.pid"
+    (tmp_path / "repo").mkdir()
+    with TritonServer(tmp_path / "repo", model_control_mode="explicit") as server:
+        proc = subprocess.Popen(
+            [sys.executable, str(app), f"http://{server.http_url}", str(pid_file)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        child = 0
+        try:
+            assert proc.stdout is not None
+            lines = []
+            for line in proc.stdout:
+                lines.append(line)
+                if line.strip() == "SERVING":
+                    break
+            else:
+                pytest.fail("the app did not start:\n" + "".join(lines))
+            client = httpclient.InferenceServerClient(server.http_url, network_timeout=30)
+            x = httpclient.InferInput("x", [1, 2], "FP32")
+            x.set_data_from_numpy(np.zeros((1, 2), np.float32))
+            got = client.infer("Forker", [x]).as_numpy("y")
+            np.testing.assert_array_equal(got, np.ones((1, 2), np.float32))
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text():
+                assert time.monotonic() < deadline, "the forked child never wrote its pid"
+                time.sleep(0.05)
+            child = int(pid_file.read_text())
+            proc.kill()
+            proc.wait(10)
+            started = time.monotonic()
+            with pytest.raises(InferenceServerException) as failed:
+                client.infer("Forker", [x])
+            assert time.monotonic() - started < 10, "the request waited on the dead process"
+            assert "'Forker'" in str(failed.value) and "has exited" in str(failed.value)
+            assert alive(child), "the forked child must still hold its copies for this test"
+            client.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+            if child and alive(child):
+                os.kill(child, signal.SIGKILL)
