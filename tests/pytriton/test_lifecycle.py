@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from integration_support.pytriton_helpers import loopback_config, urls
+from integration_support.pytriton_helpers import loopback_config, urls, wait_for_line
 from pybackend.pytriton.client import (
     FuturesModelClient,
     ModelClient,
@@ -154,7 +154,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str, str]:
+def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str]:
     config = loopback_config()
     # PYTHONFAULTHANDLER: a process that hangs is sent SIGABRT and prints every thread's stack.
     env = dict(os.environ, PYTHONFAULTHANDLER="1", **extra_env)
@@ -171,16 +171,11 @@ def _start_example(extra_env: dict) -> tuple[subprocess.Popen, str, str]:
         # inherits it ignored, and the script would then never see Ctrl-C.
         preexec_fn=_default_sigint,
     )
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.strip() == "SERVING":
-            break
-    else:
+    printed = wait_for_line(proc, "SERVING")
+    if printed is not None:
         proc.wait(30)
-        pytest.fail("the example did not start:\n" + "".join(lines))
-    return proc, f"http://127.0.0.1:{config.http_port}", "".join(lines)
+        pytest.fail("the example did not start:\n" + printed)
+    return proc, f"http://127.0.0.1:{config.http_port}"
 
 
 def _exit_code_or_stacks(proc: subprocess.Popen, timeout: float) -> int:
@@ -203,7 +198,7 @@ def _tritonservers_of(pid: int) -> list:
 
 
 def test_example_script_serves_until_ctrl_c() -> None:
-    proc, url, _ = _start_example({})
+    proc, url = _start_example({})
     children = _tritonservers_of(proc.pid)
     try:
         a = np.ones((2, 3), np.float32)
@@ -221,7 +216,7 @@ def test_example_script_serves_until_ctrl_c() -> None:
 
 
 def test_user_process_killed_fails_requests_at_once_and_leaves_nothing() -> None:
-    proc, url, _ = _start_example({"SLOW_S": "30"})
+    proc, url = _start_example({"SLOW_S": "30"})
     children = _tritonservers_of(proc.pid)
     errors: list = []
 

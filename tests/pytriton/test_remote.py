@@ -107,6 +107,7 @@ def test_a_child_forked_by_the_callable_does_not_hide_the_process_death(tmp_path
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
 
+    from integration_support.pytriton_helpers import wait_for_line
     from pybackend.server.processes import alive
 
     app = Path(__file__).parent / "examples" / "forking_remote.py"
@@ -121,14 +122,9 @@ def test_a_child_forked_by_the_callable_does_not_hide_the_process_death(tmp_path
         )
         child = 0
         try:
-            assert proc.stdout is not None
-            lines = []
-            for line in proc.stdout:
-                lines.append(line)
-                if line.strip() == "SERVING":
-                    break
-            else:
-                pytest.fail("the app did not start:\n" + "".join(lines))
+            printed = wait_for_line(proc, "SERVING")
+            if printed is not None:
+                pytest.fail("the app did not start:\n" + printed)
             client = httpclient.InferenceServerClient(server.http_url, network_timeout=30)
             x = httpclient.InferInput("x", [1, 2], "FP32")
             x.set_data_from_numpy(np.zeros((1, 2), np.float32))
