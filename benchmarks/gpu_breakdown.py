@@ -30,10 +30,11 @@ from typing import Any, Optional
 
 from benchmarks import gpu_copy_floor, gpu_identity
 
-#: The rows measured per switch value. cpu_tiny is traced too: it has no GPU stage, but its
-#: round trip less the stub's turn is the protocol of issue 31 part 2's single round trip.
-TRACED_ROWS = ("zero_copy", "zero_copy_4k", "cpu_tiny")
-PLAIN_ROWS = ("zero_copy", "zero_copy_4k", "cpu_tiny")
+#: The rows measured per switch value, on the plain server and on the traced one. cpu_tiny has
+#: no GPU stage, but its round trip less the stub's turn is the protocol of issue 31 part 2's
+#: single round trip; --cpu-only measures it alone.
+ROWS = ("zero_copy", "zero_copy_4k", "cpu_tiny")
+CPU_ROWS = ("cpu_tiny",)
 
 #: Stages in the order a request meets them: (side, stage, what it is).
 STAGES = (
@@ -152,7 +153,7 @@ def stage_table(title: str, rows: list[dict], stages: dict, requests: int) -> st
     return "\n".join(lines)
 
 
-def summary_table(results: dict, floors: dict, mib: int, plain_rows: tuple = PLAIN_ROWS) -> str:
+def summary_table(results: dict, floors: dict, mib: int, rows: tuple = ROWS) -> str:
     """One line per switch value and row: backend time with the timers off and on, and the
     issue's two yardsticks (the two copies alone; the CPU tiny row)."""
     big = mib << 20
@@ -165,7 +166,7 @@ def summary_table(results: dict, floors: dict, mib: int, plain_rows: tuple = PLA
         plain, traced = by_kind.get("plain", {}), by_kind.get("traced", {})
         tiny = plain.get("cpu_tiny", {}).get("backend_us")
         label = switch_label(switch)
-        for row in plain_rows:
+        for row in rows:
             r = plain.get(row, {})
             if "error" in r or not r:
                 lines.append(f"| {label} | {row} | failed: {r.get('error', 'not run')} | | | | | |")
@@ -271,15 +272,15 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
 
 def report(results: dict, floors: dict, args: Any) -> str:
     cpu_only = getattr(args, "cpu_only", False)
-    rows = "cpu_tiny" if cpu_only else f"zero_copy {args.mib} MiB and 4 KiB FP32 through CUDA "
+    what = "cpu_tiny KIND_CPU FP32 [16] over gRPC"
+    if not cpu_only:
+        what = f"zero_copy {args.mib} MiB and 4 KiB FP32 through CUDA shared memory, {what}"
     parts = [
-        f"GPU identity breakdown (issue 31): {rows}"
-        + ("" if cpu_only else "shared memory, cpu_tiny")
-        + f" KIND_CPU FP32 [16] over gRPC, {args.requests} requests per row after 5 of "
-        "warm-up; backend µs is Triton's compute_input + compute_infer + compute_output per "
+        f"GPU identity breakdown (issue 31): {what}, {args.requests} requests per row after 5 "
+        "of warm-up; backend µs is Triton's compute_input + compute_infer + compute_output per "
         "request",
         "",
-        summary_table(results, floors, args.mib, ("cpu_tiny",) if cpu_only else PLAIN_ROWS),
+        summary_table(results, floors, args.mib, CPU_ROWS if cpu_only else ROWS),
     ]
     if not cpu_only:
         parts += ["", floor_table(floors)]
@@ -309,15 +310,14 @@ def main(args: Any) -> int:
             floors = gpu_copy_floor.measure([args.mib << 20, 4096])
     except Exception as e:  # noqa: BLE001 - a driver error there must not cost the servers' rows
         floors = {"error": " ".join(f"{type(e).__name__}: {e}".split())[:300]}
-    plain_rows = ("cpu_tiny",) if cpu_only else PLAIN_ROWS
-    traced_rows = ("cpu_tiny",) if cpu_only else TRACED_ROWS
+    rows = CPU_ROWS if cpu_only else ROWS
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="gpu-trace-") as tmp:
         for switch in args.switches.split(","):
             trace = Path(tmp) / f"trace-{switch.replace(':', '-')}.txt"
             results[switch] = {
-                "plain": _run_server(args, switch, None, plain_rows),
-                "traced": _run_server(args, switch, trace, traced_rows),
+                "plain": _run_server(args, switch, None, rows),
+                "traced": _run_server(args, switch, trace, rows),
             }
     text = report(results, floors, args)
     print(text)
