@@ -36,17 +36,15 @@ RESPONSE_SEND = "TRITONBACKEND_ResponseSend"
 WARMUP = 20
 
 
-def _wrapper(folder: Path, out: Path) -> Path:
-    """A stand-in for the tritonserver binary that runs the real one under callgrind."""
-    real = locate.tritonserver_binary()
-    script = folder / "tritonserver"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"exec valgrind --tool=callgrind --callgrind-out-file={out} "
-        f'--toggle-collect={EXECUTE} --separate-threads=no {real} "$@"\n'
-    )
-    script.chmod(0o755)
-    return script
+def _callgrind(out: Path) -> list[str]:
+    """The command tritonserver runs under: callgrind, collecting inside execute only."""
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        f"--toggle-collect={EXECUTE}",
+        "--separate-threads=no",
+    ]
 
 
 def _send(port: int, count: int) -> None:
@@ -101,14 +99,8 @@ def measure(kind: str, requests: int) -> Dict[str, float]:
         repo = folder / "repo"
         repository.write_repository(repo, native=False, names=("identity",))
         backend_dir = locate.our_backend_dir() if kind == "ours" else locate.original_backend_dir()
-        server = BenchServer(kind, repo, backend_dir, strict=True)
-        wrapper = _wrapper(folder, out)
-        real = locate.tritonserver_binary
-        locate.tritonserver_binary = lambda: wrapper  # type: ignore[assignment]
-        try:
-            server.start(timeout=600)
-        finally:
-            locate.tritonserver_binary = real  # type: ignore[assignment]
+        server = BenchServer(kind, repo, backend_dir, strict=True, prefix=_callgrind(out))
+        server.start(timeout=600)
         try:
             _send(server.port, WARMUP + requests)
         finally:

@@ -39,10 +39,13 @@ class BenchServer:
         strict: bool = True,
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
-        """``args``: more tritonserver options; ``env``: more environment for it."""
+        """``args``: more tritonserver options; ``env``: more environment for it; ``prefix``:
+        a command that runs tritonserver (``valgrind --tool=callgrind ...``)."""
         self.kind = kind
         self.args = list(args)
+        self.prefix = list(prefix)
         self.extra_env = dict(env or {})
         self.repo = repo
         self.backend_dir = backend_dir
@@ -69,6 +72,7 @@ class BenchServer:
         """Start and wait for /v2/health/ready; return the seconds it took."""
         (self.port,) = free_ports(1)
         cmd = [
+            *self.prefix,
             str(locate.tritonserver_binary()),
             f"--model-repository={self.repo}",
             f"--backend-directory={self.backend_dir}",
