@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 
 import pytest
 from tritonclient.utils import InferenceServerException
@@ -35,6 +36,11 @@ def load_error(server, feature_repository, model: str) -> str:
             except InferenceServerException as failure:
                 return failure.message()
             except Exception:  # noqa: BLE001 - the connection dropped or timed out
+                # The dying server writes its "Signal (11)" line a moment after the
+                # connection drops: read the log once it has exited (or after 10 s).
+                deadline = time.monotonic() + 10
+                while server.is_alive() and time.monotonic() < deadline:
+                    time.sleep(0.05)
                 if CRASHED not in server.log_text() or attempt == ATTEMPTS - 1:
                     raise
                 server.stop()
