@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/cpu_hop.h"
 #include "backend/dropped_sender.h"
 #include "backend/error.h"
 #include "backend/logging.h"
@@ -46,6 +47,8 @@ class Batch {
   }
 
   void Run();
+  // Every request of the batch was answered with an error (ours or the model's).
+  bool EveryRequestFailed() const { return errors_ == items_.size(); }
 
  private:
   uint64_t TotalBatchSize();
@@ -72,6 +75,7 @@ class Batch {
   uint64_t compute_start_ = 0;
   uint64_t compute_end_ = 0;
   uint64_t total_batch_size_ = 0;
+  size_t errors_ = 0;                   // requests answered with an error
   std::optional<ipc::Message> result_;  // owns the bytes inline outputs point into
 };
 
@@ -167,6 +171,7 @@ void Batch::RespondOne(RequestState& st, const ipc::ResponseBody& body) {
     return;
   }
   if (!SendResponse(resp, body, st, s_, TRITONSERVER_RESPONSE_COMPLETE_FINAL)) st.failed = true;
+  if (st.failed || body.has_error) ++errors_;
   st.sent_response = true;
   st.MarkFinal();
   st.DeleteFactory();
@@ -205,6 +210,7 @@ bool Batch::InInputBlock(const ipc::TensorDesc& t) const {
 void Batch::UnpinInputs() { s_.ledger().Unpin(ctx_.loan); }
 
 void Batch::FailAll(const std::string& message, TRITONSERVER_Error_Code code) {
+  errors_ = items_.size();
   for (auto& it : items_) {
     RequestState& st = *it.st;
     std::lock_guard<std::mutex> lock(st.mu);
@@ -370,6 +376,8 @@ void Batch::Run() {
 }  // namespace
 
 void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_t count) {
+  // Where Triton's thread woke us (cpu_hop.h: left after a batch that failed every request).
+  const int entry_cpu = CurrentCpu();
   std::vector<TRITONBACKEND_Request*> valid;
   valid.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
@@ -400,6 +408,7 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
       if (!err.empty()) PB_LOG_ERROR("'" + inst.name + "': failed to report statistics: " + err);
       TakeMessage(TRITONBACKEND_RequestRelease(r, TRITONSERVER_REQUEST_RELEASE_ALL));
     }
+    LeaveCpu(entry_cpu);
     return;
   }
   // A stub that dies while this counts has a batch to tell (SessionForBatch).
@@ -410,13 +419,16 @@ void ExecuteBatch(InstanceState& inst, TRITONBACKEND_Request** requests, uint32_
   } running(inst.running_batches);
   const StubSession* ran_on = session.get();
   bool died = false;
+  bool failed = false;
   {
     Batch batch(inst, session, valid.data(), static_cast<uint32_t>(valid.size()));
     batch.Run();
     died = !session->alive();
+    failed = batch.EveryRequestFailed();
   }
   session.reset();
   if (died) inst.death_told_by_batch.store(ran_on);  // before `running` ends
+  if (failed) LeaveCpu(entry_cpu);
 }
 
 }  // namespace pybackend

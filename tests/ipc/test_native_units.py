@@ -5,8 +5,9 @@ cgroup's ancestors, v2 and v1), csrc/tests/arena_bound_test.cc (the arena waitin
 shm-max-byte-size), csrc/tests/ledger_test.cc (MemoryLedger's state transitions:
 lent blocks pinned and freed, the stub's blocks returned, device holds and IPC mappings on a
 fake libcuda.so.1, teardown), csrc/tests/bls_cycles_test.cc (which blocking BLS calls the
-cycle registry refuses) and csrc/tests/backend_config_test.cc (every --backend-config setting
-and the texts of the values it refuses)."""
+cycle registry refuses), csrc/tests/backend_config_test.cc (every --backend-config setting
+and the texts of the values it refuses) and csrc/tests/cpu_hop_test.cc (the instance thread's
+move off its CPU after a batch that failed every request)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from native_build import build_native_target
         "ledger_test",
         "bls_cycles_test",
         "backend_config_test",
+        "cpu_hop_test",
     ],
 )
 def test_native_units(tmp_path: Path, target: str) -> None:
