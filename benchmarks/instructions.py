@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import re
 import shutil
 import subprocess
@@ -25,9 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List
 
-import numpy as np
-
-from benchmarks import repository
+from benchmarks import payloads, repository
 from benchmarks.server import BenchServer
 from pybackend.server import locate
 
@@ -48,35 +45,18 @@ def _callgrind(out: Path) -> list[str]:
 
 
 def _send(port: int, count: int) -> None:
-    data = np.arange(16, dtype=np.float32).tobytes()
-    head = json.dumps(
-        {
-            "inputs": [
-                {
-                    "name": "INPUT0",
-                    "datatype": "FP32",
-                    "shape": [1, 16],
-                    "parameters": {"binary_data_size": len(data)},
-                }
-            ],
-            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
-        }
-    ).encode()
+    """``count`` tiny identity requests on one kept-alive connection, each answer checked
+    (benchmarks.payloads: the request and its check that benchmarks.run sends)."""
+    payload = payloads.identity("identity", (1, 16))
+    path, headers, body = payload.parts()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         for _ in range(count):
-            conn.request(
-                "POST",
-                "/v2/models/identity/infer",
-                head + data,
-                {"Inference-Header-Content-Length": str(len(head))},
-            )
+            conn.request("POST", path, body=body, headers=headers)
             reply = conn.getresponse()
-            body = reply.read()
-            if reply.status != 200:
-                raise RuntimeError(f"identity answered {reply.status}: {body[:200]!r}")
-            if not body.endswith(data):  # the binary output is the input, last in the body
-                raise RuntimeError("identity answered other data than it was sent")
+            wrong = payload.check(reply.status, reply.headers, reply.read())
+            if wrong is not None:
+                raise RuntimeError(f"identity answered wrongly: {wrong}")
     finally:
         conn.close()
 
@@ -142,7 +122,9 @@ def main(argv: List[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--backends", default="ours,original")
-    p.add_argument("--requests", type=int, default=1000, help="after 20 of warm-up")
+    p.add_argument(
+        "--requests", type=int, default=1000, help="counted with 20 sent first (all averaged)"
+    )
     args = p.parse_args(argv)
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
