@@ -16,8 +16,9 @@ pybackend/utils/gpu_trace.py), whose lines over the measured requests give each 
 events and time per request, on both sides. The two copies are also measured alone in this
 process (benchmarks/gpu_copy_floor.py), so the tables compare the backend time with its floor
 in the same run. Without a GPU it says so and measures nothing, except with --cpu-only: the
-CPU tiny row alone, plain and traced, on any machine (the stub's turn in the server against
-benchmarks.hotpath's in-process number; what the lane and the wake-ups add).
+CPU rows alone, plain and traced, on any machine (the stub's turn in the server against
+benchmarks.hotpath's in-process number; what the lane and the wake-ups add; a BLS call's
+hand-offs and its callee's time in Triton's queue).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from benchmarks import gpu_copy_floor, gpu_identity
 
 #: The rows measured per switch value, on the plain server and on the traced one. cpu_tiny has
 #: no GPU stage, but its round trip less the stub's turn is the protocol of issue 31 part 2's
-#: single round trip; --cpu-only measures it alone.
-ROWS = ("zero_copy", "zero_copy_4k", "cpu_tiny")
-CPU_ROWS = ("cpu_tiny",)
+#: single round trip; cpu_bls is that part's BLS c1 row (a call to cpu_tiny per request);
+#: --cpu-only measures these two alone.
+ROWS = ("zero_copy", "zero_copy_4k", "cpu_tiny", "cpu_bls")
+CPU_ROWS = ("cpu_tiny", "cpu_bls")
 
 #: Stages in the order a request meets them: (side, stage, what it is).
 STAGES = (
@@ -57,6 +59,10 @@ STAGES = (
     ("stub", "map.open", "cuIpcOpenMemHandle, cached mapping (miss)"),
     ("stub", "map.hit", "cached mapping reused (event)"),
     ("stub", "execute.model", "the model's execute()"),
+    ("stub", "bls.call", "a BLS call on sync: BLS_EXEC sent .. its answer decoded"),
+    ("backend", "bls.start", "BLS_EXEC decoded, the Triton request built, ServerInferAsync"),
+    ("backend", "bls.callee", "ServerInferAsync .. the callee's final response (queue and turn)"),
+    ("backend", "bls.answer", "the callee's response encoded and sent to the calling stub"),
     ("stub", "to_dlpack", "our __dlpack__ of a GPU tensor (the consumer's import not timed)"),
     ("stub", "from_dlpack.export", "producer's __dlpack__(stream=...) in Tensor.from_dlpack"),
     ("stub", "from_dlpack.sync", "cuStreamSynchronize of the stream handed over"),
@@ -68,6 +74,8 @@ STAGES = (
     ("backend", "ipc_cache.open", "cuIpcOpenMemHandle of a stub output (miss)"),
     ("backend", "ipc_cache.hit", "stub output mapping reused (event)"),
     ("backend", "lend.free", "cuMemFree of lent memory returned by the stub"),
+    ("backend", "lane.sleep", "an instance thread asleep for its stub's message (a wake-up)"),
+    ("stub", "lane.sleep", "a stub asleep for the backend's message (a wake-up)"),
 )
 
 
@@ -131,7 +139,9 @@ def stage_rows(stages: dict[tuple[str, str], list[int]], requests: int) -> list[
     return rows
 
 
-def stage_table(title: str, rows: list[dict], stages: dict, requests: int) -> str:
+def stage_table(
+    title: str, rows: list[dict], stages: dict, requests: int, callees: Optional[dict] = None
+) -> str:
     lines = [
         title,
         "",
@@ -150,7 +160,32 @@ def stage_table(title: str, rows: list[dict], stages: dict, requests: int) -> st
             f"| both | protocol | 1.00 | {trip - stub:.1f} | | exec.round_trip - the stub's "
             "execute.total: messages, wake-ups, decoding outside execute |"
         )
+    lines += _bls_lines(stages, requests, callees or {})
     return "\n".join(lines)
+
+
+def _bls_lines(stages: dict, requests: int, callees: dict) -> list[str]:
+    """A BLS row's derived lines: what the call adds beyond its callee's path, and how long
+    the callee's request waited in Triton's queue (its statistics, plain server; the rest of
+    bls.callee is the callee's turn up to its response, whose own backend time also covers
+    bls.answer, run inside its TRITONBACKEND_ResponseSend)."""
+
+    def per_request(side: str, stage: str) -> float:
+        return sum(stages.get((side, stage), [])) / requests / 1000
+
+    call, callee = per_request("stub", "bls.call"), per_request("backend", "bls.callee")
+    if not (call and callee):
+        return []
+    lines = [
+        f"| both | bls hand-offs | 1.00 | {call - callee:.1f} | | bls.call - bls.callee: the "
+        "caller's stub to its backend and back, the request's start and its answer |"
+    ]
+    for name, c in callees.items():
+        lines.append(
+            f"| triton | {name} queued | 1.00 | {c['queue_us']:.1f} | | in bls.callee: the "
+            "callee's request in Triton's queue until its instance took it (statistics) |"
+        )
+    return lines
 
 
 def summary_table(results: dict, floors: dict, mib: int, rows: tuple = ROWS) -> str:
@@ -173,7 +208,7 @@ def summary_table(results: dict, floors: dict, mib: int, rows: tuple = ROWS) -> 
                 continue
             t = traced.get(row, {}).get("backend_us")
             size = big if row == "zero_copy" else gpu_identity.ROWS[row][1]
-            floor = floors.get(size, {}).get("two_dtod") if row != "cpu_tiny" else None
+            floor = floors.get(size, {}).get("two_dtod") if row not in CPU_ROWS else None
             c = r["copies_per_request"]
             goal = ""
             if row == "zero_copy" and floor:
@@ -181,6 +216,9 @@ def summary_table(results: dict, floors: dict, mib: int, rows: tuple = ROWS) -> 
                 goal = f"{ratio:.2f}x the copies (goal <= 1.5x and <= 250 µs)"
             elif row == "zero_copy_4k" and tiny:
                 goal = f"{r['backend_us'] / tiny:.2f}x cpu_tiny (goal <= 1.2x)"
+            for name, callee in r.get("callees", {}).items():
+                goal += f"callee {name}: backend {callee['backend_us']:.0f} µs, queued "
+                goal += f"{callee['queue_us']:.0f} µs"
             lines.append(
                 f"| {label} | {row} | {r['backend_us']:.0f} | "
                 f"{'' if t is None else f'{t:.0f}'} | {r['client_median_us']:.0f} | "
@@ -272,7 +310,7 @@ def _measure_server(args: Any, switch: str, trace: Optional[Path], rows: tuple) 
 
 def report(results: dict, floors: dict, args: Any) -> str:
     cpu_only = getattr(args, "cpu_only", False)
-    what = "cpu_tiny KIND_CPU FP32 [16] over gRPC"
+    what = "cpu_tiny KIND_CPU FP32 [16] over gRPC, cpu_bls one BLS call to it per request"
     if not cpu_only:
         what = f"zero_copy {args.mib} MiB and 4 KiB FP32 through CUDA shared memory, {what}"
     parts = [
@@ -290,12 +328,13 @@ def report(results: dict, floors: dict, args: Any) -> str:
                 continue
             title = f"Stages, pool, DLPack stream = {switch_label(switch)}, {row} (timers on):"
             rows = stage_rows(r["stages"], r["requests"])
-            parts += ["", stage_table(title, rows, r["stages"], r["requests"])]
+            callees = by_kind.get("plain", {}).get(row, {}).get("callees")
+            parts += ["", stage_table(title, rows, r["stages"], r["requests"], callees)]
     return "\n".join(parts)
 
 
 def main(args: Any) -> int:
-    # --cpu-only: the CPU tiny row alone, which needs no GPU (its stages on any machine).
+    # --cpu-only: the CPU rows alone, which need no GPU (their stages on any machine).
     cpu_only = getattr(args, "cpu_only", False)
     missing = None if cpu_only else gpu_identity.gpu_missing()
     if missing:

@@ -16,6 +16,8 @@ only what the backend and the model do differs between the rows:
   zero_copy_4k     zero_copy's model with a 4 KiB tensor: the GPU path's fixed cost
   cpu_tiny         a KIND_CPU identity of FP32 [16] over plain gRPC (no shared memory): the
                    CPU tiny row the 4 KiB GPU row is compared with (issue 31: at most 1.2x)
+  cpu_bls          a KIND_CPU model that makes one BLS call to cpu_tiny per request and
+                   returns its output: issue 31's BLS c1 row (its callee's statistics too)
 
 Backend time is Triton's compute_input + compute_infer + compute_output per request (the
 statistics endpoint), over --requests requests after a warm-up; client time is the median
@@ -85,7 +87,18 @@ MODELS = {
     ),
     "forced_cpu": ("yes", 'pb_utils.Tensor("OUT", tensor.as_numpy())', "KIND_GPU"),
     "cpu_tiny": ("yes", 'pb_utils.Tensor("OUT", tensor.as_numpy())', "KIND_CPU"),
+    # A blocking call from execute's own thread (the BLS path on sync), as benchmarks.run's bls.
+    "cpu_bls": (
+        "yes",
+        'pb_utils.Tensor("OUT", pb_utils.get_output_tensor_by_name(pb_utils.InferenceRequest('
+        'model_name="cpu_tiny", requested_output_names=["OUT"], inputs=[tensor]).exec(), '
+        '"OUT").as_numpy())',
+        "KIND_CPU",
+    ),
 }
+
+#: model -> the models it calls (written beside it; their statistics are read with its own)
+CALLEES = {"cpu_bls": ("cpu_tiny",)}
 
 #: row -> (model, tensor bytes: 0 is --mib MiB; CUDA shared memory both ways unless KIND_CPU)
 ROWS = {
@@ -94,11 +107,14 @@ ROWS = {
     "forced_cpu": ("forced_cpu", 0),
     "zero_copy_4k": ("zero_copy", 4096),
     "cpu_tiny": ("cpu_tiny", 64),
+    "cpu_bls": ("cpu_bls", 64),
 }
 
 
 def write_repository(root: Path, models: Any = None) -> Path:
-    for name in models or MODELS:
+    names = list(models or MODELS)
+    names += [c for name in names for c in CALLEES.get(name, ()) if c not in names]
+    for name in names:
         force_cpu, make_out, kind = MODELS[name]
         config = model_config(
             name,
@@ -132,13 +148,29 @@ def gpu_missing() -> str | None:
     return None
 
 
-def backend_ns(server: Any, model: str) -> tuple[int, int]:
-    """(successful requests, compute_input + compute_infer + compute_output ns) so far."""
+def inference_stats(server: Any, model: str) -> dict:
+    """Triton's inference_stats of ``model`` (the statistics endpoint)."""
     url = f"http://{server.http_url}/v2/models/{model}/stats"
     with urllib.request.urlopen(url, timeout=10) as reply:
-        stats = json.loads(reply.read())["model_stats"][0]["inference_stats"]
+        return json.loads(reply.read())["model_stats"][0]["inference_stats"]
+
+
+def backend_ns(server: Any, model: str) -> tuple[int, int]:
+    """(successful requests, compute_input + compute_infer + compute_output ns) so far."""
+    stats = inference_stats(server, model)
     spent = sum(stats[k]["ns"] for k in ("compute_input", "compute_infer", "compute_output"))
     return stats["success"]["count"], spent
+
+
+def callee_split(before: dict, after: dict, requests: int) -> dict:
+    """A callee's µs per call between two inference_stats: its backend time and the time its
+    requests waited in Triton's queue (the hand-off from the caller to the callee's thread)."""
+
+    def us(key: str) -> float:
+        return (after[key]["ns"] - before[key]["ns"]) / requests / 1000
+
+    backend = sum(us(k) for k in ("compute_input", "compute_infer", "compute_output"))
+    return {"backend_us": backend, "queue_us": us("queue")}
 
 
 def settled_backend_ns(
@@ -212,6 +244,7 @@ def measure(
 
         # Settled: this model's earlier rows waited for their statistics.
         start = backend_ns(server, model)[0]
+        callees = {c: backend_ns(server, c)[0] for c in CALLEES.get(model, ())}
         for _ in range(5):
             once()
         clear()
@@ -220,9 +253,15 @@ def measure(
             raise AssertionError(f"{row}: the output is not the input")
         marks = [window()] if window else []
         count0, ns0 = settled_backend_ns(server, model, start + 6)  # warm-up and check
+        for c, n0 in callees.items():
+            settled_backend_ns(server, c, n0 + 6)
+        callee0 = {c: inference_stats(server, c) for c in callees}
         copies0 = gpu_client.copies(server.metrics_url, model)
         client_s = [once() for _ in range(requests)]
         count1, ns1 = settled_backend_ns(server, model, start + 6 + requests)
+        for c, n0 in callees.items():
+            settled_backend_ns(server, c, n0 + 6 + requests)
+        callee1 = {c: inference_stats(server, c) for c in callees}
         copies1 = gpu_client.copies(server.metrics_url, model)
         marks += [window()] if window else []
     finally:
@@ -235,6 +274,8 @@ def measure(
         "client_median_us": statistics.median(client_s) * 1e6,
         "copies_per_request": {d: (copies1[d] - copies0[d]) / n for d in gpu_client.DIRECTIONS},
     }
+    if callees:
+        result["callees"] = {c: callee_split(callee0[c], callee1[c], n) for c in callees}
     if marks:
         result["window"] = marks
     return result
@@ -294,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cpu-only",
         action="store_true",
-        help="--breakdown: the CPU tiny row alone (no GPU needed): its stages, the stub's turn "
-        "in the server and the protocol, on any machine",
+        help="--breakdown: the CPU rows alone (tiny and BLS, no GPU needed): their stages, "
+        "the stub's turn in the server and the protocol, on any machine",
     )
     args = parser.parse_args(argv)
     if args.breakdown:

@@ -10,6 +10,7 @@
 #include "backend/gpu_transfer.h"
 #include "backend/json.h"
 #include "backend/logging.h"
+#include "cuda/trace.h"
 #include "ipc/codec.h"
 
 namespace pybackend {
@@ -39,6 +40,7 @@ struct BlsCall {
   TRITONSERVER_InferenceRequest* request = nullptr;
   bool released = false;
   std::atomic<int> refs{2};  // release callback + final response
+  int64_t started_ns = 0;    // stage timers only: ServerInferAsync called (bls.callee)
 
   BlsCall() {
     std::lock_guard<std::mutex> lock(g_calls_mu);
@@ -90,6 +92,9 @@ bool SendBlsResponse(StubSession& s, bool on_sync, uint64_t id, const ipc::BlsRe
 void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags, void* userp) {
   auto* call = static_cast<BlsCall*>(userp);
   StubSession& s = *call->out.session;
+  if (cuda::trace::kOn && (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL)) {
+    cuda::trace::Record("bls.callee", cuda::trace::NowNs() - call->started_ns);
+  }
   // Off the cycle registry before the caller can run on and call again.
   if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) bls_cycles::End(call);
   if (call->on_sync) {
@@ -108,6 +113,7 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
       call->pending = nullptr;
     }
   }
+  cuda::trace::Stage answer("bls.answer");  // encoded and sent to the calling stub
   uint32_t wire_flags = flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL;
   if (call->out.delivery_failed.exchange(false)) wire_flags |= ipc::kBlsResponseUndelivered;
   ipc::BlsResponseEncoder enc(wire_flags);
@@ -124,6 +130,7 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
   } else if (s.alive()) {
     PB_LOG_ERROR(s.log_prefix() + "cannot deliver a BLS response: " + error);
   }
+  answer.End();
   if (resp != nullptr) {
     std::string e = TakeMessage(TRITONSERVER_InferenceResponseDelete(resp));
     if (!e.empty()) PB_LOG_ERROR(s.log_prefix() + "deleting a BLS response: " + e);
@@ -293,6 +300,7 @@ void SendBlsError(StubSession& session, bool on_sync, uint64_t id, TRITONSERVER_
 }
 
 void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_sync) {
+  cuda::trace::Stage start("bls.start");  // BLS_EXEC decoded .. ServerInferAsync returned
   auto* call = new BlsCall();
   call->on_sync = on_sync;
   call->out.session = session.shared_from_this();
@@ -388,6 +396,7 @@ void BlsService::Start(BlsCall* call, TRITONSERVER_InferenceRequest* req, uint64
   call->request = req;
   table_->Add(call);
   TRITONSERVER_InferenceTrace* trace = ChildTrace(parent_token);
+  if (cuda::trace::kOn) call->started_ns = cuda::trace::NowNs();
   TRITONSERVER_Error* err = TRITONSERVER_ServerInferAsync(server_, req, trace);
   if (err != nullptr) {
     if (trace != nullptr) TakeMessage(TRITONSERVER_InferenceTraceDelete(trace));

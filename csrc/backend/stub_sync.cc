@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "backend/stub_session.h"
+#include "cuda/trace.h"
 
 namespace pybackend {
 
@@ -94,7 +95,11 @@ StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_p
     std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
     if (!slice) return Wait::kTimeout;
     auto before = Clock::now();
-    lane_->Wait(seen, *slice);
+    {
+      // With the stage timers on, each sleep is one event: how many wake-ups a request pays.
+      cuda::trace::Stage sleep("lane.sleep");
+      lane_->Wait(seen, *slice);
+    }
     bool quiet = lane_->UpBell() == seen && Clock::now() - before >= *slice;
     if (StoppedTooLong(quiet, &stopped_since)) return Wait::kDead;
     if (proc->pidfd() < 0 && proc->Poll()) MarkDead("the stub process ended", false);

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Callable, List, Optional, Sequence
 
+from ..utils import gpu_trace
 from .codec import Buffer, ProtocolError, decode_indirect, encode_indirect
 from .lane import Lane
 from .protocol import FLAG_INDIRECT, HEADER, HEADER_SIZE, MAX_DATAGRAM, MAX_INLINE_BODY
@@ -211,7 +212,12 @@ class Channel:
                 spin_s = 0.0
                 if spun:
                     continue
-            lane.wait(seen, 1.0)
+            if gpu_trace.ON:  # each sleep is one event: the wake-ups a request pays
+                t0 = gpu_trace.now()
+                lane.wait(seen, 1.0)
+                gpu_trace.record("lane.sleep", t0)
+            else:
+                lane.wait(seen, 1.0)
             if lane.down_bell() == seen:
                 try:
                     raw = self.sock.recvmsg_into([self._view], _ANC_SIZE, _MSG_DONTWAIT)

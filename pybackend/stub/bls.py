@@ -27,6 +27,7 @@ from ..ipc.bls_codec import BlsExecDesc
 from ..ipc.channel import Message
 from ..ipc.codec import GpuRef, ProtocolError
 from ..ipc.protocol import MessageKind
+from ..utils import gpu_trace
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
@@ -179,6 +180,8 @@ class BlsClient:
             return placed
         placer, body = placed
         cid = next(self._ids)
+        if gpu_trace.ON:
+            t0 = gpu_trace.now()
         try:
             st.sync.send_fast(MessageKind.BLS_EXEC, body, cid)
         except BaseException:
@@ -194,6 +197,8 @@ class BlsClient:
                 if first is None:
                     first = resp
                 if final:
+                    if gpu_trace.ON:
+                        gpu_trace.record("bls.call", t0)
                     return first if first is not None else InferenceResponse()
             elif not st.handle_common(msg):
                 raise ProtocolError(

@@ -1,7 +1,7 @@
 """The GPU breakdown's CPU parts (benchmarks/gpu_breakdown.py, gpu_copy_floor.py): the trace
 lines aggregated into the tables, the copy floor run end to end on the fake libcuda.so.1
 (csrc/tests/fake_cuda.cc), every entry point saying "no GPU" and exiting 0 here, and the CPU
-tiny row alone (--cpu-only) through real servers. The GPU rows' numbers are measured on a GPU
+rows alone (--cpu-only) through real servers. The GPU rows' numbers are measured on a GPU
 only (scripts/gpu_check.sh, GPU_BREAKDOWN)."""
 
 from __future__ import annotations
@@ -237,7 +237,9 @@ def _emitted_stages() -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for path in (REPO / "csrc").rglob("*.cc"):
         text = path.read_text()
-        calls = re.findall(r'(?:trace::Stage \w+|trace::Count|\.Rename)\(\s*"([^"]+)"', text)
+        calls = re.findall(
+            r'(?:trace::Stage \w+|trace::Count|trace::Record|\.Rename)\(\s*"([^"]+)"', text
+        )
         found |= {("backend", s) for s in calls}
         for names in re.findall(r"k(?:Enqueue|Sync)\[\] = \{([^}]*)\}", text):
             found |= {("backend", s) for s in re.findall(r'"([^"]+)"', names)}
@@ -322,19 +324,35 @@ def test_the_copy_floor_waits_for_every_copy_it_times() -> None:
     ] + ["cuMemFree_v2"] * 3  # fmt: skip
 
 
-def test_cpu_only_measures_the_tiny_row_through_a_real_server(
+def _stage_section(out: str, row: str) -> str:
+    head = f"Stages, pool, DLPack stream = 1, proxy, {row} (timers on):"
+    assert head in out, out
+    return out.split(head, 1)[1].split("\n\n", 2)[1]
+
+
+def test_cpu_only_measures_the_cpu_rows_through_a_real_server(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """--cpu-only needs no GPU: two real servers (plain, timers on) serve the CPU tiny row,
-    and the report has its backend time and its stages from both sides' timers."""
+    """--cpu-only needs no GPU: two real servers (plain, timers on) serve the CPU tiny row and
+    the BLS row (one call to the tiny model per request), and the report has their backend
+    times, the callee's statistics and the stages from both sides' timers: a BLS request meets
+    two stubs' turns and one call's four stages."""
     from benchmarks import gpu_identity
 
     argv = ["--breakdown", "--cpu-only", "--requests", "20", "--switches", "1"]
     assert gpu_identity.main(argv) == 0
     out = capsys.readouterr().out
-    row = re.search(r"^\| 1, proxy \| cpu_tiny \| (\d+) \| (\d+) \|", out, re.M)
-    assert row and int(row.group(1)) > 0 and int(row.group(2)) > 0, out
+    for name in ("cpu_tiny", "cpu_bls"):
+        row = re.search(rf"^\| 1, proxy \| {name} \| (\d+) \| (\d+) \|", out, re.M)
+        assert row and int(row.group(1)) > 0 and int(row.group(2)) > 0, out
+    assert re.search(r"callee cpu_tiny: backend \d+ µs, queued \d+ µs", out), out
     assert "zero_copy" not in out and "Copies alone" not in out
-    assert "Stages, pool, DLPack stream = 1, proxy, cpu_tiny (timers on):" in out
+    tiny, bls = _stage_section(out, "cpu_tiny"), _stage_section(out, "cpu_bls")
     for stage in ("exec.round_trip", "execute.total", "execute.model", "protocol"):
-        assert re.search(rf"\| {re.escape(stage)} \| 1\.00 \| \d", out), stage
+        assert re.search(rf"\| {re.escape(stage)} \| 1\.00 \| \d", tiny), stage
+    for stage in ("exec.round_trip", "execute.total", "execute.model"):
+        assert re.search(rf"\| {re.escape(stage)} \| 2\.00 \| \d", bls), stage
+    for stage in ("bls.call", "bls.start", "bls.callee", "bls.answer", "bls hand-offs"):
+        assert re.search(rf"\| {re.escape(stage)} \| 1\.00 \| \d", bls), stage
+    assert "bls." not in tiny
+    assert re.search(r"\| cpu_tiny queued \| 1\.00 \| \d", bls), bls
