@@ -75,6 +75,7 @@ STAGES = (
     ("backend", "ipc_cache.hit", "stub output mapping reused (event)"),
     ("backend", "lend.free", "cuMemFree of lent memory returned by the stub"),
     ("backend", "lane.sleep", "an instance thread asleep for its stub's message (a wake-up)"),
+    ("backend", "lane.rearm", "woken to poll for RESULT as a BLS answer went out (event)"),
     ("stub", "lane.sleep", "a stub asleep for the backend's message (a wake-up)"),
 )
 

@@ -55,9 +55,10 @@ bool IsGlobalKey(const std::string& key) {
          key == "default-max-batch-size";
 }
 
+template <int64_t BackendConfig::* Field>
 void SetSpin(const std::string& key, const std::string& value, BackendConfig* c) {
   if (value == "auto") {
-    c->ipc_spin_us = kLaneSpinAuto;
+    c->*Field = kLaneSpinAuto;
     return;
   }
   int64_t n = ParseInt(key, value);
@@ -65,7 +66,7 @@ void SetSpin(const std::string& key, const std::string& value, BackendConfig* c)
     Throw(TRITONSERVER_ERROR_INVALID_ARG,
           key + " must be \"auto\" or between 0 and 1000000 (microseconds, 0 = off).");
   }
-  c->ipc_spin_us = n;
+  c->*Field = n;
 }
 
 // A bound of ours in seconds where 0 means none (execute-, initialize-, finalize-timeout-
@@ -145,9 +146,10 @@ constexpr Setting kSettings[] = {
        if (n < 0) Throw(TRITONSERVER_ERROR_INVALID_ARG, "inline-threshold can't be negative.");
        c->inline_threshold = static_cast<uint64_t>(n);
      }},
-    {"ipc-spin-us", SetSpin},
+    {"ipc-spin-us", SetSpin<&BackendConfig::ipc_spin_us>},
     // The earlier name of ipc-spin-us, from when only the backend's side polled.
-    {"execute-spin-us", SetSpin},
+    {"execute-spin-us", SetSpin<&BackendConfig::ipc_spin_us>},
+    {"ipc-bls-spin-us", SetSpin<&BackendConfig::ipc_bls_spin_us>},
     {"execute-timeout-seconds", SetBoundSeconds<&BackendConfig::execute_timeout_seconds>},
     {"initialize-timeout-seconds", SetBoundSeconds<&BackendConfig::initialize_timeout_seconds>},
     {"finalize-timeout-seconds", SetBoundSeconds<&BackendConfig::finalize_timeout_seconds>},

@@ -17,10 +17,11 @@ struct BackendConfig {
   int64_t shm_message_queue_size = 1000;  // accepted for compatibility, unused
   int64_t thread_pool_size = 32;
   std::string shm_region_prefix = "triton_python_backend_shm_region_";
-  std::string python_executable;        // ours: interpreter for the stubs
-  uint64_t inline_threshold = 4096;     // ours: tensors up to this size travel in the message
-  int64_t ipc_spin_us = kLaneSpinAuto;  // ours: poll before sleeping on sync (lane_spin.h)
-  int64_t execute_timeout_seconds = 0;  // ours: 0 = an execute may take as long as it needs
+  std::string python_executable;            // ours: interpreter for the stubs
+  uint64_t inline_threshold = 4096;         // ours: tensors up to this size travel in the message
+  int64_t ipc_spin_us = kLaneSpinAuto;      // ours: poll before sleeping on sync (lane_spin.h)
+  int64_t ipc_bls_spin_us = kLaneSpinAuto;  // ours: a BLS call's answer polled (lane_spin.h)
+  int64_t execute_timeout_seconds = 0;      // ours: 0 = an execute may take as long as it needs
   // ours: bound on a stub's load (model.py's import, auto_complete_config, initialize); 0 =
   // none, as the original's (a model that loads weights for minutes loads).
   int64_t initialize_timeout_seconds = 0;

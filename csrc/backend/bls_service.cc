@@ -131,6 +131,9 @@ void ResponseComplete(TRITONSERVER_InferenceResponse* resp, const uint32_t flags
     PB_LOG_ERROR(s.log_prefix() + "cannot deliver a BLS response: " + error);
   }
   answer.End();
+  // The caller's instance thread, asleep since its poll ran out during the call, polls for
+  // the RESULT afresh while the stub finishes execute (after the answer: the stub first).
+  if (sent && call->on_sync) s.WakeForResult();
   if (resp != nullptr) {
     std::string e = TakeMessage(TRITONSERVER_InferenceResponseDelete(resp));
     if (!e.empty()) PB_LOG_ERROR(s.log_prefix() + "deleting a BLS response: " + e);

@@ -1,5 +1,7 @@
 #include "backend/lane_spin.h"
 
+#include <algorithm>
+
 namespace pybackend {
 
 LaneSpin DecideLaneSpin(int64_t configured, int cores, int instances) {
@@ -20,6 +22,18 @@ LaneSpin DecideLaneSpin(int64_t configured, int cores, int instances) {
     s.reason = "auto: " + counts + ", fewer than " + std::to_string(kLaneSpinMinCores) +
                " cores per instance";
   }
+  return s;
+}
+
+LaneSpin DecideBlsSpin(int64_t configured, int sync_us) {
+  LaneSpin s;
+  if (configured != kLaneSpinAuto) {
+    s.micros = configured > 0 ? static_cast<int>(configured) : 0;
+    s.reason = "set by the backend config ipc-bls-spin-us";
+    return s;
+  }
+  s.micros = sync_us > 0 ? std::min(sync_us * kBlsSpinAutoFactor, kSpinMaxMicros) : 0;
+  s.reason = "auto: " + std::to_string(kBlsSpinAutoFactor) + " sync spins";
   return s;
 }
 

@@ -34,4 +34,17 @@ struct LaneSpin {
 // `cores` the usable cores (cores.h), `instances` the model's instance count.
 LaneSpin DecideLaneSpin(int64_t configured, int cores, int instances);
 
+// A blocking BLS call made on sync: how long the calling stub polls for its answer (backend
+// config ipc-bls-spin-us). The answer comes after the callee's whole turn (Triton's queue to
+// the callee's instance, its stub's round trip, the response back), several sync spins long,
+// so one sync spin ran out before it and the caller paid a wake-up for every call (issue 31's
+// BLS row). In auto mode it is this many sync spins, off where the sync spin is off: the same
+// cores decide both, and a callee slower than that costs at most that poll per call.
+constexpr int kBlsSpinAutoFactor = 10;
+// The longest poll either setting may ask for (1 s), auto's product included.
+constexpr int kSpinMaxMicros = 1000000;
+// `configured`: ipc-bls-spin-us (kLaneSpinAuto, or 0..1000000 us, applied as is); `sync_us`
+// the model's decided sync spin.
+LaneSpin DecideBlsSpin(int64_t configured, int sync_us);
+
 }  // namespace pybackend

@@ -205,6 +205,11 @@ void ModelState::ReadParameters() {
   PB_LOG_VERBOSE("model '" + name + "': sync spin " +
                  (spin.micros > 0 ? std::to_string(spin.micros) + " us" : std::string("off")) +
                  " (" + spin.reason + ")");
+  LaneSpin bls = DecideBlsSpin(backend->config.ipc_bls_spin_us, lane_spin_us);
+  bls_spin_us = bls.micros;
+  PB_LOG_VERBOSE("model '" + name + "': BLS answer spin " +
+                 (bls.micros > 0 ? std::to_string(bls.micros) + " us" : std::string("off")) + " (" +
+                 bls.reason + ")");
   force_cpu_only_inputs = true;
   if (GetParameter(config, "FORCE_CPU_ONLY_INPUT_TENSORS", &value)) {
     if (value == "yes") {
@@ -354,6 +359,7 @@ SessionOptions ModelState::MakeSessionOptions(const std::string& instance_name,
   o.env = ThreadBudgetEnv(thread_budget);
   // The stub's side of the same decision (pybackend/stub/main.py), always set: one rule.
   o.env.emplace_back("PYBACKEND_STUB_SPIN_US", std::to_string(lane_spin_us));
+  o.env.emplace_back("PYBACKEND_STUB_BLS_SPIN_US", std::to_string(bls_spin_us));
   // The lending pool likewise: the stub keeps its mappings of lent memory exactly when our
   // holds keep the memory (a mapping kept of memory we free would outlive it).
   o.env.emplace_back("PYBACKEND_GPU_LEND_POOL", cuda::DeviceHolds::PoolFromEnv() ? "1" : "0");

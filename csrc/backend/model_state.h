@@ -43,6 +43,7 @@ class ModelState {
   // Threads per instance for OMP_NUM_THREADS etc. (0: off).
   int thread_budget = 0;
   int lane_spin_us = 0;  // both sides of the sync channel poll this long (lane_spin.h)
+  int bls_spin_us = 0;   // a stub polls this long for the answer of a BLS call on sync
   // PYBACKEND_DEBUG (model parameter, else the server's environment): "" when off, else
   // how the first instance's stub offers a debugger (pdb, debugpy[:[HOST:]PORT],
   // debugpy-wait[...]). Debug mode needs one instance and lifts the stub and execute

@@ -132,6 +132,12 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   // yet: sleep first instead of trying a read that fails (one syscall less per round trip).
   Wait WaitSync(ipc::MessageKind want, std::chrono::milliseconds timeout, ipc::Message* out,
                 std::string* error, bool just_sent = false);
+  // The answer of a BLS call made on sync went out (from Triton's thread that ran the
+  // callee): where the instance thread polls (spin_us > 0), it is woken to poll afresh for
+  // the RESULT, which comes after the stub's rest of execute. Its first poll ran out during
+  // the call, so without this the RESULT found it asleep: a wake-up per call on the critical
+  // path, where this one overlaps the stub's work. No effect without the spin or the lane.
+  void WakeForResult();
   // Waits until the monitor has processed `seq` async messages (wrap-around aware).
   bool WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds timeout);
 
@@ -212,8 +218,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   std::shared_ptr<InstanceMetrics> instance_metrics_;  // before ledger_: it reports there
   MemoryLedger ledger_;  // before the channels: they use its arena, segments and queue
   std::unique_ptr<StubProcess> process_;
-  std::unique_ptr<ipc::Lane> lane_;  // before sync_: the channel rings it until destroyed
-  bool lane_active_ = false;         // LANE sent: sync traffic is counted and rung from now on
+  std::unique_ptr<ipc::Lane> lane_;      // before sync_: the channel rings it until destroyed
+  bool lane_active_ = false;             // LANE sent: sync traffic is counted and rung from now on
+  std::atomic<bool> rearm_spin_{false};  // WakeForResult: the sync wait polls afresh
   std::unique_ptr<ipc::Channel> sync_;
   std::unique_ptr<ipc::Channel> async_;
   std::unique_ptr<Monitor> monitor_;

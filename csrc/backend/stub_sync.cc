@@ -68,6 +68,12 @@ bool StubSession::SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* bo
   return sync_->Send(kind, id, body, len, timeout_ms, error);
 }
 
+void StubSession::WakeForResult() {
+  if (opts_.spin_us <= 0 || !lane_active_) return;
+  rearm_spin_.store(true, std::memory_order_release);
+  lane_->WakeWaiter();  // a ring of the up bell: the waiter finds no message and polls again
+}
+
 StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_point deadline,
                                                 bool bounded, Clock::time_point spin_until,
                                                 std::string* error) {
@@ -89,6 +95,10 @@ StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_p
     if (lane_->Take(out)) return Wait::kOk;
     if (gone) return Wait::kDead;  // the monitor saw it go, and rang the bell
     if (opts_.spin_us > 0) {
+      if (rearm_spin_.exchange(false, std::memory_order_acq_rel)) {
+        cuda::trace::Count("lane.rearm");
+        spin_until = Clock::now() + std::chrono::microseconds(opts_.spin_us);
+      }
       auto left = std::chrono::duration_cast<std::chrono::microseconds>(spin_until - Clock::now());
       if (left.count() > 0 && lane_->Spin(seen, left)) continue;
     }

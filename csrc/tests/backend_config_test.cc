@@ -86,6 +86,11 @@ void TestEverySettingTakesItsValue() {
   // The earlier name of ipc-spin-us, and "auto".
   EXPECT(Parse({{"execute-spin-us", "7"}}).ipc_spin_us == 7);
   EXPECT(Parse({{"ipc-spin-us", "auto"}}).ipc_spin_us == pybackend::kLaneSpinAuto);
+  // The BLS answer's poll: its own key, "auto" by default, the sync spin untouched.
+  EXPECT(Parse({}).ipc_bls_spin_us == pybackend::kLaneSpinAuto);
+  BackendConfig b = Parse({{"ipc-bls-spin-us", "300"}});
+  EXPECT(b.ipc_bls_spin_us == 300 && b.ipc_spin_us == pybackend::kLaneSpinAuto);
+  EXPECT(Parse({{"ipc-bls-spin-us", "auto"}}).ipc_bls_spin_us == pybackend::kLaneSpinAuto);
   // A JSON number where Triton would give a string is read by its text.
   BackendConfig n;
   ParseBackendConfig("{\"cmdline\":{\"thread-pool-size\":5}}", &n);
@@ -121,6 +126,8 @@ void TestOurSettingsTexts() {
          "stub-restart-max-backoff-seconds can't be smaller than or equal to zero.");
   EXPECT(Refusal("ipc-spin-us", "1000001") ==
          "ipc-spin-us must be \"auto\" or between 0 and 1000000 (microseconds, 0 = off).");
+  EXPECT(Refusal("ipc-bls-spin-us", "-1") ==
+         "ipc-bls-spin-us must be \"auto\" or between 0 and 1000000 (microseconds, 0 = off).");
   EXPECT(Refusal("execute-spin-us", "-1") ==
          "execute-spin-us must be \"auto\" or between 0 and 1000000 (microseconds, 0 = off).");
   for (const char* key : {"stub-restart", "ipc-lane", "instance-metrics", "thread-budget"}) {

@@ -317,6 +317,19 @@ static void TestLaneSpinDecision() {
   EXPECT(DecideLaneSpin(0, 16, 1).reason.find("ipc-spin-us") != std::string::npos);
 }
 
+// The BLS answer's poll: auto follows the sync spin (off with it); a set value applies as is.
+static void TestBlsSpinDecision() {
+  EXPECT(DecideBlsSpin(kLaneSpinAuto, 0).micros == 0);  // the 2-vCPU machines
+  EXPECT(DecideBlsSpin(kLaneSpinAuto, kLaneSpinAutoMicros).micros ==
+         kLaneSpinAutoMicros * kBlsSpinAutoFactor);
+  EXPECT(DecideBlsSpin(kLaneSpinAuto, 50).micros == 50 * kBlsSpinAutoFactor);
+  EXPECT(DecideBlsSpin(kLaneSpinAuto, 100).reason.find("auto") != std::string::npos);
+  EXPECT(DecideBlsSpin(kLaneSpinAuto, 300000).micros == kSpinMaxMicros);  // capped at 1 s
+  EXPECT(DecideBlsSpin(0, 100).micros == 0);
+  EXPECT(DecideBlsSpin(300, 0).micros == 300);
+  EXPECT(DecideBlsSpin(300, 0).reason.find("ipc-bls-spin-us") != std::string::npos);
+}
+
 // Lane::Spin returns as soon as the bell moves, and gives up when the time is over (no timing
 // asserted: only which of the two happened).
 static void TestLaneSpin() {
@@ -343,6 +356,7 @@ int main() {
   TestJson();
   TestParallelCopy();
   TestLaneSpinDecision();
+  TestBlsSpinDecision();
   TestLaneSpin();
   if (g_failures == 0) std::printf("ipc_test: all passed\n");
   return g_failures == 0 ? 0 : 1;

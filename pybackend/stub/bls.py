@@ -190,8 +190,9 @@ class BlsClient:
         first: Optional[InferenceResponse] = None
         while True:
             # Polls first where the backend decided the sync waits may (main.py's EXECUTE
-            # wait does the same): an answer that comes within the spin costs no wake-up.
-            msg = st.sync.recv(st.spin_s)
+            # wait does the same), for longer (csrc/backend/lane_spin.h, DecideBlsSpin): an
+            # answer that comes within the spin costs no wake-up.
+            msg = st.sync.recv(st.bls_spin_s)
             if msg.kind == MessageKind.BLS_RESPONSE and msg.id == cid:
                 final, resp = decode_response(st.ledger, msg.body)
                 if first is None:

@@ -60,14 +60,16 @@ class _WatchRef(weakref.ref):
     token: int
 
 
-def spin_seconds() -> float:
+def spin_seconds(variable: str = "PYBACKEND_STUB_SPIN_US", default: float = 0.0) -> float:
     """PYBACKEND_STUB_SPIN_US: how long a wait on the sync channel polls for the next message
-    before it sleeps. The backend sets it for every stub it starts from its own decision
-    (csrc/backend/lane_spin.h: off unless cores are to spare); 0 when unset (attach mode)."""
+    before it sleeps; PYBACKEND_STUB_BLS_SPIN_US: how long the wait for a BLS call's answer
+    does. The backend sets both for every stub it starts from its own decisions
+    (csrc/backend/lane_spin.h: off unless cores are to spare); ``default`` when unset (attach
+    mode: 0) or unreadable."""
     try:
-        return max(0.0, float(os.environ.get("PYBACKEND_STUB_SPIN_US", "0")) / 1e6)
-    except ValueError:
-        return 0.0
+        return max(0.0, float(os.environ[variable]) / 1e6)
+    except (KeyError, ValueError):
+        return default
 
 
 class StubState:
@@ -79,9 +81,10 @@ class StubState:
         self.async_ = Channel(socket.socket(fileno=async_fd), self._indirect_out, self._indirect_in)
         self.log = StubLog(self.async_)
         self.inline_threshold = DEFAULT_INLINE_THRESHOLD
-        # How long a wait on sync polls before it sleeps: for EXECUTE (main.py) and for the
-        # answer of a BLS call made on sync (bls.py).
+        # How long a wait on sync polls before it sleeps: for EXECUTE (main.py), and for the
+        # answer of a BLS call made on sync (bls.py), which comes after the callee's turn.
         self.spin_s = spin_seconds()
+        self.bls_spin_s = spin_seconds("PYBACKEND_STUB_BLS_SPIN_US", self.spin_s)
         # The model's output rules when PYBACKEND_STRICT_OUTPUTS is on (stub/returns.py);
         # None by default: outputs go out unchecked, as the original sends them.
         self.output_rules: Optional[OutputRules] = None

@@ -2,7 +2,8 @@
 server: with the spin forced on (ipc-spin-us) tiny, 64 KiB, BLS and decoupled requests are
 answered correctly on both sync paths (the lane, the socket); in auto mode the decision follows
 the usable cores (on this 2-vCPU machine: off, today's path), it is logged at verbose level,
-and the stub is told the same value (PYBACKEND_STUB_SPIN_US in its environment).
+and the stub is told the same value (PYBACKEND_STUB_SPIN_US in its environment); the BLS
+answer's poll (ipc-bls-spin-us, PYBACKEND_STUB_BLS_SPIN_US) follows it, or its own knob.
 
 Every server gets a fake cgroup tree (PYBACKEND_CGROUP_ROOT, as in test_thread_budget.py), so
 only the affinity, or the quota a test sets, counts as the machine's cores."""
@@ -29,6 +30,7 @@ from pybackend.server import ServerError, TritonServer
 
 CORES = len(os.sched_getaffinity(0))  # the server inherits the test's affinity
 LOG_LINE = re.compile(r"model '(\w+)': sync spin (off|\d+ us) \((.*)\)")
+BLS_LINE = re.compile(r"model '(\w+)': BLS answer spin (off|\d+ us) \((.*)\)")
 
 PROBE_CONFIG = """
 backend: "python"
@@ -44,7 +46,9 @@ import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def execute(self, requests):
-        seen = os.environ.get("PYBACKEND_STUB_SPIN_US", "unset").encode()
+        seen = "/".join(
+            os.environ.get(f"PYBACKEND_STUB_{what}SPIN_US", "unset") for what in ("", "BLS_")
+        ).encode()
         out = np.array([seen], dtype=object)
         return [pb_utils.InferenceResponse([pb_utils.Tensor("SPIN", out)]) for _ in requests]
 """
@@ -57,11 +61,12 @@ def probe_repository(root: Path, instances: int) -> Path:
     return root
 
 
-def decisions(server: TritonServer) -> dict[str, tuple[str, str]]:
-    return {m[1]: (m[2], m[3]) for m in LOG_LINE.finditer(server.log_text())}
+def decisions(server: TritonServer, line: re.Pattern = LOG_LINE) -> dict[str, tuple[str, str]]:
+    return {m[1]: (m[2], m[3]) for m in line.finditer(server.log_text())}
 
 
 def stub_spin(server: TritonServer) -> str:
+    """ "<sync spin µs>/<BLS answer spin µs>" as the probe's stub sees them."""
     client = httpclient.InferenceServerClient(server.http_url)
     try:
         return probe_answer(client, "spin_probe", "SPIN").decode()
@@ -79,7 +84,8 @@ def test_auto_decides_from_the_cores_and_tells_the_stub(
 ) -> None:
     root = fake_cgroup_root(tmp_path / "cg", "0::/ctr", {"ctr/cpu.max": cpu_max})
     monkeypatch.setenv("PYBACKEND_CGROUP_ROOT", str(root))
-    monkeypatch.setenv("PYBACKEND_STUB_SPIN_US", "777")  # the backend's decision overrides it
+    monkeypatch.setenv("PYBACKEND_STUB_SPIN_US", "777")  # the backend's decisions override them
+    monkeypatch.setenv("PYBACKEND_STUB_BLS_SPIN_US", "777")
     cores = CORES if cpu_max.startswith("max") else 1
     on = cores // instances >= 4
     repo = probe_repository(tmp_path / "models", instances)
@@ -87,7 +93,9 @@ def test_auto_decides_from_the_cores_and_tells_the_stub(
         said, reason = decisions(server)["spin_probe"]
         assert said == ("100 us" if on else "off")
         assert reason.startswith(f"auto: {cores} usable cores, {instances} instance")
-        assert stub_spin(server) == ("100" if on else "0")
+        assert stub_spin(server) == ("100/1000" if on else "0/0")
+        bls_said, bls_reason = decisions(server, BLS_LINE)["spin_probe"]
+        assert (bls_said, bls_reason) == ("1000 us" if on else "off", "auto: 10 sync spins")
     if CORES < 4:
         assert not on  # this machine takes exactly the path without a spin
 
@@ -107,16 +115,38 @@ def test_the_knob_overrides_the_cores(tmp_path: Path, value: str) -> None:
         else:
             assert said == ("off" if value == "0" else "250 us")
             assert reason == "set by the backend config ipc-spin-us"
-            assert stub_spin(server) == value
+            # The BLS answer's poll follows (auto): ten sync spins, off with it.
+            assert stub_spin(server) == f"{value}/{int(value) * 10}"
 
 
-@pytest.mark.parametrize("value", ["-2", "1000001", "soon"])
-def test_a_bad_knob_is_refused(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize(("spin", "bls"), [("auto", "0"), ("0", "300"), ("250", "auto")])
+def test_the_bls_knob_sets_the_answers_poll_alone(tmp_path: Path, spin: str, bls: str) -> None:
     repo = probe_repository(tmp_path, 1)
-    server = TritonServer(repo, backend="ours", backend_config=[f"ipc-spin-us={value}"])
+    with TritonServer(
+        repo,
+        backend="ours",
+        backend_config=[f"ipc-spin-us={spin}", f"ipc-bls-spin-us={bls}"],
+        extra_args=["--log-verbose=1"],
+    ) as server:
+        sync_us, bls_us = stub_spin(server).split("/")
+        said, reason = decisions(server, BLS_LINE)["spin_probe"]
+    if bls == "auto":
+        assert (sync_us, bls_us) == (spin, "2500") and reason == "auto: 10 sync spins"
+    else:
+        assert bls_us == bls and reason == "set by the backend config ipc-bls-spin-us"
+        assert said == ("off" if bls == "0" else f"{bls} us")
+        if spin != "auto":
+            assert sync_us == spin
+
+
+@pytest.mark.parametrize("key", ["ipc-spin-us", "ipc-bls-spin-us"])
+@pytest.mark.parametrize("value", ["-2", "1000001", "soon"])
+def test_a_bad_knob_is_refused(tmp_path: Path, key: str, value: str) -> None:
+    repo = probe_repository(tmp_path, 1)
+    server = TritonServer(repo, backend="ours", backend_config=[f"{key}={value}"])
     with pytest.raises(ServerError):  # the model cannot load: the server exits
         server.start()
-    assert "ipc-spin-us" in server.log_text()
+    assert key in server.log_text()
 
 
 @pytest.mark.parametrize("lane", ["true", "false"])
@@ -218,23 +248,36 @@ def main_thread_sleeps(pid: int) -> int:
     raise AssertionError(f"no voluntary_ctxt_switches in /proc/{pid}/status")
 
 
-@pytest.mark.parametrize("spin_us", ["0", "300000"])
+@pytest.mark.parametrize(
+    ("config", "sleeps"),
+    [
+        (["ipc-spin-us=0"], (1.5, 99)),
+        (["ipc-spin-us=300000"], (0, 0.5)),
+        (["ipc-spin-us=0", "ipc-bls-spin-us=300000"], (0.5, 1.5)),
+    ],
+    ids=["off", "spin", "bls-spin-only"],
+)
 def test_a_bls_call_on_sync_polls_for_its_answer_within_the_spin(
-    tmp_path: Path, spin_us: str
+    tmp_path: Path, config: list[str], sleeps: tuple[float, float]
 ) -> None:
-    """The caller stub's main thread waits for a BLS answer on sync as it waits for EXECUTE:
-    polling for the spin first. Counted, not timed: with a spin longer than any answer here
-    takes (300 ms) the thread sleeps almost never per request, without one at least twice
-    (the answer, the next EXECUTE)."""
+    """The caller stub's main thread polls for a BLS answer on sync for the BLS spin, and for
+    EXECUTE for the sync spin. Counted, not timed: with both longer than any wait here (300
+    ms, the BLS one ten times that, capped at 1 s) the thread sleeps almost never per
+    request, without either at least twice (the answer, the next EXECUTE), with the BLS one
+    alone once (the next EXECUTE). The caller's instance thread is woken to poll for RESULT
+    as each answer goes out where it polls (the timers' lane.rearm: one per call), and not
+    without the sync spin."""
+    trace = tmp_path / "trace.txt"
     for name, model, out in (
         ("spin_callee", SPIN_CALLEE, "IN"),
         ("spin_caller", SPIN_CALLER, "PID"),
     ):
-        (tmp_path / name / "1").mkdir(parents=True)
-        (tmp_path / name / "config.pbtxt").write_text(SPIN_CONFIG % out)
-        (tmp_path / name / "1" / "model.py").write_text(model)
+        (tmp_path / "models" / name / "1").mkdir(parents=True)
+        (tmp_path / "models" / name / "config.pbtxt").write_text(SPIN_CONFIG % out)
+        (tmp_path / "models" / name / "1" / "model.py").write_text(model)
+    env = {"PYBACKEND_GPU_TRACE": str(trace)}
     with TritonServer(
-        tmp_path, backend="ours", backend_config=[f"ipc-spin-us={spin_us}"]
+        tmp_path / "models", backend="ours", backend_config=config, env=env
     ) as server:
         client = httpclient.InferenceServerClient(server.http_url)
         try:
@@ -252,7 +295,10 @@ def test_a_bls_call_on_sync_polls_for_its_answer_within_the_spin(
             per_request = (main_thread_sleeps(pid) - before) / 20
         finally:
             client.close()
-    if spin_us == "0":
-        assert per_request >= 1.5, per_request
-    else:
-        assert per_request <= 0.5, per_request
+    low, high = sleeps
+    lines = trace.read_text()
+    # Both stubs' sleeps on the lane (the callee's too), for the message of a failure.
+    stub_sleeps = lines.count("pbtrace stub lane.sleep ")
+    assert low <= per_request <= high, (per_request, stub_sleeps)
+    rearms = lines.count("pbtrace backend lane.rearm ")
+    assert rearms == (22 if "ipc-spin-us=300000" in config else 0), rearms
