@@ -5,6 +5,7 @@ the same windows, runs interleaved (A, B, B, A, ...), and the spread over the ru
 
     python -m benchmarks.spin_ab                      # 3 runs a side, the rows below
     python -m benchmarks.spin_ab --sides 300,auto     # a fixed 300 µs spin against auto
+    python -m benchmarks.spin_ab --sides auto,auto/100 --workloads bls   # the BLS answer's poll
     python -m benchmarks.spin_ab --runs 1 --window 0.05 --rounds 1   # a smoke run
 
 It first prints the decision the backend logs for a one-instance model on this machine
@@ -34,15 +35,25 @@ from pybackend.server import TritonServer
 ROWS = ["tiny_c1", "add_sub", "4k_c1", "bls", "tiny_c16", "2inst_c8"]
 
 
-def side_config(side: str) -> str:
-    """PYBACKEND_BENCH_OURS_CONFIG for a side: auto (the default), off, or µs to spin."""
-    if side == "auto":
+def _knob(key: str, value: str) -> str:
+    if value == "auto":
         return ""
-    if side == "off":
-        return "ipc-spin-us=0"
-    if side.isdigit():
-        return f"ipc-spin-us={int(side)}"
-    raise ValueError(f"a side is auto, off or a number of microseconds, not {side!r}")
+    if value == "off":
+        return f"{key}=0"
+    if value.isdigit():
+        return f"{key}={int(value)}"
+    raise ValueError(f"a side is auto, off or a number of microseconds, not {value!r}")
+
+
+def side_config(side: str) -> str:
+    """PYBACKEND_BENCH_OURS_CONFIG for a side: SYNC[/BLS], each auto (the default), off or µs
+    to spin: the sync spin (ipc-spin-us) and, after a slash, the BLS answer's poll
+    (ipc-bls-spin-us; auto when left out: ten sync spins). "auto/100" is auto mode with the
+    BLS answer polled one sync spin where auto polls 100 µs, as before that setting existed;
+    "auto/off" not at all."""
+    sync, slash, bls = side.partition("/")
+    parts = [_knob("ipc-spin-us", sync)] + ([_knob("ipc-bls-spin-us", bls)] if slash else [])
+    return ",".join(p for p in parts if p)
 
 
 def decision() -> str:
@@ -51,8 +62,10 @@ def decision() -> str:
         repo = Path(tmp) / "models"
         repository.write_repository(repo, native=False, names=("identity",))
         with TritonServer(repo, backend="ours", extra_args=["--log-verbose=1"]) as server:
-            found = re.findall(r"model '\w+': sync spin [^\"\n]*", server.log_text())
-    return found[0] if found else "no 'sync spin' line in the log (an older backend?)"
+            text = server.log_text()
+    found = re.findall(r"model '\w+': sync spin [^\"\n]*", text)
+    found += re.findall(r"model '\w+': BLS answer spin [^\"\n]*", text)
+    return "; ".join(found) if found else "no 'sync spin' line in the log (an older backend?)"
 
 
 def one_run(side: str, args: argparse.Namespace, timeout: float) -> dict[str, Any]:
@@ -89,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.spin_ab", description=__doc__)
     p.add_argument("--runs", type=int, default=3, help="runs per side")
     p.add_argument(
-        "--sides", default="auto,off", help="the two spin settings: auto, off or µs (auto,off)"
+        "--sides",
+        default="auto,off",
+        help="the two spin settings, SYNC[/BLS] each: auto, off or µs (auto,off; auto/100 "
+        "is auto mode with the BLS answer polled one 100 µs sync spin, as before)",
     )
     p.add_argument("--window", type=float, default=0.3)
     p.add_argument("--rounds", type=int, default=2)

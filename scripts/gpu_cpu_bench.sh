@@ -17,7 +17,8 @@
 # benchmarks/spin_ab.py): the single-round-trip rows with our spin in auto mode (on with 16
 # cores) against it forced off, 3 interleaved runs a side, each against the original in the
 # same run, with the spread. GPU_SPIN_AB=1 (default: after the benchmark), only (instead of
-# it: give the step its time with GPU_CPU_BENCH_CAP), 0 (not at all). GPU_SPIN_AB_SIDES: the
+# it: give the step its time with GPU_CPU_BENCH_CAP), 0 (not at all). GPU_SPIN_AB_WORKLOADS:
+# some of its rows only (space-separated, e.g. "bls"). GPU_SPIN_AB_SIDES: the
 # two settings compared (default auto,off; a number is a fixed spin in µs, e.g. 300,auto).
 #
 # First, in ~15 s: the stub's own Python work per request in-process (benchmarks/hotpath.py,
@@ -141,9 +142,12 @@ elif [ "$left" -lt 40 ]; then
 else
     note ""
     sides=${GPU_SPIN_AB_SIDES:-auto,off}
-    note "## python -m benchmarks.spin_ab --sides $sides --budget $((left - 10)) (limit ${left}s)"
-    timeout -k 10 "$left" "$PY" -m benchmarks.spin_ab --sides "$sides" --budget "$((left - 10))" \
-        >>"$REPORT" 2>&1
+    # GPU_SPIN_AB_WORKLOADS: some rows only (e.g. "bls"), space-separated; default all.
+    read -r -a rows <<<"${GPU_SPIN_AB_WORKLOADS:-}"
+    [ ${#rows[@]} -gt 0 ] && rows=(--workloads "${rows[@]}")
+    note "## python -m benchmarks.spin_ab --sides $sides ${rows[*]} --budget $((left - 10)) (limit ${left}s)"
+    timeout -k 10 "$left" "$PY" -m benchmarks.spin_ab --sides "$sides" "${rows[@]}" \
+        --budget "$((left - 10))" >>"$REPORT" 2>&1
     ab=$?
     note "spin A/B: rc=$ab ($(elapsed) in all)"
     [ "$rc" -eq 0 ] && rc=$ab

@@ -10,7 +10,15 @@ from benchmarks import spin_ab
 
 @pytest.mark.parametrize(
     ("side", "config"),
-    [("auto", ""), ("off", "ipc-spin-us=0"), ("300", "ipc-spin-us=300"), ("0", "ipc-spin-us=0")],
+    [
+        ("auto", ""),
+        ("off", "ipc-spin-us=0"),
+        ("300", "ipc-spin-us=300"),
+        ("0", "ipc-spin-us=0"),
+        ("auto/off", "ipc-bls-spin-us=0"),
+        ("100/2000", "ipc-spin-us=100,ipc-bls-spin-us=2000"),
+        ("off/auto", "ipc-spin-us=0"),
+    ],
 )
 def test_a_side_is_the_backend_config_of_our_server(side: str, config: str) -> None:
     assert spin_ab.side_config(side) == config
