@@ -71,7 +71,7 @@ bool StubSession::SendSync(ipc::MessageKind kind, uint64_t id, const uint8_t* bo
 void StubSession::WakeForResult() {
   if (opts_.spin_us <= 0 || !lane_active_) return;
   rearm_spin_.store(true, std::memory_order_release);
-  lane_->WakeWaiter();  // a ring of the up bell: the waiter finds no message and polls again
+  lane_->Nudge();  // the waiter, if asleep, wakes without a message and polls again
 }
 
 StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_point deadline,
@@ -101,6 +101,8 @@ StubSession::Wait StubSession::NextSyncFromLane(ipc::Message* out, Clock::time_p
       }
       auto left = std::chrono::duration_cast<std::chrono::microseconds>(spin_until - Clock::now());
       if (left.count() > 0 && lane_->Spin(seen, left)) continue;
+      // WakeForResult during that poll (its nudge wakes only a sleeper): poll afresh.
+      if (rearm_spin_.load(std::memory_order_acquire)) continue;
     }
     std::optional<std::chrono::milliseconds> slice = NextSlice(deadline, bounded);
     if (!slice) return Wait::kTimeout;

@@ -117,4 +117,8 @@ void Lane::Wait(uint32_t seen, std::chrono::milliseconds timeout) {
 
 void Lane::WakeWaiter() { Ring(Word(block(true), kBell)); }
 
+void Lane::Nudge() {
+  syscall(SYS_futex, Word(block(true), kBell), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
 }  // namespace pybackend::ipc

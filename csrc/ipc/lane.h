@@ -63,6 +63,11 @@ class Lane {
   void Wait(uint32_t seen, std::chrono::milliseconds timeout);
   // Rings the up bell from our side: wakes our own waiter (the stub is gone).
   void WakeWaiter();
+  // Wakes our own waiter if it sleeps in Wait, without touching the up bell: the stub bumps
+  // that word with plain stores, so a ring of ours while it lives could be lost in its
+  // increment and with it the stub's own ring. Wait then returns with the bell unchanged;
+  // a nudge that comes before the waiter sleeps is lost (the waiter sleeps as before).
+  void Nudge();
 
  private:
   uint8_t* block(bool up) const { return base_ + (up ? kLaneBlockBytes : 0); }

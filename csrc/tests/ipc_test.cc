@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -348,6 +349,28 @@ static void TestLaneSpin() {
   EXPECT(lane.Spin(seen, std::chrono::microseconds(0)));  // already moved: true at once
 }
 
+// Lane::Nudge wakes a thread asleep in Wait without moving the up bell (the stub's word): the
+// waiter returns long before its timeout, the bell as it was. A nudge before the waiter
+// sleeps is lost by design, so the nudger repeats until the waiter is back.
+static void TestLaneNudge() {
+  if (!ipc::Lane::Supported()) return;
+  ipc::Lane lane("pybackend-ipc-test-nudge");
+  uint32_t seen = lane.UpBell();
+  std::atomic<bool> back{false};
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread waiter([&] {
+    lane.Wait(seen, std::chrono::milliseconds(30000));
+    back = true;
+  });
+  for (int i = 0; i < 20000 && !back; ++i) {
+    lane.Nudge();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  waiter.join();
+  EXPECT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  EXPECT(lane.UpBell() == seen);
+}
+
 int main() {
   TestCodec();
   TestArena();
@@ -358,6 +381,7 @@ int main() {
   TestLaneSpinDecision();
   TestBlsSpinDecision();
   TestLaneSpin();
+  TestLaneNudge();
   if (g_failures == 0) std::printf("ipc_test: all passed\n");
   return g_failures == 0 ? 0 : 1;
 }
