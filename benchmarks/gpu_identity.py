@@ -40,6 +40,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from benchmarks.server import BenchServer
+
 REPO = Path(__file__).resolve().parents[1]
 # The CUDA shared-memory client, the counters and the model template live with the GPU tests.
 sys.path.insert(0, str(REPO / "tests" / "gpu"))
@@ -158,19 +160,16 @@ def inference_stats(server: Any, model: str) -> dict:
 def backend_ns(server: Any, model: str) -> tuple[int, int]:
     """(successful requests, compute_input + compute_infer + compute_output ns) so far."""
     stats = inference_stats(server, model)
-    spent = sum(stats[k]["ns"] for k in ("compute_input", "compute_infer", "compute_output"))
-    return stats["success"]["count"], spent
+    return stats["success"]["count"], BenchServer.backend_ns_of(stats)
 
 
 def callee_split(before: dict, after: dict, requests: int) -> dict:
     """A callee's µs per call between two inference_stats: its backend time and the time its
     requests waited in Triton's queue (the hand-off from the caller to the callee's thread)."""
 
-    def us(key: str) -> float:
-        return (after[key]["ns"] - before[key]["ns"]) / requests / 1000
-
-    backend = sum(us(k) for k in ("compute_input", "compute_infer", "compute_output"))
-    return {"backend_us": backend, "queue_us": us("queue")}
+    backend_ns = BenchServer.backend_ns_of(after) - BenchServer.backend_ns_of(before)
+    queue_ns = after["queue"]["ns"] - before["queue"]["ns"]
+    return {"backend_us": backend_ns / requests / 1000, "queue_us": queue_ns / requests / 1000}
 
 
 def settled_backend_ns(

@@ -174,14 +174,21 @@ class BenchServer:
             result[name] = None if state == "READY" else (reason or state or "not loaded")
         return result
 
+    @staticmethod
+    def backend_ns_of(inference_stats: dict) -> int:
+        """Triton's backend time in a model's inference_stats: compute_input + compute_infer +
+        compute_output ns (what every table here calls backend time)."""
+        return sum(
+            inference_stats[k]["ns"] for k in ("compute_input", "compute_infer", "compute_output")
+        )
+
     def stats(self, model: str) -> dict[str, int]:
         """Cumulative inference stats: request count and the three backend-time sums (ns)."""
         status, body = self._request("GET", f"/v2/models/{model}/stats")
         if status != 200:
             return {"count": 0, "backend_ns": 0}
         inf = json.loads(body)["model_stats"][0]["inference_stats"]
-        backend_ns = sum(inf[k]["ns"] for k in ("compute_input", "compute_infer", "compute_output"))
-        return {"count": inf["success"]["count"], "backend_ns": backend_ns}
+        return {"count": inf["success"]["count"], "backend_ns": self.backend_ns_of(inf)}
 
     def stubs(self, models: list[str]) -> dict[int, str | None]:
         """Child processes of the server and the model each serves (None: not a stub)."""

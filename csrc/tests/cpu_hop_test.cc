@@ -14,9 +14,16 @@ namespace {
 
 bool SameMask(const cpu_set_t& a, const cpu_set_t& b) { return CPU_EQUAL(&a, &b) != 0; }
 
+// The calling thread's affinity now.
+cpu_set_t Affinity() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  EXPECT(sched_getaffinity(0, sizeof(mask), &mask) == 0);
+  return mask;
+}
+
 void LeavesTheCpuAndKeepsTheMask() {
-  cpu_set_t before;
-  EXPECT(sched_getaffinity(0, sizeof(before), &before) == 0);
+  const cpu_set_t before = Affinity();
   if (CPU_COUNT(&before) < 2) {
     std::printf("cpu_hop_test: one usable CPU, nothing to leave for\n");
     return;
@@ -26,27 +33,21 @@ void LeavesTheCpuAndKeepsTheMask() {
     EXPECT(cpu >= 0);
     pybackend::LeaveCpu(cpu);
     EXPECT(pybackend::CurrentCpu() != cpu);
-    cpu_set_t after;
-    EXPECT(sched_getaffinity(0, sizeof(after), &after) == 0);
-    EXPECT(SameMask(before, after));
+    EXPECT(SameMask(before, Affinity()));
   }
 }
 
 void StaysWhenAlreadyElsewhereOrUnknown() {
-  cpu_set_t before;
-  EXPECT(sched_getaffinity(0, sizeof(before), &before) == 0);
+  const cpu_set_t before = Affinity();
   int cpu = pybackend::CurrentCpu();
   // A CPU it does not run on (or none): nothing to do, nothing changed.
   pybackend::LeaveCpu(-1);
   pybackend::LeaveCpu(cpu + 1000);
-  cpu_set_t after;
-  EXPECT(sched_getaffinity(0, sizeof(after), &after) == 0);
-  EXPECT(SameMask(before, after));
+  EXPECT(SameMask(before, Affinity()));
 }
 
 void OneAllowedCpuStays() {
-  cpu_set_t before;
-  EXPECT(sched_getaffinity(0, sizeof(before), &before) == 0);
+  const cpu_set_t before = Affinity();
   int cpu = pybackend::CurrentCpu();
   cpu_set_t one;
   CPU_ZERO(&one);
@@ -54,9 +55,7 @@ void OneAllowedCpuStays() {
   EXPECT(sched_setaffinity(0, sizeof(one), &one) == 0);
   pybackend::LeaveCpu(cpu);
   EXPECT(pybackend::CurrentCpu() == cpu);
-  cpu_set_t after;
-  EXPECT(sched_getaffinity(0, sizeof(after), &after) == 0);
-  EXPECT(SameMask(one, after));
+  EXPECT(SameMask(one, Affinity()));
   EXPECT(sched_setaffinity(0, sizeof(before), &before) == 0);
 }
 

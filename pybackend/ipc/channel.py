@@ -214,10 +214,9 @@ class Channel:
                     continue
             if gpu_trace.ON:  # each sleep is one event: the wake-ups a request pays
                 t0 = gpu_trace.now()
-                lane.wait(seen, 1.0)
+            lane.wait(seen, 1.0)
+            if gpu_trace.ON:
                 gpu_trace.record("lane.sleep", t0)
-            else:
-                lane.wait(seen, 1.0)
             if lane.down_bell() == seen:
                 try:
                     raw = self.sock.recvmsg_into([self._view], _ANC_SIZE, _MSG_DONTWAIT)
