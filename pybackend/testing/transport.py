@@ -5,6 +5,8 @@ harness that owns the request or the model."""
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
@@ -62,12 +64,34 @@ class HarnessTransport(Transport):
         with self.lock:
             return self.harnesses[-1] if len(self.harnesses) == 1 else None
 
-    def _owner_of_file(self, filename: str) -> Optional["ModelHarness"]:
+    def _harness_of_file(self, filename: str) -> Optional["ModelHarness"]:
+        """The harness whose version directory holds ``filename`` (its model's code)."""
         with self.lock:
             for h in self.harnesses:
-                if filename.startswith(str(h.version_dir)):
+                if filename.startswith(str(h.version_dir) + os.sep):
                     return h
-        return self.current()
+        return None
+
+    def _owner_of_file(self, filename: str) -> Optional["ModelHarness"]:
+        return self._harness_of_file(filename) or self.current()
+
+    def _owner_of_stack(self) -> Optional["ModelHarness"]:
+        """The harness whose model code is on this thread's stack: the thread's own mark,
+        else the innermost frame of a model's file (a thread the model started while
+        several harnesses run), else the only harness."""
+        h = getattr(self.local, "harness", None)
+        frame = sys._getframe(1)
+        while h is None and frame is not None:
+            h = self._harness_of_file(frame.f_code.co_filename)
+            frame = frame.f_back  # type: ignore[assignment]
+        return h or self.current()
+
+    @property
+    def model_dir(self) -> str:  # type: ignore[override]  # pb_utils.get_model_dir()
+        """The version directory of the model whose code asks, as a stub process sets it
+        once for its one model; empty outside any model, as with no stub."""
+        h = self._owner_of_stack()
+        return str(h.version_dir) if h is not None else ""
 
     # ------------------------------------------------------------------ Transport
 
