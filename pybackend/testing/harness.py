@@ -51,7 +51,7 @@ from .harness_bounds import (
     initialize_timed_out_text,
     run_bounded,
 )
-from .harness_code import ModelCode, Running
+from .harness_code import ModelCode, Running, stub_argv
 from .harness_errors import InferError, NoResponse, decoupled_infer_refused
 from .harness_execute import Executor, Inputs
 from .harness_instances import Instances, instance_kind
@@ -176,7 +176,7 @@ class ModelHarness(ModelOnDisk):
         return self
 
     def _load(self) -> None:
-        with self._running():
+        with stub_argv(), self._running():
             module = self._import()
             try:  # the stub's loader, so its checks and texts are the ones a model meets
                 cls = loader.model_class(module)

@@ -1,13 +1,16 @@
 """The model's code as the offline harness runs it: the ``TritonPythonModel`` instance, the
 event loop thread its coroutines run on (one, as in the stub), and the mark that says whose
-model code runs on a thread (pb_utils' logs and BLS calls go to that harness)."""
+model code runs on a thread (pb_utils' logs and BLS calls go to that harness), and the
+``sys.argv`` a model sees while it loads."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, TypeVar
 
 from ..stub.tracebacks import ModelExit, exits_as_errors
 from ..utils.process_shared import Registry, bound
@@ -116,3 +119,29 @@ class Running:
     def __exit__(self, *exc: object) -> None:
         self._bound.__exit__(None, None, None)
         self._transport.local.harness = self.previous
+
+
+_argv_lock = threading.Lock()
+_argv_loads = 0  # loads running now (instances of a model load on threads of their own)
+_argv_saved: List[str] = []
+
+
+@contextlib.contextmanager
+def stub_argv() -> Iterator[None]:
+    """``sys.argv`` is ``['']`` while a model loads in this process, as in a stub process
+    (the original's embedded interpreter): a model that parses its arguments at import or in
+    ``initialize`` (argparse's ``parse_args()``) gets its defaults, not pytest's arguments.
+    The test's own list is back once the last load running ends."""
+    global _argv_loads, _argv_saved
+    with _argv_lock:
+        if _argv_loads == 0:
+            _argv_saved = sys.argv
+            sys.argv = [""]
+        _argv_loads += 1
+    try:
+        yield
+    finally:
+        with _argv_lock:
+            _argv_loads -= 1
+            if _argv_loads == 0:
+                sys.argv = _argv_saved

@@ -1,13 +1,19 @@
-"""``pb_utils.get_model_dir()`` is the model's version directory in every phase of its code
-(import, ``auto_complete_config``, ``initialize``, ``execute`` and a thread execute starts),
-the same in-process (ModelHarness, where other models run in the same process), in a stub
-process (StubModel) and through tritonserver with our backend (ServerModel). The in-process
-harness once answered "" everywhere, so a model writing beside its files wrote into the
-parent of the working directory."""
+"""What model code sees of its process is the same in-process (ModelHarness, where other
+models and pytest run in the same process), in a stub process (StubModel) and through
+tritonserver with our backend (ServerModel):
+
+- ``pb_utils.get_model_dir()`` is the model's version directory in every phase of its code
+  (import, ``auto_complete_config``, ``initialize``, ``execute`` and a thread execute
+  starts). The in-process harness once answered "" everywhere, so a model writing beside
+  its files wrote into the parent of the working directory.
+- ``sys.argv`` is ``['']`` while it loads (the original's embedded interpreter), so a model
+  that parses its arguments at import or in ``initialize`` gets its defaults. In-process it
+  once saw pytest's arguments, and argparse failed the load."""
 
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -102,3 +108,58 @@ def test_two_models_in_one_process_each_see_their_own(
         got_a, got_b = seen(a), seen(b)
     assert got_a == {phase: str(first / "1") for phase in PHASES}
     assert got_b == {phase: str(second / "1") for phase in PHASES}
+
+
+ARGPARSE_MODEL = """
+import argparse
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def options():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=2.0)
+    return parser.parse_args()
+
+
+AT_IMPORT = options()
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.scale = options().scale * AT_IMPORT.scale
+
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            y = pb_utils.Tensor("Y", (x * self.scale).astype(np.float32))
+            out.append(pb_utils.InferenceResponse([y]))
+        return out
+"""
+
+ARGPARSE_CONFIG = """
+name: "argparse_model"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+"""
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel, ServerModel])
+def test_a_model_parsing_its_arguments_loads_with_its_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: type
+) -> None:
+    # Arguments of the test process that the model's parser does not know.
+    argv = ["pytest", "-q", "--pybackend-mode=inprocess"]
+    monkeypatch.setattr(sys, "argv", argv)
+    model_dir = tmp_path / "argparse_model"
+    (model_dir / "1").mkdir(parents=True)
+    (model_dir / "1" / "model.py").write_text(ARGPARSE_MODEL)
+    (model_dir / "config.pbtxt").write_text(ARGPARSE_CONFIG)
+    with kind(model_dir) as model:
+        got = model.infer({"X": np.array([1.5], np.float32)})
+    assert got["Y"].tolist() == [6.0]  # 1.5 * 2.0 (initialize) * 2.0 (import)
+    assert sys.argv is argv  # the test's own list is back
