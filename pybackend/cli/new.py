@@ -50,12 +50,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--template", "-t", choices=list(TEMPLATES), default="basic")
     parser.add_argument("--name", help="the model name (default: the last part of DIR)")
     spec_help = (
-        "NAME:DTYPE[:DIMS], e.g. INPUT0:FP32:4 (repeatable; DTYPE as Triton names it: "
+        "NAME:DTYPE[:DIMS], e.g. {}:FP32:4 (repeatable; DTYPE as Triton names it: "
         "FP32, INT64, STRING...; DIMS comma-separated, -1 for any size)"
     )
-    parser.add_argument("--input", "-i", action="append", default=[], help="an input: " + spec_help)
     parser.add_argument(
-        "--output", "-o", action="append", default=[], help="an output: " + spec_help
+        "--input", "-i", action="append", default=[], help="an input: " + spec_help.format("INPUT0")
+    )
+    parser.add_argument(
+        "--output",
+        "-o",
+        action="append",
+        default=[],
+        help="an output: " + spec_help.format("OUTPUT0"),
     )
     parser.add_argument(
         "--target", default="add_sub", help="bls: the model execute() calls (default add_sub)"
