@@ -179,6 +179,11 @@ def run(args: argparse.Namespace) -> int:
             return _serve_forever(server, args.follow_log)
     except ServerError as exc:
         print(f"pybackend serve: {exc}", file=sys.stderr)
+        print(
+            f"pybackend serve: `pybackend validate {args.model_repository}` names what the "
+            "server refuses in the repository, with the file and line of each",
+            file=sys.stderr,
+        )
         return 1
     except FileNotFoundError as exc:  # e.g. no tritonserver binary installed
         print(f"pybackend serve: {exc}", file=sys.stderr)

@@ -41,11 +41,46 @@ def model_dirs(path: Path) -> List[Path]:
     return found
 
 
+def not_models(path: Path) -> List[Path]:
+    """The directories of repository ``path`` that hold no model (``.pytest_cache``, a
+    notebook's checkpoints, ``.git``): tritonserver takes every directory of a repository
+    for a model, hidden ones included."""
+    if is_model_dir(path):
+        return []
+    return sorted(p for p in path.iterdir() if p.is_dir() and not is_model_dir(p))
+
+
+def not_a_model(path: Path) -> ModelReport:
+    """What the server says of a directory of the repository that holds no model: in its
+    default model control mode (none, or poll) its start fails on it. A dotted name is read
+    as ``model.<backend>`` and then has no version; any other has no backend."""
+    name = path.name
+    if "." in name:
+        text = f"at least one version must be available under the version policy of model '{name}'"
+    else:
+        text = (
+            f"Invalid model name: Could not determine backend for model '{name}' with no "
+            "backend in model configuration. Expected model name of the form "
+            "'model.<backend_name>'."
+        )
+    report = ModelReport(name, path)
+    report.add(
+        ERROR,
+        "not-a-model",
+        f"{text} (tritonserver takes every directory of the repository for a model, so its "
+        "start fails on this one unless models are loaded explicitly: move the directory out "
+        "of the repository)",
+    )
+    return report
+
+
 def validate(path: Path, run: bool = False) -> List[ModelReport]:
-    """Every model of ``path``; ``run``: also loaded through the offline harness, all of
-    them before any request (so that BLS calls find the others), one request each."""
+    """Every model of ``path``, then the directories beside them that hold none; ``run``:
+    also loaded through the offline harness, all of them before any request (so that BLS
+    calls find the others), one request each."""
+    others = [not_a_model(d) for d in not_models(path)]
     if not run:
-        return [validate_model(d) for d in model_dirs(path)]
+        return [validate_model(d) for d in model_dirs(path)] + others
     from .run_checks import Runner
 
     runner = Runner()
@@ -54,7 +89,7 @@ def validate(path: Path, run: bool = False) -> List[ModelReport]:
         runner.request_all()
     finally:
         runner.close()
-    return reports
+    return reports + others
 
 
 def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelReport:

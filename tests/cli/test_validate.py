@@ -5,6 +5,7 @@ the server refuses with the same words (so validate's errors are the server's)."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -123,6 +124,47 @@ def test_no_model_there(cli: Cli, tmp_path: Path) -> None:
         "or a version directory (1/model.py), a repository has model directories\n"
     )
     assert cli("validate").returncode == 2  # usage error
+
+
+def test_a_directory_that_holds_no_model_fails_the_servers_start(cli: Cli, tmp_path: Path) -> None:
+    """tritonserver takes every directory of a repository for a model, a hidden one too
+    (pytest run in the repository leaves `.pytest_cache` there): its start fails on it, and
+    validate says so in its words. A file beside the models is nobody's concern."""
+    shutil.copytree(EXAMPLES / "add_sub", tmp_path / "add_sub")
+    (tmp_path / ".pytest_cache" / "v" / "cache").mkdir(parents=True)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "README.txt").write_text("models\n")
+    done = cli("validate", tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+
+    refused = {  # a dotted name is read as model.<backend>, which then has no version
+        ".pytest_cache": "failed to load model '.pytest_cache': at least one version must be "
+        "available under the version policy of model '.pytest_cache'",
+        "notes": "Poll failed for model directory 'notes': Invalid model name: Could not "
+        "determine backend for model 'notes' with no backend in model configuration. "
+        "Expected model name of the form 'model.<backend_name>'.",
+    }
+    hint = (
+        " (tritonserver takes every directory of the repository for a model, so its start "
+        "fails on this one unless models are loaded explicitly: move the directory out of "
+        "the repository)"
+    )
+    said = {name: text.split(": ", 1)[1] for name, text in refused.items()}
+    assert done.stdout.splitlines() == [
+        f"{tmp_path}/add_sub: ok",
+        f"{tmp_path}/.pytest_cache: error: {said['.pytest_cache']}{hint}",
+        f"{tmp_path}/notes: error: {said['notes']}{hint}",
+        "3 models checked: 1 without errors, 2 with errors (2 errors, 0 warnings)",
+    ]
+    ports = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]
+    served = cli("serve", tmp_path, "--check", *ports, timeout=240)
+    assert served.returncode == 1, served.stdout + served.stderr
+    for text in refused.values():
+        assert text in served.stderr
+    assert (
+        f"pybackend serve: `pybackend validate {tmp_path}` names what the server refuses in "
+        "the repository, with the file and line of each" in served.stderr
+    )
 
 
 def test_tritonserver_refuses_them_in_the_same_words(
