@@ -22,7 +22,6 @@ The calls the three engines share are stated once in :mod:`pybackend.testing.eng
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import threading
@@ -39,6 +38,7 @@ from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
+from . import model_imports
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_bounds import (
@@ -226,14 +226,10 @@ class ModelHarness(ModelOnDisk):
         for path in (str(self.version_dir), str(self.model_dir)):
             if path not in sys.path:
                 sys.path.append(path)
-        # A package of our own per model and version, so two models' "1/model.py" do not
-        # share a module, and relative imports of the model's siblings work as in the stub.
-        package = _package_of(self.version_dir)
-        if package not in sys.modules:
-            pkg = types.ModuleType(package)
-            pkg.__path__ = [str(self.version_dir)]  # type: ignore[attr-defined]
-            sys.modules[package] = pkg
-        return importlib.import_module(f"{package}.{self.model_file.stem}")
+        # Packages of our own per model and version, so two models' "1/model.py" (and their
+        # "helpers.py" imported by plain name) do not share a module, and relative imports
+        # of the model's siblings work as in the stub (model_imports.py).
+        return model_imports.namespace_of(self.version_dir).import_model(self.model_file.stem)
 
     def close(self) -> None:
         """``finalize`` (the other instances' first), then forget the model."""
@@ -432,13 +428,7 @@ class ModelHarness(ModelOnDisk):
         return self._bls.serve(request, decoupled_call)
 
 
-def _package_of(version_dir: Path) -> str:
-    return f"_pybackend_harness_{abs(hash(str(version_dir)))}"
-
-
 def forget_imports(version_dir: Union[str, Path]) -> None:
     """Drop what the harness imported from ``version_dir`` (its model.py and siblings), so
     that the next harness of that model imports the files as they are now (a reload)."""
-    package = _package_of(Path(version_dir).resolve())
-    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
-        del sys.modules[name]
+    model_imports.forget(Path(version_dir).resolve())
