@@ -73,8 +73,7 @@ def write(root: Path, name: str) -> Path:
 
 def expected(name: str) -> str:
     return (
-        f"helpers-{name} helpers-{name} level-{name} tools-{name} tools-{name} "
-        f"sibling-{name} False"
+        f"helpers-{name} helpers-{name} level-{name} tools-{name} tools-{name} sibling-{name} False"
     )
 
 
