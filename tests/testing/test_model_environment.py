@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from model_dirs import SEEN_CONFIG, seen, write_model
 
 from pybackend.testing import ModelHarness, ServerModel, StubModel
 
@@ -57,27 +57,15 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse([pb_utils.Tensor("SEEN", text)]) for _ in requests]
 """
 
-CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 1 ] }} ]
-output [ {{ name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] }} ]
-"""
-
 PHASES = ["auto_complete", "execute", "import", "initialize", "thread"]
 
 
 def write(root: Path, name: str) -> Path:
-    (root / name / "1").mkdir(parents=True)
-    (root / name / "1" / "model.py").write_text(textwrap.dedent(MODEL))
-    (root / name / "config.pbtxt").write_text(CONFIG.format(name=name))
-    return root / name
+    return write_model(root, name, MODEL, SEEN_CONFIG.format(name=name))
 
 
-def seen(model: object) -> dict:
-    out = model.infer({"X": np.ones(1, np.float32)})  # type: ignore[attr-defined]
-    return json.loads(out["SEEN"][0])
+def phases(model: object) -> dict:
+    return json.loads(seen(model))
 
 
 @pytest.mark.parametrize("kind", [ModelHarness, StubModel, ServerModel])
@@ -89,7 +77,7 @@ def test_every_phase_sees_the_version_directory(
     monkeypatch.chdir(tmp_path / "cwd")
     model_dir = write(tmp_path / "repo", "where")
     with kind(model_dir) as model:
-        got = seen(model)
+        got = phases(model)
     assert sorted(got) == PHASES
     assert got == {phase: str(model_dir / "1") for phase in PHASES}
     assert not list((tmp_path / "cwd").iterdir())
@@ -105,7 +93,7 @@ def test_two_models_in_one_process_each_see_their_own(
     monkeypatch.chdir(tmp_path / "cwd")
     first, second = write(tmp_path / "repo", "first"), write(tmp_path / "repo", "second")
     with ModelHarness(first) as a, ModelHarness(second) as b:
-        got_a, got_b = seen(a), seen(b)
+        got_a, got_b = phases(a), phases(b)
     assert got_a == {phase: str(first / "1") for phase in PHASES}
     assert got_b == {phase: str(second / "1") for phase in PHASES}
 
@@ -155,10 +143,7 @@ def test_a_model_parsing_its_arguments_loads_with_its_defaults(
     # Arguments of the test process that the model's parser does not know.
     argv = ["pytest", "-q", "--pybackend-mode=inprocess"]
     monkeypatch.setattr(sys, "argv", argv)
-    model_dir = tmp_path / "argparse_model"
-    (model_dir / "1").mkdir(parents=True)
-    (model_dir / "1" / "model.py").write_text(ARGPARSE_MODEL)
-    (model_dir / "config.pbtxt").write_text(ARGPARSE_CONFIG)
+    model_dir = write_model(tmp_path, "argparse_model", ARGPARSE_MODEL, ARGPARSE_CONFIG)
     with kind(model_dir) as model:
         got = model.infer({"X": np.array([1.5], np.float32)})
     assert got["Y"].tolist() == [6.0]  # 1.5 * 2.0 (initialize) * 2.0 (import)

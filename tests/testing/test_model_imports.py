@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from model_dirs import SEEN_CONFIG, seen, write_model
 
 from pybackend.testing import ModelHarness, ServerModel, StubModel
 from pybackend.testing.harness import forget_imports
@@ -46,20 +46,10 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse([pb_utils.Tensor("SEEN", text)]) for _ in requests]
 """
 
-CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 1 ] }} ]
-output [ {{ name: "SEEN" data_type: TYPE_STRING dims: [ 1 ] }} ]
-"""
-
 
 def write(root: Path, name: str) -> Path:
-    model_dir = root / name
-    (model_dir / "1" / "tools").mkdir(parents=True)
-    (model_dir / "config.pbtxt").write_text(CONFIG.format(name=name))
-    (model_dir / "1" / "model.py").write_text(MODEL)
+    model_dir = write_model(root, name, MODEL, SEEN_CONFIG.format(name=name))
+    (model_dir / "1" / "tools").mkdir()
     (model_dir / "1" / "helpers.py").write_text(
         f"import sibling\nNAME = 'helpers-{name}'\nFROM_SIBLING = sibling.NAME\n"
     )
@@ -75,11 +65,6 @@ def expected(name: str) -> str:
     return (
         f"helpers-{name} helpers-{name} level-{name} tools-{name} tools-{name} sibling-{name} False"
     )
-
-
-def seen(model: object) -> str:
-    out = model.infer({"X": np.ones(1, np.float32)})  # type: ignore[attr-defined]
-    return out["SEEN"][0].decode()
 
 
 @pytest.mark.parametrize("kind", [ServerModel, StubModel, ModelHarness])
