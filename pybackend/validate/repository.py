@@ -78,14 +78,15 @@ def validate(path: Path, run: bool = False) -> List[ModelReport]:
     """Every model of ``path``, then the directories beside them that hold none; ``run``:
     also loaded through the offline harness, all of them before any request (so that BLS
     calls find the others), one request each."""
+    models = model_dirs(path)  # first: it says what is wrong with a PATH that is no directory
     others = [not_a_model(d) for d in not_models(path)]
     if not run:
-        return [validate_model(d) for d in model_dirs(path)] + others
+        return [validate_model(d) for d in models] + others
     from .run_checks import Runner
 
     runner = Runner()
     try:
-        reports = [validate_model(d, runner) for d in model_dirs(path)]
+        reports = [validate_model(d, runner) for d in models]
         runner.request_all()
     finally:
         runner.close()

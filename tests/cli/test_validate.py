@@ -124,6 +124,12 @@ def test_no_model_there(cli: Cli, tmp_path: Path) -> None:
         "or a version directory (1/model.py), a repository has model directories\n"
     )
     assert cli("validate").returncode == 2  # usage error
+    missing = cli("validate", tmp_path / "missing")
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        f"pybackend validate: {tmp_path / 'missing'} is not a directory (give a model "
+        "directory or a repository)\n"
+    )
 
 
 def test_a_directory_that_holds_no_model_fails_the_servers_start(cli: Cli, tmp_path: Path) -> None:
