@@ -125,3 +125,39 @@ def test_reloading_a_batching_model_under_load_answers_every_request(
             thread.join(60)
             assert not thread.is_alive(), "a request hung across a reload"
     assert len(statuses) == 60 and statuses.count(200) > 0
+
+
+HELPED = """
+import factor
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        x = pb_utils.get_input_tensor_by_name(requests[0], "INPUT0").as_numpy()
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * factor.FACTOR)])]
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_models_with_a_module_of_one_name_each_serve_their_own(mode: str, tmp_path: Path) -> None:
+    """Two models import their own `factor.py` by plain name (as a stub finds it in the
+    version directory): each serves its own, in-process too, and a load request reads the
+    edited module again."""
+    for name, value in (("scale", 2), ("triple", 3)):
+        write_model(tmp_path, name, HELPED)
+        (tmp_path / name / "1" / "factor.py").write_text(f"FACTOR = {value}\n")
+
+    def answer(server: DevServer, name: str) -> float:
+        body, headers = infer_body(
+            {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}]}
+        )
+        status, got = exchange(server.http_url, "POST", f"/v2/models/{name}/infer", body, headers)
+        assert status == 200, got
+        return got["outputs"][0]["data"][0]
+
+    with DevServer(tmp_path, in_process=mode == "inprocess", echo_logs=False) as server:
+        assert (answer(server, "scale"), answer(server, "triple")) == (2, 3)
+        (tmp_path / "triple" / "1" / "factor.py").write_text("FACTOR = 4\n")
+        httpclient.InferenceServerClient(server.http_url).load_model("triple")
+        assert (answer(server, "scale"), answer(server, "triple")) == (2, 4)
