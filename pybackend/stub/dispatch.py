@@ -8,8 +8,6 @@ offline harness applies too); outputs are placed by :class:`~pybackend.stub.outp
 from __future__ import annotations
 
 import threading
-from collections.abc import Coroutine
-from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 import numpy as np
@@ -29,7 +27,7 @@ from .failures import failed_requests_text
 from .loader import no_execute_text
 from .logging import ERROR
 from .outputs import Placer
-from .returns import RESCHEDULED, RESPONSE, SENDER, ReturnRefused, judge_return
+from .returns import RESCHEDULED, RESPONSE, SENDER, ReturnRefused, judge_return, runs_as_coroutine
 from .state import StubState
 from .tracebacks import MODEL_ERRORS, format_exception
 
@@ -37,7 +35,6 @@ if TYPE_CHECKING:
     import asyncio
 
 _EMPTY = np.empty(0, np.uint8)
-_COROUTINE_TYPES = (CoroutineType, GeneratorType, Coroutine)  # what asyncio.iscoroutine takes
 _NONE = int(ResultKind.NONE)
 _RESPONSE = int(ResultKind.RESPONSE)
 _PER_RESULT = codec.PER_RESULT.pack  # kind, release flags: each item's head in a RESULT
@@ -230,7 +227,7 @@ class Dispatcher:
             ret = execute(requests)
             if gpu_trace.ON:
                 gpu_trace.record("execute.model", t0)
-            if type(ret) is not list and isinstance(ret, _COROUTINE_TYPES):
+            if runs_as_coroutine(ret):
                 if self.decoupled or self.async_exec.background_default_mode:
                     # In the background: RESULT leaves every request open for its sender.
                     self.async_exec.start(ret, requests)

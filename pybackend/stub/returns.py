@@ -4,6 +4,7 @@ The stub (its dispatcher for the return value, its transport for a response send
 and the offline harness (in-process and stub-process engines) call this module, so a model is
 accepted or refused, and an output passed or flagged, the same way offline and in the server.
 
+* :func:`runs_as_coroutine`: whether that return value is run as a coroutine first.
 * :func:`judge_return`: the return value of one ``execute``, in the original's words: a
   verdict per request, or :class:`ReturnRefused` that fails the whole batch.
 * :class:`OutputRules`: the outputs of a response against config.pbtxt's ``output`` section.
@@ -17,7 +18,9 @@ accepted or refused, and an output passed or flagged, the same way offline and i
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from types import CoroutineType, GeneratorType
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..utils.dtypes import CODE_TO_KSERVE_NAME, TYPE_BYTES
@@ -35,6 +38,16 @@ UNANSWERED = 2  # nothing, and no sender was taken: the second item is the error
 RESCHEDULED = 3  # released with RESCHEDULE: it comes back in a later execute
 
 Verdict = Tuple[int, Any]
+
+#: What ``asyncio.iscoroutine`` took in the Python of the original's stub (a generator too):
+#: execute's return of one of these runs on the instance's event loop (so a generator fails
+#: there, as on the original, instead of being judged as a list).
+_COROUTINE_TYPES = (CoroutineType, GeneratorType, Coroutine)
+
+
+def runs_as_coroutine(ret: Any) -> bool:
+    """Whether ``execute``'s return value is run as a coroutine before it is judged."""
+    return type(ret) is not list and isinstance(ret, _COROUTINE_TYPES)
 
 
 class ReturnRefused(Exception):

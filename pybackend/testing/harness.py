@@ -255,7 +255,10 @@ class ModelHarness(ModelOnDisk):
     def _finalize(self) -> None:
         # Bounded as a StubModel bounds it (STOP_TIMEOUT_S), so closing never hangs: a
         # finalize still running then is left on its daemon thread, with a warning.
-        worker = Worker(lambda: self._code.call("finalize"), f"harness-finalize-{self.model_name}")
+        # An ``async def finalize`` is not awaited, as in a stub (and the original's).
+        worker = Worker(
+            lambda: self._code.call("finalize", settle=False), f"harness-finalize-{self.model_name}"
+        )
         if not worker.start().wait(STOP_TIMEOUT_S):
             text = finalize_still_running_warning(
                 self.model_name, self.instance_name, worker.thread.name

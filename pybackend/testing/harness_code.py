@@ -53,13 +53,14 @@ class ModelCode:
             self.thread.stop()
             self.thread = None
 
-    def call(self, method: str, *args: Any) -> Any:
-        """The model's ``method`` (its coroutine run to its end), marked as running, on the
-        instance's thread."""
+    def call(self, method: str, *args: Any, settle: bool = True) -> Any:
+        """The model's ``method`` (with ``settle``, its coroutine run to its end, as a stub
+        runs ``async def initialize``), marked as running, on the instance's thread."""
 
         def run() -> Any:
             with self.running():
-                return self.settle(getattr(self.model, method)(*args))
+                result = getattr(self.model, method)(*args)
+                return self.settle(result) if settle else result
 
         return self.on_thread(run)
 

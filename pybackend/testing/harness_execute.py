@@ -5,7 +5,6 @@ response, the backend's error texts, or its sender's answer)."""
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -22,6 +21,7 @@ from ..stub.returns import (
     decoupled_return_text,
     judge_return,
     refused_by_async_decoupled,
+    runs_as_coroutine,
 )
 from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
@@ -180,8 +180,8 @@ class Executor:
             with code.running():
                 times.mark_inputs_ready()  # the requests are built: handing them over is all
                 result = code.model.execute(reqs)
-                ran_async = inspect.iscoroutine(result)
-                ret = code.settle(result)
+                ran_async = runs_as_coroutine(result)  # the stub's rule
+                ret = code.run(result) if ran_async else result
                 times.mark_returned()
             return ret
 
