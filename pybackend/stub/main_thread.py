@@ -10,10 +10,15 @@ waits for the backend's control datagrams (host.py): it makes those calls for th
 threads and answers each caller with the call's result or exception. Handlers are process
 state, shared by the instances like module-level state; Python runs them on the main thread,
 as in an instance's own stub.
+
+The offline harness runs a model's code on worker threads while the test's main thread waits
+for them: there the main thread makes those calls only while it waits (:meth:`serving`), and
+a call made when it does not is Python's own (its refusal) instead of waiting for nobody.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import queue
@@ -21,7 +26,7 @@ import signal
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple
 
 # Only the main thread's own work can delay a call (an instance's attach takes milliseconds).
 CALL_TIMEOUT_S = 10.0
@@ -34,9 +39,14 @@ class MainThreadCalls:
     """Installs forwarding versions of :data:`MAIN_THREAD_ONLY` in :mod:`signal`; the main
     thread runs what was asked when :attr:`wake_fd` is readable (:meth:`run_pending`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, always: bool = True) -> None:
+        """``always``: the main thread serves calls all the time (a shared process's host);
+        else only inside :meth:`serving`."""
         self._calls: "queue.SimpleQueue[_Call]" = queue.SimpleQueue()
         self.wake_fd, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._always = always
+        self._lock = threading.Lock()  # a call is queued only while someone will serve it
+        self._waiter: Optional[threading.Event] = None  # set at each call while serving
 
     def install(self) -> None:
         for name in MAIN_THREAD_ONLY:
@@ -48,7 +58,13 @@ class MainThreadCalls:
             if threading.current_thread() is threading.main_thread():
                 return original(*args, **kwargs)  # also a process that model.py forked
             answer: "Future[Any]" = Future()
-            self._calls.put((answer, original, args, kwargs))
+            with self._lock:
+                waiter = self._waiter
+                if not self._always and waiter is None:  # nobody serves: Python's own answer
+                    return original(*args, **kwargs)
+                self._calls.put((answer, original, args, kwargs))
+            if waiter is not None:
+                waiter.set()
             try:
                 os.write(self._wake_w, b"\0")
             except BlockingIOError:
@@ -63,6 +79,20 @@ class MainThreadCalls:
                 ) from None
 
         return call
+
+    @contextlib.contextmanager
+    def serving(self, waiter: threading.Event) -> Iterator[None]:
+        """On the main thread, while it waits on ``waiter``: other threads' calls are queued
+        for it (each sets ``waiter``; :meth:`run_pending` makes them). What was queued when
+        the wait ends is made before this returns."""
+        with self._lock:
+            self._waiter = waiter
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiter = None
+            self.run_pending()
 
     def run_pending(self) -> None:
         """On the main thread: every call asked for so far."""

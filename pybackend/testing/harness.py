@@ -259,7 +259,7 @@ class ModelHarness(ModelOnDisk):
         worker = Worker(
             lambda: self._code.call("finalize", settle=False), f"harness-finalize-{self.model_name}"
         )
-        if not worker.start().wait(STOP_TIMEOUT_S):
+        if not worker.run(STOP_TIMEOUT_S):
             text = finalize_still_running_warning(
                 self.model_name, self.instance_name, worker.thread.name
             )

@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
+from ..stub.main_thread import MainThreadCalls
+
 T = TypeVar("T")
 
 #: Seconds closing a model waits for its finalize: a StubModel's stub is killed then, an
@@ -93,13 +95,15 @@ def finalize_still_running_warning(model_name: str, instance_name: str, thread: 
 
 
 class Worker(Generic[T]):
-    """``fn()`` on its own daemon thread; :meth:`wait` gives its result, or None when it
-    did not end within the wait (then :attr:`thread` runs on)."""
+    """``fn()`` on its own daemon thread; :meth:`run` says whether it ended within the wait
+    (else :attr:`thread` runs on), :meth:`result` gives what it returned."""
 
     def __init__(self, fn: Callable[[], T], name: str) -> None:
         self._fn = fn
         self._result: Optional[T] = None
         self._error: Optional[BaseException] = None
+        self._done = False
+        self._wake = threading.Event()  # fn ended, or asks the main thread for a call
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def _run(self) -> None:
@@ -107,21 +111,51 @@ class Worker(Generic[T]):
             self._result = self._fn()
         except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
             self._error = e
+        finally:
+            self._done = True
+            self._wake.set()
 
-    def start(self) -> "Worker[T]":
-        self.thread.start()
-        return self
-
-    def wait(self, timeout: float) -> bool:
-        """Whether ``fn`` ended within ``timeout`` seconds."""
-        self.thread.join(max(timeout, 0.0))
-        return not self.thread.is_alive()
+    def run(self, timeout: float) -> bool:
+        """Start ``fn``; whether it ended within ``timeout`` seconds. On the main thread, which
+        meanwhile makes the calls Python allows there only (``signal.signal``) for ``fn``, as
+        a stub's model code runs on its main thread (serving from before ``fn`` starts)."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        if threading.current_thread() is not threading.main_thread():
+            self.thread.start()
+            self.thread.join(max(timeout, 0.0))
+            return self._done
+        calls = _main_thread_calls()
+        with calls.serving(self._wake):
+            self.thread.start()
+            while True:
+                self._wake.clear()
+                calls.run_pending()
+                left = deadline - time.monotonic()
+                if self._done or left <= 0:
+                    break
+                self._wake.wait(left)
+        self.thread.join(0.1 if self._done else 0)  # its last bytecodes after fn
+        return self._done
 
     def result(self) -> T:
         """What ``fn`` returned (its exception raised here, on the caller's thread)."""
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]
+
+
+_calls: Optional[MainThreadCalls] = None
+_calls_lock = threading.Lock()
+
+
+def _main_thread_calls() -> MainThreadCalls:
+    """The process's forwarding of main-thread-only calls, installed by the first wait."""
+    global _calls
+    with _calls_lock:
+        if _calls is None:
+            _calls = MainThreadCalls(always=False)
+            _calls.install()
+        return _calls
 
 
 def run_bounded(
@@ -138,8 +172,8 @@ def run_bounded(
     model's) or the environment."""
     if debugging(config=config):
         return fn()  # a breakpoint may stop it for as long as the developer takes
-    worker = Worker(fn, name).start()
-    if not worker.wait(timeout):
+    worker = Worker(fn, name)
+    if not worker.run(timeout):
         raise on_timeout(worker)
     return worker.result()
 

@@ -6,6 +6,8 @@ tritonserver with our backend (ServerModel):
   (import, ``auto_complete_config``, ``initialize``, ``execute`` and a thread execute
   starts). The in-process harness once answered "" everywhere, so a model writing beside
   its files wrote into the parent of the working directory.
+- ``signal.signal`` works in ``initialize`` and ``execute`` (a stub runs them on its main
+  thread).
 - ``sys.argv`` is ``['']`` while it loads (the original's embedded interpreter), so a model
   that parses its arguments at import or in ``initialize`` gets its defaults. In-process it
   once saw pytest's arguments, and argparse failed the load."""
@@ -13,7 +15,9 @@ tritonserver with our backend (ServerModel):
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +152,56 @@ def test_a_model_parsing_its_arguments_loads_with_its_defaults(
         got = model.infer({"X": np.array([1.5], np.float32)})
     assert got["Y"].tolist() == [6.0]  # 1.5 * 2.0 (initialize) * 2.0 (import)
     assert sys.argv is argv  # the test's own list is back
+
+
+SIGNAL_MODEL = """
+import signal
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def handler(signum, frame):
+    pass
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        signal.signal(signal.SIGUSR1, handler)
+
+    def execute(self, requests):
+        signal.signal(signal.SIGUSR2, handler)
+        both = signal.getsignal(signal.SIGUSR1) is handler is signal.getsignal(signal.SIGUSR2)
+        text = np.array([b"installed" if both else b"missing"], np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("SEEN", text)]) for _ in requests]
+"""
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel, ServerModel])
+def test_a_model_installs_signal_handlers(tmp_path: Path, kind: type) -> None:
+    """A stub runs initialize and execute on its main thread, where Python allows
+    signal.signal; in-process they run on worker threads while the test's main thread
+    waits, and it makes the call for them (once refused: the load failed with Python's
+    `signal only works in main thread of the main interpreter`)."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGUSR2)}
+    model_dir = write_model(tmp_path, "signals", SIGNAL_MODEL, SEEN_CONFIG.format(name="signals"))
+    try:
+        with kind(model_dir) as model:
+            assert seen(model) == "installed"
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    # Where the main thread is not waiting for model code, another thread's call is
+    # Python's own refusal, at once.
+    refused: list = []
+
+    def elsewhere() -> None:
+        try:
+            signal.signal(signal.SIGUSR1, signal.getsignal(signal.SIGUSR1))
+        except ValueError as e:
+            refused.append(str(e))
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join(5)
+    assert refused == ["signal only works in main thread of the main interpreter"]
