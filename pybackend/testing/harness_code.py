@@ -39,10 +39,11 @@ class ModelCode:
         self.registry: Optional[Registry] = None
         #: The instance's own thread when the harness runs several (None: the caller's).
         self.thread: Optional["InstanceThread"] = None
+        self.thread_loop = ThreadLoop()
 
     def running(self) -> "Running":
         """Marks this model's code as running on the calling thread, for the block."""
-        return Running(self._transport, self._owner, self.registry)
+        return Running(self._transport, self._owner, self.registry, self.thread_loop)
 
     def on_thread(self, fn: Callable[[], T]) -> T:
         """``fn()`` on the instance's thread (the caller's when it has none)."""
@@ -87,7 +88,9 @@ class ModelCode:
             raise e.exc from None  # the model's own SystemExit/KeyboardInterrupt, here
 
     def stop_loop(self) -> None:
-        """The event loop thread ends (a later coroutine starts a new one)."""
+        """The event loop thread ends (a later coroutine starts a new one), and the loop
+        asyncio gave the model's code outside coroutines is closed."""
+        self.thread_loop.close()
         if self._loop is None:
             return
         loop, thread = self._loop, self._loop_thread
@@ -99,25 +102,76 @@ class ModelCode:
         self._loop = self._loop_thread = None
 
 
+# Python 3.14 makes no loop where none is set: a stub's model code gets none either.
+_MAKES_A_LOOP = sys.version_info < (3, 14)
+
+
+class ThreadLoop:
+    """What ``asyncio.get_event_loop()`` gives the instance's code outside its coroutines. A
+    stub runs ``initialize`` and ``execute`` on its main thread, where asyncio makes a loop
+    the first time one is asked for, and keeps the one ``asyncio.set_event_loop`` sets; the
+    harness runs them on worker threads (where asyncio has none), so that thread's current
+    loop is this instance's for the call: made when first needed, and what the model left
+    current is kept for its next call."""
+
+    def __init__(self) -> None:
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._made: Optional[asyncio.AbstractEventLoop] = None  # ours, closed with the model
+
+    def enter(self) -> bool:
+        """Make it current on this worker thread (False: nothing done, the main thread's own
+        asyncio applies there)."""
+        if not _MAKES_A_LOOP or threading.current_thread() is threading.main_thread():
+            return False
+        if self._loop is None:
+            self._loop = self._made = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        return True
+
+    def leave(self) -> None:
+        try:  # the model may have set a loop of its own: its next call gets that one
+            # (the policy's getter: asyncio.get_event_loop() warns on some 3.10/3.11 releases)
+            self._loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # it set None
+            self._loop = None
+        asyncio.set_event_loop(None)
+
+    def close(self) -> None:
+        made, self._made, self._loop = self._made, None, None
+        if made is not None and not made.is_running() and not made.is_closed():
+            made.close()
+
+
 class Running:
     """Marks the harness whose model code runs on this thread (for logs and BLS), and the
     ``pb_utils.shared`` table its code sees."""
 
     def __init__(
-        self, transport: HarnessTransport, harness: Any, registry: Optional[Registry] = None
+        self,
+        transport: HarnessTransport,
+        harness: Any,
+        registry: Optional[Registry] = None,
+        thread_loop: Optional[ThreadLoop] = None,
     ) -> None:
         self._transport = transport
         self.harness = harness
         self.previous: Any = None
         self._bound = bound(registry)
+        self._thread_loop = thread_loop
+        self._loop_entered = False
 
     def __enter__(self) -> None:
         local = self._transport.local
         self.previous = getattr(local, "harness", None)
         local.harness = self.harness
         self._bound.__enter__()
+        # Not when nested (a BLS call to the model itself runs inline on this thread).
+        if self._thread_loop is not None and self.previous is None:
+            self._loop_entered = self._thread_loop.enter()
 
     def __exit__(self, *exc: object) -> None:
+        if self._loop_entered:
+            self._thread_loop.leave()  # type: ignore[union-attr]
         self._bound.__exit__(None, None, None)
         self._transport.local.harness = self.previous
 

@@ -205,3 +205,48 @@ def test_a_model_installs_signal_handlers(tmp_path: Path, kind: type) -> None:
     thread.start()
     thread.join(5)
     assert refused == ["signal only works in main thread of the main interpreter"]
+
+
+LOOP_MODEL = """
+import asyncio
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+async def double(x):
+    return 2 * x
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.loop = asyncio.get_event_loop()  # as older model.py files do
+
+    def execute(self, requests):
+        value = self.loop.run_until_complete(double(21))
+        same = asyncio.get_event_loop() is self.loop
+        if "OWN" in self.__dict__:
+            same = asyncio.get_event_loop() is self.OWN
+            self.OWN.close()
+        self.OWN = asyncio.new_event_loop()  # set by the model: its next call gets it
+        asyncio.set_event_loop(self.OWN)
+        text = np.array([f"{value} {same}".encode()], np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("SEEN", text)]) for _ in requests]
+
+    def finalize(self):
+        self.OWN.close()
+"""
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel, ServerModel])
+def test_asyncio_get_event_loop_outside_coroutines(tmp_path: Path, kind: type) -> None:
+    """A stub runs initialize and execute on its main thread, where asyncio makes a loop
+    when first asked and keeps the one the model sets; in-process the worker threads have
+    none, and `asyncio.get_event_loop()` in initialize failed the load (`There is no current
+    event loop in thread ...`)."""
+    if sys.version_info >= (3, 14):
+        pytest.skip("Python 3.14 makes no loop where none is set, in a stub either")
+    model_dir = write_model(tmp_path, "loops", LOOP_MODEL, SEEN_CONFIG.format(name="loops"))
+    with kind(model_dir) as model:
+        assert [seen(model) for _ in range(3)] == ["42 True"] * 3
