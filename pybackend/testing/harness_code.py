@@ -1,7 +1,7 @@
 """The model's code as the offline harness runs it: the ``TritonPythonModel`` instance, the
 event loop thread its coroutines run on (one, as in the stub), and the mark that says whose
-model code runs on a thread (pb_utils' logs and BLS calls go to that harness), and the
-``sys.argv`` a model sees while it loads."""
+model code runs on a thread (pb_utils' logs and BLS calls go to that harness), the asyncio
+loop its code sees outside coroutines, and the ``sys.argv`` a model sees while it loads."""
 
 from __future__ import annotations
 
