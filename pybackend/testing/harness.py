@@ -38,7 +38,6 @@ from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
-from . import model_imports
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_bounds import (
@@ -59,6 +58,8 @@ from .harness_responses import Requested, response_outputs
 from .harness_streams import SenderStreams, StreamCalls
 from .load_checks import refuse_like_server, run_warmup
 from .model_dir import ModelOnDisk
+from .model_imports import forget as forget_namespace
+from .model_imports import namespace_of
 from .results import Outputs
 from .transport import BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
@@ -229,7 +230,7 @@ class ModelHarness(ModelOnDisk):
         # Packages of our own per model and version, so two models' "1/model.py" (and their
         # "helpers.py" imported by plain name) do not share a module, and relative imports
         # of the model's siblings work as in the stub (model_imports.py).
-        return model_imports.namespace_of(self.version_dir).import_model(self.model_file.stem)
+        return namespace_of(self.version_dir).import_model(self.model_file.stem)
 
     def close(self) -> None:
         """``finalize`` (the other instances' first), then forget the model."""
@@ -434,4 +435,4 @@ class ModelHarness(ModelOnDisk):
 def forget_imports(version_dir: Union[str, Path]) -> None:
     """Drop what the harness imported from ``version_dir`` (its model.py and siblings), so
     that the next harness of that model imports the files as they are now (a reload)."""
-    model_imports.forget(Path(version_dir).resolve())
+    forget_namespace(Path(version_dir).resolve())
