@@ -6,8 +6,8 @@ tritonserver with our backend (ServerModel):
   (import, ``auto_complete_config``, ``initialize``, ``execute`` and a thread execute
   starts). The in-process harness once answered "" everywhere, so a model writing beside
   its files wrote into the parent of the working directory.
-- ``signal.signal`` works in ``initialize`` and ``execute`` (a stub runs them on its main
-  thread).
+- ``signal.signal`` works in ``initialize`` and ``execute``, and ``asyncio.get_event_loop()``
+  outside coroutines gives one loop across them (a stub runs them on its main thread).
 - ``sys.argv`` is ``['']`` while it loads (the original's embedded interpreter), so a model
   that parses its arguments at import or in ``initialize`` gets its defaults. In-process it
   once saw pytest's arguments, and argparse failed the load."""
