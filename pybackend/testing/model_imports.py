@@ -37,11 +37,17 @@ _lock = threading.Lock()
 _namespaces: Dict[str, "ModelImports"] = {}  # top package (either of a model's two) -> it
 
 
+def _package_name(version_dir: Path) -> str:
+    """The package ``model.py`` of ``version_dir`` is imported in (its plain names' is that
+    with ``_plain``)."""
+    return f"{PREFIX}{abs(hash(str(version_dir)))}"
+
+
 class ModelImports:
     """The import namespace of one model version (its ``version_dir``)."""
 
     def __init__(self, version_dir: Path) -> None:
-        self.package = f"{PREFIX}{abs(hash(str(version_dir)))}"
+        self.package = _package_name(version_dir)
         self.plain = self.package + "_plain"
         self.dirs = [str(version_dir), str(version_dir.parent)]
         self.builtins: Dict[str, Any] = dict(vars(builtins))
@@ -147,8 +153,7 @@ def namespace_of(version_dir: Path) -> ModelImports:
     with _lock:
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
-        package = f"{PREFIX}{abs(hash(str(version_dir)))}"
-        namespace = _namespaces.get(package)
+        namespace = _namespaces.get(_package_name(version_dir))
         if namespace is None:
             namespace = ModelImports(version_dir)
             _namespaces[namespace.package] = _namespaces[namespace.plain] = namespace
@@ -159,7 +164,7 @@ def forget(version_dir: Path) -> None:
     """Drop what was imported from ``version_dir``'s model, so that its next import reads
     the files as they are now (a reload)."""
     with _lock:
-        namespace = _namespaces.pop(f"{PREFIX}{abs(hash(str(version_dir)))}", None)
+        namespace = _namespaces.pop(_package_name(version_dir), None)
         if namespace is None:
             return
         _namespaces.pop(namespace.plain, None)
