@@ -97,6 +97,9 @@ class TritonServer:
     `backend` is "ours" (this package's library), "original" (NVIDIA's Python backend
     from the nvidia-pytriton wheel, with `.venv-orig/bin` first on PATH for its stub) or a
     path to a backends directory (one holding `python/libtriton_python.so`).
+    `runtimes`: python-based backends served beside it, by name (a model whose config says
+    `backend: "<name>"` runs `<directory>/model.py`; docs/python_based_backends.md): the
+    server gets a backends directory of its own making, `python` and each runtime linked in.
     Ports default to free loopback ports chosen at start.
     """
 
@@ -116,6 +119,7 @@ class TritonServer:
         grpc_port: int | None = None,
         metrics_port: int | None = None,
         stop_timeout: float = 30.0,
+        runtimes: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
         if not self.model_repository.is_dir():
@@ -131,6 +135,13 @@ class TritonServer:
         self._requested_ports = (http_port, grpc_port, metrics_port)
         self.stop_timeout = stop_timeout
         self.backend_dir = self._resolve_backend_dir()
+        self.runtimes = {name: Path(path).resolve() for name, path in (runtimes or {}).items()}
+        for name, path in self.runtimes.items():
+            if name == "python" or not (path / "model.py").is_file():
+                raise FileNotFoundError(
+                    f"runtime '{name}': {path} holds no model.py (a python-based backend's "
+                    "directory, named other than python)"
+                )
         self.http_port = self.grpc_port = self.metrics_port = 0
         self.command: list[str] = []
         #: pids that outlived the server process and had to be killed at stop().
@@ -203,10 +214,10 @@ class TritonServer:
             port if port else next(picked) for port in self._requested_ports
         )
         env = self._environment()
-        self.command = self._build_command(env["LD_LIBRARY_PATH"])
         # A private working directory: the server and its stubs must not pick up modules
         # from wherever the caller happens to run (the original stub imports from its cwd).
         self._workdir = Path(tempfile.mkdtemp(prefix="tritonserver-"))
+        self.command = self._build_command(env["LD_LIBRARY_PATH"])
         self._log_path = self._workdir / "tritonserver.log"
         fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -319,6 +330,18 @@ class TritonServer:
             raise FileNotFoundError(f"{path} holds no python/libtriton_python.so")
         return path
 
+    def _backends(self) -> Path:
+        """The directory tritonserver takes backends from: the selected one's, or with
+        runtimes one in the working directory linking it (as `python`) and them."""
+        if not self.runtimes or self._workdir is None:
+            return self.backend_dir
+        backends = self._workdir / "backends"
+        backends.mkdir()
+        (backends / "python").symlink_to(self.backend_dir / "python", target_is_directory=True)
+        for name, path in self.runtimes.items():
+            (backends / name).symlink_to(path, target_is_directory=True)
+        return backends
+
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.env)
@@ -338,7 +361,7 @@ class TritonServer:
         cmd = [
             binary,
             f"--model-repository={self.model_repository}",
-            f"--backend-directory={self.backend_dir}",
+            f"--backend-directory={self._backends()}",
             f"--http-address={self.host}",
             f"--http-port={self.http_port}",
             f"--grpc-address={self.host}",

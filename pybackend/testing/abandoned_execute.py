@@ -1,12 +1,13 @@
 """The ``execute`` a caller's timeout abandoned, one rule for both offline engines: the
-in-process :class:`~pybackend.testing.harness_execute.Executor` (the model runs on the
-worker thread left behind) and a StubModel's requests (stub_requests.py: the model runs on
-in the stub process, which is not killed, ``execute_timeout`` does that; the thread left
-behind awaits its RESULT). Python cannot stop a thread and an EXECUTE sent cannot be taken
-back, so past a call's timeout (harness_bounds.run_bounded) its requests are cancelled, the
-execute still running is named in an :class:`ExecuteStillRunningWarning`, and until it
-returns the engine refuses new requests instead of queueing them behind it for as long as
-it runs (docs/testing.md, "Timeouts")."""
+in-process :class:`~pybackend.testing.harness_execute.Executor` (the model runs on in the
+instance's thread, which the call's worker left behind waits for) and a StubModel's
+requests (stub_requests.py: the model runs on in the stub process, which is not killed,
+``execute_timeout`` does that; the thread left behind awaits its RESULT). Python cannot
+stop a thread and an EXECUTE sent cannot be taken back, so past a call's timeout
+(harness_bounds.run_bounded) its requests are cancelled, the execute still running is named
+in an :class:`ExecuteStillRunningWarning`, and until it returns the engine refuses new
+requests instead of queueing them behind it for as long as it runs (docs/testing.md,
+"Timeouts")."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from .model_dir import ModelOnDisk
 T = TypeVar("T")
 
 #: The engine a refusal names (and whose remedy its warning gives): where the execute runs
-#: on differs, in-process on the worker thread itself, for a StubModel in its stub process.
+#: on differs, in-process on the instance's thread, for a StubModel in its stub process.
 Engine = Literal["ModelHarness", "StubModel"]
 
 _WARNINGS: Dict[Engine, Callable[[str, str, float, str], str]] = {
@@ -53,13 +54,18 @@ class AbandonedExecute:
         engine: Engine,
         cancel: Callable[[int], None],
         debug: str = "",
+        runs_on: Callable[[], Optional[str]] = lambda: None,
     ) -> None:
         self._disk = disk
         self._engine = engine
         self._cancel = cancel
         self._debug = debug
+        # The name of the thread the model's execute runs on, when not the call's own (the
+        # in-process instance's thread, which the call's worker waits for).
+        self._runs_on = runs_on
         self._runner: Optional[threading.Thread] = None  # the thread in execute, if any
         self._thread: Optional[threading.Thread] = None  # left in execute by a timeout
+        self._thread_name = ""  # where that execute runs on
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -99,8 +105,9 @@ class AbandonedExecute:
             # the engine, so nothing is abandoned (its requests stay cancelled).
             if self._runner is worker.thread:
                 self._thread = worker.thread
+                self._thread_name = self._runs_on() or worker.thread.name
                 text = _WARNINGS[self._engine](
-                    disk.model_name, disk.instance_name, timeout, worker.thread.name
+                    disk.model_name, disk.instance_name, timeout, self._thread_name
                 )
                 # Attributed to run_bounded, the one bounded wait, in both engines alike
                 # (how deep the caller's frame lies differs between calls and engines).
@@ -118,14 +125,16 @@ class AbandonedExecute:
             return
         if self._in_execute(stuck):
             disk = self._disk
-            text = still_running_text(disk.model_name, disk.instance_name, stuck.name, self._engine)
+            text = still_running_text(
+                disk.model_name, disk.instance_name, self._thread_name, self._engine
+            )
             raise TritonModelException(text)
         self._thread = None  # it returned: the engine serves again
 
     def still_running(self) -> Optional[str]:
         """The name of the thread a caller's timeout left in execute, while it is there."""
         stuck = self._thread
-        return stuck.name if stuck is not None and self._in_execute(stuck) else None
+        return self._thread_name if stuck is not None and self._in_execute(stuck) else None
 
     def returned(self, timeout: float) -> bool:
         """Waits at most ``timeout`` seconds for the abandoned execute (closing): whether

@@ -28,7 +28,7 @@ import threading
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from ..stub import loader
 from ..stub.failures import finalize_failed_text
@@ -63,6 +63,8 @@ from .model_imports import namespace_of
 from .results import Outputs
 from .transport import BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
 
+T = TypeVar("T")
+
 
 class ModelHarness(ModelOnDisk):
     """One instance of the model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
@@ -71,7 +73,8 @@ class ModelHarness(ModelOnDisk):
     many of the model's instances run (the first is this harness, the others are in
     :attr:`instances`), ``instance_process``: their PYBACKEND_INSTANCE_PROCESS instead of
     the config's (harness_instances.py). ``initialize_timeout``: seconds ``initialize`` may
-    take at :meth:`start` (harness_bounds.py)."""
+    take at :meth:`start` (harness_bounds.py). ``runtime``: the directory of the
+    python-based backend whose ``model.py`` runs the model (docs/python_based_backends.md)."""
 
     def __init__(
         self,
@@ -87,6 +90,7 @@ class ModelHarness(ModelOnDisk):
         instances: int = 1,
         instance_process: Optional[str] = None,
         initialize_timeout: float = INITIALIZE_TIMEOUT_S,
+        runtime: Union[str, Path, None] = None,
     ) -> None:
         super().__init__(
             model_dir,
@@ -96,6 +100,7 @@ class ModelHarness(ModelOnDisk):
             instance_name=instance_name,
             model_file=model_file,
             auto_complete=auto_complete,
+            runtime=runtime,
         )
         self.logs: List[LogRecord] = []
         self.initialize_timeout = initialize_timeout
@@ -177,8 +182,9 @@ class ModelHarness(ModelOnDisk):
         return self
 
     def _load(self) -> None:
-        with stub_argv(), self._running():
-            module = self._import()
+        with stub_argv():
+            # On the instance's thread, as all of its code (a stub's: on its main thread).
+            module = self._code.on_thread(self._marked(self._import))
             try:  # the stub's loader, so its checks and texts are the ones a model meets
                 cls = loader.model_class(module)
                 if self.auto_complete and hasattr(cls, "auto_complete_config"):
@@ -194,7 +200,7 @@ class ModelHarness(ModelOnDisk):
                 self._executor.output_rules = OutputRules(self.config, self.instance_name)
             except (loader.LoadError, ParameterError) as e:
                 raise TritonModelException(str(e)) from None
-            self.model = cls()
+            self.model = self._code.on_thread(self._marked(cls))
             if hasattr(self.model, "initialize"):
                 args = self.initialize_args()
                 self._bounded_load(lambda: self._code.call("initialize", args), "initialize")
@@ -205,32 +211,34 @@ class ModelHarness(ModelOnDisk):
         daemon thread, as Python cannot stop a thread."""
 
         def timed_out(worker: Worker[Any]) -> Exception:
+            where = self._code.thread_name() or worker.thread.name
             what = (
-                f"it runs on in daemon thread '{worker.thread.name}', as Python cannot stop a "
-                "thread, and the harness is closed"
+                f"it runs on in daemon thread '{where}', as Python cannot stop a thread, and "
+                "the harness is closed"
             )
             text = initialize_timed_out_text(
                 self.model_name, self.instance_name, self.initialize_timeout, what, phase
             )
             return TritonModelException(text)
 
-        def run() -> Any:
-            with self._running():  # its logs and BLS calls are this harness's
-                return fn()
+        def on_thread() -> Any:  # the instance's thread, where its later calls run
+            return self._code.on_thread(self._marked(fn))
 
         name = f"harness-{phase}-{self.model_name}"
-        return run_bounded(run, self.initialize_timeout, name, timed_out, self.config)
+        return run_bounded(on_thread, self.initialize_timeout, name, timed_out, self.config)
 
     def _import(self) -> types.ModuleType:
         if not self.model_file.is_file():
             raise TritonModelException(loader.missing_file_text(self.model_file))
-        for path in (str(self.version_dir), str(self.model_dir)):
+        runtime = self.runtime_dir  # a python-based backend's: only its directory, as a stub
+        paths = [self.version_dir, self.model_dir] if runtime is None else [runtime]
+        for path in map(str, paths):
             if path not in sys.path:
                 sys.path.append(path)
         # Packages of our own per model and version, so two models' "1/model.py" (and their
         # "helpers.py" imported by plain name) do not share a module, and relative imports
         # of the model's siblings work as in the stub (model_imports.py).
-        return namespace_of(self.version_dir).import_model(self.model_file.stem)
+        return namespace_of(self.version_dir, runtime).import_model(self.model_file.stem)
 
     def close(self) -> None:
         """``finalize`` (the other instances' first), then forget the model."""
@@ -261,9 +269,8 @@ class ModelHarness(ModelOnDisk):
             lambda: self._code.call("finalize", settle=False), f"harness-finalize-{self.model_name}"
         )
         if not worker.run(STOP_TIMEOUT_S):
-            text = finalize_still_running_warning(
-                self.model_name, self.instance_name, worker.thread.name
-            )
+            where = self._code.thread_name() or worker.thread.name
+            text = finalize_still_running_warning(self.model_name, self.instance_name, where)
             warnings.warn(text, ExecuteStillRunningWarning, stacklevel=3)
             return
         try:
@@ -426,6 +433,15 @@ class ModelHarness(ModelOnDisk):
     def _running(self) -> Running:
         """Marks this harness's model code as running on the calling thread."""
         return self._code.running()
+
+    def _marked(self, fn: Callable[[], T]) -> Callable[[], T]:
+        """``fn``, run marked as this harness's model code (its logs, BLS calls)."""
+
+        def run() -> T:
+            with self._running():
+                return fn()
+
+        return run
 
     def _serve_bls(self, request: InferenceRequest, decoupled_call: bool) -> Any:
         """A BLS call from another model in this process (the transport routes it here)."""

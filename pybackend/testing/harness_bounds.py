@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import wait as futures_wait
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 from ..stub.main_thread import MainThreadCalls
@@ -142,6 +144,27 @@ class Worker(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]
+
+
+def run_serving(start: Callable[[], None], done: "Future[Any]") -> None:
+    """``start()``, which hands work to another thread, then wait (as long as it takes)
+    until ``done``; on the main thread, which meanwhile makes the calls Python allows there
+    only (``signal.signal``) for that work, as :meth:`Worker.run` does."""
+    if threading.current_thread() is not threading.main_thread():
+        start()
+        futures_wait([done])
+        return
+    wake = threading.Event()
+    done.add_done_callback(lambda _: wake.set())
+    calls = _main_thread_calls()
+    with calls.serving(wake):
+        start()
+        while True:
+            wake.clear()
+            calls.run_pending()
+            if done.done():
+                break
+            wake.wait()
 
 
 _calls: Optional[MainThreadCalls] = None

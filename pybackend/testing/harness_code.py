@@ -10,14 +10,12 @@ import contextlib
 import inspect
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, TypeVar
+from typing import Any, Callable, Iterator, List, Optional, TypeVar
 
 from ..stub.tracebacks import ModelExit, exits_as_errors
 from ..utils.process_shared import Registry, bound
+from .harness_instances import InstanceThread
 from .transport import HarnessTransport
-
-if TYPE_CHECKING:
-    from .harness_instances import InstanceThread
 
 T = TypeVar("T")
 
@@ -38,7 +36,7 @@ class ModelCode:
         #: (harness_instances.py); None: the process's.
         self.registry: Optional[Registry] = None
         #: The instance's own thread when the harness runs several (None: the caller's).
-        self.thread: Optional["InstanceThread"] = None
+        self.thread: Optional[InstanceThread] = None
         self.thread_loop = ThreadLoop()
 
     def running(self) -> "Running":
@@ -46,8 +44,20 @@ class ModelCode:
         return Running(self._transport, self._owner, self.registry, self.thread_loop)
 
     def on_thread(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on the instance's thread (the caller's when it has none)."""
-        return fn() if self.thread is None else self.thread.run(fn)
+        """``fn()`` on the instance's thread (the caller's when it has none). One still in a
+        call a timeout gave up on is left to it: a new thread serves from here on (closing's
+        ``finalize``; the harness refuses requests while that execute runs)."""
+        thread = self.thread
+        if thread is None:
+            return fn()
+        if thread.held_elsewhere():
+            thread.stop()  # it ends once that call returns
+            thread = self.thread = InstanceThread(thread.name)
+        return thread.run(fn)
+
+    def thread_name(self) -> Optional[str]:
+        """The name of the thread the instance's code runs on (None: its caller's)."""
+        return None if self.thread is None else self.thread.name
 
     def stop_thread(self) -> None:
         if self.thread is not None:
@@ -110,16 +120,16 @@ class ThreadLoop:
     """What ``asyncio.get_event_loop()`` gives the instance's code outside its coroutines. A
     stub runs ``initialize`` and ``execute`` on its main thread, where asyncio makes a loop
     the first time one is asked for, and keeps the one ``asyncio.set_event_loop`` sets; the
-    harness runs them on worker threads (where asyncio has none), so that thread's current
-    loop is this instance's for the call: made when first needed, and what the model left
-    current is kept for its next call."""
+    harness runs them on the instance's thread, where asyncio makes none, so that thread's
+    current loop is this instance's for the call: made when first needed, and what the model
+    left current is kept for its next call."""
 
     def __init__(self) -> None:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._made: Optional[asyncio.AbstractEventLoop] = None  # ours, closed with the model
 
     def enter(self) -> bool:
-        """Make it current on this worker thread (False: nothing done, the main thread's own
+        """Make it current on this thread (False: nothing done, the main thread's own
         asyncio applies there)."""
         if not _MAKES_A_LOOP or threading.current_thread() is threading.main_thread():
             return False

@@ -66,8 +66,10 @@ class Executor:
         self._drops = DropWatch(streams)
         self._lock = threading.RLock()
         self._queued: Dict[int, int] = {}  # token -> when the request arrived (statistics)
-        #: The execute a call's timeout left running on its worker thread, if any.
-        self.abandoned = AbandonedExecute(disk, "ModelHarness", streams.cancel)
+        #: The execute a call's timeout left running on the instance's thread, if any.
+        self.abandoned = AbandonedExecute(
+            disk, "ModelHarness", streams.cancel, runs_on=code.thread_name
+        )
         #: Outputs that differed from config.pbtxt in responses the server would pass on
         #: (each also an OutputMismatchWarning); see pybackend.stub.returns.
         self.output_mismatches: List[OutputMismatch] = []

@@ -3,9 +3,10 @@ PYBACKEND_INSTANCE_PROCESS (docs/instances.md, docs/testing.md).
 
 In this process every instance is a :class:`ModelHarness` of its own (its own
 ``TritonPythonModel``, ``initialize(args)`` with its own instance name, its own statistics
-of execute and its own response senders), and, when there are several, its own thread:
-``initialize``, ``execute`` and ``finalize`` of an instance run on it, so two instances'
-executes run concurrently as in the server. What a process holds is emulated for
+of execute and its own response senders) and its own thread (:class:`InstanceThread`; one
+instance's too, as a stub's main thread): ``auto_complete_config``, ``initialize``,
+``execute`` and ``finalize`` of an instance run on it, so two instances' executes run
+concurrently as in the server. What a process holds is emulated for
 ``pb_utils.shared``: under ``shared`` the instances share one table, under ``own`` and
 ``fork`` each has a table of its own (its process's). model.py is imported once here in
 every mode: module-level state is shared as under ``shared`` and ``fork``, not separated as
@@ -21,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from ..utils.errors import TritonModelException
 from ..utils.process_shared import Registry
+from .harness_bounds import debugging, run_serving
 
 T = TypeVar("T")
 
@@ -94,24 +96,43 @@ def instance_kind(config: Dict[str, Any], instance_name: str) -> str:
 
 
 class InstanceThread:
-    """The thread an instance's model code runs on. A call from that thread itself (a
-    model that calls its own model through BLS) runs inline instead of waiting for it."""
+    """The thread an instance's model code runs on, all of it (``auto_complete_config``,
+    ``initialize``, each ``execute``, ``finalize``), as a stub runs it on its main thread:
+    what that code leaves on its thread (a ``threading.local``, an sqlite3 connection, the
+    ``decimal`` context, numpy's error state, torch's grad mode and current device) is there
+    at its next call. A call from that thread itself (a model that calls its own model
+    through BLS) runs inline instead of waiting for it."""
 
     def __init__(self, name: str) -> None:
+        self.name = name
         self._calls: "queue.Queue[Optional[Tuple[Callable[[], Any], Future[Any]]]]" = queue.Queue()
+        self._busy = False  # in a call now
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def run(self, fn: Callable[[], T]) -> T:
         if threading.current_thread() is self._thread:
             return fn()
-        done: "Future[T]" = Future()
-        self._calls.put((fn, done))
-        return done.result()
+        done: "Optional[Future[T]]" = Future()
+        try:
+            run_serving(lambda: self._calls.put((fn, done)), done)  # type: ignore[arg-type]
+            return done.result()  # type: ignore[union-attr]
+        finally:
+            # A raise's traceback holds this frame, the frame the future, the future the
+            # exception: without this cycle, what the model dropped ends by its count (a
+            # dropped response sender is seen at once, as in the stub).
+            done = None
+
+    def held_elsewhere(self) -> bool:
+        """Whether it is in a call another thread made: one whose caller's timeout gave it up
+        (the harness makes one call of an instance at a time)."""
+        return self._busy and threading.current_thread() is not self._thread
 
     def stop(self) -> None:
+        """It ends after its call (if any); waited for only when it is in none (a call its
+        caller gave up on may never return)."""
         self._calls.put(None)
-        if threading.current_thread() is not self._thread:
+        if not self._busy and threading.current_thread() is not self._thread:
             self._thread.join(10)
 
     def _serve(self) -> None:
@@ -120,10 +141,16 @@ class InstanceThread:
             if item is None:
                 return
             fn, done = item
+            self._busy = True
             try:
                 done.set_result(fn())
             except BaseException as e:  # noqa: BLE001 - the caller gets what the model raised
                 done.set_exception(e)
+            finally:
+                self._busy = False
+                # Not kept while it waits for the next call: the call's closure holds its
+                # requests, which a model may leave for the garbage collector to end.
+                del item, fn, done
 
 
 class InstanceSet:
@@ -194,7 +221,9 @@ class Instances(InstanceSet):
         self.mode = mode
         instance_names(first.config, self.count, first.model_name)  # refuses a bad count early
         first._code.registry = Registry()
-        if self.count > 1:
+        # Its code on a thread of its own, as a stub's on its main thread; in a debug mode
+        # one instance's code runs on the caller's thread (the breakpoint's), no less its own.
+        if self.count > 1 or not debugging(config=first.config):
             first._code.thread = InstanceThread(first.instance_name)
 
     def _make_other(self, name: str) -> Any:
@@ -208,6 +237,7 @@ class Instances(InstanceSet):
             model_file=first.model_file.name,
             auto_complete=False,
             initialize_timeout=first.initialize_timeout,
+            runtime=first.runtime_dir,
         )
         other._code.registry = first._code.registry if self.mode == "shared" else Registry()
         other._code.thread = InstanceThread(name)

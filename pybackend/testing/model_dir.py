@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Sequence, Union
 
+from ..utils.config_rules import other_backend
 from ..utils.errors import TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
 from .config import load_config, normalize
@@ -17,7 +18,9 @@ from .statistics import InferenceStatistics, batch_size_of
 class ModelOnDisk:
     """The model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
     ``<model_dir>/config.pbtxt``) before it starts. ``version``: the highest when not given;
-    ``config``: a dict instead of config.pbtxt."""
+    ``config``: a dict instead of config.pbtxt; ``runtime``: the directory of the
+    python-based backend whose ``model.py`` runs the model (the one its config's ``backend``
+    names: ``backends/<name>``; docs/python_based_backends.md)."""
 
     def __init__(
         self,
@@ -29,6 +32,7 @@ class ModelOnDisk:
         instance_name: Optional[str] = None,
         model_file: str = "model.py",
         auto_complete: bool = True,
+        runtime: Union[str, Path, None] = None,
     ) -> None:
         self.model_dir = Path(model_dir).resolve()
         #: Whether starting runs ``auto_complete_config`` (the server runs it once per
@@ -36,9 +40,14 @@ class ModelOnDisk:
         self.auto_complete = auto_complete
         self.version = version if version is not None else latest_version(self.model_dir)
         self.version_dir = self.model_dir / str(self.version)
-        self.model_file = self.version_dir / model_file
         raw = dict(config) if config is not None else load_config(self.model_dir)
         self.model_name: str = model_name or raw.get("name") or self.model_dir.name
+        #: The python-based backend's directory when its ``model.py`` runs the model.
+        self.runtime_dir = runtime_of(raw, self.model_name, runtime)
+        if self.runtime_dir is None:
+            self.model_file = self.version_dir / model_file
+        else:
+            self.model_file = self.runtime_dir / "model.py"
         self.config: Dict[str, Any] = normalize(raw, self.model_name)
         # The first instance of the first group, named as the server names it.
         self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
@@ -62,6 +71,41 @@ class ModelOnDisk:
     @property
     def decoupled(self) -> bool:
         return bool(using_decoupled_model_transaction_policy(self.config))
+
+
+def runtime_of(
+    config: Dict[str, Any], model_name: str, runtime: Union[str, Path, None]
+) -> Optional[Path]:
+    """The directory of the python-based backend that runs the model, checked against the
+    backend its config names as tritonserver finds it: a backend other than python needs
+    ``runtime=`` (its directory holding ``model.py``), and ``runtime=`` a config that names
+    such a backend."""
+    backend = other_backend(config)
+    if runtime is None:
+        if backend:
+            raise TritonModelException(
+                f"unable to find backend library for backend '{backend}', try specifying "
+                f"runtime on the model configuration. (model '{model_name}'; offline, a "
+                f"python-based backend's model runs with runtime=<the directory of its "
+                f"model.py>, as tritonserver finds it in backends/{backend}/; "
+                "docs/python_based_backends.md)"
+            )
+        return None
+    path = Path(runtime).resolve()
+    if not backend:
+        raise TritonModelException(
+            f"runtime='{path}' is the model.py of a python-based backend, but model "
+            f"'{model_name}' names no backend but python, whose model runs its own "
+            f'<version>/model.py: set backend: "{path.name}" in its config.pbtxt (the '
+            "backend directory tritonserver finds the runtime in), or leave runtime= out"
+        )
+    if not (path / "model.py").is_file():
+        raise TritonModelException(
+            f"unable to find backend library for backend '{backend}', try specifying "
+            f"runtime on the model configuration. (model '{model_name}': no model.py in "
+            f"runtime='{path}')"
+        )
+    return path
 
 
 def latest_version(model_dir: Path) -> int:

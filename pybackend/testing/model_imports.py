@@ -37,19 +37,27 @@ _lock = threading.Lock()
 _namespaces: Dict[str, "ModelImports"] = {}  # top package (either of a model's two) -> it
 
 
-def _package_name(version_dir: Path) -> str:
-    """The package ``model.py`` of ``version_dir`` is imported in (its plain names' is that
-    with ``_plain``)."""
-    return f"{PREFIX}{abs(hash(str(version_dir)))}"
+def _package_name(version_dir: Path, runtime_dir: Optional[Path] = None) -> str:
+    """The package ``model.py`` of ``version_dir`` (or of the python-based backend in
+    ``runtime_dir`` that runs it) is imported in (its plain names' is that with ``_plain``)."""
+    key = str(version_dir) if runtime_dir is None else f"{version_dir}\0{runtime_dir}"
+    return f"{PREFIX}{abs(hash(key))}"
 
 
 class ModelImports:
-    """The import namespace of one model version (its ``version_dir``)."""
+    """The import namespace of one model version (its ``version_dir``): its own files, or
+    the files of the python-based backend that runs it (``runtime_dir``: one namespace per
+    model version too, as each model of a runtime has stub processes of its own; a stub
+    imports the runtime's ``model.py`` with only that directory appended to ``sys.path``)."""
 
-    def __init__(self, version_dir: Path) -> None:
-        self.package = _package_name(version_dir)
+    def __init__(self, version_dir: Path, runtime_dir: Optional[Path] = None) -> None:
+        self.version_dir = version_dir
+        self.package = _package_name(version_dir, runtime_dir)
         self.plain = self.package + "_plain"
-        self.dirs = [str(version_dir), str(version_dir.parent)]
+        if runtime_dir is None:
+            self.dirs = [str(version_dir), str(version_dir.parent)]
+        else:
+            self.dirs = [str(runtime_dir)]
         self.builtins: Dict[str, Any] = dict(vars(builtins))
         self.builtins["__import__"] = self._import
         self._own: Dict[str, bool] = {}  # top-level name -> a file of the model's
@@ -148,26 +156,26 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
-def namespace_of(version_dir: Path) -> ModelImports:
-    """The import namespace of the model version in ``version_dir`` (made once)."""
+def namespace_of(version_dir: Path, runtime_dir: Optional[Path] = None) -> ModelImports:
+    """The import namespace of the model version in ``version_dir`` (made once), whose
+    code is the python-based backend's in ``runtime_dir`` when given."""
     with _lock:
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
-        namespace = _namespaces.get(_package_name(version_dir))
+        namespace = _namespaces.get(_package_name(version_dir, runtime_dir))
         if namespace is None:
-            namespace = ModelImports(version_dir)
+            namespace = ModelImports(version_dir, runtime_dir)
             _namespaces[namespace.package] = _namespaces[namespace.plain] = namespace
         return namespace
 
 
 def forget(version_dir: Path) -> None:
-    """Drop what was imported from ``version_dir``'s model, so that its next import reads
-    the files as they are now (a reload)."""
+    """Drop what was imported for ``version_dir``'s model (its files, or its runtime's), so
+    that its next import reads the files as they are now (a reload)."""
     with _lock:
-        namespace = _namespaces.pop(_package_name(version_dir), None)
-        if namespace is None:
-            return
-        _namespaces.pop(namespace.plain, None)
-        for top in (namespace.package, namespace.plain):
-            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-                del sys.modules[name]
+        for namespace in {n for n in _namespaces.values() if n.version_dir == version_dir}:
+            _namespaces.pop(namespace.package, None)
+            _namespaces.pop(namespace.plain, None)
+            for top in (namespace.package, namespace.plain):
+                for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                    del sys.modules[name]

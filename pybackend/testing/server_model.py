@@ -16,8 +16,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..stub.returns import OutputMismatch, OutputRules
+from ..utils.config_rules import other_backend
+from .config import load_config
 from .harness_bounds import CALL_TIMEOUT_S
 from .harness_errors import InferError, from_client, no_final, no_response
+from .model_dir import runtime_of
 from .outputs import array_mismatches, report_mismatches
 from .results import Outputs, parameters_from_grpc
 
@@ -26,7 +29,9 @@ Inputs = Mapping[str, Any]
 
 class ServerModel:
     """``model_dir`` (and ``others``, e.g. the models it calls through BLS) served by a
-    tritonserver of its own on free loopback ports; ``backend`` is "ours" or "original"."""
+    tritonserver of its own on free loopback ports; ``backend`` is "ours" or "original";
+    ``runtime``: the directory of the python-based backend whose ``model.py`` runs the model
+    (served as the backend its config names; docs/python_based_backends.md)."""
 
     def __init__(
         self,
@@ -34,9 +39,15 @@ class ServerModel:
         *,
         others: Sequence[Union[str, Path]] = (),
         backend: str = "ours",
+        runtime: Union[str, Path, None] = None,
     ) -> None:
         self.model_dir = Path(model_dir).resolve()
         self.model_name = self.model_dir.name
+        self._runtimes: Dict[str, Path] = {}
+        if runtime is not None:  # checked as the offline engines check it
+            config = load_config(self.model_dir)
+            path = runtime_of(config, config.get("name") or self.model_name, runtime)
+            self._runtimes[other_backend(config)] = path  # type: ignore[index]
         self.others = [Path(o).resolve() for o in others]
         self.backend = backend
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
@@ -67,7 +78,11 @@ class ServerModel:
             for d in dirs:
                 (repo / d.name).symlink_to(d, target_is_directory=True)
         self._server = TritonServer(
-            repo, backend=self.backend, model_control_mode="explicit", load_models=names
+            repo,
+            backend=self.backend,
+            model_control_mode="explicit",
+            load_models=names,
+            runtimes=self._runtimes,
         )
         try:
             self._server.__enter__()

@@ -55,6 +55,7 @@ class StubInstances(InstanceSet):
             instance_name=name,
             model_file=first.model_file.name,
             auto_complete=False,
+            runtime=first.runtime_dir,
             bls=first._fakes,  # each instance's BLS calls reach the same fakes
             env=first._env,
             python=first._python if first._python_given else None,

@@ -73,6 +73,7 @@ class StubModel(StubRequests):
         instances: int = 1,
         instance_process: Optional[str] = None,
         initialize_timeout: float = INITIALIZE_TIMEOUT_S,
+        runtime: Union[str, Path, None] = None,
     ) -> None:
         super().__init__(
             model_dir,
@@ -83,6 +84,7 @@ class StubModel(StubRequests):
             model_file=model_file,
             auto_complete=auto_complete,
             debug=debug,
+            runtime=runtime,
         )
         self.output = []
         self._closed_logs: List[Any] = []  # the logs of the stub that was closed last
@@ -271,7 +273,7 @@ class StubModel(StubRequests):
         host = self._instances.host
         if host is None:
             return self._spawn()
-        init = {"model_file": str(self.model_file), "runtime_modeldir": "DEFAULT"}
+        init = {"model_file": str(self.model_file)}
         limit = self._hello_limit()
         try:
             return attach_stub(host, self.instance_name, {**init, **self._init_extra()}, limit)
@@ -300,5 +302,9 @@ class StubModel(StubRequests):
             "model_name": self.model_name,
             "model_version": str(self.version),
             "model_repository": str(self.model_dir),
+            "version_dir": str(self.version_dir),  # pb_utils.get_model_dir()
+            # A python-based backend's directory, as the backend hands it (a stub imports
+            # its model.py as "model", with that directory on sys.path).
+            "runtime_modeldir": str(self.runtime_dir or "DEFAULT"),
             "instance_name": self.instance_name,
         }

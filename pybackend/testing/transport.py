@@ -65,12 +65,17 @@ class HarnessTransport(Transport):
             return self.harnesses[-1] if len(self.harnesses) == 1 else None
 
     def _harness_of_file(self, filename: str) -> Optional["ModelHarness"]:
-        """The harness whose version directory holds ``filename`` (its model's code)."""
+        """The harness whose model's code holds ``filename``: its version directory, or the
+        python-based backend's directory that runs it; the first instance's where several
+        run that model, none where models of different versions or names share the file
+        (a runtime's)."""
         with self.lock:
-            for h in self.harnesses:
-                if filename.startswith(str(h.version_dir) + os.sep):
-                    return h
-        return None
+            found = [
+                h
+                for h in self.harnesses
+                if filename.startswith(str(h.runtime_dir or h.version_dir) + os.sep)
+            ]
+        return found[0] if len({h.version_dir for h in found}) == 1 else None
 
     def _owner_of_file(self, filename: str) -> Optional["ModelHarness"]:
         return self._harness_of_file(filename) or self.current()
