@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 
-from pybackend.cli.command import add_command
+from pybackend.cli.command import add_command, add_runtime_option, runtimes_of
 from pybackend.server import ServerError, TritonServer
 from pybackend.server.processes import port_is_free
 
@@ -65,6 +65,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="python backend setting, e.g. shm-default-byte-size=1048576 (repeatable)",
     )
+    add_runtime_option(parser, "run")
     parser.add_argument("--model-control-mode", choices=("none", "poll", "explicit"))
     parser.add_argument("--load-model", action="append", default=[], metavar="NAME")
     parser.add_argument("--ready-timeout", type=float, default=120.0, metavar="SECONDS")
@@ -123,6 +124,8 @@ def _banner(server: TritonServer, models: list[dict]) -> None:
     print(f"  HTTP     http://{server.http_url}")
     print(f"  gRPC     {server.grpc_url}")
     print(f"  metrics  {server.metrics_url}")
+    for name, path in server.runtimes.items():
+        print(f"  runtime  {name}: {path / 'model.py'}")
     for model in models:
         state = model.get("state") or "UNKNOWN"
         print(f"  model    {model.get('name')} (version {model.get('version', '-')}, {state})")
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         server = TritonServer(
             args.model_repository,
             backend=args.backend,
+            runtimes=runtimes_of(args.runtime),
             extra_args=args.passthrough,
             ready_timeout=args.ready_timeout,
             model_control_mode=args.model_control_mode,
@@ -163,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             grpc_port=ports["grpc"],
             metrics_port=ports["metrics"],
         )
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(f"pybackend serve: {exc}", file=sys.stderr)
         return 2
     stop_on_signals()

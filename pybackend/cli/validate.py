@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, List
 
-from pybackend.cli.command import add_command
+from pybackend.cli.command import add_command, add_runtime_option, runtimes_of
 
 from .terminal import paint
 
@@ -21,6 +21,7 @@ examples:
   pybackend validate examples/model_repository         # every model of a repository
   pybackend validate models/classifier --run           # also run the model once, offline
   pybackend validate models --json | jq '.errors'
+  pybackend validate models --runtime my_runtime=backends/my_runtime   # a runtime's models
 
 exit codes: 0 no errors (warnings allowed), 1 errors found, 2 bad command line.
 """
@@ -50,6 +51,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "generated request through the offline harness (runs the model's code)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_runtime_option(parser, "are checked with")
     parser.set_defaults(run=run)
 
 
@@ -58,9 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from pybackend.validate import ERROR, WARNING, validate
     from pybackend.validate.run_checks import PROGRESS_ENV
 
+    try:
+        runtimes = {name: Path(path) for name, path in runtimes_of(args.runtime).items()}
+    except ValueError as e:
+        print(f"pybackend validate: {e}", file=sys.stderr)
+        return 2
     if args.run_model and PROGRESS_ENV not in os.environ:
         return _supervised(args, PROGRESS_ENV)
-    reports = validate(Path(args.path), args.run_model)
+    reports = validate(Path(args.path), args.run_model, runtimes)
     errors = sum(r.count(ERROR) for r in reports)
     if args.json:
         warnings = sum(r.count(WARNING) for r in reports)
@@ -78,6 +85,7 @@ def _supervised(args: argparse.Namespace, progress_env: str) -> int:
         progress = Path(tmp) / "progress"
         command = [sys.executable, "-m", "pybackend.cli", "validate", args.path, "--run"]
         command += ["--json"] if args.json else []
+        command += [f"--runtime={item}" for item in args.runtime]
         done = subprocess.run(command, env={**os.environ, progress_env: str(progress)}, check=False)
         if done.returncode in (0, 1):
             return done.returncode

@@ -49,6 +49,14 @@ class ModelReport:
     ) -> None:
         self.findings.append(Finding(severity, check, message, file, line, column))
 
+    def file_of(self, path: Path) -> str:
+        """How a finding names ``path``: relative to the model directory, or whole when
+        outside it (a python-based backend's model.py)."""
+        try:
+            return path.relative_to(self.path).as_posix()
+        except ValueError:
+            return str(path)
+
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 

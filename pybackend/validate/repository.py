@@ -5,7 +5,7 @@ config's text, the config, the parameters, then model.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import PybackendError
 from ..testing.config import ConfigSyntaxError, parse_config
@@ -74,34 +74,42 @@ def not_a_model(path: Path) -> ModelReport:
     return report
 
 
-def validate(path: Path, run: bool = False) -> List[ModelReport]:
+def validate(
+    path: Path, run: bool = False, runtimes: Optional[Mapping[str, Path]] = None
+) -> List[ModelReport]:
     """Every model of ``path``, then the directories beside them that hold none; ``run``:
     also loaded through the offline harness, all of them before any request (so that BLS
-    calls find the others), one request each."""
+    calls find the others), one request each. ``runtimes``: python-based backends by name,
+    whose ``model.py`` runs the models that name them (docs/python_based_backends.md)."""
     models = model_dirs(path)  # first: it says what is wrong with a PATH that is no directory
     others = [not_a_model(d) for d in not_models(path)]
+    runtimes = {name: Path(p).resolve() for name, p in (runtimes or {}).items()}
     if not run:
-        return [validate_model(d) for d in models] + others
+        return [validate_model(d, runtimes=runtimes) for d in models] + others
     from .run_checks import Runner
 
     runner = Runner()
     try:
-        reports = [validate_model(d, runner) for d in models]
+        reports = [validate_model(d, runner, runtimes) for d in models]
         runner.request_all()
     finally:
         runner.close()
     return reports + others
 
 
-def validate_model(model_dir: Path, run: Optional[RunCheck] = None) -> ModelReport:
-    report = _checked(model_dir, run)
+def validate_model(
+    model_dir: Path,
+    run: Optional[RunCheck] = None,
+    runtimes: Optional[Mapping[str, Path]] = None,
+) -> ModelReport:
+    report = _checked(model_dir, run, runtimes or {})
     # In reading order: the model, config.pbtxt, then model.py, each by line.
     place = {"": 0, "config.pbtxt": 1}
     report.findings.sort(key=lambda f: (place.get(f.file, 2), f.file, f.line))
     return report
 
 
-def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
+def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Path]) -> ModelReport:
     report = ModelReport(model_dir.name, model_dir)
     file = model_dir / "config.pbtxt"
     text = file.read_text(errors="replace") if file.is_file() else ""
@@ -118,8 +126,12 @@ def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
         )
         return report
     other = other_backend(config)
-    if other:
-        report.skipped = f"not a Python model (backend '{other}')"
+    runtime = runtimes.get(other) if other else None
+    if other and runtime is None:
+        report.skipped = (
+            f"not a Python model (backend '{other}'; a python-based backend's model is "
+            f"checked with --runtime {other}=<the directory of its model.py>)"
+        )
         return report
     config_checks.check_refusals(report, text, config)
     if not file.is_file():
@@ -131,14 +143,17 @@ def _checked(model_dir: Path, run: Optional[RunCheck]) -> ModelReport:
     versions = config_checks.served_versions(model_dir, config)
     model_file = config.get("default_model_filename") or "model.py"
     trees = {}
-    for version in versions:
-        path = model_dir / str(version) / model_file
+    # A runtime's model.py runs every version (each reads its own files from its directory).
+    paths = (
+        [runtime / "model.py"] if runtime else [model_dir / str(v) / model_file for v in versions]
+    )
+    for path in paths:
         tree = source_checks.parse_model(report, path)
         if tree is not None:
             trees[path] = tree
             source_checks.check_class(report, path, tree)
             env = parameters(config).get("EXECUTION_ENV_PATH", "")
-            source_checks.check_imports(report, path, tree, env)
+            source_checks.check_imports(report, path, tree, env, runtime is not None)
     completes = any(_completes(tree) for tree in trees.values())
     completed = None
     if run is not None and trees and not report.count(ERROR):

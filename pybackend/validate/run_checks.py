@@ -80,13 +80,17 @@ class Runner:
         self, report: ModelReport, config: Dict[str, Any], model_file: Path
     ) -> Optional[Dict[str, Any]]:
         """Load the model (auto_complete_config, initialize); the completed config."""
-        file = model_file.relative_to(report.path).as_posix()
+        file = report.file_of(model_file)
+        # Outside the model's directory: a python-based backend's model.py, which runs the
+        # version the server serves first (the highest).
+        runtime = None if model_file.is_relative_to(report.path) else model_file.parent
         harness = ModelHarness(
             report.path,
-            version=int(model_file.parent.name),
+            version=None if runtime else int(model_file.parent.name),
             model_file=model_file.name,
             # This bounds the whole load itself (the import too), and says so past it.
             initialize_timeout=LOAD_TIMEOUT_S + 10,
+            runtime=runtime,
         )
         _progress(report, "loading (auto_complete_config, initialize)")
         with _noted(report, file):

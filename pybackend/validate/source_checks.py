@@ -28,7 +28,7 @@ PROVIDED = {"triton_python_backend_utils", "c_python_backend_utils"}
 
 def parse_model(report: ModelReport, path: Path) -> Optional[ast.Module]:
     """The module's syntax tree; None (with the finding) where it cannot be had."""
-    file = path.relative_to(report.path).as_posix()
+    file = report.file_of(path)
     if not path.is_file():
         report.add(ERROR, "model-file", missing_file_text(path), file)
         return None
@@ -67,7 +67,7 @@ def methods(cls: ast.ClassDef) -> List[str]:
 
 
 def check_class(report: ModelReport, path: Path, tree: ast.Module) -> Optional[ast.ClassDef]:
-    file = path.relative_to(report.path).as_posix()
+    file = report.file_of(path)
     cls, bound = model_class(tree)
     if not bound:
         report.add(ERROR, "model-class", no_class_text(path), file)
@@ -87,17 +87,20 @@ def check_class(report: ModelReport, path: Path, tree: ast.Module) -> Optional[a
     return cls
 
 
-def check_imports(report: ModelReport, path: Path, tree: ast.Module, env_path: str) -> None:
+def check_imports(
+    report: ModelReport, path: Path, tree: ast.Module, env_path: str, runtime: bool = False
+) -> None:
     """Module-level absolute imports (those in try blocks or functions may be optional),
-    looked up as the stub would: the version and model directories, then this Python's
-    path. A model with EXECUTION_ENV_PATH imports in that environment: not checked."""
-    file = path.relative_to(report.path).as_posix()
+    looked up as the stub would: the version and model directories (a python-based
+    backend's, ``runtime``: its own directory only), then this Python's path. A model with
+    EXECUTION_ENV_PATH imports in that environment: not checked."""
+    file = report.file_of(path)
     if env_path:
         report.add(
             NOTE, "import", "imports not checked: the model runs in EXECUTION_ENV_PATH", file
         )
         return
-    search = [str(path.parent), str(report.path)] + sys.path
+    search = [str(path.parent)] + ([] if runtime else [str(report.path)]) + sys.path
     for node in tree.body:
         for module, line in _imported(node):
             top = module.split(".")[0]
@@ -136,7 +139,7 @@ def _findable(top: str, search: Sequence[str]) -> bool:
 
 def check_names(report: ModelReport, path: Path, tree: ast.Module, config: Dict[str, Any]) -> None:
     """Tensor names as string literals in pb_utils calls, against the config's."""
-    file = path.relative_to(report.path).as_posix()
+    file = report.file_of(path)
     declared = {k: [t.get("name") for t in config.get(k) or []] for k in ("input", "output")}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +102,41 @@ def test_serve_reports_a_missing_repository(tmp_path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "does not exist" in done.stderr
+
+
+RUNTIME_CASES = Path(__file__).resolve().parents[1] / "conformance" / "python_based_backends"
+
+
+def test_serve_runs_python_based_backends_given_with_runtime(backend_kind: str) -> None:
+    """``--runtime NAME=DIR``: the conformance repository's four models of two runtimes
+    (docs/python_based_backends.md) load and answer; without it the server refuses them."""
+    runtime = RUNTIME_CASES / "runtimes" / "pbb_scaler"
+    command = [
+        *_serve_command(backend_kind, "--check"),
+        "--runtime",
+        f"pbb_scaler={runtime}",
+        "--runtime",
+        f"pbb_scaler_b={runtime}",
+    ]
+    command[command.index(str(EXAMPLES_REPOSITORY))] = str(RUNTIME_CASES / "models")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"runtime  pbb_scaler: {runtime / 'model.py'}" in done.stdout
+    for model in ("pbb_double", "pbb_triple", "pbb_minimal", "pbb_other"):
+        assert f"model    {model} (version 1, READY)" in done.stdout
+
+
+def test_serve_refuses_a_malformed_runtime(tmp_path: Path) -> None:
+    for value, text in (
+        ("pbb_scaler", "--runtime pbb_scaler: expected NAME=DIR"),
+        (f"empty={tmp_path}", f"runtime 'empty': {tmp_path} holds no model.py"),
+    ):
+        command = [sys.executable, "-m", "pybackend.cli", "serve", str(tmp_path)]
+        done = subprocess.run(
+            [*command, "--runtime", value], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert text in done.stderr
 
 
 def test_a_killed_serve_takes_its_server_and_stubs_along() -> None:
