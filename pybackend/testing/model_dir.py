@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Sequence, Union
 
-from ..utils.config_rules import other_backend
+from ..utils.config_rules import other_backend, runtime_backend
 from ..utils.errors import TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
 from .config import load_config, normalize
@@ -82,6 +82,12 @@ def runtime_of(
     such a backend."""
     backend = other_backend(config)
     if runtime is None:
+        if backend and not runtime_backend(config):
+            raise TritonModelException(
+                f"model '{model_name}' is for backend '{backend}', not Python: the offline "
+                "engines run Python models (and python-based backends' models, with "
+                "runtime=); serve it with tritonserver (ServerModel)"
+            )
         if backend:
             raise TritonModelException(
                 f"unable to find backend library for backend '{backend}', try specifying "

@@ -43,6 +43,29 @@ def other_backend(config: Mapping[str, Any]) -> str:
     return "" if named in ("", "python") else named
 
 
+#: Backends NVIDIA ships as libraries (``libtriton_<name>.so``): a model naming one is no
+#: python-based backend's, whatever directory holds a ``model.py``.
+LIBRARY_BACKENDS = (
+    "onnxruntime",
+    "tensorrt",
+    "pytorch",
+    "tensorflow",
+    "openvino",
+    "fil",
+    "dali",
+    "ensemble",
+    "identity",
+)
+
+
+def runtime_backend(config: Mapping[str, Any]) -> str:
+    """The backend a model's config names when it may be a python-based backend's (a
+    ``backends/<name>/model.py``; docs/python_based_backends.md): named by ``backend``,
+    neither python nor a library NVIDIA ships; "" otherwise."""
+    named = str(config.get("backend") or "")
+    return "" if named in ("", "python") or named in LIBRARY_BACKENDS else named
+
+
 def parameters(config: Mapping[str, Any]) -> Dict[str, str]:
     """The ``parameters`` map as key -> string_value (a bare string is taken as it is)."""
     return {

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import PybackendError
 from ..testing.config import ConfigSyntaxError, parse_config
-from ..utils.config_rules import other_backend, parameters
+from ..utils.config_rules import other_backend, parameters, runtime_backend
 from . import config_checks, parameter_checks, source_checks
 from .findings import ERROR, NOTE, ModelReport
 
@@ -128,10 +128,12 @@ def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Pa
     other = other_backend(config)
     runtime = runtimes.get(other) if other else None
     if other and runtime is None:
-        report.skipped = (
-            f"not a Python model (backend '{other}'; a python-based backend's model is "
-            f"checked with --runtime {other}=<the directory of its model.py>)"
-        )
+        report.skipped = f"not a Python model (backend '{other}')"
+        if runtime_backend(config):
+            report.skipped = (
+                f"not a Python model (backend '{other}'; a python-based backend's model is "
+                f"checked with --runtime {other}=<the directory of its model.py>)"
+            )
         return report
     config_checks.check_refusals(report, text, config)
     if not file.is_file():

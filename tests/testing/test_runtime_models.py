@@ -121,3 +121,16 @@ def test_runtime_for_a_python_model_or_without_model_py_is_refused(
         kind(MODELS / "pbb_double", runtime=empty)
     assert str(err.value).startswith(SERVER_TEXT)
     assert f"no model.py in runtime='{empty}'" in str(err.value)
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+def test_a_model_of_a_library_backend_is_refused_as_not_python(kind: Any, tmp_path: Path) -> None:
+    detector = tmp_path / "detector"
+    (detector / "1").mkdir(parents=True)
+    (detector / "config.pbtxt").write_text('backend: "onnxruntime"\n')
+    with pytest.raises(TritonModelException) as err:
+        kind(detector)
+    assert str(err.value).startswith(
+        "model 'detector' is for backend 'onnxruntime', not Python: the offline engines run "
+        "Python models"
+    )
