@@ -35,7 +35,7 @@ class ModelCode:
         #: The ``pb_utils.shared`` table of the process this instance stands for
         #: (harness_instances.py); None: the process's.
         self.registry: Optional[Registry] = None
-        #: The instance's own thread when the harness runs several (None: the caller's).
+        #: The instance's own thread (None: the caller's, one instance in a debug mode).
         self.thread: Optional[InstanceThread] = None
         self.thread_loop = ThreadLoop()
 

@@ -15,6 +15,7 @@ under ``own`` (StubModel runs each instance in a process of its own for that).
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from concurrent.futures import Future
@@ -96,12 +97,12 @@ def instance_kind(config: Dict[str, Any], instance_name: str) -> str:
 
 
 class InstanceThread:
-    """The thread an instance's model code runs on, all of it (``auto_complete_config``,
-    ``initialize``, each ``execute``, ``finalize``), as a stub runs it on its main thread:
-    what that code leaves on its thread (a ``threading.local``, an sqlite3 connection, the
-    ``decimal`` context, numpy's error state, torch's grad mode and current device) is there
-    at its next call. A call from that thread itself (a model that calls its own model
-    through BLS) runs inline instead of waiting for it."""
+    """The thread an instance's model code runs on, all of it (model.py's import,
+    ``auto_complete_config``, ``initialize``, each ``execute``, ``finalize``), as a stub
+    runs it on its main thread: what that code leaves on its thread (a ``threading.local``,
+    an sqlite3 connection, the ``decimal`` context, numpy's error state, torch's grad mode
+    and current device) is there at its next call. A call from that thread itself (a model
+    that calls its own model through BLS) runs inline instead of waiting for it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -113,15 +114,15 @@ class InstanceThread:
     def run(self, fn: Callable[[], T]) -> T:
         if threading.current_thread() is self._thread:
             return fn()
-        done: "Optional[Future[T]]" = Future()
+        done: "Future[T]" = Future()
         try:
-            run_serving(lambda: self._calls.put((fn, done)), done)  # type: ignore[arg-type]
-            return done.result()  # type: ignore[union-attr]
+            run_serving(functools.partial(self._calls.put, (fn, done)), done)
+            return done.result()
         finally:
             # A raise's traceback holds this frame, the frame the future, the future the
             # exception: without this cycle, what the model dropped ends by its count (a
             # dropped response sender is seen at once, as in the stub).
-            done = None
+            del done
 
     def held_elsewhere(self) -> bool:
         """Whether it is in a call another thread made: one whose caller's timeout gave it up

@@ -47,7 +47,8 @@ class ServerModel:
         if runtime is not None:  # checked as the offline engines check it
             config = load_config(self.model_dir)
             path = runtime_of(config, config.get("name") or self.model_name, runtime)
-            self._runtimes[other_backend(config)] = path  # type: ignore[index]
+            if path is not None:  # always: runtime_of refuses a runtime it cannot serve
+                self._runtimes[other_backend(config)] = path
         self.others = [Path(o).resolve() for o in others]
         self.backend = backend
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
