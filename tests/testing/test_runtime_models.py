@@ -134,3 +134,17 @@ def test_a_model_of_a_library_backend_is_refused_as_not_python(kind: Any, tmp_pa
         "model 'detector' is for backend 'onnxruntime', not Python: the offline engines run "
         "Python models"
     )
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+@pytest.mark.parametrize("mode", ["own", "shared", "fork"])
+def test_every_instance_mode_runs_the_runtime(kind: Any, mode: str, tmp_path: Path) -> None:
+    """Two instances under each PYBACKEND_INSTANCE_PROCESS: each instance (in a stub, each
+    process or host) imports the runtime's model.py as the first does."""
+    shutil.copytree(MODELS / "pbb_triple", tmp_path / "pbb_triple")
+    config = tmp_path / "pbb_triple" / "config.pbtxt"
+    config.write_text(config.read_text().replace("count: 1", "count: 2"))
+    with kind(tmp_path / "pbb_triple", runtime=RUNTIME, instances=2, instance_process=mode) as m:
+        answers = [answer(instance) for instance in m.instances]
+    assert [a["Y"] for a in answers] == [[3.0, -6.0, 0.75]] * 2
+    assert {a["model_dir"] for a in answers} == {str(tmp_path / "pbb_triple" / "1")}
