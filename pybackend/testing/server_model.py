@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..stub.returns import OutputMismatch, OutputRules
-from ..utils.config_rules import other_backend
+from ..utils.config_rules import other_backend, runtime_backend
 from .config import load_config
 from .harness_bounds import CALL_TIMEOUT_S
 from .harness_errors import InferError, from_client, no_final, no_response
@@ -44,8 +44,15 @@ class ServerModel:
         self.model_dir = Path(model_dir).resolve()
         self.model_name = self.model_dir.name
         self._runtimes: Dict[str, Path] = {}
-        if runtime is not None:  # checked as the offline engines check it
+        config: Dict[str, Any] = {}
+        try:
             config = load_config(self.model_dir)
+        except Exception:  # noqa: BLE001 - a config the server refuses: it says so at start
+            if runtime is not None:
+                raise
+        if runtime is not None or runtime_backend(config):
+            # Checked as the offline engines check it: a python-based backend's model
+            # without runtime= would fail its load with this text in the server too.
             path = runtime_of(config, config.get("name") or self.model_name, runtime)
             if path is not None:  # always: runtime_of refuses a runtime it cannot serve
                 self._runtimes[other_backend(config)] = path

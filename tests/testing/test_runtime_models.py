@@ -94,11 +94,11 @@ SERVER_TEXT = (
 )
 
 
-@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel, ServerModel])
 def test_a_runtime_model_without_runtime_is_refused_with_the_servers_text(kind: Any) -> None:
     """tritonserver 2.51 fails the load with SERVER_TEXT when it finds no
-    backends/pbb_scaler (test_python_based_backends.py checks it there); offline the same
-    text, and the fix."""
+    backends/pbb_scaler (test_python_based_backends.py checks it there); every engine says
+    the same before it starts, with the fix."""
     with pytest.raises(TritonModelException) as err:
         kind(MODELS / "pbb_double")
     assert str(err.value).startswith(SERVER_TEXT)
