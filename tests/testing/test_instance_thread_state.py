@@ -11,6 +11,7 @@ objects created in a thread can only be used in that same thread"), and a
 
 from __future__ import annotations
 
+import decimal
 import json
 import time
 from pathlib import Path
@@ -92,11 +93,16 @@ def test_in_a_debug_mode_the_callers_thread_keeps_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A debug mode runs the model on the caller's thread (a breakpoint's): the same one for
-    initialize and execute, so the state is there too."""
+    initialize and execute, so the state is there too (this test's thread: numpy's error
+    state and the decimal context the model sets are put back after)."""
     monkeypatch.setenv("PYBACKEND_DEBUG", "pdb")
     model_dir = write_model(tmp_path, "state", MODEL, SEEN_CONFIG.format(name="state"))
-    with ModelHarness(model_dir) as model:
-        assert json.loads(seen(model)) == AS_IN_A_STUB
+    numpy_state = np.geterr()
+    try:
+        with decimal.localcontext(), ModelHarness(model_dir) as model:
+            assert json.loads(seen(model)) == AS_IN_A_STUB
+    finally:
+        np.seterr(**numpy_state)
 
 
 @pytest.mark.parametrize("mode", ["own", "shared"])
