@@ -54,13 +54,13 @@ class AbandonedExecute:
         engine: Engine,
         cancel: Callable[[int], None],
         debug: str = "",
-        runs_on: Callable[[], Optional[str]] = lambda: None,
+        runs_on: Callable[[str], str] = lambda caller: caller,
     ) -> None:
         self._disk = disk
         self._engine = engine
         self._cancel = cancel
         self._debug = debug
-        # The name of the thread the model's execute runs on, when not the call's own (the
+        # The name of the thread the model's execute runs on, given the call's own (the
         # in-process instance's thread, which the call's worker waits for).
         self._runs_on = runs_on
         self._runner: Optional[threading.Thread] = None  # the thread in execute, if any
@@ -105,7 +105,7 @@ class AbandonedExecute:
             # the engine, so nothing is abandoned (its requests stay cancelled).
             if self._runner is worker.thread:
                 self._thread = worker.thread
-                self._thread_name = self._runs_on() or worker.thread.name
+                self._thread_name = self._runs_on(worker.thread.name)
                 text = _WARNINGS[self._engine](
                     disk.model_name, disk.instance_name, timeout, self._thread_name
                 )

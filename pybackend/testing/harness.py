@@ -28,7 +28,7 @@ import threading
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..stub import loader
 from ..stub.failures import finalize_failed_text
@@ -62,8 +62,6 @@ from .model_imports import forget as forget_namespace
 from .model_imports import namespace_of
 from .results import Outputs
 from .transport import BlsFake, LogRecord, harness_transport, install, uninstall_if_idle
-
-T = TypeVar("T")
 
 
 class ModelHarness(ModelOnDisk):
@@ -184,13 +182,14 @@ class ModelHarness(ModelOnDisk):
     def _load(self) -> None:
         with stub_argv():
             # On the instance's thread, as all of its code (a stub's: on its main thread).
-            module = self._code.on_thread(self._marked(self._import))
+            module = self._code.run_marked(self._import)
             try:  # the stub's loader, so its checks and texts are the ones a model meets
                 cls = loader.model_class(module)
                 if self.auto_complete and hasattr(cls, "auto_complete_config"):
                     init = {"model_config": json.dumps(self.config), "model_name": self.model_name}
                     text = self._bounded_load(
-                        lambda: loader.auto_complete(module, init), "auto_complete_config"
+                        lambda: self._code.run_marked(lambda: loader.auto_complete(module, init)),
+                        "auto_complete_config",
                     )
                     completed = json.loads(text)
                     self.config = complete(completed, self.model_name)
@@ -200,18 +199,18 @@ class ModelHarness(ModelOnDisk):
                 self._executor.output_rules = OutputRules(self.config, self.instance_name)
             except (loader.LoadError, ParameterError) as e:
                 raise TritonModelException(str(e)) from None
-            self.model = self._code.on_thread(self._marked(cls))
+            self.model = self._code.run_marked(cls)
             if hasattr(self.model, "initialize"):
                 args = self.initialize_args()
                 self._bounded_load(lambda: self._code.call("initialize", args), "initialize")
 
     def _bounded_load(self, fn: Callable[[], Any], phase: str) -> Any:
-        """``fn()``, the model's ``phase`` of the load, within :attr:`initialize_timeout`, as
-        a stub process's load is bounded; past it the load fails, and ``fn`` is left on its
-        daemon thread, as Python cannot stop a thread."""
+        """``fn()``, the model's ``phase`` of the load (run on the instance's thread), within
+        :attr:`initialize_timeout`, as a stub process's load is bounded; past it the load
+        fails, and ``fn`` is left on its daemon thread, as Python cannot stop a thread."""
 
         def timed_out(worker: Worker[Any]) -> Exception:
-            where = self._code.thread_name() or worker.thread.name
+            where = self._code.thread_name(worker.thread.name)
             what = (
                 f"it runs on in daemon thread '{where}', as Python cannot stop a thread, and "
                 "the harness is closed"
@@ -221,11 +220,8 @@ class ModelHarness(ModelOnDisk):
             )
             return TritonModelException(text)
 
-        def on_thread() -> Any:  # the instance's thread, where its later calls run
-            return self._code.on_thread(self._marked(fn))
-
         name = f"harness-{phase}-{self.model_name}"
-        return run_bounded(on_thread, self.initialize_timeout, name, timed_out, self.config)
+        return run_bounded(fn, self.initialize_timeout, name, timed_out, self.config)
 
     def _import(self) -> types.ModuleType:
         if not self.model_file.is_file():
@@ -269,7 +265,7 @@ class ModelHarness(ModelOnDisk):
             lambda: self._code.call("finalize", settle=False), f"harness-finalize-{self.model_name}"
         )
         if not worker.run(STOP_TIMEOUT_S):
-            where = self._code.thread_name() or worker.thread.name
+            where = self._code.thread_name(worker.thread.name)
             text = finalize_still_running_warning(self.model_name, self.instance_name, where)
             warnings.warn(text, ExecuteStillRunningWarning, stacklevel=3)
             return
@@ -433,15 +429,6 @@ class ModelHarness(ModelOnDisk):
     def _running(self) -> Running:
         """Marks this harness's model code as running on the calling thread."""
         return self._code.running()
-
-    def _marked(self, fn: Callable[[], T]) -> Callable[[], T]:
-        """``fn``, run marked as this harness's model code (its logs, BLS calls)."""
-
-        def run() -> T:
-            with self._running():
-                return fn()
-
-        return run
 
     def _serve_bls(self, request: InferenceRequest, decoupled_call: bool) -> Any:
         """A BLS call from another model in this process (the transport routes it here)."""

@@ -55,9 +55,20 @@ class ModelCode:
             thread = self.thread = InstanceThread(thread.name)
         return thread.run(fn)
 
-    def thread_name(self) -> Optional[str]:
-        """The name of the thread the instance's code runs on (None: its caller's)."""
-        return None if self.thread is None else self.thread.name
+    def thread_name(self, caller: str) -> str:
+        """The name of the thread the instance's code runs on (``caller``, the calling
+        thread's name, when it has none of its own)."""
+        return caller if self.thread is None else self.thread.name
+
+    def run_marked(self, fn: Callable[[], T]) -> T:
+        """``fn()``, the model's code, marked as running (its logs, BLS calls, shared
+        table), on the instance's thread."""
+
+        def run() -> T:
+            with self.running():
+                return fn()
+
+        return self.on_thread(run)
 
     def stop_thread(self) -> None:
         if self.thread is not None:
@@ -69,11 +80,10 @@ class ModelCode:
         runs ``async def initialize``), marked as running, on the instance's thread."""
 
         def run() -> Any:
-            with self.running():
-                result = getattr(self.model, method)(*args)
-                return self.settle(result) if settle else result
+            result = getattr(self.model, method)(*args)
+            return self.settle(result) if settle else result
 
-        return self.on_thread(run)
+        return self.run_marked(run)
 
     def settle(self, result: Any) -> Any:
         """``result``, or what it returns when it is a coroutine (run on the model's loop)."""

@@ -179,18 +179,17 @@ class Executor:
 
         def run() -> Any:
             nonlocal ran_async
-            with code.running():
-                times.mark_inputs_ready()  # the requests are built: handing them over is all
-                result = code.model.execute(reqs)
-                ran_async = runs_as_coroutine(result)  # the stub's rule
-                ret = code.run(result) if ran_async else result
-                times.mark_returned()
+            times.mark_inputs_ready()  # the requests are built: handing them over is all
+            result = code.model.execute(reqs)
+            ran_async = runs_as_coroutine(result)  # the stub's rule
+            ret = code.run(result) if ran_async else result
+            times.mark_returned()
             return ret
 
         if getattr(code.model, "execute", None) is None:  # loads, then fails each batch
             return self._failed(reqs, no_execute_text(self._disk.model_file))
         try:
-            ret = code.on_thread(run)  # the instance's own thread, when it has one
+            ret = code.run_marked(run)  # the instance's own thread, when it has one
             if ran_async and self._disk.decoupled and ret is not None:
                 return self._async_decoupled_ended(
                     reqs, decoupled_return_text(self._disk.instance_name)

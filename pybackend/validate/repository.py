@@ -128,12 +128,13 @@ def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Pa
     other = other_backend(config)
     runtime = runtimes.get(other) if other else None
     if other and runtime is None:
-        report.skipped = f"not a Python model (backend '{other}')"
-        if runtime_backend(config):
-            report.skipped = (
-                f"not a Python model (backend '{other}'; a python-based backend's model is "
-                f"checked with --runtime {other}=<the directory of its model.py>)"
-            )
+        hint = (
+            f"; a python-based backend's model is checked with --runtime {other}=<the "
+            "directory of its model.py>"
+            if runtime_backend(config)
+            else ""
+        )
+        report.skipped = f"not a Python model (backend '{other}'{hint})"
         return report
     config_checks.check_refusals(report, text, config)
     if not file.is_file():
