@@ -50,9 +50,11 @@ class ServerModel:
         except Exception:  # noqa: BLE001 - a config the server refuses: it says so at start
             if runtime is not None:
                 raise
-        if runtime is not None or runtime_backend(config):
-            # Checked as the offline engines check it: a python-based backend's model
-            # without runtime= would fail its load with this text in the server too.
+        # Checked as the offline engines check it: a python-based backend's model without
+        # runtime= would fail its load with this text in a server on the backends directory
+        # made here (a backends directory of the caller's own may hold the runtime).
+        own_backends = backend in ("ours", "original")
+        if runtime is not None or (own_backends and runtime_backend(config)):
             path = runtime_of(config, config.get("name") or self.model_name, runtime)
             if path is not None:  # always: runtime_of refuses a runtime it cannot serve
                 self._runtimes[other_backend(config)] = path

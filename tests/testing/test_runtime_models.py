@@ -148,3 +148,18 @@ def test_every_instance_mode_runs_the_runtime(kind: Any, mode: str, tmp_path: Pa
         answers = [answer(instance) for instance in m.instances]
     assert [a["Y"] for a in answers] == [[3.0, -6.0, 0.75]] * 2
     assert {a["model_dir"] for a in answers} == {str(tmp_path / "pbb_triple" / "1")}
+
+
+def test_a_backends_directory_of_the_callers_own_serves_it_without_runtime(
+    tmp_path: Path,
+) -> None:
+    """ServerModel(backend=<a backends directory>) as an operator lays one out (python and
+    the runtime beside it): the server finds the runtime there, nothing is refused."""
+    from pybackend.server import our_backend_dir
+
+    backends = tmp_path / "backends"
+    backends.mkdir()
+    (backends / "python").symlink_to(our_backend_dir() / "python", target_is_directory=True)
+    (backends / "pbb_scaler").symlink_to(RUNTIME, target_is_directory=True)
+    with ServerModel(MODELS / "pbb_triple", backend=str(backends)) as server:
+        assert server.infer({"X": X})["Y"].tolist() == [3.0, -6.0, 0.75]
