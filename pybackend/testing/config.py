@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, Union
 
 from ..errors import ConfigError
+from ..utils.config_rules import default_cpu_count, server_filled
 
 __all__ = [
     "ConfigError",
@@ -102,7 +103,8 @@ _OPTIMIZATION = {
 def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     """What the server fills in before a Python model sees its config (checked against
     tritonserver 2.51): the name, a version policy, the optimization defaults, the model
-    file name, and instance groups with names, counts and kind (CPU: no GPU here)."""
+    file name (and a runtime's fields: utils/config_rules.py), and instance groups with
+    names, counts and kind (CPU: no GPU here)."""
     out = dict(config)
     out["name"] = out.get("name") or model_name
     # As the server: a model that names no platform is a Python one (model.py); an unknown
@@ -112,16 +114,16 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
         out["version_policy"] = {"latest": {"num_versions": 1}}
     if "optimization" not in out:
         out["optimization"] = dict(_OPTIMIZATION)
-    if not out.get("default_model_filename"):
-        out["default_model_filename"] = "model.py"
+    out.update(server_filled(out))  # the model file, a library backend's platform, runtime
     groups = [dict(g) for g in out.get("instance_group") or []]
+    cpu_count = default_cpu_count(out)
     defaulted = not groups
     if defaulted:
         groups = [{}]
     for i, g in enumerate(groups):
         g["name"] = g.get("name") or (out["name"] if defaulted else f"{out['name']}_{i}")
         g["kind"] = "KIND_CPU" if g.get("kind", "KIND_AUTO") == "KIND_AUTO" else g["kind"]
-        g["count"] = g.get("count") or 1
+        g["count"] = g.get("count") or (cpu_count if g["kind"] == "KIND_CPU" else 1)
         for key in ("gpus", "secondary_devices", "profile"):
             g.setdefault(key, [])
         g.setdefault("passive", False)

@@ -83,7 +83,7 @@ class ModelHarness(ModelOnDisk):
         model_name: Optional[str] = None,
         instance_name: Optional[str] = None,
         bls: Optional[Mapping[str, BlsFake]] = None,
-        model_file: str = "model.py",
+        model_file: Optional[str] = None,
         auto_complete: bool = True,
         instances: int = 1,
         instance_process: Optional[str] = None,

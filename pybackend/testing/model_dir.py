@@ -18,7 +18,9 @@ from .statistics import InferenceStatistics, batch_size_of
 class ModelOnDisk:
     """The model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
     ``<model_dir>/config.pbtxt``) before it starts. ``version``: the highest when not given;
-    ``config``: a dict instead of config.pbtxt; ``runtime``: the directory of the
+    ``config``: a dict instead of config.pbtxt; ``model_file``: the file to run instead of
+    the one the server runs (the config's ``default_model_filename``, else ``model.py``);
+    ``runtime``: the directory of the
     python-based backend whose ``model.py`` runs the model (the one its config's ``backend``
     names: ``backends/<name>``; docs/python_based_backends.md)."""
 
@@ -30,7 +32,7 @@ class ModelOnDisk:
         config: Optional[Dict[str, Any]] = None,
         model_name: Optional[str] = None,
         instance_name: Optional[str] = None,
-        model_file: str = "model.py",
+        model_file: Optional[str] = None,
         auto_complete: bool = True,
         runtime: Union[str, Path, None] = None,
     ) -> None:
@@ -44,11 +46,14 @@ class ModelOnDisk:
         self.model_name: str = model_name or raw.get("name") or self.model_dir.name
         #: The python-based backend's directory when its ``model.py`` runs the model.
         self.runtime_dir = runtime_of(raw, self.model_name, runtime)
+        self.config: Dict[str, Any] = normalize(raw, self.model_name)
         if self.runtime_dir is None:
-            self.model_file = self.version_dir / model_file
+            # The file the backend runs: the default_model_filename the server gave (the
+            # config's own, or the one it fills in), else model.py.
+            name = model_file or self.config["default_model_filename"] or "model.py"
+            self.model_file = self.version_dir / name
         else:
             self.model_file = self.runtime_dir / "model.py"
-        self.config: Dict[str, Any] = normalize(raw, self.model_name)
         # The first instance of the first group, named as the server names it.
         self.instance_name = instance_name or f"{self.config['instance_group'][0]['name']}_0"
         self._sequences: Optional[Sequences] = None

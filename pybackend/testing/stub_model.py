@@ -63,7 +63,7 @@ class StubModel(StubRequests):
         model_name: Optional[str] = None,
         instance_name: Optional[str] = None,
         bls: Optional[Mapping[str, BlsFake]] = None,
-        model_file: str = "model.py",
+        model_file: Optional[str] = None,
         auto_complete: bool = True,
         env: Optional[Mapping[str, str]] = None,
         python: Optional[str] = None,

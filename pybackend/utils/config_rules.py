@@ -7,7 +7,7 @@ Each text is the server's, verbatim, followed by the fix."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 #: The platforms tritonserver knows; a Python model names none (``backend: "python"``).
 KNOWN_PLATFORMS = (
@@ -41,6 +41,65 @@ def other_backend(config: Mapping[str, Any]) -> str:
     included, which the server refuses: load_refusals says so)."""
     named = str(config.get("backend") or config.get("platform") or "")
     return "" if named in ("", "python") else named
+
+
+#: The platforms a library backend's model may name (tritonserver refuses any other at its
+#: repository poll); "" first where the server fills that backend's platform in itself.
+BACKEND_PLATFORMS: Dict[str, Tuple[str, ...]] = {
+    "tensorrt": ("", "tensorrt_plan"),
+    "onnxruntime": ("", "onnxruntime_onnx"),
+    "pytorch": ("", "pytorch_libtorch"),
+    "tensorflow": ("tensorflow_graphdef", "tensorflow_savedmodel"),
+}
+
+#: The model file tritonserver names in ``default_model_filename`` when the config leaves it
+#: empty: by the platform for TensorFlow's, else by the backend (none for another backend).
+_PLATFORM_FILES = {
+    "tensorflow_graphdef": "model.graphdef",
+    "tensorflow_savedmodel": "model.savedmodel",
+}
+_BACKEND_FILES = {
+    "python": "model.py",
+    "tensorrt": "model.plan",
+    "onnxruntime": "model.onnx",
+    "pytorch": "model.pt",
+    "openvino": "model.xml",
+}
+
+
+#: Instances a KIND_CPU group that gives no count gets where it is not 1 (tritonserver's
+#: default for these backends' models, a runtime's among them).
+_CPU_COUNTS = {"onnxruntime": 2, "tensorflow": 2}
+
+
+def default_cpu_count(config: Mapping[str, Any]) -> int:
+    """The ``count`` the server gives a KIND_CPU instance group of ``config`` that has none."""
+    return _CPU_COUNTS.get(str(config.get("backend") or ""), 1)
+
+
+def server_filled(config: Mapping[str, Any]) -> Dict[str, str]:
+    """The fields tritonserver 2.51 fills in for a model that names its ``backend``
+    (observed with both Python backends; tests/testing/test_server_filled_config.py):
+    ``default_model_filename`` when empty (a ``platform`` of TensorFlow's decides it even
+    for a Python model, whose load then looks for ``model.savedmodel``; NVIDIA's PyTorch
+    Python runtime's models, ``backend: "pytorch"`` with ``runtime: "model.py"``, get
+    none), a library backend's own ``platform`` when empty, and ``runtime: "model.py"`` for
+    a model a python-based backend (``backends/<name>/model.py``) serves."""
+    backend = str(config.get("backend") or "")
+    platform = str(config.get("platform") or "")
+    runtime = str(config.get("runtime") or "")
+    filled: Dict[str, str] = {}
+    if not config.get("default_model_filename"):
+        name = _PLATFORM_FILES.get(platform, _BACKEND_FILES.get(backend, ""))
+        filled["default_model_filename"] = (
+            "" if backend == "pytorch" and runtime == "model.py" else name
+        )
+    allowed = BACKEND_PLATFORMS.get(backend, ())
+    if not platform and allowed and allowed[0] == "":
+        filled["platform"] = allowed[1]
+    if backend not in ("", "python") and not runtime:
+        filled["runtime"] = "model.py"
+    return filled
 
 
 #: Backends NVIDIA ships as libraries (``libtriton_<name>.so``): a model naming one is no
@@ -86,6 +145,29 @@ def load_refusals(config: Mapping[str, Any], model_name: str) -> List[Refusal]:
                 "platform",
                 f"unexpected platform type '{platform}' for {model_name}",
                 'a Python model names no platform: write backend: "python" instead',
+            )
+        )
+    backend = str(config.get("backend") or "")
+    if platform == "ensemble" and backend:
+        found.append(
+            Refusal(
+                "platform",
+                "backend",
+                f"Ensemble model '{model_name}' must have platform type 'ensemble' and empty "
+                "backend type",
+                "an ensemble names no backend; a Python model names no platform: write "
+                'backend: "python" alone',
+            )
+        )
+    elif platform not in BACKEND_PLATFORMS.get(backend, (platform,)):
+        allowed = " or ".join(f'"{p}"' for p in BACKEND_PLATFORMS[backend] if p)
+        found.append(
+            Refusal(
+                "platform",
+                "platform",
+                f"unexpected 'platform' and 'backend' pair, got:{platform}, {backend}",
+                f"a model of backend '{backend}' names platform {allowed}"
+                + (" or none" if BACKEND_PLATFORMS[backend][0] == "" else ""),
             )
         )
     batching = config.get("dynamic_batching") or {}

@@ -73,3 +73,21 @@ def test_a_malformed_runtime_is_a_bad_command_line(cli: Cli) -> None:
     done = cli("validate", CASES / "models", "--runtime", "pbb_scaler")
     assert done.returncode == 2
     assert "--runtime pbb_scaler: expected NAME=DIR" in done.stderr
+
+
+def test_a_library_backends_runtime_with_another_platform_is_an_error(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A runtime named after a library backend (NVIDIA's PyTorch Python runtime is
+    backends/pytorch/model.py) takes that backend's platform or none: tritonserver's poll
+    refuses the pair (tests/testing/test_load_checks.py holds the engines to the same)."""
+    model = tmp_path / "models" / "paired"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('backend: "pytorch"\nplatform: "onnxruntime_onnx"\n')
+    done = cli("validate", tmp_path / "models", "--runtime", f"pytorch={RUNTIME}")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"{model / 'config.pbtxt'}:2: error: unexpected 'platform' and 'backend' pair, "
+        "got:onnxruntime_onnx, pytorch (a model of backend 'pytorch' names platform "
+        '"pytorch_libtorch" or none)'
+    ) in done.stdout

@@ -188,6 +188,17 @@ CASES = {
         model_py=None,
         server="Python model file not found in '{dir}/1/model.py'",
     ),
+    # A TensorFlow platform names the model file even for backend python: model.py is not run.
+    "tf_platform_file": Case(
+        'platform: "tensorflow_savedmodel"\n' + IO,
+        [("error", "model-file", "Python model file not found in '{dir}/1/model.savedmodel'", "1/model.savedmodel", 0)],
+        server="Python model file not found in '{dir}/1/model.savedmodel'",
+    ),
+    "ensemble_python": Case(
+        'platform: "ensemble"\n' + IO,
+        [("error", "platform", "Ensemble model 'ensemble_python' must have platform type 'ensemble' and empty backend type (an ensemble names no backend; a Python model names no platform: write backend: \"python\" alone)", "config.pbtxt", 1)],
+        server="Ensemble model 'ensemble_python' must have platform type 'ensemble' and empty backend type",
+    ),
     "syntax_error": Case(
         IO,
         [("error", "syntax", "SyntaxError: invalid syntax", "1/model.py", 1)],

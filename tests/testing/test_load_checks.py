@@ -197,6 +197,10 @@ REFUSED = {
         + 'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "maybe" } }\n',
         "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'",
     ),
+    "ensemble_platform": (
+        'backend: "python"\nplatform: "ensemble"\n' + IO,
+        "Ensemble model '{name}' must have platform type 'ensemble' and empty backend type",
+    ),
 }
 
 
@@ -218,6 +222,40 @@ def test_a_platform_beside_backend_python_loads(triton_model: Any, tmp_path: Pat
     model = triton_model(_model(tmp_path, "both", IDENTITY, config))
     x = np.array([1.5, 2.5], np.float32)
     np.testing.assert_array_equal(model.infer({"X": x})["Y"], x)
+
+
+@ENGINES
+def test_a_tensorflow_platform_names_the_file_a_python_model_runs(
+    triton_model: Any, tmp_path: Path
+) -> None:
+    """tritonserver names the model file by a TensorFlow platform even for backend python
+    (default_model_filename "model.savedmodel"): the load looks for that file, not model.py."""
+    config = 'backend: "python"\nplatform: "tensorflow_savedmodel"\n' + IO
+    path = _model(tmp_path, "tf_named", IDENTITY, config)
+    expected = f"Python model file not found in '{path / '1' / 'model.savedmodel'}'"
+    assert expected in _load_failure(triton_model, path)
+
+
+@ENGINES
+@pytest.mark.parametrize(
+    "backend, platform",
+    [("tensorflow", ""), ("pytorch", "onnxruntime_onnx"), ("tensorrt", "pytorch_libtorch")],
+)
+def test_a_library_backends_runtime_with_another_platform_is_refused(
+    triton_model: Any, tmp_path: Path, backend: str, platform: str
+) -> None:
+    """A python-based backend named after a library backend (NVIDIA's PyTorch Python
+    runtime is backends/pytorch/model.py) takes that backend's platform or none, as the
+    server's repository poll checks (TensorFlow's must be named)."""
+    runtime = tmp_path / "backends" / backend
+    runtime.mkdir(parents=True)
+    (runtime / "model.py").write_text(IDENTITY)
+    config = f'backend: "{backend}"\nplatform: "{platform}"\n' + IO
+    path = _model(tmp_path / "models", "paired", IDENTITY, config)
+    expected = f"unexpected 'platform' and 'backend' pair, got:{platform}, {backend}"
+    with pytest.raises(Exception) as info:
+        triton_model(path, runtime=runtime)
+    assert expected in str(info.value)
 
 
 @ENGINES

@@ -1,0 +1,181 @@
+"""The configuration a model sees is the one tritonserver hands it, in every engine, for the
+fields the server fills in itself (utils/config_rules.server_filled): the model file it runs
+(``default_model_filename``), and for a python-based backend's model (a runtime) the
+``runtime`` it resolved and a library backend's ``platform``. NVIDIA's PyTorch Python
+runtime (``backend: "pytorch"``, ``runtime: "model.py"``: ``backends/pytorch/model.py``)
+reads ``default_model_filename`` to find the model's file.
+
+Before, the offline engines ran ``<version>/model.py`` whatever ``default_model_filename``
+said (a model whose config names ``impl.py`` failed with "Python model file not found", where
+both backends serve it), and gave a runtime's model ``default_model_filename: "model.py"``
+and no ``runtime``. The server's answers come from one tritonserver per backend (ours and
+NVIDIA's) serving every case at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+import numpy as np
+import pytest
+import tritonclient.http as http
+
+from pybackend.server import TritonServer
+from pybackend.testing import ModelHarness, StubModel
+
+#: Answers the configuration it was given (``args["model_config"]``) as it is.
+DUMP = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.config = args["model_config"]
+
+    def execute(self, requests):
+        out = np.array([self.config.encode()], np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("CONFIG", out)]) for _ in requests]
+"""
+IO = """max_batch_size: 0
+input [{ name: "X" data_type: TYPE_FP32 dims: [1] }]
+output [{ name: "CONFIG" data_type: TYPE_STRING dims: [1] }]
+"""
+
+#: name: (what config.pbtxt says beside IO, the runtime's name or None for a Python model,
+#: the file of the model's version directory, the fields the server fills in).
+CASES: Dict[str, Tuple[str, Optional[str], Optional[str], Dict[str, str]]] = {
+    "custom_runtime": (
+        'backend: "cfg_rt"',
+        "cfg_rt",
+        None,
+        {"runtime": "model.py", "default_model_filename": "", "platform": ""},
+    ),
+    "custom_runtime_named": (
+        'backend: "cfg_rt"\nruntime: "model.py"',
+        "cfg_rt",
+        None,
+        {"runtime": "model.py", "default_model_filename": ""},
+    ),
+    "pytorch_runtime": (
+        'backend: "pytorch"',
+        "pytorch",
+        None,
+        {
+            "runtime": "model.py",
+            "default_model_filename": "model.pt",
+            "platform": "pytorch_libtorch",
+        },
+    ),
+    # NVIDIA's PyTorch Python runtime's layout: no model file named, so it looks for its own.
+    "pytorch_python_runtime": (
+        'backend: "pytorch"\nruntime: "model.py"',
+        "pytorch",
+        None,
+        {"default_model_filename": "", "platform": "pytorch_libtorch"},
+    ),
+    "onnxruntime_runtime": (
+        'backend: "onnxruntime"',
+        "onnxruntime",
+        None,
+        {"default_model_filename": "model.onnx", "platform": "onnxruntime_onnx"},
+    ),
+    "onnxruntime_runtime_group": (
+        'backend: "onnxruntime"\ninstance_group [{ kind: KIND_CPU }]',
+        "onnxruntime",
+        None,
+        {"default_model_filename": "model.onnx"},
+    ),
+    "openvino_runtime": (
+        'backend: "openvino"',
+        "openvino",
+        None,
+        {"default_model_filename": "model.xml", "platform": ""},
+    ),
+    "tensorflow_runtime": (
+        'backend: "tensorflow"\nplatform: "tensorflow_savedmodel"',
+        "tensorflow",
+        None,
+        {"default_model_filename": "model.savedmodel"},
+    ),
+    # A TensorFlow platform names the file whatever the backend.
+    "custom_runtime_graphdef": (
+        'backend: "cfg_rt"\nplatform: "tensorflow_graphdef"',
+        "cfg_rt",
+        None,
+        {"default_model_filename": "model.graphdef", "runtime": "model.py"},
+    ),
+    "python_named_file": (
+        'backend: "python"\ndefault_model_filename: "impl.py"',
+        None,
+        "impl.py",
+        {"default_model_filename": "impl.py", "runtime": ""},
+    ),
+    "python_with_a_platform": (
+        'backend: "python"\nplatform: "pytorch_libtorch"',
+        None,
+        "model.py",
+        {"default_model_filename": "model.py", "runtime": ""},
+    ),
+}
+X = {"X": np.ones(1, np.float32)}
+
+
+def _repository(root: Path) -> Tuple[Path, Dict[str, Path]]:
+    runtimes: Dict[str, Path] = {}
+    for name, (config, runtime, file, _) in CASES.items():
+        model = root / "models" / name
+        (model / "1").mkdir(parents=True)
+        (model / "config.pbtxt").write_text(config + "\n" + IO)
+        if file is not None:
+            (model / "1" / file).write_text(DUMP)
+        if runtime is not None and runtime not in runtimes:
+            runtimes[runtime] = root / "runtimes" / runtime
+            runtimes[runtime].mkdir(parents=True)
+            (runtimes[runtime] / "model.py").write_text(DUMP)
+    return root / "models", runtimes
+
+
+def _seen(model: Any) -> Dict[str, Any]:
+    return json.loads(model.infer(X)["CONFIG"][0])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: Any) -> Iterator[Tuple[Path, Dict[str, Path], Dict[str, Any]]]:
+    """The repository, its runtimes, and what each backend's server gave each model."""
+    models, runtimes = _repository(tmp_path_factory.mktemp("filled"))
+    answers: Dict[str, Any] = {}
+    for backend in ("ours", "original"):
+        with TritonServer(models, backend=backend, runtimes=runtimes) as server:
+            client = http.InferenceServerClient(server.http_url.split("://")[-1])
+            for name in CASES:
+                given = http.InferInput("X", [1], "FP32")
+                given.set_data_from_numpy(X["X"])
+                config = client.infer(name, [given]).as_numpy("CONFIG")[0]
+                answers.setdefault(name, {})[backend] = json.loads(config)
+    yield models, runtimes, answers
+
+
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel])
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_model_sees_the_servers_configuration(served: Any, kind: Any, case: str) -> None:
+    models, runtimes, answers = served
+    config, runtime, _, filled = CASES[case]
+    by_server = answers[case]["ours"]
+    # The fields the case is about, as the server gave them (2.51, either backend) ...
+    assert {k: by_server[k] for k in filled} == filled
+    # ... the same from NVIDIA's backend, and the whole configuration in each engine.
+    assert answers[case]["original"] == by_server
+    where = runtimes[runtime] if runtime else None
+    with kind(models / case, runtime=where) as engine:
+        assert _seen(engine) == by_server
+
+
+def test_model_file_still_picks_another_file(tmp_path: Path) -> None:
+    """``model_file=`` is a test's own choice of file, over the config's."""
+    model = tmp_path / "chosen"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('backend: "python"\ndefault_model_filename: "a.py"\n' + IO)
+    (model / "1" / "b.py").write_text(DUMP)
+    with ModelHarness(model, model_file="b.py") as engine:
+        assert _seen(engine)["default_model_filename"] == "a.py"
