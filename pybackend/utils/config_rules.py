@@ -2,7 +2,9 @@
 model configuration that return what they find instead of raising: the offline engines
 (testing/load_checks.py) raise the first as their load error, `pybackend validate` reports
 them all at their line of config.pbtxt. One place, so the two cannot drift apart (issue 19).
-Each text is the server's, verbatim, followed by the fix."""
+Each text is the server's, verbatim, followed by the fix. Beside them, what the server fills
+in of a configuration by the backend it names (:func:`server_filled`), which decides the file
+a model runs."""
 
 from __future__ import annotations
 
