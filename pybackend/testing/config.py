@@ -112,8 +112,9 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     out["backend"] = out.get("backend") or ("" if out.get("platform") else "python")
     if "version_policy" not in out:
         out["version_policy"] = {"latest": {"num_versions": 1}}
-    if "optimization" not in out:
-        out["optimization"] = dict(_OPTIMIZATION)
+    # Each part the config leaves out gets its default, as the server fills them in beside
+    # those the config sets (``optimization { priority: PRIORITY_MAX }``).
+    out["optimization"] = {**_OPTIMIZATION, **(out.get("optimization") or {})}
     out.update(server_filled(out))  # the model file, a library backend's platform, runtime
     groups = [dict(g) for g in out.get("instance_group") or []]
     cpu_count = default_cpu_count(out)

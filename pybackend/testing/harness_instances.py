@@ -89,10 +89,12 @@ def instance_names(config: Dict[str, Any], count: int, model_name: str) -> List[
 
 
 def instance_kind(config: Dict[str, Any], instance_name: str) -> str:
-    """ "CPU" or "GPU": the kind of the group the instance belongs to."""
+    """ "CPU", "GPU" or "MODEL": the kind of the group the instance belongs to, as the
+    backend names it in ``args["model_instance_kind"]``."""
     for group in config.get("instance_group") or []:
         if instance_name.startswith(f"{group['name']}_"):
-            return "GPU" if str(group.get("kind", "")).endswith("GPU") else "CPU"
+            kind = str(group.get("kind", ""))
+            return {"KIND_GPU": "GPU", "KIND_MODEL": "MODEL"}.get(kind, "CPU")
     return "CPU"
 
 

@@ -10,6 +10,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Union
 from ..utils.config_rules import other_backend, runtime_backend
 from ..utils.errors import TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
+from ..utils.model_versions import no_served_version_text, served_versions, versions
 from .config import load_config, normalize
 from .sequence import CorrelationId, Sequences
 from .statistics import InferenceStatistics, batch_size_of
@@ -17,7 +18,9 @@ from .statistics import InferenceStatistics, batch_size_of
 
 class ModelOnDisk:
     """The model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
-    ``<model_dir>/config.pbtxt``) before it starts. ``version``: the highest when not given;
+    ``<model_dir>/config.pbtxt``) before it starts. ``version``: when not given, the highest
+    its ``version_policy`` serves (the highest on disk by default), as a request that names
+    none reaches;
     ``config``: a dict instead of config.pbtxt; ``model_file``: the file to run instead of
     the one the server runs (the config's ``default_model_filename``, else ``model.py``);
     ``runtime``: the directory of the
@@ -40,10 +43,12 @@ class ModelOnDisk:
         #: Whether starting runs ``auto_complete_config`` (the server runs it once per
         #: model: another instance of a started model starts from its completed config).
         self.auto_complete = auto_complete
-        self.version = version if version is not None else latest_version(self.model_dir)
-        self.version_dir = self.model_dir / str(self.version)
         raw = dict(config) if config is not None else load_config(self.model_dir)
         self.model_name: str = model_name or raw.get("name") or self.model_dir.name
+        if version is None:
+            version = served_version(self.model_dir, raw, self.model_name)
+        self.version = version
+        self.version_dir = self.model_dir / str(self.version)
         #: The python-based backend's directory when its ``model.py`` runs the model.
         self.runtime_dir = runtime_of(raw, self.model_name, runtime)
         self.config: Dict[str, Any] = normalize(raw, self.model_name)
@@ -119,8 +124,15 @@ def runtime_of(
     return path
 
 
-def latest_version(model_dir: Path) -> int:
-    versions = [int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()]
-    if not versions:
+def served_version(model_dir: Path, config: Dict[str, Any], model_name: str) -> int:
+    """The version a request that names none reaches: the highest the model's
+    ``version_policy`` serves (the highest on disk by default)."""
+    if not versions(model_dir):
         raise TritonModelException(f"no version directory (e.g. '1/') in '{model_dir}'")
-    return max(versions)
+    served = served_versions(model_dir, config)
+    if not served:
+        raise TritonModelException(
+            f"{no_served_version_text(model_name)} (its version_policy picks none of the "
+            f"versions in '{model_dir}': {versions(model_dir)}; name one there, or pass version=)"
+        )
+    return served[-1]

@@ -6,30 +6,13 @@ and texts, utils/config_rules.py); warnings are for what the server loads but is
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from ..utils.config_rules import load_refusals
+from ..utils.model_versions import no_served_version_text, served_versions
 from .findings import ERROR, WARNING, ModelReport, line_of
 
 CONFIG = "config.pbtxt"
-
-
-def versions(model_dir: Path) -> List[int]:
-    return sorted(int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit())
-
-
-def served_versions(model_dir: Path, config: Dict[str, Any]) -> List[int]:
-    """The versions the version policy picks among those on disk (latest 1 by default)."""
-    there = versions(model_dir)
-    policy = config.get("version_policy") or {}
-    if "all" in policy:
-        return there
-    if "specific" in policy:
-        wanted = {int(v) for v in policy["specific"].get("versions", [])}
-        return [v for v in there if v in wanted]
-    latest = int((policy.get("latest") or {}).get("num_versions") or 1)
-    return there[-latest:] if there else []
 
 
 def check_refusals(report: ModelReport, text: str, config: Dict[str, Any]) -> None:
@@ -55,8 +38,8 @@ def check_identity(report: ModelReport, text: str, config: Dict[str, Any]) -> No
         report.add(
             ERROR,
             "version",
-            "at least one version must be available under the version policy of model "
-            f"'{report.name}' (a version is a numbered directory holding model.py, e.g. 1/)",
+            f"{no_served_version_text(report.name)} (a version is a numbered directory "
+            "holding model.py, e.g. 1/)",
         )
 
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from ..errors import PybackendError
 from ..testing.config import ConfigSyntaxError, parse_config
 from ..utils.config_rules import other_backend, parameters, runtime_backend, server_filled
+from ..utils.model_versions import served_versions
 from . import config_checks, parameter_checks, source_checks
 from .findings import ERROR, NOTE, ModelReport
 
@@ -143,7 +144,7 @@ def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Pa
     config_checks.check_batching(report, text, config)
     config_checks.check_instance_groups(report, text, config)
     parameter_checks.check_parameters(report, text, config)
-    versions = config_checks.served_versions(model_dir, config)
+    versions = served_versions(model_dir, config)
     # The file the server runs (a TensorFlow platform names another, even for backend python).
     filled = server_filled(dict(config, backend=config.get("backend") or "python"))
     model_file = config.get("default_model_filename") or filled["default_model_filename"]

@@ -242,6 +242,10 @@ parameters { key: "K" value: { string_value: "v" } }
         "",
         'instance_group [ { count: 2 kind: KIND_CPU }, { name: "g" } ]',
         "dynamic_batching { max_queue_delay_microseconds: 100 }",
+        # The kind is args' "MODEL" (was "CPU" offline); the optimization's other parts
+        # keep their defaults beside the one set (were left out offline).
+        "instance_group [ { kind: KIND_MODEL } ]",
+        "optimization { priority: PRIORITY_MAX }",
     ],
 )
 def test_the_config_a_model_sees_is_the_servers(tmp_path: Path, extra: str) -> None:
@@ -258,8 +262,9 @@ def test_the_config_a_model_sees_is_the_servers(tmp_path: Path, extra: str) -> N
         local = json.loads(model.infer(x)["OUT"][0])
     with StubModel(model_dir) as stub:
         stubbed = json.loads(stub.infer(x)["OUT"][0])
-    assert local["model_instance_kind"] == served["model_instance_kind"] == "CPU"
-    assert stubbed["model_instance_kind"] == "CPU"
+    kind = "MODEL" if "KIND_MODEL" in extra else "CPU"
+    assert local["model_instance_kind"] == served["model_instance_kind"] == kind
+    assert stubbed["model_instance_kind"] == kind
     assert json.loads(local["model_config"]) == json.loads(served["model_config"])
     assert json.loads(stubbed["model_config"]) == json.loads(served["model_config"])
 

@@ -179,3 +179,58 @@ def test_model_file_still_picks_another_file(tmp_path: Path) -> None:
     (model / "1" / "b.py").write_text(DUMP)
     with ModelHarness(model, model_file="b.py") as engine:
         assert _seen(engine)["default_model_filename"] == "a.py"
+
+
+VERSION = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.version = args["model_version"]
+
+    def execute(self, requests):
+        out = np.array([self.version.encode()], np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("CONFIG", out)]) for _ in requests]
+"""
+
+
+def _versions(root: Path, policy: str) -> Path:
+    model = root / "versioned"
+    for version in (1, 2, 3):
+        (model / str(version)).mkdir(parents=True)
+        (model / str(version) / "model.py").write_text(VERSION)
+    (model / "config.pbtxt").write_text(f'backend: "python"\nversion_policy: {{ {policy} }}\n{IO}')
+    return model
+
+
+@pytest.mark.parametrize(
+    "policy, version",
+    [("latest { num_versions: 2 }", b"3"), ("specific { versions: [1, 2] }", b"2")],
+)
+def test_the_version_run_is_the_one_the_policy_serves(
+    tmp_path: Path, policy: str, version: bytes
+) -> None:
+    """A request that names no version reaches the highest the version policy serves (the
+    engines ran the highest on disk, whatever the policy)."""
+    from pybackend.testing import ServerModel
+
+    model = _versions(tmp_path, policy)
+    for kind in (ServerModel, ModelHarness, StubModel):
+        with kind(model) as engine:
+            assert engine.infer(X)["CONFIG"][0] == version, kind
+
+
+def test_a_policy_that_serves_no_version_fails_the_load(tmp_path: Path) -> None:
+    from pybackend.server import ServerError
+    from pybackend.utils.errors import TritonModelException
+
+    model = _versions(tmp_path, "specific { versions: [7] }")
+    text = "at least one version must be available under the version policy of model 'versioned'"
+    with pytest.raises(ServerError, match=text):
+        TritonServer(model.parent).start()
+    for kind in (ModelHarness, StubModel):
+        with pytest.raises(TritonModelException, match=text):
+            kind(model)
+    with ModelHarness(model, version=1) as engine:  # a test's own choice still runs
+        assert engine.infer(X)["CONFIG"][0] == b"1"
