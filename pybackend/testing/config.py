@@ -103,8 +103,8 @@ _OPTIMIZATION = {
 def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     """What the server fills in before a Python model sees its config (checked against
     tritonserver 2.51): the name, a version policy, the optimization defaults, the model
-    file name (and a runtime's fields: utils/config_rules.py), and instance groups with
-    names, counts and kind (CPU: no GPU here)."""
+    file name (and a runtime's fields: utils/config_rules.py), instance groups with names,
+    counts and kind (CPU: no GPU here), and the sequence batcher's defaults."""
     out = dict(config)
     out["name"] = out.get("name") or model_name
     # As the server: a model that names no platform is a Python one (model.py); an unknown
@@ -130,6 +130,21 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
         g.setdefault("passive", False)
         g.setdefault("host_policy", "")
     out["instance_group"] = groups
+    if out.get("sequence_batching") is not None:
+        out["sequence_batching"] = _sequence_batching(out["sequence_batching"], out)
+    return out
+
+
+def _sequence_batching(batching: Dict[str, Any], config: Dict[str, Any]) -> Dict[str, Any]:
+    """The sequence batcher as the server fills it in: an idle time of 1 s where none is set,
+    and the oldest strategy preferring ``max_batch_size`` where it names no sizes."""
+    out = dict(batching)
+    if not out.get("max_sequence_idle_microseconds"):
+        out["max_sequence_idle_microseconds"] = 1_000_000
+    oldest = out.get("oldest")
+    max_batch = int(config.get("max_batch_size") or 0)
+    if oldest is not None and max_batch > 0 and not oldest.get("preferred_batch_size"):
+        out["oldest"] = dict(oldest, preferred_batch_size=[max_batch])
     return out
 
 

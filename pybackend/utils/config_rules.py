@@ -172,6 +172,16 @@ def load_refusals(config: Mapping[str, Any], model_name: str) -> List[Refusal]:
                 + (" or none" if BACKEND_PLATFORMS[backend][0] == "" else ""),
             )
         )
+    tensors = list(config.get("input") or []) + list(config.get("output") or [])
+    if platform != "tensorrt_plan" and any(t.get("is_shape_tensor") for t in tensors):
+        found.append(
+            Refusal(
+                "shape-tensor",
+                "is_shape_tensor",
+                f"shape tensors are only supported for TensorRT platform for {model_name}",
+                "drop is_shape_tensor: a Python model's tensors are ordinary tensors",
+            )
+        )
     batching = config.get("dynamic_batching") or {}
     if batching.get("preserve_ordering") and int(batching.get("priority_levels") or 0) > 1:
         found.append(

@@ -194,6 +194,11 @@ CASES = {
         [("error", "model-file", "Python model file not found in '{dir}/1/model.savedmodel'", "1/model.savedmodel", 0)],
         server="Python model file not found in '{dir}/1/model.savedmodel'",
     ),
+    "shape_tensor": Case(
+        'input [ { name: "X", data_type: TYPE_INT32, dims: [ 4 ], is_shape_tensor: true } ]\n',
+        [("error", "shape-tensor", "shape tensors are only supported for TensorRT platform for shape_tensor (drop is_shape_tensor: a Python model's tensors are ordinary tensors)", "config.pbtxt", 2)],
+        server="shape tensors are only supported for TensorRT platform for shape_tensor",
+    ),
     "ensemble_python": Case(
         'platform: "ensemble"\n' + IO,
         [("error", "platform", "Ensemble model 'ensemble_python' must have platform type 'ensemble' and empty backend type (an ensemble names no backend; a Python model names no platform: write backend: \"python\" alone)", "config.pbtxt", 1)],

@@ -197,6 +197,12 @@ REFUSED = {
         + 'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "maybe" } }\n',
         "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: maybe'",
     ),
+    "shape_tensor": (
+        'backend: "python"\n'
+        'input [ { name: "X" data_type: TYPE_FP32 dims: [ 2 ] is_shape_tensor: true } ]\n'
+        'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 2 ] } ]\n',
+        "shape tensors are only supported for TensorRT platform for {name}",
+    ),
     "ensemble_platform": (
         'backend: "python"\nplatform: "ensemble"\n' + IO,
         "Ensemble model '{name}' must have platform type 'ensemble' and empty backend type",

@@ -35,16 +35,20 @@ class TritonPythonModel:
 
     def execute(self, requests):
         out = np.array([self.config.encode()], np.object_)
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("CONFIG", out)]) for _ in requests]
+        return [  # shaped as X: [1], or [1, 1] where the model batches
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("CONFIG", out.reshape(r.inputs()[0].as_numpy().shape))]
+            )
+            for r in requests
+        ]
 """
-IO = """max_batch_size: 0
-input [{ name: "X" data_type: TYPE_FP32 dims: [1] }]
+IO = """input [{ name: "X" data_type: TYPE_FP32 dims: [1] }]
 output [{ name: "CONFIG" data_type: TYPE_STRING dims: [1] }]
 """
 
 #: name: (what config.pbtxt says beside IO, the runtime's name or None for a Python model,
 #: the file of the model's version directory, the fields the server fills in).
-CASES: Dict[str, Tuple[str, Optional[str], Optional[str], Dict[str, str]]] = {
+CASES: Dict[str, Tuple[str, Optional[str], Optional[str], Dict[str, Any]]] = {
     "custom_runtime": (
         'backend: "cfg_rt"',
         "cfg_rt",
@@ -117,8 +121,37 @@ CASES: Dict[str, Tuple[str, Optional[str], Optional[str], Dict[str, str]]] = {
         "model.py",
         {"default_model_filename": "model.py", "runtime": ""},
     ),
+    # The sequence batcher's idle time, and the oldest strategy's preferred batch size.
+    "python_sequence": (
+        'backend: "python"\nsequence_batching { }',
+        None,
+        "model.py",
+        {"sequence_batching": {"max_sequence_idle_microseconds": 1000000}},
+    ),
+    "python_sequence_oldest": (
+        'backend: "python"\nmax_batch_size: 4\n'
+        "sequence_batching { oldest { max_candidate_sequences: 2 } }",
+        None,
+        "model.py",
+        {"sequence_batching.oldest.preferred_batch_size": [4]},
+    ),
 }
 X = {"X": np.ones(1, np.float32)}
+
+
+def _request(case: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+    """The case's inputs (batched where its model batches) and sequence arguments."""
+    config = CASES[case][0]
+    x = {"X": X["X"].reshape(1, 1)} if "max_batch_size" in config else X
+    sequence = {"sequence_id": 1, "sequence_start": True} if "sequence_batching" in config else {}
+    return x, sequence
+
+
+def _field(config: Dict[str, Any], path: str) -> Any:
+    """The field at a dotted ``path`` of a configuration, or the part of it a case names."""
+    for key in path.split("."):
+        config = config[key]
+    return config
 
 
 def _repository(root: Path) -> Tuple[Path, Dict[str, Path]]:
@@ -126,7 +159,8 @@ def _repository(root: Path) -> Tuple[Path, Dict[str, Path]]:
     for name, (config, runtime, file, _) in CASES.items():
         model = root / "models" / name
         (model / "1").mkdir(parents=True)
-        (model / "config.pbtxt").write_text(config + "\n" + IO)
+        batching = "" if "max_batch_size" in config else "max_batch_size: 0\n"
+        (model / "config.pbtxt").write_text(config + "\n" + batching + IO)
         if file is not None:
             (model / "1" / file).write_text(DUMP)
         if runtime is not None and runtime not in runtimes:
@@ -136,8 +170,9 @@ def _repository(root: Path) -> Tuple[Path, Dict[str, Path]]:
     return root / "models", runtimes
 
 
-def _seen(model: Any) -> Dict[str, Any]:
-    return json.loads(model.infer(X)["CONFIG"][0])
+def _seen(model: Any, case: str = "") -> Dict[str, Any]:
+    x, sequence = _request(case) if case else (X, {})
+    return json.loads(model.infer(x, **sequence)["CONFIG"].flat[0])
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +184,10 @@ def served(tmp_path_factory: Any) -> Iterator[Tuple[Path, Dict[str, Path], Dict[
         with TritonServer(models, backend=backend, runtimes=runtimes) as server:
             client = http.InferenceServerClient(server.http_url.split("://")[-1])
             for name in CASES:
-                given = http.InferInput("X", [1], "FP32")
-                given.set_data_from_numpy(X["X"])
-                config = client.infer(name, [given]).as_numpy("CONFIG")[0]
+                x, sequence = _request(name)
+                given = http.InferInput("X", list(x["X"].shape), "FP32")
+                given.set_data_from_numpy(x["X"])
+                config = client.infer(name, [given], **sequence).as_numpy("CONFIG").flat[0]
                 answers.setdefault(name, {})[backend] = json.loads(config)
     yield models, runtimes, answers
 
@@ -163,12 +199,14 @@ def test_the_model_sees_the_servers_configuration(served: Any, kind: Any, case: 
     config, runtime, _, filled = CASES[case]
     by_server = answers[case]["ours"]
     # The fields the case is about, as the server gave them (2.51, either backend) ...
-    assert {k: by_server[k] for k in filled} == filled
+    for path, value in filled.items():
+        part = _field(by_server, path)
+        assert (part if not isinstance(value, dict) else {k: part[k] for k in value}) == value
     # ... the same from NVIDIA's backend, and the whole configuration in each engine.
     assert answers[case]["original"] == by_server
     where = runtimes[runtime] if runtime else None
     with kind(models / case, runtime=where) as engine:
-        assert _seen(engine) == by_server
+        assert _seen(engine, case) == by_server
 
 
 def test_model_file_still_picks_another_file(tmp_path: Path) -> None:
