@@ -20,12 +20,11 @@ class ModelOnDisk:
     """The model in ``model_dir`` (``<model_dir>/<version>/model.py`` and
     ``<model_dir>/config.pbtxt``) before it starts. ``version``: when not given, the highest
     its ``version_policy`` serves (the highest on disk by default), as a request that names
-    none reaches;
-    ``config``: a dict instead of config.pbtxt; ``model_file``: the file to run instead of
-    the one the server runs (the config's ``default_model_filename``, else ``model.py``);
-    ``runtime``: the directory of the
-    python-based backend whose ``model.py`` runs the model (the one its config's ``backend``
-    names: ``backends/<name>``; docs/python_based_backends.md)."""
+    none reaches; ``config``: a dict instead of config.pbtxt; ``model_file``: the file to
+    run instead of the one the server runs (the config's ``default_model_filename``, else
+    ``model.py``); ``runtime``: the directory of the python-based backend whose
+    ``model.py`` runs the model (the one its config's ``backend`` names:
+    ``backends/<name>``; docs/python_based_backends.md)."""
 
     def __init__(
         self,
@@ -127,12 +126,13 @@ def runtime_of(
 def served_version(model_dir: Path, config: Dict[str, Any], model_name: str) -> int:
     """The version a request that names none reaches: the highest the model's
     ``version_policy`` serves (the highest on disk by default)."""
-    if not versions(model_dir):
+    there = versions(model_dir)
+    if not there:
         raise TritonModelException(f"no version directory (e.g. '1/') in '{model_dir}'")
     served = served_versions(model_dir, config)
     if not served:
         raise TritonModelException(
             f"{no_served_version_text(model_name)} (its version_policy picks none of the "
-            f"versions in '{model_dir}': {versions(model_dir)}; name one there, or pass version=)"
+            f"versions in '{model_dir}': {there}; name one there, or pass version=)"
         )
     return served[-1]
