@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import PybackendError
-from ..testing.config import ConfigSyntaxError, parse_config
-from ..utils.config_rules import other_backend, parameters, runtime_backend, server_filled
+from ..testing.config import ConfigSyntaxError, normalize, parse_config
+from ..utils.config_rules import other_backend, parameters, runtime_backend
 from ..utils.model_versions import served_versions
 from . import config_checks, parameter_checks, source_checks
 from .findings import ERROR, NOTE, ModelReport
@@ -146,8 +146,7 @@ def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Pa
     parameter_checks.check_parameters(report, text, config)
     versions = served_versions(model_dir, config)
     # The file the server runs (a TensorFlow platform names another, even for backend python).
-    filled = server_filled(dict(config, backend=config.get("backend") or "python"))
-    model_file = config.get("default_model_filename") or filled["default_model_filename"]
+    model_file = normalize(config, report.name)["default_model_filename"] or "model.py"
     trees = {}
     # A runtime's model.py runs every version (each reads its own files from its directory).
     paths = (
