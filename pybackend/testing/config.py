@@ -19,6 +19,7 @@ __all__ = [
     "ConfigSyntaxError",
     "complete",
     "load_config",
+    "model_file_name",
     "normalize",
     "parse_config",
 ]
@@ -133,6 +134,13 @@ def normalize(config: Dict[str, Any], model_name: str) -> Dict[str, Any]:
     if out.get("sequence_batching") is not None:
         out["sequence_batching"] = _sequence_batching(out["sequence_batching"], out)
     return out
+
+
+def model_file_name(config: Dict[str, Any]) -> str:
+    """The file of a version directory the backend runs for a :func:`normalize`d config: the
+    ``default_model_filename`` the server gave, else ``model.py`` (as
+    csrc/backend/model_state.cc reads it)."""
+    return str(config.get("default_model_filename") or "model.py")
 
 
 def _sequence_batching(batching: Dict[str, Any], config: Dict[str, Any]) -> Dict[str, Any]:

@@ -11,7 +11,7 @@ from ..utils.config_rules import other_backend, runtime_backend
 from ..utils.errors import TritonModelException
 from ..utils.helpers import using_decoupled_model_transaction_policy
 from ..utils.model_versions import no_served_version_text, served_versions, versions
-from .config import load_config, normalize
+from .config import load_config, model_file_name, normalize
 from .sequence import CorrelationId, Sequences
 from .statistics import InferenceStatistics, batch_size_of
 
@@ -52,10 +52,7 @@ class ModelOnDisk:
         self.runtime_dir = runtime_of(raw, self.model_name, runtime)
         self.config: Dict[str, Any] = normalize(raw, self.model_name)
         if self.runtime_dir is None:
-            # The file the backend runs: the default_model_filename the server gave (the
-            # config's own, or the one it fills in), else model.py.
-            name = model_file or self.config["default_model_filename"] or "model.py"
-            self.model_file = self.version_dir / name
+            self.model_file = self.version_dir / (model_file or model_file_name(self.config))
         else:
             self.model_file = self.runtime_dir / "model.py"
         # The first instance of the first group, named as the server names it.

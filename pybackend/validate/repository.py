@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import PybackendError
-from ..testing.config import ConfigSyntaxError, normalize, parse_config
+from ..testing.config import ConfigSyntaxError, model_file_name, normalize, parse_config
 from ..utils.config_rules import other_backend, parameters, runtime_backend
 from ..utils.model_versions import served_versions
 from . import config_checks, parameter_checks, source_checks
@@ -146,7 +146,7 @@ def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Pa
     parameter_checks.check_parameters(report, text, config)
     versions = served_versions(model_dir, config)
     # The file the server runs (a TensorFlow platform names another, even for backend python).
-    model_file = normalize(config, report.name)["default_model_filename"] or "model.py"
+    model_file = model_file_name(normalize(config, report.name))
     trees = {}
     # A runtime's model.py runs every version (each reads its own files from its directory).
     paths = (
