@@ -38,6 +38,7 @@ from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
+from .call_cycles import Call
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_bounds import (
@@ -162,6 +163,7 @@ class ModelHarness(ModelOnDisk):
         with t.lock:
             t.harnesses.append(self)
             t.fakes.update(self._fakes)
+        t.cycles.add_instance(self.model_name, self.instance_name)
         install(t)
         try:
             refuse_like_server(self.config, self.model_name)
@@ -250,6 +252,7 @@ class ModelHarness(ModelOnDisk):
         with t.lock:
             if self in t.harnesses:
                 t.harnesses.remove(self)
+                t.cycles.remove_instance(self.model_name, self.instance_name)
             for name in self._fakes:
                 t.fakes.pop(name, None)
             for token in [k for k, s in t.by_token.items() if s is self._streams]:
@@ -430,9 +433,12 @@ class ModelHarness(ModelOnDisk):
         """Marks this harness's model code as running on the calling thread."""
         return self._code.running()
 
-    def _serve_bls(self, request: InferenceRequest, decoupled_call: bool) -> Any:
-        """A BLS call from another model in this process (the transport routes it here)."""
-        return self._bls.serve(request, decoupled_call)
+    def _serve_bls(
+        self, request: InferenceRequest, decoupled_call: bool, call: Optional[Call]
+    ) -> Any:
+        """A BLS call from another model in this process (the transport routes it here;
+        ``call``: the call as the transport's cycle registry knows it)."""
+        return self._bls.serve(request, decoupled_call, call)
 
 
 def forget_imports(version_dir: Union[str, Path]) -> None:

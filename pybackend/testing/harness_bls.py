@@ -13,6 +13,7 @@ from ..utils.errors import ErrorCode, TritonError
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from .bls_responses import DECOUPLED_ONLY, BlsResponses, refused_text
+from .call_cycles import Call
 from .harness_errors import InferError
 from .harness_execute import Executor
 from .harness_streams import SenderStreams
@@ -29,9 +30,10 @@ class BlsServer:
         self._executor = executor
         self._streams = streams
 
-    def serve(self, request: InferenceRequest, decoupled_call: bool) -> Any:
+    def serve(self, request: InferenceRequest, decoupled_call: bool, call: Optional[Call]) -> Any:
         """A BLS call from another model: the response (``decoupled_call``: the
-        :class:`BlsResponses` as they come), with the server's texts for a call it refuses."""
+        :class:`BlsResponses` as they come), with the server's texts for a call it refuses;
+        ``call``, the call in the cycle registry, is served by the execute that takes it."""
         model_name, executor = self._disk.model_name, self._executor
         inputs = {t.name(): t for t in request.inputs()}
         try:
@@ -49,7 +51,7 @@ class BlsServer:
             executor.never_executed(req)
             return _refused(model_name, DECOUPLED_ONLY.format(model_name), False)
         if not decoupled:
-            (resp,) = executor.execute([req])
+            (resp,) = executor.execute([req], {req._token: call} if call else None)
             resp = executor.checked(resp, req)
             # The response comes with FINAL: a decoupled call to it yields just that one.
             return BlsResponses.of([resp], final_alone=False) if decoupled_call else resp

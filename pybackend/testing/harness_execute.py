@@ -31,6 +31,7 @@ from ..utils.request import InferenceRequest
 from ..utils.response import FailedRequestResponse, InferenceResponse
 from ..utils.tensor import Tensor
 from .abandoned_execute import AbandonedExecute
+from .call_cycles import Call
 from .harness_code import ModelCode
 from .harness_drops import DropWatch
 from .harness_errors import InferError, no_response
@@ -125,12 +126,18 @@ class Executor:
         """``req`` was refused before execute: it stays out of the statistics."""
         self._queued.pop(req._token, None)
 
-    def execute(self, requests: Sequence[Union[Inputs, InferenceRequest]]) -> List[Any]:
-        """:meth:`ModelHarness.execute`."""
+    def execute(
+        self,
+        requests: Sequence[Union[Inputs, InferenceRequest]],
+        calls: Optional[Mapping[int, Call]] = None,
+    ) -> List[Any]:
+        """:meth:`ModelHarness.execute`; ``calls``: the BLS calls among the requests, by token
+        (the execute that takes them serves them, for the cycle registry)."""
         if self._code.model is None:
             raise TritonModelException(f"the harness of '{self._disk.model_name}' is not started")
         reqs = [r if isinstance(r, InferenceRequest) else self.request(r) for r in requests]
-        out = self._execute_once(reqs)
+        calls = calls or {}
+        out = self._execute_once(reqs, calls)
         # A request released with RESCHEDULE comes back (the same request, its inputs and
         # id) in a later execute, until the model releases it for good.
         again = [i for i, r in enumerate(reqs) if r._release_flags == RELEASE_RESCHEDULE]
@@ -138,19 +145,19 @@ class Executor:
             batch = [reqs[i] for i in again]
             for r in batch:
                 r._release_flags = RELEASE_ALL
-            for i, result in zip(again, self._execute_once(batch)):
+            for i, result in zip(again, self._execute_once(batch, calls)):
                 out[i] = result
             again = [i for i in again if reqs[i]._release_flags == RELEASE_RESCHEDULE]
         return out
 
-    def _execute_once(self, reqs: List[InferenceRequest]) -> List[Any]:
+    def _execute_once(self, reqs: List[InferenceRequest], calls: Mapping[int, Call]) -> List[Any]:
         # One execute at a time, as the stub runs them (requests from several threads
-        # queue here); re-entrant, so a model that calls itself through BLS runs the call
-        # nested instead of hanging the test.
+        # queue here). A blocking BLS call that would wait here for the execute it is made
+        # from never comes: the cycle registry answers it (call_cycles.py), as the backend.
         self.abandoned.refuse_behind()
         with self._lock, self.abandoned.running():
             times = ExecuteTimes()
-            out = self._execute_timed(reqs, times)
+            out = self._execute_timed(reqs, times, calls)
             self._record(reqs, out, times.finish())
         return out
 
@@ -172,17 +179,23 @@ class Executor:
             lambda: self.execute(reqs), timeout, deadline, tokens, timed_out
         )
 
-    def _execute_timed(self, reqs: List[InferenceRequest], times: ExecuteTimes) -> List[Any]:
+    def _execute_timed(
+        self, reqs: List[InferenceRequest], times: ExecuteTimes, calls: Mapping[int, Call]
+    ) -> List[Any]:
         code = self._code
 
         ran_async = False
 
+        disk = self._disk
+        served = [calls.get(r._token) for r in reqs]
+
         def run() -> Any:
             nonlocal ran_async
             times.mark_inputs_ready()  # the requests are built: handing them over is all
-            result = code.model.execute(reqs)
-            ran_async = runs_as_coroutine(result)  # the stub's rule
-            ret = code.run(result) if ran_async else result
+            with self._transport.cycles.executing(disk.model_name, disk.instance_name, served):
+                result = code.model.execute(reqs)
+                ran_async = runs_as_coroutine(result)  # the stub's rule
+                ret = code.run(result) if ran_async else result
             times.mark_returned()
             return ret
 

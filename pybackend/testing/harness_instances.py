@@ -103,8 +103,8 @@ class InstanceThread:
     ``auto_complete_config``, ``initialize``, each ``execute``, ``finalize``), as a stub
     runs it on its main thread: what that code leaves on its thread (a ``threading.local``,
     an sqlite3 connection, the ``decimal`` context, numpy's error state, torch's grad mode
-    and current device) is there at its next call. A call from that thread itself (a model
-    that calls its own model through BLS) runs inline instead of waiting for it."""
+    and current device) is there at its next call. A call from that thread itself runs inline
+    instead of waiting for it."""
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -16,6 +16,8 @@ from ..ipc.channel import ChannelClosed
 from ..utils.errors import ErrorCode
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from .abandoned_execute import AbandonedExecute
+from .call_cycles import STUB_MODEL_CYCLES as CYCLES
+from .call_cycles import Call
 from .harness_errors import InferError
 from .inputs import as_input_array, parameters_json
 from .model_dir import ModelOnDisk
@@ -93,17 +95,22 @@ class StubBatches:
         kwargs: List[Dict[str, Any]],
         queued: Sequence[int],
         execute_timeout: Optional[float],
+        served: Sequence[Optional[Call]] = (),
     ) -> List[Any]:
         """One EXECUTE of ``batch`` (``requested``: each request's outputs; ``queued``: when
         each arrived, for the statistics): each request's item (a response, or ``none``
         where its sender answers), or the InferError every request gets when the batch
         failed or the stub died or timed out in it (past ``execute_timeout`` seconds, when
-        not None)."""
+        not None); ``served``: the BLS calls among the requests (call_cycles.py)."""
         self._abandoned.refuse_behind()
+        disk = self._disk
         with self._lock:
             times = ExecuteTimes()
             try:
-                with self._abandoned.running():
+                with (
+                    self._abandoned.running(),
+                    CYCLES.executing(disk.model_name, disk.instance_name, served),
+                ):
                     result = self._watched(
                         driver,
                         execute_timeout,

@@ -165,7 +165,9 @@ class StubModel(StubRequests):
         except BaseException:
             self._instances.close_host()
             raise
-        self._services = StubServices(driver, self._fakes, self.instance_name, self.metric_store)
+        self._services = StubServices(
+            driver, self._fakes, self.instance_name, self.metric_store, self.model_name
+        )
         try:
             reply = self._init(driver, "initialize", decoupled=self.decoupled, debug=self._debug)
         except BaseException:

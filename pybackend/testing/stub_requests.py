@@ -19,6 +19,7 @@ from ..utils.errors import ErrorCode, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_RESCHEDULE as RELEASE_RESCHEDULE
 from ..utils.tensor import Tensor
 from .abandoned_execute import AbandonedExecute
+from .call_cycles import Call
 from .cancel_watch import CancelWatch
 from .harness_bounds import CALL_TIMEOUT_S
 from .harness_errors import (
@@ -61,6 +62,7 @@ class StubRequests(ModelOnDisk):
         self.abandoned = AbandonedExecute(self, "StubModel", self.cancel, debug)
         self._batches = StubBatches(self, self.abandoned, self._died)
         self._tokens = itertools.count(1)
+        self._serving: Dict[int, Call] = {}  # token -> the BLS call its request is
         # Where each request's SENDs go (its live stream), and when they cancel it.
         self._routes = SendRoutes(self._checked, self.cancel, lambda: self._driver is not None)
         #: Outputs that differed from config.pbtxt in responses the server would pass on
@@ -215,13 +217,17 @@ class StubRequests(ModelOnDisk):
         request_id: str = "",
         correlation_id: Union[int, str] = 0,
         parameters: Optional[Mapping[str, Any]] = None,
+        call: Optional[Call] = None,
     ) -> int:
         """Start a request whose responses go to ``emit(response, final)`` as the stub
-        sends them (a BLS call's stream); returns its token (for :meth:`cancel`)."""
+        sends them (a BLS call's stream, ``call`` in the cycle registry); returns its token
+        (for :meth:`cancel`)."""
         driver = self._started()
         requested = requested_outputs_of(self.config, requested, self.model_name)
         token = next(self._tokens)
         self._routes.live[token] = emit
+        if call is not None:
+            self._serving[token] = call  # the execute that takes the request serves it
 
         def run() -> None:
             try:
@@ -233,6 +239,8 @@ class StubRequests(ModelOnDisk):
                 sent = [{"error": (e.code, e.message), "outputs": {}}]
             except TritonModelException as e:  # refused behind an abandoned execute
                 sent = [{"error": (ErrorCode.INTERNAL, str(e)), "outputs": {}}]
+            finally:
+                self._serving.pop(token, None)
             if sent and self._routes.live.pop(token, None) is not None:
                 for i, resp in enumerate(sent):
                     emit(resp, i == len(sent) - 1)
@@ -271,7 +279,13 @@ class StubRequests(ModelOnDisk):
         while True:
             (item,) = self.abandoned.bounded(
                 lambda: self._batches.run(
-                    driver, [arrays], [requested], [kwargs], [queued], self.execute_timeout
+                    driver,
+                    [arrays],
+                    [requested],
+                    [kwargs],
+                    [queued],
+                    self.execute_timeout,
+                    [self._serving.get(token)],
                 ),
                 timeout,
                 deadline,

@@ -18,6 +18,8 @@ from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .bls_responses import DECOUPLED_ONLY, fake_answer, refused_text
+from .call_cycles import STUB_MODEL_CYCLES as CYCLES
+from .call_cycles import Call
 from .harness_errors import InferError
 from .metric_store import MetricError, MetricStore, metric_refusal
 from .stub_driver import StubDriver
@@ -27,20 +29,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from .stub_model import StubModel
 
 
-#: StubModels started in this process, by model name: the targets of BLS calls.
-_models: Dict[str, "StubModel"] = {}
+#: StubModels started in this process, by model name (each instance): the targets of BLS
+#: calls.
+_models: Dict[str, List["StubModel"]] = {}
 _models_lock = threading.Lock()
 
 
 def register(model: "StubModel") -> None:
     with _models_lock:
-        _models[model.model_name] = model
+        _models.setdefault(model.model_name, []).append(model)
+    CYCLES.add_instance(model.model_name, model.instance_name)
 
 
 def unregister(model: "StubModel") -> None:
     with _models_lock:
-        if _models.get(model.model_name) is model:
+        instances = _models.get(model.model_name, [])
+        if model not in instances:
+            return
+        instances.remove(model)
+        if not instances:
             del _models[model.model_name]
+    CYCLES.remove_instance(model.model_name, model.instance_name)
 
 
 class StubServices:
@@ -52,10 +61,12 @@ class StubServices:
         fakes: Mapping[str, BlsFake],
         instance_name: str = "",
         metric_store: Optional[MetricStore] = None,
+        model_name: str = "",
     ) -> None:
         self.driver = driver
         self.fakes = dict(fakes)
         self.instance_name = instance_name  # named in the metrics API's refusals
+        self.model_name = model_name  # the caller of its stub's BLS calls
         #: Where the stub's custom metrics go, as the server keeps them (the instances of
         #: one model may share one, as they share tritonserver's registry).
         self.metric_store = metric_store if metric_store is not None else MetricStore()
@@ -85,16 +96,21 @@ class StubServices:
     def _on_exec(self, msg: Any, channel: Channel) -> None:
         desc = bls_codec.decode_bls_exec(msg.body)
         arrays = {t.name: self.driver.array_of(t) for t in desc.inputs}
+        # Only the stub's blocking exec() from execute comes on sync (stub/bls.py): its
+        # execute waits on it, which is what may close a cycle (without a timeout).
+        blocking = channel is self.driver.sync and desc.timeout_us == 0
         # Answered from a thread of its own: the callee may be this very stub (a model
         # calling itself) or call back into it, and the reader must stay free meanwhile.
         threading.Thread(
             target=self._answer,
-            args=(channel, msg.id, desc, arrays),
+            args=(channel, msg.id, desc, arrays, blocking),
             name="stub-model-bls",
             daemon=True,
         ).start()
 
-    def _answer(self, channel: Channel, call_id: int, desc: Any, arrays: Dict[str, Any]) -> None:
+    def _answer(
+        self, channel: Channel, call_id: int, desc: Any, arrays: Dict[str, Any], blocking: bool
+    ) -> None:
         def send(flags: int, resp: Optional[codec.ResponseDesc]) -> None:
             try:
                 self._send(channel, call_id, flags, resp)
@@ -102,7 +118,7 @@ class StubServices:
                 pass  # the stub went away while the call ran: nobody is waiting any more
 
         try:
-            responses = self._call(desc, arrays, call_id, send)
+            responses = self._call(desc, arrays, call_id, send, blocking)
         except Exception as e:  # noqa: BLE001 - a fake may raise anything
             responses = [_error_desc(ErrorCode.INTERNAL, f"{type(e).__name__}: {e}")]
         if responses is None:
@@ -117,7 +133,7 @@ class StubServices:
             send(FINAL, None)
 
     def _call(
-        self, desc: Any, arrays: Dict[str, Any], call_id: int, send: Any
+        self, desc: Any, arrays: Dict[str, Any], call_id: int, send: Any, blocking: bool
     ) -> Optional[List[codec.ResponseDesc]]:
         """The call's responses, or None when they stream to ``send`` as they come."""
         name = desc.model_name
@@ -134,9 +150,11 @@ class StubServices:
             )
             return [self._from_response(r) for r in fake_answer(fake, request)]
         with _models_lock:
-            target = _models.get(name)
-        if target is None:
+            targets = list(_models.get(name, ()))
+        if not targets:
             return [_error_desc(ErrorCode.INTERNAL, not_ready_text(name))]
+        # An instance outside execute takes it, as the server's queue hands it to one.
+        target = next((m for m in targets if CYCLES.idle(name, m.instance_name)), targets[0])
         try:
             target.check_request(arrays, desc.request_id)
         except InferError as e:
@@ -144,21 +162,34 @@ class StubServices:
         if target.decoupled and not desc.decoupled:
             refused = refused_text(name, DECOUPLED_ONLY.format(name))
             return [_error_desc(ErrorCode.INTERNAL, refused)]
+        call: Optional[Call] = None
+        if not desc.decoupled:
+            call, refusal = CYCLES.begin((self.model_name, self.instance_name), name, blocking)
+            if refusal:
+                return [_error_desc(ErrorCode.INTERNAL, refused_text(name, refusal))]
 
         def emit(resp: Optional[Dict[str, Any]], final: bool) -> None:
             if final:
                 with self._lock:
                     self._streams.pop(call_id, None)
+                if call is not None:
+                    CYCLES.end(call)  # answered: the caller runs on
             send(FINAL if final else 0, None if resp is None else self._from_dict(resp))
 
-        token = target.stream_live(
-            arrays,
-            emit,
-            requested=list(desc.requested_outputs),
-            request_id=desc.request_id,
-            correlation_id=desc.correlation_id,
-            parameters=json.loads(desc.parameters or "{}"),
-        )
+        try:
+            token = target.stream_live(
+                arrays,
+                emit,
+                requested=list(desc.requested_outputs),
+                request_id=desc.request_id,
+                correlation_id=desc.correlation_id,
+                parameters=json.loads(desc.parameters or "{}"),
+                call=call,
+            )
+        except BaseException:
+            if call is not None:
+                CYCLES.end(call)
+            raise
         with self._lock:
             self._streams[call_id] = (target, token)
         return None

@@ -15,7 +15,8 @@ from ..stub.bls import BLS_ONLY_IN_EXECUTE
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
-from .bls_responses import BlsResponses, fake_answer
+from .bls_responses import BlsResponses, fake_answer, refused_text
+from .call_cycles import CallCycles
 from .metric_store import MetricError, MetricRecord, MetricStore, metric_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +55,9 @@ class HarnessTransport(Transport):
         # family (as unloading does in the server) even where a reference cycle of the
         # model's keeps the MetricFamily object, whose __del__ would delete it, alive.
         self.family_owners: Dict[int, "ModelHarness"] = {}
+        #: The harnesses' instances in execute and their BLS calls in flight: a call that
+        #: could never be answered is refused, as the backend refuses it (call_cycles.py).
+        self.cycles = CallCycles()
 
     # ------------------------------------------------------------------ routing
 
@@ -128,16 +132,28 @@ class HarnessTransport(Transport):
         name = request._model_name
         with self.lock:
             fake = self.fakes.get(name)
-            target = next((h for h in self.harnesses if h.model_name == name), None)
+            targets = [h for h in self.harnesses if h.model_name == name]
         if fake is not None:
             items = fake_answer(fake, request)
             if decoupled:
                 return BlsResponses.of(items)
             return items[0] if items else InferenceResponse([])  # as a stub process sends it
-        if target is None:
-            error = InferenceResponse(error=TritonError(not_ready_text(name), ErrorCode.INTERNAL))
-            return BlsResponses.of([error], final_alone=False) if decoupled else error
-        return target._serve_bls(request, decoupled)
+        if not targets:
+            return _error(not_ready_text(name), decoupled)
+        # An instance outside execute takes it, as the server's queue hands it to one.
+        cycles = self.cycles
+        target = next((h for h in targets if cycles.idle(name, h.instance_name)), targets[0])
+        if decoupled or caller is None:
+            return target._serve_bls(request, decoupled, None)
+        key = (caller.model_name, caller.instance_name)
+        blocking = request._timeout == 0 and cycles.in_execute_thread(*key)
+        call, refusal = cycles.begin(key, name, blocking)
+        if refusal:
+            return _error(refused_text(name, refusal), False)
+        try:
+            return target._serve_bls(request, False, call)
+        finally:
+            cycles.end(call)
 
     def model_control(self, op: str, **kwargs: Any) -> Any:
         if op == "is_model_ready":
@@ -237,3 +253,9 @@ def uninstall_if_idle(t: HarnessTransport) -> None:
     if idle and _previous is not None and utils_transport.get_transport() is t:
         utils_transport.set_transport(_previous)
         _previous = None
+
+
+def _error(message: str, decoupled: bool) -> Any:
+    """A BLS call's INTERNAL error response (a decoupled call's whole stream)."""
+    error = InferenceResponse(error=TritonError(message, ErrorCode.INTERNAL))
+    return BlsResponses.of([error], final_alone=False) if decoupled else error
