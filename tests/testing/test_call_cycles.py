@@ -127,3 +127,19 @@ def test_concurrent_self_calls_never_wait_forever(engine: Dict[str, Any]) -> Non
     for answer in answers:
         assert answer == "leaf cycle_self2" or "closes the call cycle" in answer, answer
     assert "leaf cycle_self2" in answers
+
+
+@pytest.mark.parametrize("mode", ["shared", "fork"])
+@pytest.mark.parametrize("kind", [ModelHarness, StubModel], ids=["harness", "stub"])
+def test_instances_that_share_a_process_follow_the_rule(
+    repository: Path, kind: Any, mode: str
+) -> None:
+    """Under PYBACKEND_INSTANCE_PROCESS shared and fork (docs/instances.md) too: a self call
+    runs on the other instance, three nested ones are refused at the third."""
+    with kind(repository / "cycle_self2", instances=2, instance_process=mode) as model:
+        one = model.infer({"PATH": _path("cycle_self2")}, timeout=TIMEOUT_S)
+        assert one["MSG"][0].decode() == "leaf cycle_self2"
+        nested = model.infer({"PATH": _path("cycle_self2,cycle_self2")}, timeout=TIMEOUT_S)
+        answer = nested["MSG"][0].decode()
+        assert "closes the call cycle cycle_self2 -> cycle_self2 -> cycle_self2," in answer
+        assert "all 2 instances of 'cycle_self2' are blocked in BLS calls" in answer
