@@ -20,6 +20,7 @@ from ..utils.errors import TritonModelException
 from .harness_bounds import (
     ExecuteStillRunningWarning,
     Worker,
+    current_worker,
     debugging,
     run_bounded,
     still_running_text,
@@ -63,9 +64,12 @@ class AbandonedExecute:
         # The name of the thread the model's execute runs on, given the call's own (the
         # in-process instance's thread, which the call's worker waits for).
         self._runs_on = runs_on
-        self._runner: Optional[threading.Thread] = None  # the thread in execute, if any
-        self._thread: Optional[threading.Thread] = None  # left in execute by a timeout
+        # Who is in execute, if anyone: the call's Worker (a kept thread runs many calls),
+        # or the thread for a call made without one (a BLS call, a debug mode).
+        self._runner: Optional[object] = None
+        self._stuck: Optional[object] = None  # the runner a timeout left in execute
         self._thread_name = ""  # where that execute runs on
+        self._left = threading.Condition()  # notified when a runner leaves execute
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -74,12 +78,14 @@ class AbandonedExecute:
         stays the one a timeout abandons."""
         outer = self._runner is None
         if outer:
-            self._runner = threading.current_thread()
+            self._runner = current_worker() or threading.current_thread()
         try:
             yield
         finally:
             if outer:
-                self._runner = None
+                with self._left:
+                    self._runner = None
+                    self._left.notify_all()
 
     def bounded(
         self,
@@ -103,8 +109,8 @@ class AbandonedExecute:
                 self._cancel(token)
             # A worker still waiting for the engine's lock never ran execute: nothing holds
             # the engine, so nothing is abandoned (its requests stay cancelled).
-            if self._runner is worker.thread:
-                self._thread = worker.thread
+            if self._runner is worker:
+                self._stuck = worker
                 self._thread_name = self._runs_on(worker.thread.name)
                 text = _WARNINGS[self._engine](
                     disk.model_name, disk.instance_name, timeout, self._thread_name
@@ -120,8 +126,8 @@ class AbandonedExecute:
     def refuse_behind(self) -> None:
         """Raises while the abandoned execute runs: a request would wait behind it for as
         long as it runs. Its own thread's calls (nested BLS calls, in-process) still run."""
-        stuck = self._thread
-        if stuck is None or stuck is threading.current_thread():
+        stuck = self._stuck
+        if stuck is None or stuck is current_worker():
             return
         if self._in_execute(stuck):
             disk = self._disk
@@ -129,23 +135,23 @@ class AbandonedExecute:
                 disk.model_name, disk.instance_name, self._thread_name, self._engine
             )
             raise TritonModelException(text)
-        self._thread = None  # it returned: the engine serves again
+        self._stuck = None  # it returned: the engine serves again
 
     def still_running(self) -> Optional[str]:
         """The name of the thread a caller's timeout left in execute, while it is there."""
-        stuck = self._thread
+        stuck = self._stuck
         return self._thread_name if stuck is not None and self._in_execute(stuck) else None
 
     def returned(self, timeout: float) -> bool:
         """Waits at most ``timeout`` seconds for the abandoned execute (closing): whether
         none runs any more."""
-        stuck = self._thread
-        if stuck is not None:
-            stuck.join(timeout)
-            return not stuck.is_alive()
-        return True
+        stuck = self._stuck
+        if stuck is None:
+            return True
+        with self._left:
+            return self._left.wait_for(lambda: not self._in_execute(stuck), timeout)
 
-    def _in_execute(self, thread: threading.Thread) -> bool:
+    def _in_execute(self, runner: object) -> bool:
         # In-process the worker may outlive execute (a stream's wait for its sender's
         # FINAL): only execute itself holds the engine.
-        return thread.is_alive() and self._runner is thread
+        return self._runner is runner

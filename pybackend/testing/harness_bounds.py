@@ -20,6 +20,7 @@ from concurrent.futures import wait as futures_wait
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 from ..stub.main_thread import MainThreadCalls
+from . import worker_pool
 
 T = TypeVar("T")
 
@@ -97,38 +98,52 @@ def finalize_still_running_warning(model_name: str, instance_name: str, thread: 
 
 
 class Worker(Generic[T]):
-    """``fn()`` on its own daemon thread; :meth:`run` says whether it ended within the wait
-    (else :attr:`thread` runs on), :meth:`result` gives what it returned."""
+    """``fn()`` on a daemon thread of its own for the call (a kept one, worker_pool.py, named
+    ``name`` while it runs ``fn``); :meth:`run` says whether it ended within the wait (else
+    :attr:`thread` runs on), :meth:`result` gives what it returned."""
 
     def __init__(self, fn: Callable[[], T], name: str) -> None:
-        self._fn = fn
+        self._fn: Optional[Callable[[], T]] = fn
+        self._name = name
         self._result: Optional[T] = None
         self._error: Optional[BaseException] = None
         self._done = False
         self._wake = threading.Event()  # fn ended, or asks the main thread for a call
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        #: The thread ``fn`` runs on (set by :meth:`run`).
+        self.thread: threading.Thread = threading.current_thread()
 
     def _run(self) -> None:
+        _local.worker = self
         try:
-            self._result = self._fn()
+            self._result = self._fn()  # type: ignore[misc]
         except BaseException as e:  # noqa: BLE001 - handed to the waiting caller
             self._error = e
         finally:
+            self._fn = None  # its closure (the call's requests) ends with the call
+            _local.worker = None
             self._done = True
             self._wake.set()
+
+    @property
+    def done(self) -> bool:
+        """Whether ``fn`` returned (or raised)."""
+        return self._done
 
     def run(self, timeout: float) -> bool:
         """Start ``fn``; whether it ended within ``timeout`` seconds. On the main thread, which
         meanwhile makes the calls Python allows there only (``signal.signal``) for ``fn``, as
         a stub's model code runs on its main thread (serving from before ``fn`` starts)."""
         deadline = time.monotonic() + max(timeout, 0.0)
+        pooled = worker_pool.acquire()
+        self.thread = pooled.thread
+        self.thread.name = self._name
         if threading.current_thread() is not threading.main_thread():
-            self.thread.start()
-            self.thread.join(max(timeout, 0.0))
+            pooled.submit(self._run)
+            self._wake.wait(max(timeout, 0.0))
             return self._done
         calls = _main_thread_calls()
         with calls.serving(self._wake):
-            self.thread.start()
+            pooled.submit(self._run)
             while True:
                 self._wake.clear()
                 calls.run_pending()
@@ -136,7 +151,6 @@ class Worker(Generic[T]):
                 if self._done or left <= 0:
                     break
                 self._wake.wait(left)
-        self.thread.join(0.1 if self._done else 0)  # its last bytecodes after fn
         return self._done
 
     def result(self) -> T:
@@ -144,6 +158,15 @@ class Worker(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]
+
+
+_local = threading.local()  # .worker: the Worker whose fn runs on this thread
+
+
+def current_worker() -> Optional[Worker[Any]]:
+    """The :class:`Worker` whose ``fn`` runs on the calling thread, if any: a kept thread
+    runs many calls, so a call is told apart by its Worker, not by its thread."""
+    return getattr(_local, "worker", None)
 
 
 def run_serving(start: Callable[[], None], done: "Future[Any]") -> None:
