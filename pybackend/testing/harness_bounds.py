@@ -20,7 +20,7 @@ from concurrent.futures import wait as futures_wait
 from typing import Any, Callable, Dict, Generic, Optional, TypeVar
 
 from ..stub.main_thread import MainThreadCalls
-from . import worker_pool
+from .worker_pool import acquire as kept_thread
 
 T = TypeVar("T")
 
@@ -134,7 +134,7 @@ class Worker(Generic[T]):
         meanwhile makes the calls Python allows there only (``signal.signal``) for ``fn``, as
         a stub's model code runs on its main thread (serving from before ``fn`` starts)."""
         deadline = time.monotonic() + max(timeout, 0.0)
-        pooled = worker_pool.acquire()
+        pooled = kept_thread()
         self.thread = pooled.thread
         self.thread.name = self._name
         if threading.current_thread() is not threading.main_thread():
