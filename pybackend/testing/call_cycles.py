@@ -16,9 +16,10 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar
 
 InstanceKey = Tuple[str, str]  # (model, instance)
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -64,11 +65,17 @@ class CallCycles:
                 self._models.pop(model, None)
             self._calls = [c for c in self._calls if c.caller != (model, instance)]
 
-    def idle(self, model: str, instance: str) -> bool:
-        """Whether the instance is outside ``execute`` (where a new call is best routed)."""
+    def route(self, model: str, targets: Sequence[T]) -> T:
+        """Which of the model's started instances ``targets`` (each with ``instance_name``)
+        a new call goes to: one outside ``execute`` where there is one, as the server's queue
+        hands a request to a free instance; else the first."""
         with self._lock:
-            slot = self._models.get(model, {}).get(instance)
-            return slot is None or slot.busy == 0
+            slots = self._models.get(model, {})
+            for target in targets:
+                slot = slots.get(target.instance_name)  # type: ignore[attr-defined]
+                if slot is None or slot.busy == 0:
+                    return target
+        return targets[0]
 
     @contextmanager
     def executing(

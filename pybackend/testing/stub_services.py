@@ -153,8 +153,7 @@ class StubServices:
             targets = list(_models.get(name, ()))
         if not targets:
             return [_error_desc(ErrorCode.INTERNAL, not_ready_text(name))]
-        # An instance outside execute takes it, as the server's queue hands it to one.
-        target = next((m for m in targets if CYCLES.idle(name, m.instance_name)), targets[0])
+        target = CYCLES.route(name, targets)
         try:
             target.check_request(arrays, desc.request_id)
         except InferError as e:

@@ -140,9 +140,8 @@ class HarnessTransport(Transport):
             return items[0] if items else InferenceResponse([])  # as a stub process sends it
         if not targets:
             return _error(not_ready_text(name), decoupled)
-        # An instance outside execute takes it, as the server's queue hands it to one.
         cycles = self.cycles
-        target = next((h for h in targets if cycles.idle(name, h.instance_name)), targets[0])
+        target = cycles.route(name, targets)
         if decoupled or caller is None:
             return target._serve_bls(request, decoupled, None)
         key = (caller.model_name, caller.instance_name)
