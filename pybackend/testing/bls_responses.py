@@ -24,6 +24,13 @@ def refused_text(model: str, message: str) -> str:
     return f"Model {model} - Error when running inference: {message}"
 
 
+def error_answer(message: str, decoupled: bool) -> Any:
+    """A BLS call's INTERNAL error response as its caller gets it: the response, or for a
+    decoupled call the whole stream."""
+    error = InferenceResponse(error=TritonError(message, ErrorCode.INTERNAL))
+    return BlsResponses.of([error], final_alone=False) if decoupled else error
+
+
 def fake_answer(fake: Callable[[Any], Any], request: Any) -> List[InferenceResponse]:
     """A BLS fake's answer to ``request`` (one response, or a list for a decoupled call) as
     the calling model gets it in every offline engine: a fake that raises, or returns

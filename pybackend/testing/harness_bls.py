@@ -9,10 +9,9 @@ import json
 import threading
 from typing import Any, Optional
 
-from ..utils.errors import ErrorCode, TritonError
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
-from .bls_responses import DECOUPLED_ONLY, BlsResponses, refused_text
+from .bls_responses import DECOUPLED_ONLY, BlsResponses, error_answer, refused_text
 from .call_cycles import Call
 from .harness_errors import InferError
 from .harness_execute import Executor
@@ -75,5 +74,4 @@ class BlsServer:
 
 def _refused(model: str, message: str, decoupled_call: bool) -> Any:
     """A BLS call the server refuses before the model sees it: one error response."""
-    error = InferenceResponse(error=TritonError(refused_text(model, message), ErrorCode.INTERNAL))
-    return BlsResponses.of([error], final_alone=False) if decoupled_call else error
+    return error_answer(refused_text(model, message), decoupled_call)

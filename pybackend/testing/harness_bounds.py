@@ -124,11 +124,6 @@ class Worker(Generic[T]):
             self._done = True
             self._wake.set()
 
-    @property
-    def done(self) -> bool:
-        """Whether ``fn`` returned (or raised)."""
-        return self._done
-
     def run(self, timeout: float) -> bool:
         """Start ``fn``; whether it ended within ``timeout`` seconds. On the main thread, which
         meanwhile makes the calls Python allows there only (``signal.signal``) for ``fn``, as

@@ -182,12 +182,9 @@ class Executor:
     def _execute_timed(
         self, reqs: List[InferenceRequest], times: ExecuteTimes, calls: Mapping[int, Call]
     ) -> List[Any]:
-        code = self._code
-
+        code, disk = self._code, self._disk
+        served = [calls.get(r._token) for r in reqs]  # the BLS calls this execute serves
         ran_async = False
-
-        disk = self._disk
-        served = [calls.get(r._token) for r in reqs]
 
         def run() -> Any:
             nonlocal ran_async

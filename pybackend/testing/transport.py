@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..stub.bls import BLS_ONLY_IN_EXECUTE
-from ..utils.errors import ErrorCode, TritonError, TritonModelException
+from ..utils.errors import TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
-from .bls_responses import BlsResponses, fake_answer, refused_text
+from .bls_responses import BlsResponses, error_answer, fake_answer, refused_text
 from .call_cycles import CallCycles
 from .metric_store import MetricError, MetricRecord, MetricStore, metric_refusal
 
@@ -139,7 +139,7 @@ class HarnessTransport(Transport):
                 return BlsResponses.of(items)
             return items[0] if items else InferenceResponse([])  # as a stub process sends it
         if not targets:
-            return _error(not_ready_text(name), decoupled)
+            return error_answer(not_ready_text(name), decoupled)
         cycles = self.cycles
         target = cycles.route(name, targets)
         if decoupled or caller is None:
@@ -148,7 +148,7 @@ class HarnessTransport(Transport):
         blocking = request._timeout == 0 and cycles.in_execute_thread(*key)
         call, refusal = cycles.begin(key, name, blocking)
         if refusal:
-            return _error(refused_text(name, refusal), False)
+            return error_answer(refused_text(name, refusal), False)
         try:
             return target._serve_bls(request, False, call)
         finally:
@@ -252,9 +252,3 @@ def uninstall_if_idle(t: HarnessTransport) -> None:
     if idle and _previous is not None and utils_transport.get_transport() is t:
         utils_transport.set_transport(_previous)
         _previous = None
-
-
-def _error(message: str, decoupled: bool) -> Any:
-    """A BLS call's INTERNAL error response (a decoupled call's whole stream)."""
-    error = InferenceResponse(error=TritonError(message, ErrorCode.INTERNAL))
-    return BlsResponses.of([error], final_alone=False) if decoupled else error
