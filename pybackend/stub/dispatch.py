@@ -8,7 +8,7 @@ offline harness applies too); outputs are placed by :class:`~pybackend.stub.outp
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .loader import no_execute_text
 from .logging import ERROR
 from .outputs import Placer
 from .returns import RESCHEDULED, RESPONSE, SENDER, ReturnRefused, judge_return, runs_as_coroutine
+from .sequence_idle import IdleSequences
 from .state import StubState
 from .tracebacks import MODEL_ERRORS, format_exception
 
@@ -38,6 +39,10 @@ _EMPTY = np.empty(0, np.uint8)
 _NONE = int(ResultKind.NONE)
 _RESPONSE = int(ResultKind.RESPONSE)
 _PER_RESULT = codec.PER_RESULT.pack  # kind, release flags: each item's head in a RESULT
+
+
+def _call(fn: Callable[[], None]) -> None:
+    fn()
 
 
 class BatchError(Exception):
@@ -75,6 +80,22 @@ class Dispatcher:
         self.async_exec = AsyncExecutor(self, async_limit, async_cancel)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
+        #: The model's ``sequence_idle`` hook and what it tracks (None: it has none).
+        self.sequences: Optional[IdleSequences] = None
+
+    def watch_sequences(self, config: Mapping[str, Any]) -> None:
+        """Tell the model of its sequences the server ended for being idle, when it defines
+        ``sequence_idle`` and has a sequence batcher (sequence_idle.py); on the watcher's
+        thread, under the lock ``execute`` runs under."""
+        log = self.state.log
+        self.sequences = IdleSequences.of(
+            self.model,
+            config,
+            f"model '{self.model_name}', instance '{self.instance}'",
+            _call,
+            self.run_coroutine,
+            lambda text: log.here(ERROR, text),
+        )
 
     # ------------------------------------------------------------------ event loop
 
@@ -105,6 +126,9 @@ class Dispatcher:
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     def stop_loop(self) -> None:
+        """At finalize: no ``sequence_idle`` call from here on, and the event loop stops."""
+        if self.sequences is not None:
+            self.sequences.close()
         loop = self.loop
         if loop is not None and loop.is_running():
             loop.call_soon_threadsafe(loop.stop)
@@ -224,7 +248,8 @@ class Dispatcher:
         try:
             if gpu_trace.ON:
                 t0 = gpu_trace.now()
-            ret = execute(requests)
+            sequences = self.sequences
+            ret = execute(requests) if sequences is None else sequences.execute(execute, requests)
             if gpu_trace.ON:
                 gpu_trace.record("execute.model", t0)
             if runs_as_coroutine(ret):

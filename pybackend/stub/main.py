@@ -194,6 +194,7 @@ class Stub:
                 )
                 self.model = self._instantiate(module, init, dispatcher)
                 dispatcher.model = self.model
+                dispatcher.watch_sequences(json.loads(config) if config else {})
                 self.dispatcher = dispatcher
                 reply["has_is_ready"] = hasattr(self.model, "is_ready")
                 reply["is_async_execute"] = loader.is_async_execute(self.model)

@@ -205,6 +205,9 @@ class ModelHarness(ModelOnDisk):
             if hasattr(self.model, "initialize"):
                 args = self.initialize_args()
                 self._bounded_load(lambda: self._code.call("initialize", args), "initialize")
+            self._executor.watch_sequences(
+                lambda text: self.logs.append(LogRecord(2, __file__, 0, text))
+            )
 
     def _bounded_load(self, fn: Callable[[], Any], phase: str) -> Any:
         """``fn()``, the model's ``phase`` of the load (run on the instance's thread), within
@@ -241,6 +244,7 @@ class ModelHarness(ModelOnDisk):
     def close(self) -> None:
         """``finalize`` (the other instances' first), then forget the model."""
         self._instances.close_others()
+        self._executor.stop_sequences()
         self.finalizing = True  # BLS is refused from here on, as in the stub
         if self.model is not None and hasattr(self.model, "finalize"):
             self._finalize()

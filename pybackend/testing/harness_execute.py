@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..stub.failures import failed_requests_text
 from ..stub.loader import no_execute_text
@@ -23,6 +23,7 @@ from ..stub.returns import (
     refused_by_async_decoupled,
     runs_as_coroutine,
 )
+from ..stub.sequence_idle import IdleSequences
 from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import ErrorCode, TritonError, TritonModelException
 from ..utils.request import TRITONSERVER_REQUEST_RELEASE_ALL as RELEASE_ALL
@@ -76,6 +77,29 @@ class Executor:
         self.output_mismatches: List[OutputMismatch] = []
         #: The stub's rules for what execute returns, once the configuration is complete.
         self.output_rules: Optional[OutputRules] = None
+        #: The model's ``sequence_idle`` hook and what it tracks (None: it has none).
+        self.sequences: Optional[IdleSequences] = None
+
+    def watch_sequences(self, report: Callable[[str], None]) -> None:
+        """Once the model is initialized: tell it of its sequences the server would have
+        ended for being idle, as the stub does (pybackend/stub/sequence_idle.py); on the
+        instance's thread, between the harness's calls."""
+        code, disk = self._code, self._disk
+
+        def between_calls(fn: Callable[[], None]) -> None:
+            with self._lock:
+                code.run_marked(fn)
+
+        where = f"model '{disk.model_name}', instance '{disk.instance_name}'"
+        self.sequences = IdleSequences.of(
+            code.model, disk.config, where, between_calls, code.run, report
+        )
+
+    def stop_sequences(self) -> None:
+        """At close, before ``finalize``: no ``sequence_idle`` call from here on."""
+        if self.sequences is not None:
+            self.sequences.close()
+            self.sequences = None
 
     def request(
         self,
@@ -190,7 +214,9 @@ class Executor:
             nonlocal ran_async
             times.mark_inputs_ready()  # the requests are built: handing them over is all
             with self._transport.cycles.executing(disk.model_name, disk.instance_name, served):
-                result = code.model.execute(reqs)
+                seqs = self.sequences
+                execute = code.model.execute
+                result = execute(reqs) if seqs is None else seqs.execute(execute, reqs)
                 ran_async = runs_as_coroutine(result)  # the stub's rule
                 ret = code.run(result) if ran_async else result
             times.mark_returned()
