@@ -66,6 +66,9 @@ def to_request(
 class CallableModel:
     """One instance of a bound model; ``execute`` runs on that instance's thread."""
 
+    #: The callable's ``sequence_idle``, when it has one (set per instance).
+    sequence_idle: Optional[Callable[[Any], Any]] = None
+
     def __init__(
         self,
         config: TritonModelConfig,
@@ -96,6 +99,12 @@ class CallableModel:
         )
         name = framework() if self._on_gpu else None
         self._gpu = GpuInputs(name, device_id) if name else None
+        # A callable object's own ``sequence_idle(sequence_id)`` is the instance's: the stub
+        # calls it for each sequence Triton ended for being idle (pybackend/stub/
+        # sequence_idle.py), serialised with this instance's executions.
+        hook = getattr(infer_func, "sequence_idle", None)
+        if callable(hook):
+            self.sequence_idle = hook
 
     # ------------------------------------------------------------------ execute
 

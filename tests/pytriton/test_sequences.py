@@ -154,6 +154,43 @@ def test_string_ids_over_http_and_a_sequence_that_times_out_idle(triton: Triton)
     assert model.state == {"idle": 5}  # no END reached the callable
 
 
+class IdleAware(Accumulator):
+    """An Accumulator that drops a sequence's state when Triton ends it for being idle."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.idle: List[Any] = []
+
+    def sequence_idle(self, sequence_id: Union[int, str]) -> None:
+        self.idle.append((sequence_id, self.state.pop(sequence_id, None)))
+
+
+@pytest.mark.parametrize("strategy", list(SequenceStrategy), ids=lambda s: s.value)
+def test_a_callable_with_sequence_idle_is_told_of_a_sequence_triton_ended(
+    triton: Triton, strategy: SequenceStrategy
+) -> None:
+    """pybackend's extension (README, "Stateful models"): a callable object's own
+    ``sequence_idle(sequence_id)`` is called once for each sequence Triton ended for being
+    idle, after Triton ended it; never for one that ENDed."""
+    model = IdleAware()
+    batcher = SequenceBatcher(strategy=strategy, max_sequence_idle_microseconds=300_000)
+    triton.bind("Acc", model, **IO, config=ModelConfig(max_batch_size=4, sequence_batcher=batcher))
+    triton.run()
+    with httpclient.InferenceServerClient(urls(triton)[0].removeprefix("http://")) as client:
+        assert _send(client, "Acc", 7, 5, True, False) == 5
+        assert _send(client, "Acc", "gone", 2, True, False) == 2
+        assert _send(client, "Acc", 8, 1, True, False) == 1
+        assert _send(client, "Acc", 8, 1, False, True) == 2
+        deadline = time.monotonic() + 10
+        while len(model.idle) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(model.idle, key=lambda call: str(call[0])) == [(7, 5), ("gone", 2)]
+        with pytest.raises(InferenceServerException, match="must specify the START flag"):
+            _send(client, "Acc", 7, 1, False, False)
+        time.sleep(0.5)
+    assert len(model.idle) == 2 and model.state == {}
+
+
 def test_requests_outside_sequences_have_neutral_attributes() -> None:
     r = Request(data={})
     assert (r.sequence_id, r.sequence_start, r.sequence_end) == (0, False, False)
