@@ -181,6 +181,7 @@ def _checked(model_dir: Path, run: Optional[RunCheck], runtimes: Mapping[str, Pa
     config_checks.check_tensors(report, text, config)
     for path, tree in trees.items():
         source_checks.check_names(report, path, tree, config)
+        source_checks.check_hooks(report, path, tree, config)
     return report
 
 

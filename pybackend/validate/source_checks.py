@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..stub.loader import missing_file_text, no_class_text, no_execute_text
+from ..stub.sequence_idle import HOOK, idle_seconds
 from .findings import ERROR, NOTE, WARNING, ModelReport
 
 MODEL_CLASS = "TritonPythonModel"
@@ -171,6 +172,32 @@ def check_names(report: ModelReport, path: Path, tree: ast.Module, config: Dict[
                         tensor.lineno,
                         tensor.col_offset + 1,
                     )
+
+
+def check_hooks(report: ModelReport, path: Path, tree: ast.Module, config: Dict[str, Any]) -> None:
+    """pybackend's own hooks the model defines where they can never be called."""
+    cls, _ = model_class(tree)
+    if cls is None:
+        return
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == HOOK:
+            if idle_seconds(config) is not None:
+                return
+            batching = config.get("sequence_batching")
+            why = (
+                "its sequence_batching is an iterative sequence, one request that never idles"
+                if batching is not None
+                else "the configuration has no sequence_batching"
+            )
+            report.add(
+                WARNING,
+                "sequence-idle",
+                f"{MODEL_CLASS}.{HOOK} is never called: pybackend calls it for a sequence the "
+                f"sequence batcher ended for being idle, and {why}",
+                report.file_of(path),
+                node.lineno,
+                node.col_offset + 1,
+            )
 
 
 def _called(node: ast.Call) -> str:

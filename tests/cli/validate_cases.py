@@ -250,6 +250,30 @@ class TritonPythonModel:
             )
 """,
     ),
+    "idle_hook": Case(
+        IO,
+        [("warning", "sequence-idle", "TritonPythonModel.sequence_idle is never called: pybackend calls it for a sequence the sequence batcher ended for being idle, and the configuration has no sequence_batching", "1/model.py", 8)],
+        model_py=OK_PY + """
+    def sequence_idle(self, correlation_id):
+        pass
+""",
+    ),
+    "idle_hook_sequences": Case(
+        "sequence_batching { }\n" + IO,
+        [],
+        model_py=OK_PY + """
+    def sequence_idle(self, correlation_id):
+        pass
+""",
+    ),
+    "idle_hook_iterative": Case(
+        "sequence_batching { iterative_sequence: true }\n" + IO,
+        [("warning", "sequence-idle", "TritonPythonModel.sequence_idle is never called: pybackend calls it for a sequence the sequence batcher ended for being idle, and its sequence_batching is an iterative sequence, one request that never idles", "1/model.py", 8)],
+        model_py=OK_PY + """
+    async def sequence_idle(self, correlation_id):
+        pass
+""",
+    ),
 }  # fmt: skip
 
 
