@@ -7,6 +7,7 @@
 #include "backend/parallel_copy.h"
 #include "cuda/device_holds.h"
 #include "cuda/driver.h"
+#include "triton/tritonserver_infer.h"
 
 namespace pybackend {
 namespace {
@@ -164,6 +165,16 @@ void EncodeInput(ipc::ExecuteEncoder& enc, TRITONBACKEND_Input* input, EncodeCon
   }
 }
 
+// The request's OpenTelemetry context, "" when the server does not trace it (or traces it
+// in its own mode, which has none); the trace owns the text, which the caller copies at once.
+std::string_view TraceContext(TRITONBACKEND_Request* req) {
+  TRITONSERVER_InferenceTrace* trace = nullptr;
+  if (!TakeMessage(TRITONBACKEND_RequestTrace(req, &trace)).empty() || trace == nullptr) return {};
+  const char* context = nullptr;
+  std::string err = TakeMessage(TRITONSERVER_InferenceTraceContext(trace, &context));
+  if (!err.empty() || context == nullptr) return {};
+  return context;
+}
 }  // namespace
 
 void ValidateBytesInput(const uint8_t* data, uint64_t size, uint64_t expected,
@@ -220,7 +231,8 @@ void EncodeRequest(ipc::ExecuteEncoder& enc, RequestState& st, EncodeContext& ct
   uint64_t timeout = 0;
   Check(TRITONBACKEND_InferenceRequestTimeoutMicroseconds(req, &timeout),
         "TRITONBACKEND_InferenceRequestTimeoutMicroseconds");
-  enc.RequestHead(st.token, id != nullptr ? id : "", corr, flags, timeout, ParametersJson(req));
+  enc.RequestHead(st.token, id != nullptr ? id : "", corr, flags, timeout, ParametersJson(req),
+                  TraceContext(req));
 
   uint32_t n_out = 0;
   Check(TRITONBACKEND_RequestOutputCount(req, &n_out), "TRITONBACKEND_RequestOutputCount");

@@ -307,7 +307,7 @@ std::vector<uint8_t> EncodeExecute(const Value& v) {
     }
     enc.RequestHead(U(q, "token"), Get(q, "request_id").AsString(), corr,
                     static_cast<uint32_t>(U(q, "flags")), U(q, "timeout_us"),
-                    Get(q, "parameters").AsString());
+                    Get(q, "parameters").AsString(), Get(q, "trace_context").AsString());
     const auto& outs = Get(q, "requested_outputs").items();
     enc.RequestedOutputs(static_cast<uint32_t>(outs.size()));
     for (const Value& o : outs) enc.RequestedOutput(o.AsString());

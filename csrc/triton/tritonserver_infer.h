@@ -51,6 +51,10 @@ TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* request,
 TRITONSERVER_Error* TRITONSERVER_InferenceTraceSpawnChildTrace(
     TRITONSERVER_InferenceTrace* trace, TRITONSERVER_InferenceTrace** child_trace);
 TRITONSERVER_Error* TRITONSERVER_InferenceTraceDelete(TRITONSERVER_InferenceTrace* trace);
+// The trace's OpenTelemetry context as JSON (`{"traceparent":"00-..."}`; empty in Triton's
+// own trace mode), owned by the trace: `request.trace().get_context()` in the model.
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceContext(TRITONSERVER_InferenceTrace* trace,
+                                                       const char** trace_context);
 
 // Response allocators.
 TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorNew(

@@ -35,6 +35,7 @@ class RequestDesc:
         "parameters",
         "requested_outputs",
         "inputs",
+        "trace_context",
     )
 
     def __init__(
@@ -47,6 +48,7 @@ class RequestDesc:
         parameters: str = "{}",
         requested_outputs: Sequence[str] = (),
         inputs: Sequence[TensorDesc] = (),
+        trace_context: Optional[str] = "",
     ) -> None:
         self.token = token
         self.request_id = request_id
@@ -58,6 +60,7 @@ class RequestDesc:
             requested_outputs if type(requested_outputs) is list else list(requested_outputs)
         )
         self.inputs = inputs if type(inputs) is list else list(inputs)
+        self.trace_context = trace_context or ""  # OpenTelemetry context ("": none)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RequestDesc):
@@ -77,7 +80,7 @@ def encode_execute(
     for q in requests:
         out += REQUEST_HEAD.pack(q.token)
         put_str(out, q.request_id)
-        put_correlation_id(out, q.correlation_id)
+        put_correlation_id(out, q.correlation_id, q.trace_context)
         out += FLAGS_TIMEOUT.pack(q.flags, q.timeout_us)
         put_str(out, q.parameters)
         put_outputs_and_inputs(out, q.requested_outputs, q.inputs)
@@ -86,14 +89,22 @@ def encode_execute(
     return out
 
 
-def put_correlation_id(out: bytearray, cid: Union[int, str]) -> None:
-    """u8 kind (0 integer, 1 string), then a u64 or a str: EXECUTE and BLS_EXEC alike."""
+#: EXECUTE only: a correlation id kind with this bit is followed by ``str trace_context``.
+CORRELATION_TRACED = 2
+
+
+def put_correlation_id(out: bytearray, cid: Union[int, str], trace_context: str = "") -> None:
+    """u8 kind (0 integer, 1 string), then a u64 or a str: EXECUTE and BLS_EXEC alike; in
+    EXECUTE a request's OpenTelemetry context follows, with the kind's TRACED bit."""
+    traced = CORRELATION_TRACED if trace_context else 0
     if isinstance(cid, str):
-        out += b"\x01"
+        out.append(1 | traced)
         put_str(out, cid)
     else:
-        out += b"\x00"
+        out.append(traced)
         out += U64.pack(cid)
+    if traced:
+        put_str(out, trace_context)
 
 
 def put_outputs_and_inputs(
@@ -123,7 +134,8 @@ def decode_execute(
 
     ``tensor(name, dtype, location, dims, byte_size, seg, offset, data)`` and
     ``request(token, request_id, correlation_id, flags, timeout_us, parameters,
-    requested_outputs, inputs)`` build the results (by default ``TensorDesc`` and
+    requested_outputs, inputs, trace_context)`` (the last None when the request has no
+    OpenTelemetry context) build the results (by default ``TensorDesc`` and
     ``RequestDesc``); the stub passes factories that build its request objects at once.
     The stub blocks of the freed trailer, if any, are appended to ``freed``."""
     mv = body if isinstance(body, memoryview) else memoryview(body)
@@ -144,11 +156,19 @@ def decode_execute(
             request_id = str(mv[pos:e], "utf-8", "surrogateescape") if idlen else ""
             corr_kind = mv[e]
             pos = e + 1
+            trace = None
             if corr_kind == 0:
                 (corr,) = U64.unpack_from(mv, pos)
                 pos += 8
             elif corr_kind == 1:
                 corr, pos = str_at(mv, pos, end)
+            elif corr_kind & ~3 == 0:  # TRACED: the context follows the id
+                if corr_kind & 1:
+                    corr, pos = str_at(mv, pos, end)
+                else:
+                    (corr,) = U64.unpack_from(mv, pos)
+                    pos += 8
+                trace, pos = str_at(mv, pos, end)
             else:
                 raise ProtocolError(f"unknown correlation id kind {corr_kind}")
             flags, timeout, plen = _FLAGS_TIMEOUT_LEN(mv, pos)
@@ -170,7 +190,7 @@ def decode_execute(
                 t, pos = tensor_at(mv, pos, end, tensor)
                 inputs.append(t)
             requests.append(
-                request(token, request_id, corr, flags, timeout, params, requested, inputs)
+                request(token, request_id, corr, flags, timeout, params, requested, inputs, trace)
             )
         if pos < end:  # the optional freed trailer
             blocks = read_freed(mv, pos, end)

@@ -172,6 +172,7 @@ class Dispatcher:
         parameters: str,
         requested: List[str],
         inputs: List[Tensor],
+        trace_context: Optional[str],
     ) -> InferenceRequest:
         """Request factory for :func:`codec.decode_execute`."""
         return InferenceRequest._incoming(
@@ -186,6 +187,7 @@ class Dispatcher:
             self.decoupled,
             self.model_name,
             self.model_version,
+            trace_context,
         )
 
     def _requests(self, body: bytearray) -> List[InferenceRequest]:

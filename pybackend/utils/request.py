@@ -169,8 +169,10 @@ class InferenceRequest:
         decoupled: bool,
         model_name: str = "",
         model_version: int = -1,
+        trace_context: Optional[str] = None,
     ) -> "InferenceRequest":
-        """A request received from the server (no validation: the server already did)."""
+        """A request received from the server (no validation: the server already did);
+        ``trace_context``: its OpenTelemetry context, when the server traces it."""
         r = cls.__new__(cls)
         r._token = token
         r._request_id = request_id
@@ -183,7 +185,7 @@ class InferenceRequest:
         r._timeout = timeout
         r._parameters = parameters or "{}"
         r._preferred_memory = None
-        r._trace = None
+        r._trace = InferenceTrace(trace_context, token) if trace_context else None
         r._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         r._decoupled = decoupled
         r._sender = None

@@ -87,6 +87,7 @@ def request_fields(q: RequestDesc) -> Fields:
         "parameters": q.parameters,
         "requested_outputs": list(q.requested_outputs),
         "inputs": [tensor_fields(t) for t in q.inputs],
+        "trace_context": q.trace_context,
     }
 
 
@@ -100,6 +101,7 @@ def request_of(d: Fields) -> RequestDesc:
         d["parameters"],
         d["requested_outputs"],
         [tensor_of(t) for t in d["inputs"]],
+        d["trace_context"],
     )
 
 

@@ -82,6 +82,7 @@ REQUEST = {
     "flags": 3,
     "timeout_us": 5_000_000,
     "parameters": '{"k":"v","n":1,"b":true}',
+    "trace_context": "",
     "requested_outputs": ["OUT0", "OUT1"],
     "inputs": [
         inline("IN0", bytes(range(16)), [2, 2]),
@@ -98,6 +99,10 @@ REQUEST_STR_CORR = dict(
     inputs=[],
     parameters="{}",
 )
+# Requests the server traces in OpenTelemetry mode: the context follows the id.
+TRACED = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}'
+REQUEST_TRACED = dict(REQUEST, token=8, trace_context=TRACED)
+REQUEST_STR_CORR_TRACED = dict(REQUEST_STR_CORR, token=9, trace_context=TRACED)
 BLS_EXEC = {
     "model_name": "callee",
     "model_version": -1,
@@ -312,6 +317,16 @@ FROM_BACKEND: List[Tuple[str, Fields, bytes, Callable[[bytes], Fields]]] = [
         "EXECUTE",
         {"requests": [REQUEST_STR_CORR], "freed": []},
         bytes(encode_execute([request_of(REQUEST_STR_CORR)])),
+        execute_fields,
+    ),
+    (
+        "EXECUTE",
+        {"requests": [REQUEST_TRACED, REQUEST, REQUEST_STR_CORR_TRACED], "freed": []},
+        bytes(
+            encode_execute(
+                [request_of(r) for r in (REQUEST_TRACED, REQUEST, REQUEST_STR_CORR_TRACED)]
+            )
+        ),
         execute_fields,
     ),
     (

@@ -284,7 +284,7 @@ def test_requested_output_filtering_and_parameters(repo: Path) -> None:
                 for r in requests:
                     p = json.loads(r.parameters())
                     meta = [r.request_id(), r.correlation_id(), r.flags(), r.timeout(),
-                            sorted(r.requested_output_names())]
+                            sorted(r.requested_output_names()), r.trace().get_context()]
                     out.append(pb_utils.InferenceResponse(
                         [pb_utils.Tensor("A", np.array([json.dumps([p, meta])], dtype=object)),
                          pb_utils.Tensor("B", np.zeros(1))],
@@ -300,13 +300,17 @@ def test_requested_output_filtering_and_parameters(repo: Path) -> None:
             "flags": 1,
             "timeout_us": 99,
             "parameters": '{"k": 1.5}',
+            "trace_context": '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad-01"}',
         }
         (item,) = fb.execute([{"X": np.zeros(1)}], requested=[["A"]], request_kwargs=[kw])["items"]
         assert list(item["outputs"]) == ["A"]
         p, meta = json.loads(item["outputs"]["A"][0])
         assert p == {"k": 1.5}
-        assert meta == ["rid", "corr", 1, 99, ["A"]]
+        assert meta == ["rid", "corr", 1, 99, ["A"], kw["trace_context"]]
         assert json.loads(item["parameters"]) == {"seen": True, "n": 3, "s": "x"}
+        # A request the server does not trace (in OpenTelemetry mode) has no context.
+        (item,) = fb.execute([{"X": np.zeros(1)}], requested=[["A"]])["items"]
+        assert json.loads(item["outputs"]["A"][0])[1][-1] is None
         fb.finalize()
 
 

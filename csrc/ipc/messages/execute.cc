@@ -25,10 +25,21 @@ CorrelationId ReadCorrelationId(Reader& r) {
 
 void ExecuteEncoder::RequestHead(uint64_t token, std::string_view request_id,
                                  const CorrelationId& corr, uint32_t flags, uint64_t timeout_us,
-                                 std::string_view parameters) {
+                                 std::string_view parameters, std::string_view trace_context) {
   w_.U64(token);
   w_.Str(request_id);
-  WriteCorrelationId(w_, corr);
+  if (trace_context.empty()) {
+    WriteCorrelationId(w_, corr);
+  } else {
+    // The kind's TRACED bit: the context follows the id (most requests carry none).
+    w_.U8((corr.is_string ? 1 : 0) | kCorrelationTraced);
+    if (corr.is_string) {
+      w_.Str(corr.str);
+    } else {
+      w_.U64(corr.u64);
+    }
+    w_.Str(trace_context);
+  }
   w_.U32(flags);
   w_.U64(timeout_us);
   w_.Str(parameters);

@@ -26,6 +26,8 @@ struct CorrelationId {
   std::string_view str;
 };
 void WriteCorrelationId(Writer& w, const CorrelationId& c);
+// EXECUTE only: a kind with this bit set is followed, after the id, by `str trace_context`.
+inline constexpr uint8_t kCorrelationTraced = 2;
 CorrelationId ReadCorrelationId(Reader& r);
 
 // ExecuteBody: Begin, then per request RequestHead, RequestedOutputs + that many
@@ -33,8 +35,11 @@ CorrelationId ReadCorrelationId(Reader& r);
 class ExecuteEncoder : public BodyEncoder {
  public:
   void Begin(uint32_t n_requests) { w_.U32(n_requests); }
+  // `trace_context`: the request's OpenTelemetry context ("" when it has none), which
+  // `request.trace().get_context()` returns in the stub.
   void RequestHead(uint64_t token, std::string_view request_id, const CorrelationId& corr,
-                   uint32_t flags, uint64_t timeout_us, std::string_view parameters);
+                   uint32_t flags, uint64_t timeout_us, std::string_view parameters,
+                   std::string_view trace_context = {});
   void RequestedOutputs(uint32_t n) { w_.U32(n); }
   void RequestedOutput(std::string_view name) { w_.Str(name); }
   void Inputs(uint32_t n) { w_.U32(n); }
