@@ -8,11 +8,13 @@ server#6846). pybackend's extension: a model that defines the method is told, fr
 instance; the original never calls it. One rule, here, for both engines that run model code:
 the stub (dispatch.py) and the offline harness (harness_execute.py).
 
-When: the idle time after the end of the last ``execute`` that had a request of the sequence,
-plus a grace (the batcher's queue delay and 50 ms), so the server has ended it first (its
-clock starts when the request reaches its queue, before ``execute``): a request of the
-sequence without START is then refused by the server and never reaches the model. A request
-that ENDs the sequence ends its tracking (the model saw the END). Where: never at the same
+When: the server's clock for a sequence starts when a request of it reaches its queue, before
+``execute``; a request waits there while the instance runs another ``execute``. So the hook
+waits the idle time from the end of the last ``execute`` that had a request of the sequence,
+and then for the instance to have been free for a settling time (the batcher's queue delay
+and 50 ms), in which the server hands over whatever of the sequence it still queues: by then
+the server has ended it, and a request of it without START is refused there, never reaching
+the model. A request that ENDs the sequence ends its tracking (the model saw the END). Where: never at the same
 time as the instance's ``execute`` (the hook holds the lock ``execute`` runs under); for an
 ``async def execute``, on the model's event loop, between its coroutines' steps. An
 ``async def sequence_idle`` is run to its end. A hook that raises is logged at ERROR with the
@@ -24,7 +26,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
 from .tracebacks import MODEL_ERRORS, format_exception
 
@@ -36,10 +38,10 @@ CLOSE_WAIT_S = 5.0  # how long closing waits for a hook that is running
 CorrelationId = Union[int, str]
 
 
-def idle_seconds(config: Mapping[str, Any]) -> Optional[float]:
-    """How long after a sequence's last ``execute`` it is surely ended by the server, for a
-    model behind the sequence batcher; None for any other (an iterative sequence is one
-    request that comes back: nothing of it idles)."""
+def idle_times(config: Mapping[str, Any]) -> Optional[Tuple[float, float]]:
+    """(idle time, settling time) in seconds for a model behind the sequence batcher (see the
+    module's doc); None for any other (an iterative sequence is one request that comes back:
+    nothing of it idles)."""
     batching = config.get("sequence_batching")
     if not isinstance(batching, Mapping) or batching.get("iterative_sequence"):
         return None
@@ -49,7 +51,7 @@ def idle_seconds(config: Mapping[str, Any]) -> Optional[float]:
         part = batching.get(strategy)
         if isinstance(part, Mapping):
             delay_us = max(delay_us, int(part.get("max_queue_delay_microseconds") or 0))
-    return (idle_us + delay_us) / 1e6 + GRACE_S
+    return idle_us / 1e6, delay_us / 1e6 + GRACE_S
 
 
 class IdleSequences:
@@ -62,7 +64,7 @@ class IdleSequences:
     def __init__(
         self,
         hook: Callable[[CorrelationId], Any],
-        after_s: float,
+        times: Tuple[float, float],
         on_loop: bool,
         serialize: Callable[[Callable[[], None]], None],
         run_coroutine: Callable[[Any], Any],
@@ -70,7 +72,7 @@ class IdleSequences:
         where: str,
     ) -> None:
         self._hook = hook
-        self._after_s = after_s
+        self._idle_s, self._settle_s = times
         self._on_loop = on_loop
         self._serialize = serialize
         self._run_coroutine = run_coroutine
@@ -85,6 +87,8 @@ class IdleSequences:
         # Ended by the server, hook not called yet: a request of it seen since (a new START
         # of the same id) cancels the call.
         self._pending: Set[CorrelationId] = set()
+        self._executing = 0  # executes of the instance running now
+        self._free_since = 0.0  # when the last one ended
         self._thread: Optional[threading.Thread] = None
         self._closed = False
 
@@ -101,11 +105,11 @@ class IdleSequences:
         """For a model that defines the hook and sits behind the sequence batcher; else
         None (nothing is tracked, ``execute`` runs as it always did)."""
         hook = getattr(model, HOOK, None)
-        after_s = idle_seconds(config)
-        if hook is None or not callable(hook) or after_s is None:
+        times = idle_times(config)
+        if hook is None or not callable(hook) or times is None:
             return None
         on_loop = inspect.iscoroutinefunction(getattr(model, "execute", None))
-        return cls(hook, after_s, on_loop, serialize, run_coroutine, report, where)
+        return cls(hook, times, on_loop, serialize, run_coroutine, report, where)
 
     # ------------------------------------------------------------------ execute side
 
@@ -113,15 +117,18 @@ class IdleSequences:
         """``execute(requests)``, under the lock, with its sequences seen before (a hook of
         one of them not yet run is off) and after (their idle time starts at its end)."""
         with self.lock:
-            self._seen(requests)
+            self._seen(requests, 1)
             try:
                 return execute(requests)
             finally:
-                self._seen(requests)
+                self._seen(requests, -1)
 
-    def _seen(self, requests: Iterable[Any]) -> None:
+    def _seen(self, requests: Iterable[Any], executing: int) -> None:
         now = time.monotonic()
         with self._cv:
+            self._executing += executing
+            if executing < 0:
+                self._free_since = now
             if self._closed:
                 return
             for r in requests:
@@ -152,11 +159,12 @@ class IdleSequences:
     def _next_idle(self) -> Optional[CorrelationId]:
         """The next sequence the server has ended, once it has (caller holds _cv)."""
         while not self._closed:
-            if not self._last:
-                self._cv.wait()
+            if not self._last or self._executing:
+                self._cv.wait()  # an execute's end notifies
                 continue
             cid, last = next(iter(self._last.items()))
-            wait = last + self._after_s - time.monotonic()
+            due = max(last + self._idle_s, self._free_since) + self._settle_s
+            wait = due - time.monotonic()
             if wait > 0:
                 self._cv.wait(wait)
                 continue

@@ -13,9 +13,10 @@ from typing import Any, Callable, List, Optional
 
 import pytest
 
-from pybackend.stub.sequence_idle import GRACE_S, IdleSequences, idle_seconds
+from pybackend.stub.sequence_idle import GRACE_S, IdleSequences, idle_times
 
-AFTER_S = 0.05
+AFTER_S = 0.05  # the idle time of these tests
+SETTLE_S = 0.02  # how long the instance must have been free
 START, END = 1, 2
 
 
@@ -46,10 +47,11 @@ def _sequences(
     on_loop: bool = False,
     reports: Optional[List[str]] = None,
     after_s: float = AFTER_S,
+    settle_s: float = SETTLE_S,
 ) -> IdleSequences:
     return IdleSequences(
         hook,
-        after_s,
+        (after_s, settle_s),
         on_loop,
         serialize,
         asyncio.run,
@@ -70,23 +72,21 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
     [
         (None, None),
         ({"iterative_sequence": True, "max_sequence_idle_microseconds": 5}, None),
-        ({}, 1.0 + GRACE_S),  # the server's default idle time
-        ({"max_sequence_idle_microseconds": "300000"}, 0.3 + GRACE_S),  # uint64 as text
-        ({"max_sequence_idle_microseconds": 300000, "direct": {}}, 0.3 + GRACE_S),
+        ({}, (1.0, GRACE_S)),  # the server's default idle time
+        ({"max_sequence_idle_microseconds": "300000"}, (0.3, GRACE_S)),  # uint64 as text
+        ({"max_sequence_idle_microseconds": 300000, "direct": {}}, (0.3, GRACE_S)),
         (
             {
                 "max_sequence_idle_microseconds": 300000,
                 "oldest": {"max_queue_delay_microseconds": 100000},
             },
-            0.4 + GRACE_S,
+            (0.3, 0.1 + GRACE_S),
         ),
     ],
 )
-def test_the_time_after_which_the_server_has_ended_a_sequence(
-    batching: Any, expected: Optional[float]
-) -> None:
+def test_the_idle_and_settling_times(batching: Any, expected: Optional[tuple]) -> None:
     config = {} if batching is None else {"sequence_batching": batching}
-    got = idle_seconds(config)
+    got = idle_times(config)
     assert got == expected if expected is None else got == pytest.approx(expected)
 
 
@@ -130,6 +130,29 @@ def test_the_idle_time_counts_from_the_end_of_the_last_execute() -> None:
     _wait_for(lambda: model.calls == [5])
     assert time.monotonic() - ended >= AFTER_S
     seqs.close()
+
+
+def test_the_hook_waits_for_the_instance_to_have_been_free() -> None:
+    """While the instance runs another sequence's long execute, the server queues what
+    comes for an idle sequence (its clock restarted): the hook waits until the instance has
+    been free for the settling time, by when the server has handed such a request over."""
+    model = Model()
+    seqs = _sequences(model.sequence_idle, settle_s=0.3)  # the next execute comes sooner
+    seqs.execute(model.execute, [Request(1, START)])
+    release = threading.Event()
+    busy = threading.Thread(
+        target=seqs.execute, args=(lambda reqs: release.wait(), [Request(2, START)])
+    )
+    busy.start()
+    time.sleep(AFTER_S + 0.3 + 0.2)  # sequence 1's times pass while the instance is busy
+    assert model.calls == []
+    release.set()
+    busy.join()
+    freed = time.monotonic()
+    # Within the settling time a request of sequence 1 reaches execute: nothing to tell.
+    seqs.execute(model.execute, [Request(1)])
+    _wait_for(lambda: sorted(model.calls) == [1, 2])
+    assert time.monotonic() - freed >= AFTER_S  # sequence 1 idled anew from there
 
 
 def test_the_hook_never_runs_while_execute_does() -> None:
