@@ -14,11 +14,12 @@ waits the idle time from the end of the last ``execute`` that had a request of t
 and then for the instance to have been free for a settling time (the batcher's queue delay
 and 50 ms), in which the server hands over whatever of the sequence it still queues: by then
 the server has ended it, and a request of it without START is refused there, never reaching
-the model. A request that ENDs the sequence ends its tracking (the model saw the END). Where: never at the same
-time as the instance's ``execute`` (the hook holds the lock ``execute`` runs under); for an
-``async def execute``, on the model's event loop, between its coroutines' steps. An
-``async def sequence_idle`` is run to its end. A hook that raises is logged at ERROR with the
-model, the instance and its traceback; the sequence stays ended.
+the model. A request that ENDs the sequence ends its tracking (the model saw the END).
+
+Where: never at the same time as the instance's ``execute`` (the hook holds the lock
+``execute`` runs under); for an ``async def execute``, on the model's event loop, between its
+coroutines' steps. An ``async def sequence_idle`` is run to its end. A hook that raises is
+logged at ERROR with the model, the instance and its traceback; the sequence stays ended.
 """
 
 from __future__ import annotations
