@@ -29,6 +29,7 @@ DEFAULTS = {  # template -> (inputs, outputs, dims), when --input/--output are n
     "decoupled": (["INPUT0:FP32"], ["OUTPUT0:FP32"], [-1]),
     # The names and types of examples/model_repository/add_sub, the default target.
     "bls": (["INPUT0:FP32", "INPUT1:FP32"], ["OUTPUT0:FP32", "OUTPUT1:FP32"], [4]),
+    "sequence": (["INPUT0:FP32"], ["OUTPUT0:FP32"], [-1]),
 }
 
 

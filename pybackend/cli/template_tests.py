@@ -21,9 +21,9 @@ import numpy as np
 MODEL_DIR = Path(__file__).parent
 
 
-def sample(dtype, shape):
-    """Data of a declared data type and shape: 0, 1, 2... (as bytes for BYTES)."""
-    values = np.arange(int(np.prod(shape)))
+def sample(dtype, shape, start=0):
+    """Data of a declared data type and shape: start, start + 1... (as bytes for BYTES)."""
+    values = np.arange(start, start + int(np.prod(shape)))
     if dtype is np.object_:
         return np.array([str(v).encode() for v in values], dtype=np.object_).reshape(shape)
     return values.astype(dtype).reshape(shape)
@@ -36,9 +36,12 @@ def _shape(spec: TensorSpec, rows: int = 0) -> str:
     return str(tuple(([rows] if rows else []) + dims))
 
 
-def _inputs(m: Model, rows: int = 0, indent: str = "    ") -> List[str]:
-    lines = [f"{indent}inputs = {{"]
-    lines += [f'{indent}    "{s.name}": sample({s.numpy}, {_shape(s, rows)}),' for s in m.inputs]
+def _inputs(
+    m: Model, rows: int = 0, indent: str = "    ", name: str = "inputs", start: int = 0
+) -> List[str]:
+    lines = [f"{indent}{name} = {{"]
+    at = f", start={start}" if start else ""
+    lines += [f'{indent}    "{s.name}": sample({s.numpy}, {_shape(s, rows)}{at}),' for s in m.inputs]
     return lines + [f"{indent}}}"]
 
 
@@ -128,6 +131,29 @@ def _bls(m: Model) -> List[str]:
     return lines
 
 
+def _sequence(m: Model) -> List[str]:
+    return [
+        "def test_a_sequence_answers_from_its_state(triton_model):",
+        "    model = triton_model(MODEL_DIR)",
+        *_inputs(m),
+        *_inputs(m, name="later", start=7),
+        "    out = model.infer(inputs, sequence_id=1, sequence_start=True)",
+        *_checks(m, "out", "    "),
+        "    # Later requests of the sequence: still its first inputs, the state it keeps.",
+        "    for end in (False, True):",
+        "        out = model.infer(later, sequence_id=1, sequence_end=end)",
+        *_checks(m, "out", "        "),
+        "",
+        "",
+        "def test_a_request_of_an_ended_sequence_is_refused(triton_model):",
+        "    model = triton_model(MODEL_DIR)",
+        *_inputs(m),
+        "    model.infer(inputs, sequence_id=2, sequence_start=True, sequence_end=True)",
+        '    with pytest.raises(InferError, match="must specify the START flag"):',
+        "        model.infer(inputs, sequence_id=2)  # the server's refusal, as offline",
+    ]
+
+
 def generated_test(m: Model, file_name: str) -> str:
     imports = ""
     if m.template == "bls":
@@ -135,6 +161,14 @@ def generated_test(m: Model, file_name: str) -> str:
             "import pytest\nimport triton_python_backend_utils as pb_utils\n"
             "from pybackend.testing import InferError, ModelHarness\n"
         )
+    if m.template == "sequence":
+        imports = "import pytest\nfrom pybackend.testing import InferError\n"
     head = _HEAD.format(name=m.name, file=file_name, imports=imports)
-    make = {"basic": _basic, "batched": _batched, "decoupled": _decoupled, "bls": _bls}
+    make = {
+        "basic": _basic,
+        "batched": _batched,
+        "decoupled": _decoupled,
+        "bls": _bls,
+        "sequence": _sequence,
+    }
     return head + "\n" + "\n".join(make[m.template](m)) + "\n"

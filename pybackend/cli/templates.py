@@ -1,8 +1,9 @@
 """What `pybackend new` writes: config.pbtxt, ``1/model.py`` and a pytest file for one of
-four templates. Every generated model computes the same thing, so that its test can check
+five templates. Every generated model computes the same thing, so that its test can check
 it for any names and data types: output k is input (k mod number of inputs) converted to
 the output's data type; the templates differ in how (one request at a time, a dynamic
-batch at once, a stream of responses, through a BLS call to another model)."""
+batch at once, a stream of responses, through a BLS call to another model, from the state
+a sequence of requests keeps: its first request's inputs)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ TEMPLATES = {
     "batched": "dynamic batching: the requests of a batch computed at once",
     "decoupled": "a stream of responses per request (one per row of the first input)",
     "bls": "calls another model (TARGET_MODEL parameter) through BLS",
+    "sequence": "stateful: each sequence of requests keeps state (here its first inputs)",
 }
 #: Sizes a generated test gives a -1 dimension, and the batch sizes of its batch test.
 ANY_SIZE = 3
@@ -91,6 +93,10 @@ def config_pbtxt(m: Model) -> str:
         lines.append("dynamic_batching { max_queue_delay_microseconds: 1000 }")
     if m.template == "decoupled":
         lines.append("model_transaction_policy { decoupled: true }")
+    if m.template == "sequence":
+        lines.append("# The requests of a sequence (the client's sequence_id) reach the same instance")
+        lines.append("# in order; one idle for 10 s is ended by the server.")
+        lines.append("sequence_batching { max_sequence_idle_microseconds: 10000000 }")
     if m.template == "bls":
         lines.append("# The model execute() calls; it must have inputs and outputs of these names.")
         lines.append(f'parameters {{ key: "TARGET_MODEL" value {{ string_value: "{m.target}" }} }}')
@@ -248,8 +254,57 @@ def _bls(m: Model) -> List[str]:
     return body + ["        return responses"]
 
 
+def _sequence(m: Model) -> List[str]:
+    names = [m.vars[s.name] for s in m.inputs]
+    unpacked = f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+    body = [
+        "        # What the model keeps per sequence between its requests, by correlation id.",
+        "        self.sequences = {}",
+        "",
+        "    def execute(self, requests):",
+        "        responses = []",
+        "        for request in requests:",
+        "            # The requests of a sequence share its correlation id (the client's",
+        "            # sequence_id); flags() says which one STARTs it and which one ENDs it.",
+        "            sequence = request.correlation_id()",
+        "            flags = request.flags()",
+        "            if flags & pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START:",
+        "                # Your state here: this template keeps the sequence's first inputs.",
+        "                self.sequences[sequence] = [",
+    ]
+    body += [f"                    {_get(m, s)}," for s in m.inputs]
+    body += [
+        "                ]",
+        f"            {unpacked} = self.sequences[sequence]",
+        "            # Your computation here, from the sequence's state and this request.",
+    ]
+    body += [f"            {m.vars[o.name]} = {_convert(m, k, o)}" for k, o in enumerate(m.outputs)]
+    body += [
+        "            if flags & pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END:",
+        "                del self.sequences[sequence]",
+        "            responses.append(",
+        *_response(m, "                "),
+        "            )",
+        "        return responses",
+        "",
+        "    def sequence_idle(self, correlation_id):",
+        "        # A sequence whose client stopped without END is ended by the server after",
+        "        # max_sequence_idle_microseconds; pybackend then calls this (the original",
+        "        # backend never does, and the state would stay).",
+        "        self.sequences.pop(correlation_id, None)",
+    ]
+    return body
+
+
 def model_py(m: Model) -> str:
     head = _HEAD.format(name=m.name, what=TEMPLATES[m.template], template=m.template)
-    make = {"basic": _basic, "batched": _batched, "decoupled": _decoupled, "bls": _bls}
+    make = {
+        "basic": _basic,
+        "batched": _batched,
+        "decoupled": _decoupled,
+        "bls": _bls,
+        "sequence": _sequence,
+    }
     lines = make[m.template](m)
-    return head + ("" if m.template == "bls" else "\n") + "\n".join(lines) + "\n"
+    continues = m.template in ("bls", "sequence")  # their first lines end initialize
+    return head + ("" if continues else "\n") + "\n".join(lines) + "\n"

@@ -18,12 +18,15 @@ CASES = {
     "batched": [],
     "decoupled": [],
     "bls": [],
+    "sequence": [],
     # Names, several inputs, BYTES, a fixed and a variable dimension, conversions.
     "basic-options": ["-t", "basic", "--name", "mixed", "-i", "TEXT:STRING", "-i", "N:INT32:2,-1",
                       "-o", "ECHO:BYTES", "-o", "AS_FLOAT:TYPE_FP64", "-o", "AGAIN:STRING"],
     "batched-options": ["-t", "batched", "-i", "PIXELS:UINT8:2,3", "-o", "SCALED:FP16"],
     "decoupled-options": ["-t", "decoupled", "-i", "PROMPT:STRING", "-o", "TOKEN:STRING"],
     "bls-options": ["-t", "bls", "--target", "ranker", "-i", "Q:INT64:5", "-o", "SCORE:FP32"],
+    "sequence-options": ["-t", "sequence", "-i", "CHUNK:INT16:-1", "-i", "SPEAKER:STRING",
+                         "-o", "FIRST_CHUNK:FP32", "-o", "FIRST_SPEAKER:STRING"],
 }  # fmt: skip
 
 
@@ -104,7 +107,7 @@ def test_a_non_empty_directory_needs_force(cli: Cli, tmp_path: Path) -> None:
 def test_generated_models_pass_in_a_stub_and_through_tritonserver(cli: Cli, tmp_path: Path) -> None:
     """The same generated tests in the harness's other modes: the model in a real stub
     process, and served by a real tritonserver with our backend."""
-    for template in ("basic", "batched", "decoupled"):
+    for template in ("basic", "batched", "decoupled", "sequence"):
         assert cli("new", tmp_path / template, "-t", template).returncode == 0
     ran = subprocess.run(
         [
@@ -124,4 +127,4 @@ def test_generated_models_pass_in_a_stub_and_through_tritonserver(cli: Cli, tmp_
         cwd=tmp_path,
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "6 passed" in ran.stdout, ran.stdout
+    assert "10 passed" in ran.stdout, ran.stdout
