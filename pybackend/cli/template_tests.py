@@ -41,7 +41,8 @@ def _inputs(
 ) -> List[str]:
     lines = [f"{indent}{name} = {{"]
     at = f", start={start}" if start else ""
-    lines += [f'{indent}    "{s.name}": sample({s.numpy}, {_shape(s, rows)}{at}),' for s in m.inputs]
+    for s in m.inputs:
+        lines.append(f'{indent}    "{s.name}": sample({s.numpy}, {_shape(s, rows)}{at}),')
     return lines + [f"{indent}}}"]
 
 

@@ -94,8 +94,8 @@ def config_pbtxt(m: Model) -> str:
     if m.template == "decoupled":
         lines.append("model_transaction_policy { decoupled: true }")
     if m.template == "sequence":
-        lines.append("# The requests of a sequence (the client's sequence_id) reach the same instance")
-        lines.append("# in order; one idle for 10 s is ended by the server.")
+        lines.append("# The requests of a sequence (the client's sequence_id) reach the same")
+        lines.append("# instance in order; one idle for 10 s is ended by the server.")
         lines.append("sequence_batching { max_sequence_idle_microseconds: 10000000 }")
     if m.template == "bls":
         lines.append("# The model execute() calls; it must have inputs and outputs of these names.")
