@@ -7,7 +7,7 @@
 
 namespace pybackend::ipc {
 
-constexpr uint32_t PROTOCOL_VERSION = 4;
+constexpr uint32_t PROTOCOL_VERSION = 5;
 constexpr uint32_t HEADER_SIZE = 16;
 constexpr uint32_t MAX_INLINE_BODY = 131072;
 constexpr uint32_t MAX_DATAGRAM = 262144;

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import struct
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 HEADER_SIZE = 16
 MAX_INLINE_BODY = 131072
 MAX_DATAGRAM = 262144
