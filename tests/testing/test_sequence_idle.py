@@ -34,7 +34,7 @@ instance_group [ {{ count: 1 kind: KIND_CPU }} ]
 """
     % IDLE_US
 )
-SHARED = 'parameters { key: "PYBACKEND_INSTANCE_PROCESS" value: { string_value: "shared" } }'
+MODE = 'parameters {{ key: "PYBACKEND_INSTANCE_PROCESS" value: {{ string_value: "{}" }} }}'
 
 # The running sum of IN per sequence; INFO: the sum, the sequences the model holds state for
 # and every sequence_idle call so far (the id, the state it dropped, whether an execute ran).
@@ -107,18 +107,19 @@ ENGINES: Dict[str, Callable[[Path], Any]] = {
     "stub": StubModel,
     "server": ServerModel,
     "server-shared": ServerModel,
+    "server-fork": ServerModel,
 }
 
 
-# Every engine with the plain hook; the coroutine one where its loop differs (shared mode
-# runs the same dispatcher as a stub process).
+# Every engine with the plain hook; the coroutine one where its loop differs (the shared and
+# fork modes run the same dispatcher as a stub process).
 CASES = [(engine, "seq_hook") for engine in ENGINES] + [
     (engine, "seq_hook_async") for engine in ("inprocess", "stub", "server")
 ]
 
 
 def _start(tmp_path: Path, engine: str, name: str) -> Any:
-    extra = SHARED if engine == "server-shared" else ""
+    extra = MODE.format(engine.split("-")[1]) if "-" in engine else ""
     model_dir = write_model(tmp_path, name, MODELS[name], CONFIG.format(name=name, extra=extra))
     return ENGINES[engine](model_dir)
 
