@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
-from .tracebacks import MODEL_ERRORS, format_exception
+from .tracebacks import MODEL_ERRORS, ModelExit, exits_as_errors, format_exception
 
 HOOK = "sequence_idle"
 GRACE_S = 0.05
@@ -184,10 +184,12 @@ class IdleSequences:
     def _call(self, cid: CorrelationId) -> None:
         try:
             if self._on_loop:
-                self._run_coroutine(self._on_the_loop(cid))
+                self._on_its_loop(self._on_the_loop(cid))
             else:
                 self._serialize(lambda: self._locked(cid))
         except MODEL_ERRORS as e:  # the model's hook may raise anything
+            if isinstance(e, ModelExit):
+                e = e.exc
             self._report(
                 f"{HOOK}({cid!r}) of {self._where} raised (the server ended the sequence "
                 f"after max_sequence_idle_microseconds; its state is the model's to drop, "
@@ -199,7 +201,12 @@ class IdleSequences:
             if self._still_pending(cid):
                 result = self._hook(cid)
                 if inspect.iscoroutine(result):
-                    self._run_coroutine(result)
+                    self._on_its_loop(result)
+
+    def _on_its_loop(self, coro: Any) -> None:
+        # SystemExit or KeyboardInterrupt raised in a coroutine would end the loop's thread
+        # (and every coroutine of the model with it): carried as an error instead.
+        self._run_coroutine(exits_as_errors(coro))
 
     async def _on_the_loop(self, cid: CorrelationId) -> None:
         if self._still_pending(cid):

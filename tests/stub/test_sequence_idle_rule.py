@@ -252,3 +252,32 @@ def test_closing_waits_for_a_running_hook_and_ends_the_watch() -> None:
     seqs.execute(lambda r: None, [Request(9, START)])  # after close: nothing is watched
     time.sleep(3 * AFTER_S)
     assert finished == [1]
+
+
+def test_a_hook_that_exits_on_the_loop_leaves_the_loop_serving() -> None:
+    """SystemExit raised in a coroutine would end the event loop's thread, and every
+    coroutine of the model with it: it is reported as the hook's error instead."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def on_loop(coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    async def hook(cid: Any) -> None:
+        raise SystemExit(3)
+
+    reports: List[str] = []
+    seqs = IdleSequences(hook, (AFTER_S, SETTLE_S), True, _direct, on_loop, reports.append, "m")
+    seqs.execute(lambda r: None, [Request(4, START)])
+    _wait_for(lambda: len(reports) == 1)
+    assert "raised" in reports[0] and "SystemExit: 3" in reports[0], reports[0]
+
+    async def still_there() -> str:
+        return "served"
+
+    assert on_loop(still_there()) == "served"
+    seqs.close()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
