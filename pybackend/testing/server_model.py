@@ -31,7 +31,9 @@ class ServerModel:
     """``model_dir`` (and ``others``, e.g. the models it calls through BLS) served by a
     tritonserver of its own on free loopback ports; ``backend`` is "ours" or "original";
     ``runtime``: the directory of the python-based backend whose ``model.py`` runs the model
-    (served as the backend its config names; docs/python_based_backends.md)."""
+    (served as the backend its config names; docs/python_based_backends.md); ``server_args``:
+    more tritonserver options (``--http-header-forward-pattern=...``, ``--trace-config=...``),
+    for what only a server does; ``infer(..., headers={...})`` sends HTTP headers."""
 
     def __init__(
         self,
@@ -40,8 +42,10 @@ class ServerModel:
         others: Sequence[Union[str, Path]] = (),
         backend: str = "ours",
         runtime: Union[str, Path, None] = None,
+        server_args: Sequence[str] = (),
     ) -> None:
         self.model_dir = Path(model_dir).resolve()
+        self.server_args = list(server_args)
         self.model_name = self.model_dir.name
         self._runtimes: Dict[str, Path] = {}
         config: Dict[str, Any] = {}
@@ -93,6 +97,7 @@ class ServerModel:
             model_control_mode="explicit",
             load_models=names,
             runtimes=self._runtimes,
+            extra_args=self.server_args,
         )
         try:
             self._server.__enter__()
