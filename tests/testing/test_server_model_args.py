@@ -47,7 +47,9 @@ ARGS = [
 ]
 
 
-def _seen(model, **kwargs) -> dict:
+def _seen(model, headers=None) -> dict:
+    # A copy: tritonclient's HTTP client adds entries of its own to the dict it is given.
+    kwargs = {"headers": dict(headers)} if headers else {}
     out = model.infer({"X": np.ones(1, np.float32)}, **kwargs)
     return json.loads(out["SEEN"][0])
 
