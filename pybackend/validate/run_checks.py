@@ -161,7 +161,7 @@ def _request(report: ModelReport, file: str, harness: ModelHarness, timeout: flo
                 NOTE, "run", "no request sent: an input's data type cannot be generated", file
             )
             return
-        request = harness.request(inputs)
+        request = harness.request(inputs, **sequence_of_one(harness.config))
         if harness.decoupled:
             responses = harness.stream(request, timeout)
         else:
@@ -196,6 +196,14 @@ def _request(report: ModelReport, file: str, harness: ModelHarness, timeout: flo
         arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
         for text in output_mismatches(harness.config, harness.instance_name, arrays):
             report.add(WARNING, "output", text, file)
+
+
+def sequence_of_one(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """The generated request's sequence fields: a model behind the sequence batcher gets it
+    as a sequence of one request (the server refuses one without a correlation id)."""
+    if config.get("sequence_batching") is None:
+        return {}
+    return {"sequence_id": 1, "sequence_start": True, "sequence_end": True}
 
 
 def generated_inputs(config: Mapping[str, Any]) -> Optional[Dict[str, np.ndarray]]:

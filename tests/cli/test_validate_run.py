@@ -62,6 +62,8 @@ def test_the_examples_run_clean(cli: Cli) -> None:
     # error_model answers every request with an error: a note, not a failure.
     note = "error_model/1/model.py: note: the generated request (ones, every -1 dimension 1)"
     assert note in done.stdout
+    # running_sum sits behind the sequence batcher: its request is a sequence of one.
+    assert "running_sum/1/model.py" not in done.stdout
 
 
 def test_outputs_that_differ_from_the_config_are_warnings(cli: Cli, tmp_path: Path) -> None:
