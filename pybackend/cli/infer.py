@@ -28,6 +28,7 @@ examples:
   pybackend infer localhost:8000 add_sub INPUT0=1,2,3,4 INPUT1=@ones.npy
   pybackend infer grpc://localhost:8001 token_stream --stream PROMPT="the quick brown fox"
   pybackend infer localhost:8000 add_sub INPUT0=1,2,3,4 INPUT1=1,1,1,1 --json | jq .
+  pybackend infer localhost:8000 running_sum VALUE=3 --sequence-id 7 --sequence-start
 
 exit codes: 0 the model answered, 1 an error (the server's text is printed), 2 bad command line.
 """
@@ -60,6 +61,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout", type=float, default=60.0, metavar="S", help="wait at most S s (default 60)"
     )
+    parser.add_argument(
+        "--sequence-id",
+        metavar="ID",
+        help="a stateful model's sequence (its correlation id: a number, else a string)",
+    )
+    parser.add_argument(
+        "--sequence-start", action="store_true", help="the request starts the sequence"
+    )
+    parser.add_argument("--sequence-end", action="store_true", help="the request ends it")
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the outputs as JSON")
     form.add_argument("--npz", metavar="FILE", help="write the outputs to FILE (numpy .npz)")
@@ -82,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                 "and give the server's gRPC address"
             )
         arrays = build_inputs(args.inputs, specs, args.model)
-        req = Request(args.model, args.model_version, arrays, specs, args.output)
+        req = Request(args.model, args.model_version, arrays, specs, args.output, _sequence(args))
         responses = _show(args, client.stream(req) if args.stream else [client.infer(req)])
     finally:
         client.close()
@@ -101,6 +111,25 @@ def run(args: argparse.Namespace) -> int:
         np.savez(args.npz, **arrays_out)  # type: ignore[arg-type]
         print(f"wrote {args.npz} ({', '.join(arrays_out)})")
     return 0
+
+
+def _sequence(args: argparse.Namespace) -> Dict[str, Any]:
+    """tritonclient's sequence arguments from the command line ({}: none given)."""
+    from .infer_client import ClientError
+
+    if args.sequence_id is None:
+        if args.sequence_start or args.sequence_end:
+            raise ClientError("--sequence-start and --sequence-end need --sequence-id")
+        return {}
+    given: str = args.sequence_id
+    sequence_id: Any = int(given) if given.isdigit() else given
+    if sequence_id in (0, ""):
+        raise ClientError("--sequence-id must be a non-zero number or a non-empty string")
+    return {
+        "sequence_id": sequence_id,
+        "sequence_start": args.sequence_start,
+        "sequence_end": args.sequence_end,
+    }
 
 
 def _show(args: argparse.Namespace, responses: Any) -> List[Named]:

@@ -5,7 +5,7 @@ errors as :class:`ClientError` in the server's words."""
 from __future__ import annotations
 
 import queue
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -15,6 +15,15 @@ from pybackend.errors import PybackendError
 from .infer_inputs import InputSpec
 
 Outputs = Dict[str, np.ndarray]
+
+
+# The server's refusal of a request without a correlation id to a model behind the sequence
+# batcher, and what to give this command then.
+NO_SEQUENCE = "must specify a non-zero or non-empty correlation ID"
+SEQUENCE_HINT = (
+    " (the model is stateful: give --sequence-id ID, with --sequence-start on a sequence's "
+    "first request and --sequence-end on its last)"
+)
 
 
 class ClientError(PybackendError):
@@ -28,6 +37,8 @@ class Request:
     arrays: Outputs  # the inputs by name
     specs: Sequence[InputSpec]  # the model's inputs, for their data types
     outputs: Sequence[str]  # those asked for ([]: all)
+    # tritonclient's sequence_id, sequence_start, sequence_end, as given ({}: none)
+    sequence: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,7 +88,10 @@ class Client:
         try:
             return fn()
         except InferenceServerException as e:
-            raise ClientError(f"{what}: {e.message() or e}") from None
+            text = str(e.message() or e)
+            if NO_SEQUENCE in text:
+                text += SEQUENCE_HINT
+            raise ClientError(f"{what}: {text}") from None
         except OSError as e:  # refused connection, name resolution, timeout
             raise ClientError(
                 f"cannot reach {self.where.protocol}://{self.where.address}: {e}"
@@ -122,7 +136,11 @@ class Client:
         return [self.module.InferRequestedOutput(n) for n in req.outputs] or None
 
     def infer(self, req: "Request") -> List[Tuple[str, str, np.ndarray]]:
-        kwargs: Dict[str, Any] = {"model_version": req.version, "outputs": self._outputs(req)}
+        kwargs: Dict[str, Any] = {
+            "model_version": req.version,
+            "outputs": self._outputs(req),
+            **req.sequence,
+        }
         if self.where.protocol == "grpc":
             kwargs["client_timeout"] = self.timeout
         result = self._call(
@@ -153,6 +171,7 @@ class Client:
                     model_version=req.version,
                     outputs=self._outputs(req),
                     enable_empty_final_response=True,  # how the end of the stream shows
+                    **req.sequence,
                 ),
             )
             while True:

@@ -69,6 +69,23 @@ def test_bytes_and_a_batch_dimension(cli: Cli, examples_server: TritonServer) ->
     assert done.stdout == "OUTPUT0\tFP32\t[1, 4]\t[[2.0, 4.0, 6.0, 8.0]]\n"
 
 
+@pytest.mark.parametrize("protocol,sequence_id", [("http", "31"), ("grpc", "user-31")])
+def test_a_sequence_of_a_stateful_model(
+    cli: Cli, examples_server: TritonServer, protocol: str, sequence_id: str
+) -> None:
+    """running_sum keeps a sum per sequence: --sequence-id, --sequence-start, --sequence-end
+    (a number is an integer correlation id, anything else a string)."""
+    url = examples_server.http_url if protocol == "http" else f"grpc://{examples_server.grpc_url}"
+    sums = []
+    for value, flags in ((3, ["--sequence-start"]), (4, []), (5, ["--sequence-end"])):
+        done = cli(
+            "infer", url, "running_sum", f"VALUE={value}", "--sequence-id", sequence_id, *flags
+        )
+        assert done.returncode == 0, done.stderr
+        sums.append(done.stdout)
+    assert sums == [f"SUM\tINT64\t[1, 1]\t[[{n}]]\n" for n in (3, 7, 12)]
+
+
 def test_stream_of_a_decoupled_model(cli: Cli, examples_server: TritonServer) -> None:
     done = cli(
         "infer", examples_server.grpc_url, "token_stream", "--stream", "PROMPT=the quick brown fox"
@@ -137,6 +154,17 @@ def test_a_table_on_a_terminal(
             ["error_model", "INPUT0=1,2"],
             "model 'error_model': Failed to process the request(s) for model 'error_model_0_0', "
             "message: ValueError: error_model refuses every request (first one had 2 values)",
+        ),
+        (
+            ["running_sum", "VALUE=1"],
+            "model 'running_sum': inference request to model 'running_sum' must specify a "
+            "non-zero or non-empty correlation ID (the model is stateful: give --sequence-id "
+            "ID, with --sequence-start on a sequence's first request and --sequence-end on its "
+            "last)",
+        ),
+        (
+            ["add_sub", "INPUT0=1,2,3,4", "INPUT1=1,1,1,1", "--sequence-start"],
+            "--sequence-start and --sequence-end need --sequence-id",
         ),
         (
             ["token_stream", "PROMPT=hi"],
