@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from .infer_client import Client, ClientError, Request, target
     from .infer_inputs import build_inputs
 
+    sequence = _sequence(args)  # checked before anything is sent
     where = target(args.url, args.grpc or (args.stream and "://" not in args.url))
     client = Client(where, args.timeout)
     try:
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 "and give the server's gRPC address"
             )
         arrays = build_inputs(args.inputs, specs, args.model)
-        req = Request(args.model, args.model_version, arrays, specs, args.output, _sequence(args))
+        req = Request(args.model, args.model_version, arrays, specs, args.output, sequence)
         responses = _show(args, client.stream(req) if args.stream else [client.infer(req)])
     finally:
         client.close()
@@ -122,7 +123,7 @@ def _sequence(args: argparse.Namespace) -> Dict[str, Any]:
             raise ClientError("--sequence-start and --sequence-end need --sequence-id")
         return {}
     given: str = args.sequence_id
-    sequence_id: Any = int(given) if given.isdigit() else given
+    sequence_id: Any = int(given) if given.isascii() and given.isdigit() else given
     if sequence_id in (0, ""):
         raise ClientError("--sequence-id must be a non-zero number or a non-empty string")
     return {

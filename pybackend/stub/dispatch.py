@@ -41,7 +41,9 @@ _RESPONSE = int(ResultKind.RESPONSE)
 _PER_RESULT = codec.PER_RESULT.pack  # kind, release flags: each item's head in a RESULT
 
 
-def _call(fn: Callable[[], None]) -> None:
+def _on_the_watcher(fn: Callable[[], None]) -> None:
+    """Where a model's sequence_idle runs in a stub: on the watcher's own thread, under the
+    lock ``execute`` runs under (sequence_idle.py takes it)."""
     fn()
 
 
@@ -92,7 +94,7 @@ class Dispatcher:
             self.model,
             config,
             f"model '{self.model_name}', instance '{self.instance}'",
-            _call,
+            _on_the_watcher,
             self.run_coroutine,
             lambda text: log.here(ERROR, text),
         )

@@ -8,18 +8,23 @@ server#6846). pybackend's extension: a model that defines the method is told, fr
 instance; the original never calls it. One rule, here, for both engines that run model code:
 the stub (dispatch.py) and the offline harness (harness_execute.py).
 
-When: the server's clock for a sequence starts when a request of it reaches its queue, before
-``execute``; a request waits there while the instance runs another ``execute``. So the hook
-waits the idle time from the end of the last ``execute`` that had a request of the sequence,
-and then for the instance to have been free for a settling time (the batcher's queue delay
-and 50 ms), in which the server hands over whatever of the sequence it still queues: by then
-the server has ended it, and a request of it without START is refused there, never reaching
-the model. A request that ENDs the sequence ends its tracking (the model saw the END).
+When. The server's clock for a sequence restarts when a request of it reaches the server's
+queue, before ``execute``; the request waits there while the instance runs other executes.
+So a sequence counts as ended once its idle time (plus 50 ms for the server's own timer) has
+passed since the end of the last ``execute`` that served it, and no request of it can still
+be queued: an ``execute`` started since then took every request the server held (the direct
+strategy hands over one per active sequence; the oldest strategy did when its batch was not
+full), or the instance has been free for a settling time (the batcher's queue delay and
+50 ms) in which the server would have handed one over. A request that ENDs the sequence ends
+its tracking (the model saw the END); one that comes meanwhile (a new START of the id) calls
+the hook off.
 
-Where: never at the same time as the instance's ``execute`` (the hook holds the lock
-``execute`` runs under); for an ``async def execute``, on the model's event loop, between its
-coroutines' steps. An ``async def sequence_idle`` is run to its end. A hook that raises is
-logged at ERROR with the model, the instance and its traceback; the sequence stays ended.
+Where. A plain ``execute`` and the hook never run at the same time (the hook holds the lock
+``execute`` runs under). With ``async def execute`` the hook runs on the model's event loop,
+between the steps of its coroutines, never for a sequence one of them is serving (an execute
+counts until its coroutine ends). An ``async def sequence_idle`` is run to its end. A hook
+that raises is logged at ERROR with the model, the instance and its traceback; the sequence
+stays ended.
 """
 
 from __future__ import annotations
@@ -27,22 +32,52 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+from dataclasses import dataclass
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Set,
+    Tuple,
+    Union,
+)
 
+from ..utils import TRITONSERVER_REQUEST_FLAG_SEQUENCE_END as SEQUENCE_END
+from ..utils import TRITONSERVER_REQUEST_FLAG_SEQUENCE_START as SEQUENCE_START
+from .returns import runs_as_coroutine
 from .tracebacks import MODEL_ERRORS, ModelExit, exits_as_errors, format_exception
 
 HOOK = "sequence_idle"
 GRACE_S = 0.05
-SEQUENCE_END = 2  # TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
-CLOSE_WAIT_S = 5.0  # how long closing waits for a hook that is running
+# Closing (before finalize) waits this long for a hook that is running: a hook that hangs
+# must not hold the unload for good (the backend bounds finalize on its own).
+CLOSE_WAIT_S = 5.0
 
 CorrelationId = Union[int, str]
 
 
-def idle_times(config: Mapping[str, Any]) -> Optional[Tuple[float, float]]:
-    """(idle time, settling time) in seconds for a model behind the sequence batcher (see the
-    module's doc); None for any other (an iterative sequence is one request that comes back:
-    nothing of it idles)."""
+@dataclass(frozen=True)
+class IdleRule:
+    """When a model's sequence counts as ended by the server (see the module's doc)."""
+
+    idle_s: float  # max_sequence_idle_microseconds (the server's default: 1 s)
+    settle_s: float  # the batcher's queue delay and GRACE_S
+    always_drains: bool  # the direct strategy: each execute takes every queued sequence
+    max_batch: int  # the oldest strategy's batch takes every queued one when smaller
+
+    def drains(self, batch: int) -> bool:
+        """Whether an execute of ``batch`` requests took every request the server held."""
+        return self.always_drains or batch < self.max_batch
+
+
+def idle_rule(config: Mapping[str, Any]) -> Optional[IdleRule]:
+    """The rule for a model behind the sequence batcher; None for any other (an iterative
+    sequence is one request that comes back: nothing of it idles)."""
     batching = config.get("sequence_batching")
     if not isinstance(batching, Mapping) or batching.get("iterative_sequence"):
         return None
@@ -52,7 +87,21 @@ def idle_times(config: Mapping[str, Any]) -> Optional[Tuple[float, float]]:
         part = batching.get(strategy)
         if isinstance(part, Mapping):
             delay_us = max(delay_us, int(part.get("max_queue_delay_microseconds") or 0))
-    return idle_us / 1e6, delay_us / 1e6 + GRACE_S
+    return IdleRule(
+        idle_us / 1e6,
+        delay_us / 1e6 + GRACE_S,
+        not isinstance(batching.get("oldest"), Mapping),
+        int(config.get("max_batch_size") or 0),
+    )
+
+
+def _sequences_of(requests: Iterable[Any]) -> Iterator[Tuple[CorrelationId, int]]:
+    """(correlation id, flags) of the requests that belong to a sequence (the direct
+    strategy's null requests, correlation id 0, do not)."""
+    for r in requests:
+        cid = r._correlation_id
+        if cid != 0 and cid != "":
+            yield cid, r._flags
 
 
 class IdleSequences:
@@ -65,7 +114,7 @@ class IdleSequences:
     def __init__(
         self,
         hook: Callable[[CorrelationId], Any],
-        times: Tuple[float, float],
+        rule: IdleRule,
         on_loop: bool,
         serialize: Callable[[Callable[[], None]], None],
         run_coroutine: Callable[[Any], Any],
@@ -73,23 +122,29 @@ class IdleSequences:
         where: str,
     ) -> None:
         self._hook = hook
-        self._idle_s, self._settle_s = times
+        self._rule = rule
         self._on_loop = on_loop
         self._serialize = serialize
         self._run_coroutine = run_coroutine
         self._report = report
         self._where = where  # "model 'm', instance 'm_0'"
-        #: Held around each ``execute`` and each hook call of a model with a plain execute.
+        #: Held around each ``execute`` call and each hook call of a model with a plain
+        #: execute.
         self.lock = threading.Lock()
         self._cv = threading.Condition()
-        # Sequence -> when its last execute ended; in that order (an entry is moved to the
-        # end when seen again), so the first is the next to go idle.
+        # Sequence -> when the last execute that served it ended; in that order (an entry is
+        # moved to the end when seen again), so the first is the next to go idle.
         self._last: Dict[CorrelationId, float] = {}
         # Ended by the server, hook not called yet: a request of it seen since (a new START
-        # of the same id) cancels the call.
+        # of the same id) calls the hook off.
         self._pending: Set[CorrelationId] = set()
-        self._executing = 0  # executes of the instance running now
+        # Sequences an execute is serving now (how many of its requests), and those of them
+        # whose END it got.
+        self._serving: Dict[CorrelationId, int] = {}
+        self._ended_ids: Set[CorrelationId] = set()
+        self._executing = 0  # executes running now (an async one until its coroutine ends)
         self._free_since = 0.0  # when the last one ended
+        self._drained_at = 0.0  # when the last execute that took every queued request began
         self._thread: Optional[threading.Thread] = None
         self._closed = False
 
@@ -106,40 +161,73 @@ class IdleSequences:
         """For a model that defines the hook and sits behind the sequence batcher; else
         None (nothing is tracked, ``execute`` runs as it always did)."""
         hook = getattr(model, HOOK, None)
-        times = idle_times(config)
-        if hook is None or not callable(hook) or times is None:
+        rule = idle_rule(config)
+        if hook is None or not callable(hook) or rule is None:
             return None
         on_loop = inspect.iscoroutinefunction(getattr(model, "execute", None))
-        return cls(hook, times, on_loop, serialize, run_coroutine, report, where)
+        return cls(hook, rule, on_loop, serialize, run_coroutine, report, where)
 
     # ------------------------------------------------------------------ execute side
 
     def execute(self, execute: Callable[[Any], Any], requests: List[Any]) -> Any:
-        """``execute(requests)``, under the lock, with its sequences seen before (a hook of
-        one of them not yet run is off) and after (their idle time starts at its end)."""
+        """``execute(requests)`` under the lock, its sequences seen as it begins (a hook of
+        one of them not yet run is called off) and as it ends (their idle time starts there):
+        when it returns, or for a coroutine when the coroutine does."""
         with self.lock:
-            self._seen(requests, 1)
+            self._began(requests)
             try:
-                return execute(requests)
-            finally:
-                self._seen(requests, -1)
+                result = execute(requests)
+            except BaseException:
+                self._ended(requests)
+                raise
+            if runs_as_coroutine(result):
+                return self._ending(result, requests)
+            self._ended(requests)
+            return result
 
-    def _seen(self, requests: Iterable[Any], executing: int) -> None:
+    async def _ending(self, coro: Any, requests: List[Any]) -> Any:
+        try:
+            return await coro
+        finally:
+            self._ended(requests)
+
+    def _began(self, requests: List[Any]) -> None:
         now = time.monotonic()
         with self._cv:
-            self._executing += executing
-            if executing < 0:
-                self._free_since = now
+            self._executing += 1
+            if self._rule.drains(len(requests)):
+                self._drained_at = now
             if self._closed:
                 return
-            for r in requests:
-                cid = r._correlation_id
-                if cid == 0 or cid == "":  # no sequence: the direct strategy's null requests
-                    continue
+            for cid, flags in _sequences_of(requests):
+                # Served from now until its execute ends: not idle, and a hook of it not yet
+                # run is off (the model sees the sequence again; a START begins it anew).
                 self._pending.discard(cid)
                 self._last.pop(cid, None)
-                if not r._flags & SEQUENCE_END:
-                    self._last[cid] = now
+                self._serving[cid] = self._serving.get(cid, 0) + 1
+                if flags & SEQUENCE_START:
+                    self._ended_ids.discard(cid)
+                if flags & SEQUENCE_END:
+                    self._ended_ids.add(cid)
+            self._cv.notify()
+
+    def _ended(self, requests: List[Any]) -> None:
+        now = time.monotonic()
+        with self._cv:
+            self._executing -= 1
+            self._free_since = now
+            if self._closed:
+                return
+            for cid, _ in _sequences_of(requests):
+                left = self._serving.get(cid, 1) - 1
+                if left > 0:  # an async execute of another of its requests still runs
+                    self._serving[cid] = left
+                    continue
+                self._serving.pop(cid, None)
+                if cid in self._ended_ids:  # the model saw its END
+                    self._ended_ids.discard(cid)
+                    continue
+                self._last[cid] = now  # its idle time starts
             if self._thread is None and self._last:
                 self._thread = threading.Thread(
                     target=self._watch, name="pybackend-sequence-idle", daemon=True
@@ -158,20 +246,26 @@ class IdleSequences:
             self._call(cid)
 
     def _next_idle(self) -> Optional[CorrelationId]:
-        """The next sequence the server has ended, once it has (caller holds _cv)."""
+        """The next sequence the server has ended, once nothing of it can be queued there
+        (caller holds _cv)."""
+        rule = self._rule
         while not self._closed:
-            if not self._last or self._executing:
-                self._cv.wait()  # an execute's end notifies
+            if not self._last:
+                self._cv.wait()
                 continue
             cid, last = next(iter(self._last.items()))
-            due = max(last + self._idle_s, self._free_since) + self._settle_s
-            wait = due - time.monotonic()
-            if wait > 0:
-                self._cv.wait(wait)
+            ended_at = last + rule.idle_s + GRACE_S
+            now = time.monotonic()
+            if now < ended_at:
+                self._cv.wait(ended_at - now)
                 continue
-            del self._last[cid]
-            self._pending.add(cid)
-            return cid
+            settled_at = self._free_since + rule.settle_s
+            if self._drained_at >= ended_at or (not self._executing and now >= settled_at):
+                del self._last[cid]
+                self._pending.add(cid)
+                return cid
+            # An execute's start or end notifies; a free instance settles.
+            self._cv.wait(None if self._executing else settled_at - now)
         return None
 
     def _still_pending(self, cid: CorrelationId) -> bool:
@@ -217,7 +311,7 @@ class IdleSequences:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """No hook runs from here on (the model is finalized next); one running is waited
+        """No hook starts from here on (the model is finalized next); one running is waited
         for, up to CLOSE_WAIT_S."""
         with self._cv:
             self._closed = True

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..stub.loader import missing_file_text, no_class_text, no_execute_text
-from ..stub.sequence_idle import HOOK, idle_times
+from ..stub.sequence_idle import HOOK, idle_rule
 from .findings import ERROR, NOTE, WARNING, ModelReport
 
 MODEL_CLASS = "TritonPythonModel"
@@ -181,7 +181,7 @@ def check_hooks(report: ModelReport, path: Path, tree: ast.Module, config: Dict[
         return
     for node in cls.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == HOOK:
-            if idle_times(config) is not None:
+            if idle_rule(config) is not None:
                 return
             batching = config.get("sequence_batching")
             why = (

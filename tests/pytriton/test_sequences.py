@@ -173,7 +173,7 @@ def test_a_callable_with_sequence_idle_is_told_of_a_sequence_triton_ended(
     ``sequence_idle(sequence_id)`` is called once for each sequence Triton ended for being
     idle, after Triton ended it; never for one that ENDed."""
     model = IdleAware()
-    batcher = SequenceBatcher(strategy=strategy, max_sequence_idle_microseconds=300_000)
+    batcher = SequenceBatcher(strategy=strategy, max_sequence_idle_microseconds=600_000)
     triton.bind("Acc", model, **IO, config=ModelConfig(max_batch_size=4, sequence_batcher=batcher))
     triton.run()
     with httpclient.InferenceServerClient(urls(triton)[0].removeprefix("http://")) as client:

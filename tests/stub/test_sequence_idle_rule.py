@@ -1,98 +1,56 @@
-"""The rule behind a model's ``sequence_idle`` hook (pybackend/stub/sequence_idle.py), case by
-case: when a sequence counts as ended by the server, that the hook never runs while the
-instance's ``execute`` does, that a request of the sequence seen meanwhile calls it off, and
-what a hook that raises leaves. tests/testing/test_sequence_idle.py runs it through a real
-tritonserver and both offline engines."""
+"""When a sequence counts as ended by the server for a model's ``sequence_idle`` hook
+(pybackend/stub/sequence_idle.py), case by case: the rule read from the config, the idle time
+from the end of the sequence's last execute, no hook while a request of the sequence may
+still wait in the server's queue (the instance busy; an execute that took every queued
+request, or a free instance settled, ends that), async executes counted until their
+coroutine ends. test_sequence_idle_calls.py: how the hook is called;
+tests/testing/test_sequence_idle.py: through a real tritonserver and both offline engines."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional
 
 import pytest
+from idle_support import END, IDLE_S, START, Model, Request, sequences, wait_for
 
-from pybackend.stub.sequence_idle import GRACE_S, IdleSequences, idle_times
-
-AFTER_S = 0.05  # the idle time of these tests
-SETTLE_S = 0.02  # how long the instance must have been free
-START, END = 1, 2
-
-
-class Request:
-    def __init__(self, correlation_id: Any, flags: int = 0) -> None:
-        self._correlation_id = correlation_id
-        self._flags = flags
-
-
-class Model:
-    def __init__(self) -> None:
-        self.calls: List[Any] = []
-
-    def execute(self, requests: List[Request]) -> List[None]:
-        return [None] * len(requests)
-
-    def sequence_idle(self, correlation_id: Any) -> None:
-        self.calls.append(correlation_id)
-
-
-def _direct(fn: Callable[[], None]) -> None:
-    fn()
-
-
-def _sequences(
-    hook: Callable[[Any], Any],
-    serialize: Callable[[Callable[[], None]], None] = _direct,
-    on_loop: bool = False,
-    reports: Optional[List[str]] = None,
-    after_s: float = AFTER_S,
-    settle_s: float = SETTLE_S,
-) -> IdleSequences:
-    return IdleSequences(
-        hook,
-        (after_s, settle_s),
-        on_loop,
-        serialize,
-        asyncio.run,
-        (reports if reports is not None else []).append,
-        "model 'm', instance 'm_0'",
-    )
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
+from pybackend.stub.sequence_idle import GRACE_S, IdleRule, IdleSequences, idle_rule
 
 
 @pytest.mark.parametrize(
-    "batching,expected",
+    "config,expected",
     [
-        (None, None),
-        ({"iterative_sequence": True, "max_sequence_idle_microseconds": 5}, None),
-        ({}, (1.0, GRACE_S)),  # the server's default idle time
-        ({"max_sequence_idle_microseconds": "300000"}, (0.3, GRACE_S)),  # uint64 as text
-        ({"max_sequence_idle_microseconds": 300000, "direct": {}}, (0.3, GRACE_S)),
+        ({}, None),
+        ({"sequence_batching": {"iterative_sequence": True}}, None),
+        ({"sequence_batching": {}}, IdleRule(1.0, GRACE_S, True, 0)),  # the server's default
         (
             {
-                "max_sequence_idle_microseconds": 300000,
-                "oldest": {"max_queue_delay_microseconds": 100000},
+                "max_batch_size": 4,
+                "sequence_batching": {"max_sequence_idle_microseconds": "300000"},
             },
-            (0.3, 0.1 + GRACE_S),
+            IdleRule(0.3, GRACE_S, True, 4),  # a uint64 as the server writes it: text
+        ),
+        (
+            {
+                "max_batch_size": 8,
+                "sequence_batching": {
+                    "max_sequence_idle_microseconds": 300000,
+                    "oldest": {"max_queue_delay_microseconds": 100000},
+                },
+            },
+            IdleRule(0.3, 0.1 + GRACE_S, False, 8),
         ),
     ],
 )
-def test_the_idle_and_settling_times(batching: Any, expected: Optional[tuple]) -> None:
-    config = {} if batching is None else {"sequence_batching": batching}
-    got = idle_times(config)
-    assert got == expected if expected is None else got == pytest.approx(expected)
+def test_the_rule_from_the_config(config: Any, expected: Optional[IdleRule]) -> None:
+    assert idle_rule(config) == expected
 
 
 def test_only_a_model_with_the_hook_behind_a_sequence_batcher_is_watched() -> None:
     config = {"sequence_batching": {}}
-    args = ("w", _direct, asyncio.run, print)
+    args = ("w", print, asyncio.run, print)
     assert IdleSequences.of(Model(), config, *args) is not None
     assert IdleSequences.of(Model(), {"dynamic_batching": {}}, *args) is None
     assert IdleSequences.of(object(), config, *args) is None
@@ -105,10 +63,10 @@ def test_only_a_model_with_the_hook_behind_a_sequence_batcher_is_watched() -> No
 
 def test_an_idle_sequence_is_told_once_and_an_ended_one_never() -> None:
     model = Model()
-    seqs = _sequences(model.sequence_idle, after_s=0.5)  # the two executes are closer
+    seqs = sequences(model.sequence_idle, idle_s=0.5)  # the two executes are closer
     seqs.execute(model.execute, [Request(7, START), Request(8, START), Request(0)])
     seqs.execute(model.execute, [Request(8, END), Request("", 0)])
-    _wait_for(lambda: model.calls == [7])
+    wait_for(lambda: model.calls == [7])
     time.sleep(0.6)
     assert model.calls == [7]
     seqs.close()
@@ -116,168 +74,91 @@ def test_an_idle_sequence_is_told_once_and_an_ended_one_never() -> None:
 
 def test_the_idle_time_counts_from_the_end_of_the_last_execute() -> None:
     model = Model()
-    seqs = _sequences(model.sequence_idle)
+    seqs = sequences(model.sequence_idle)
     release = threading.Event()
     ran = threading.Thread(
         target=seqs.execute, args=(lambda reqs: release.wait(), [Request(5, START)])
     )
     ran.start()
-    time.sleep(4 * AFTER_S)  # well past the idle time, but execute runs
+    time.sleep(4 * IDLE_S)  # well past the idle time, but execute runs
     assert model.calls == []
     ended = time.monotonic()
     release.set()
     ran.join()
-    _wait_for(lambda: model.calls == [5])
-    assert time.monotonic() - ended >= AFTER_S
+    wait_for(lambda: model.calls == [5])
+    assert time.monotonic() - ended >= IDLE_S
     seqs.close()
 
 
-def test_the_hook_waits_for_the_instance_to_have_been_free() -> None:
-    """While the instance runs another sequence's long execute, the server queues what
-    comes for an idle sequence (its clock restarted): the hook waits until the instance has
-    been free for the settling time, by when the server has handed such a request over."""
-    model = Model()
-    seqs = _sequences(model.sequence_idle, settle_s=0.3)  # the next execute comes sooner
-    seqs.execute(model.execute, [Request(1, START)])
+def _busy(seqs: IdleSequences, request: Request) -> "tuple[threading.Thread, threading.Event]":
+    """An execute of ``request`` that runs until the returned event is set."""
     release = threading.Event()
-    busy = threading.Thread(
-        target=seqs.execute, args=(lambda reqs: release.wait(), [Request(2, START)])
-    )
-    busy.start()
-    time.sleep(AFTER_S + 0.3 + 0.2)  # sequence 1's times pass while the instance is busy
-    assert model.calls == []
-    release.set()
-    busy.join()
-    freed = time.monotonic()
-    # Within the settling time a request of sequence 1 reaches execute: nothing to tell.
-    seqs.execute(model.execute, [Request(1)])
-    _wait_for(lambda: sorted(model.calls) == [1, 2])
-    assert time.monotonic() - freed >= AFTER_S  # sequence 1 idled anew from there
+    thread = threading.Thread(target=seqs.execute, args=(lambda reqs: release.wait(), [request]))
+    thread.start()
+    return thread, release
 
 
-def test_the_hook_never_runs_while_execute_does() -> None:
+def test_a_busy_instance_holds_the_hook_until_it_has_settled() -> None:
+    """While another sequence's long execute runs, the server queues what comes for the
+    idle sequence (its clock restarted there): the hook waits until the instance has been
+    free for the settling time, in which the server hands such a request over."""
     model = Model()
-    seen_locked: List[bool] = []
-    seqs = _sequences(lambda cid: seen_locked.append(seqs.lock.locked()))
+    seqs = sequences(model.sequence_idle, settle_s=0.3)
     seqs.execute(model.execute, [Request(1, START)])
-    in_execute, release = threading.Event(), threading.Event()
-
-    def long_execute(requests: List[Request]) -> None:
-        in_execute.set()
-        release.wait()
-
-    other = threading.Thread(target=seqs.execute, args=(long_execute, [Request(2, START)]))
-    other.start()
-    in_execute.wait()
-    time.sleep(4 * AFTER_S)  # sequence 1 is due; its hook waits for the lock
-    assert seen_locked == []
+    thread, release = _busy(seqs, Request(2, START))
+    time.sleep(IDLE_S + 0.3 + 0.2)  # sequence 1's times pass while the instance is busy
     release.set()
-    other.join()
-    _wait_for(lambda: len(seen_locked) == 2)
-    assert seen_locked == [True, True]  # under the lock execute runs under
+    thread.join()
+    # Within the settling time the queued request of sequence 1 reaches execute.
+    seqs.execute(model.execute, [Request(1)])
+    assert model.calls == []
+    wait_for(lambda: model.calls == [2, 1])
     seqs.close()
 
 
-def test_a_request_of_the_sequence_seen_meanwhile_calls_the_hook_off() -> None:
-    """The watcher took sequence 3 as ended; before its hook runs, a new START of id 3
-    reaches execute (the client began it again): the model's new state must stay."""
+@pytest.mark.parametrize("batch", [1, 2], ids=["batch-of-one", "full-batch"])
+def test_an_execute_that_took_every_queued_request_ends_the_wait(batch: int) -> None:
+    """Executes back to back, never a settling time apart: sequence 1 is told once an
+    execute that began after its idle time took every request the server held. The direct
+    strategy's always do; the oldest strategy's when their batch is not full (a full one
+    may have left requests queued)."""
     model = Model()
-    seqs: IdleSequences
-
-    def restart_first(fn: Callable[[], None]) -> None:
-        seqs.execute(model.execute, [Request(3, START)])
-        fn()
-
-    seqs = _sequences(model.sequence_idle, serialize=restart_first)
-    seqs.execute(model.execute, [Request(3, START)])
-    time.sleep(3 * AFTER_S)
-    assert model.calls == []  # called off; the new sequence is watched again
+    seqs = sequences(model.sequence_idle, settle_s=10.0, always_drains=False, max_batch=2)
+    seqs.execute(model.execute, [Request(1, START)])
+    others = [Request(2, START), Request(3, START)][:batch]
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and not model.calls:
+        seqs.execute(model.execute, others)
+        time.sleep(IDLE_S / 5)
+    assert model.calls == ([1] if batch == 1 else [])
     seqs.close()
 
 
-def test_a_hook_that_raises_is_reported_and_the_watch_goes_on() -> None:
-    reports: List[str] = []
-    called: List[Any] = []
+def test_an_async_execute_counts_until_its_coroutine_ends() -> None:
+    """The execute of an ``async def execute`` is its coroutine: no hook for the sequence it
+    serves (nor, while the instance is not settled, for another) until the coroutine ends."""
+    model = Model()
+    seqs = sequences(model.sequence_idle)
+    seqs.execute(model.execute, [Request(1, START)])
+    release = asyncio.Event()
 
-    def hook(cid: Any) -> None:
-        called.append(cid)
-        if cid == 1:
-            raise KeyError(cid)
+    async def serving(requests: List[Request]) -> List[None]:
+        await release.wait()
+        return [None]
 
-    seqs = _sequences(hook, reports=reports)
-    seqs.execute(lambda r: None, [Request(1, START)])
-    _wait_for(lambda: len(reports) == 1)
-    seqs.execute(lambda r: None, [Request(2, START)])
-    _wait_for(lambda: called == [1, 2])
-    assert reports[0].startswith(
-        "sequence_idle(1) of model 'm', instance 'm_0' raised (the server ended the sequence "
-        "after max_sequence_idle_microseconds; its state is the model's to drop, and it stays "
-        "ended): KeyError: 1\n\nAt:\n"
-    )
-    assert len(reports) == 1
-    seqs.close()
-
-
-@pytest.mark.parametrize("on_loop", [False, True], ids=["plain-execute", "async-execute"])
-def test_a_coroutine_hook_runs_to_its_end(on_loop: bool) -> None:
-    done: List[Any] = []
-
-    async def hook(cid: Any) -> None:
-        await asyncio.sleep(0)
-        done.append(cid)
-
-    seqs = _sequences(hook, on_loop=on_loop)
-    seqs.execute(lambda r: None, [Request("abc", START)])
-    _wait_for(lambda: done == ["abc"])
-    seqs.close()
-
-
-def test_closing_waits_for_a_running_hook_and_ends_the_watch() -> None:
-    started, release = threading.Event(), threading.Event()
-    finished: List[Any] = []
-
-    def hook(cid: Any) -> None:
-        started.set()
-        release.wait()
-        finished.append(cid)
-
-    seqs = _sequences(hook)
-    seqs.execute(lambda r: None, [Request(1, START), Request(2, START)])
-    started.wait(5)
-    threading.Timer(2 * AFTER_S, release.set).start()
-    seqs.close()
-    assert finished == [1]  # the running one ended before close returned; 2 never runs
-    time.sleep(3 * AFTER_S)
-    assert finished == [1]
-    seqs.execute(lambda r: None, [Request(9, START)])  # after close: nothing is watched
-    time.sleep(3 * AFTER_S)
-    assert finished == [1]
-
-
-def test_a_hook_that_exits_on_the_loop_leaves_the_loop_serving() -> None:
-    """SystemExit raised in a coroutine would end the event loop's thread, and every
-    coroutine of the model with it: it is reported as the hook's error instead."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-
-    def on_loop(coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
-    async def hook(cid: Any) -> None:
-        raise SystemExit(3)
-
-    reports: List[str] = []
-    seqs = IdleSequences(hook, (AFTER_S, SETTLE_S), True, _direct, on_loop, reports.append, "m")
-    seqs.execute(lambda r: None, [Request(4, START)])
-    _wait_for(lambda: len(reports) == 1)
-    assert "raised" in reports[0] and "SystemExit: 3" in reports[0], reports[0]
-
-    async def still_there() -> str:
-        return "served"
-
-    assert on_loop(still_there()) == "served"
-    seqs.close()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    loop.close()
+    try:
+        coro = seqs.execute(serving, [Request(2, START)])
+        running = asyncio.run_coroutine_threadsafe(coro, loop)
+        time.sleep(6 * IDLE_S)  # both sequences' idle times pass while it awaits
+        assert model.calls == []
+        loop.call_soon_threadsafe(release.set)
+        assert running.result(5) == [None]
+        wait_for(lambda: model.calls == [1, 2])
+    finally:
+        seqs.close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()

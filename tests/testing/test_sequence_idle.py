@@ -16,11 +16,12 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import numpy as np
 import pytest
+from model_dirs import write_model
 
 from pybackend.testing import InferError, ModelHarness, ServerModel, StubModel
-from tests.testing.model_dirs import write_model
 
-IDLE_US = 300_000
+# Long enough that a loaded machine's gaps between a sequence's requests stay below it.
+IDLE_US = 600_000
 CONFIG = (
     """
 name: "{name}"
@@ -37,7 +38,8 @@ instance_group [ {{ count: 1 kind: KIND_CPU }} ]
 MODE = 'parameters {{ key: "PYBACKEND_INSTANCE_PROCESS" value: {{ string_value: "{}" }} }}'
 
 # The running sum of IN per sequence; INFO: the sum, the sequences the model holds state for
-# and every sequence_idle call so far (the id, the state it dropped, whether an execute ran).
+# and every sequence_idle call so far (the id, its type, the state it dropped, whether it came
+# during an execute that must exclude it).
 COMMON = """
 import asyncio
 import json
@@ -61,10 +63,12 @@ def answer(self, request):
 
 class Base:
     def initialize(self, args):
-        self.sums, self.idle, self.executing = {}, [], False
+        self.sums, self.idle, self.executing, self.serving = {}, [], False, set()
 
     def forget(self, cid):
-        self.idle.append([cid, type(cid).__name__, self.sums.pop(cid, None), self.executing])
+        # Whether an execute was running (a plain one), or serving the sequence (async).
+        during = self.executing or cid in self.serving
+        self.idle.append([cid, type(cid).__name__, self.sums.pop(cid, None), during])
 """
 MODELS = {
     "seq_hook": COMMON
@@ -84,8 +88,14 @@ class TritonPythonModel(Base):
     + """
 class TritonPythonModel(Base):
     async def execute(self, requests):
-        await asyncio.sleep(0)
-        return [answer(self, r) for r in requests]
+        # The hook may run on the loop while this awaits, never for a sequence it serves.
+        served = {r.correlation_id() for r in requests}
+        self.serving |= served
+        try:
+            await asyncio.sleep(0.05)
+            return [answer(self, r) for r in requests]
+        finally:
+            self.serving -= served
 
     async def sequence_idle(self, correlation_id):
         await asyncio.sleep(0)
@@ -167,9 +177,9 @@ def test_the_model_is_told_of_each_sequence_the_server_ended_for_being_idle(
             "on the first request of the sequence"
         )
         assert _step(model, 11, 6, sequence_start=True)["sum"] == 6
-        time.sleep(3 * IDLE_US / 1e6)
         calls = _until_called(model, probe, 3)
         assert len(calls) == 3 and calls[2] == [11, "int", 6, False]
+        time.sleep(IDLE_US / 1e6 + 0.3)  # what a wrong call would take to come
         assert _idle_calls(model, probe) == calls  # once each, none for 12 or the probes
 
 

@@ -2,19 +2,21 @@
 
 namespace pybackend::ipc {
 
-void WriteCorrelationId(Writer& w, const CorrelationId& c) {
+void WriteCorrelationId(Writer& w, const CorrelationId& c, bool traced) {
+  w.U8(static_cast<uint8_t>((c.is_string ? 1 : 0) | (traced ? kCorrelationTraced : 0)));
   if (c.is_string) {
-    w.U8(1);
     w.Str(c.str);
   } else {
-    w.U8(0);
     w.U64(c.u64);
   }
 }
 
 CorrelationId ReadCorrelationId(Reader& r) {
   CorrelationId c;
-  c.is_string = r.U8() != 0;
+  uint8_t kind = r.U8();
+  // Only EXECUTE, which the backend writes, carries the TRACED bit.
+  if (kind > 1) throw DecodeError("unknown correlation id kind " + std::to_string(kind));
+  c.is_string = kind == 1;
   if (c.is_string) {
     c.str = r.StrView();
   } else {
@@ -28,18 +30,9 @@ void ExecuteEncoder::RequestHead(uint64_t token, std::string_view request_id,
                                  std::string_view parameters, std::string_view trace_context) {
   w_.U64(token);
   w_.Str(request_id);
-  if (trace_context.empty()) {
-    WriteCorrelationId(w_, corr);
-  } else {
-    // The kind's TRACED bit: the context follows the id (most requests carry none).
-    w_.U8((corr.is_string ? 1 : 0) | kCorrelationTraced);
-    if (corr.is_string) {
-      w_.Str(corr.str);
-    } else {
-      w_.U64(corr.u64);
-    }
-    w_.Str(trace_context);
-  }
+  // The kind's TRACED bit: the context follows the id (most requests carry none).
+  WriteCorrelationId(w_, corr, !trace_context.empty());
+  if (!trace_context.empty()) w_.Str(trace_context);
   w_.U32(flags);
   w_.U64(timeout_us);
   w_.Str(parameters);

@@ -25,9 +25,11 @@ struct CorrelationId {
   uint64_t u64 = 0;
   std::string_view str;
 };
-void WriteCorrelationId(Writer& w, const CorrelationId& c);
 // EXECUTE only: a kind with this bit set is followed, after the id, by `str trace_context`.
 inline constexpr uint8_t kCorrelationTraced = 2;
+// `traced`: the kind carries kCorrelationTraced (the caller writes the context next).
+void WriteCorrelationId(Writer& w, const CorrelationId& c, bool traced = false);
+// BLS_EXEC's: a kind other than 0 or 1 is a DecodeError.
 CorrelationId ReadCorrelationId(Reader& r);
 
 // ExecuteBody: Begin, then per request RequestHead, RequestedOutputs + that many
