@@ -13,11 +13,11 @@ queue, before ``execute``; the request waits there while the instance runs other
 So a sequence counts as ended once its idle time (plus 50 ms for the server's own timer) has
 passed since the end of the last ``execute`` that served it, and no request of it can still
 be queued: an ``execute`` started since then took every request the server held (the direct
-strategy hands over one per active sequence; the oldest strategy did when its batch was not
-full), or the instance has been free for a settling time (the batcher's queue delay and
-50 ms) in which the server would have handed one over. A request that ENDs the sequence ends
-its tracking (the model saw the END); one that comes meanwhile (a new START of the id) calls
-the hook off.
+strategy hands over one per active sequence; the oldest strategy did when its batch was
+smaller than its smallest preferred size, or than max_batch_size), or the instance has been
+free for a settling time (the batcher's queue delay and 50 ms) in which the server would
+have handed one over. A request that ENDs the sequence ends its tracking (the model saw the
+END); one that comes meanwhile (a new START of the id) calls the hook off.
 
 Where. A plain ``execute`` and the hook never run at the same time (the hook holds the lock
 ``execute`` runs under). With ``async def execute`` the hook runs on the model's event loop,
@@ -68,11 +68,13 @@ class IdleRule:
     idle_s: float  # max_sequence_idle_microseconds (the server's default: 1 s)
     settle_s: float  # the batcher's queue delay and GRACE_S
     always_drains: bool  # the direct strategy: each execute takes every queued sequence
-    max_batch: int  # the oldest strategy's batch takes every queued one when smaller
+    # The oldest strategy: a batch this big may have left requests queued (the model's
+    # max_batch_size, or its smallest preferred batch size); a smaller one took them all.
+    full_batch: int
 
     def drains(self, batch: int) -> bool:
         """Whether an execute of ``batch`` requests took every request the server held."""
-        return self.always_drains or batch < self.max_batch
+        return self.always_drains or batch < self.full_batch
 
 
 def idle_rule(config: Mapping[str, Any]) -> Optional[IdleRule]:
@@ -87,11 +89,12 @@ def idle_rule(config: Mapping[str, Any]) -> Optional[IdleRule]:
         part = batching.get(strategy)
         if isinstance(part, Mapping):
             delay_us = max(delay_us, int(part.get("max_queue_delay_microseconds") or 0))
+    oldest = batching.get("oldest")
+    full_batch = int(config.get("max_batch_size") or 0)
+    if isinstance(oldest, Mapping) and oldest.get("preferred_batch_size"):
+        full_batch = min(int(n) for n in oldest["preferred_batch_size"])
     return IdleRule(
-        idle_us / 1e6,
-        delay_us / 1e6 + GRACE_S,
-        not isinstance(batching.get("oldest"), Mapping),
-        int(config.get("max_batch_size") or 0),
+        idle_us / 1e6, delay_us / 1e6 + GRACE_S, not isinstance(oldest, Mapping), full_batch
     )
 
 

@@ -45,12 +45,12 @@ def sequences(
     idle_s: float = IDLE_S,
     settle_s: float = SETTLE_S,
     always_drains: bool = True,
-    max_batch: int = 0,
+    full_batch: int = 0,
     run_coroutine: Callable[[Any], Any] = asyncio.run,
 ) -> IdleSequences:
     return IdleSequences(
         hook,
-        IdleRule(idle_s, settle_s, always_drains, max_batch),
+        IdleRule(idle_s, settle_s, always_drains, full_batch),
         on_loop,
         serialize,
         run_coroutine,

@@ -42,6 +42,13 @@ from pybackend.stub.sequence_idle import GRACE_S, IdleRule, IdleSequences, idle_
             },
             IdleRule(0.3, 0.1 + GRACE_S, False, 8),
         ),
+        (  # a batch of a preferred size may have left requests queued
+            {
+                "max_batch_size": 8,
+                "sequence_batching": {"oldest": {"preferred_batch_size": ["4", "2"]}},
+            },
+            IdleRule(1.0, GRACE_S, False, 2),
+        ),
     ],
 )
 def test_the_rule_from_the_config(config: Any, expected: Optional[IdleRule]) -> None:
@@ -123,7 +130,7 @@ def test_an_execute_that_took_every_queued_request_ends_the_wait(batch: int) -> 
     strategy's always do; the oldest strategy's when their batch is not full (a full one
     may have left requests queued)."""
     model = Model()
-    seqs = sequences(model.sequence_idle, settle_s=10.0, always_drains=False, max_batch=2)
+    seqs = sequences(model.sequence_idle, settle_s=10.0, always_drains=False, full_batch=2)
     seqs.execute(model.execute, [Request(1, START)])
     others = [Request(2, START), Request(3, START)][:batch]
     deadline = time.monotonic() + 1.0
