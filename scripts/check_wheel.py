@@ -233,6 +233,7 @@ def infer_each_example(url: str) -> None:
         ),
         "error_model": partial(expect_model_error, infer),
         "token_stream": partial(stream_tokens, url),
+        "running_sum": partial(running_sums, client),
     }
     models = sorted(
         p.parent.name for p in (REPO / "examples/model_repository").glob("*/config.pbtxt")
@@ -243,6 +244,24 @@ def infer_each_example(url: str) -> None:
         if not check():
             fail(f"{model} gave a wrong answer")
         print(f"check_wheel: {model}: answered", flush=True)
+
+
+def running_sums(client: grpcclient.InferenceServerClient) -> bool:
+    """A sequence of three requests (START, -, END): the running sums 3, 7, 12."""
+    sums = []
+    for i, value in enumerate((3, 4, 5)):
+        given = grpcclient.InferInput("VALUE", [1, 1], "INT64")
+        given.set_data_from_numpy(np.array([[value]], np.int64))
+        result = client.infer(
+            "running_sum",
+            [given],
+            sequence_id=41,
+            sequence_start=i == 0,
+            sequence_end=i == 2,
+            client_timeout=60,
+        )
+        sums.append(int(result.as_numpy("SUM")[0, 0]))
+    return sums == [3, 7, 12]
 
 
 def expect_model_error(infer: Callable[..., dict]) -> bool:
