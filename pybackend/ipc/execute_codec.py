@@ -156,21 +156,16 @@ def decode_execute(
             request_id = str(mv[pos:e], "utf-8", "surrogateescape") if idlen else ""
             corr_kind = mv[e]
             pos = e + 1
-            trace = None
-            if corr_kind == 0:
+            if corr_kind & ~3:
+                raise ProtocolError(f"unknown correlation id kind {corr_kind}")
+            if corr_kind & 1:
+                corr, pos = str_at(mv, pos, end)
+            else:
                 (corr,) = U64.unpack_from(mv, pos)
                 pos += 8
-            elif corr_kind == 1:
-                corr, pos = str_at(mv, pos, end)
-            elif corr_kind & ~3 == 0:  # TRACED: the context follows the id
-                if corr_kind & 1:
-                    corr, pos = str_at(mv, pos, end)
-                else:
-                    (corr,) = U64.unpack_from(mv, pos)
-                    pos += 8
+            trace = None
+            if corr_kind & CORRELATION_TRACED:  # the context follows the id
                 trace, pos = str_at(mv, pos, end)
-            else:
-                raise ProtocolError(f"unknown correlation id kind {corr_kind}")
             flags, timeout, plen = _FLAGS_TIMEOUT_LEN(mv, pos)
             pos += 16
             e = pos + plen
