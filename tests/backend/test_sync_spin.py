@@ -10,7 +10,6 @@ only the affinity, or the quota a test sets, counts as the machine's cores."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
-from integration_support import EXAMPLES_REPOSITORY
+from integration_support import EXAMPLES_REPOSITORY, example_client
 from integration_support.bls_pipeline import BLS_PIPELINE_MODELS, check_bls_pipeline
 from integration_support.clients import probe_answer
 from integration_support.echo_model import write_echo_repository
@@ -177,12 +176,7 @@ def test_forced_spin_answers_bls_calls(tmp_path: Path) -> None:
 
 
 def stream_client() -> ModuleType:
-    script = EXAMPLES_REPOSITORY.parent / "clients" / "stream_tokens.py"
-    spec = importlib.util.spec_from_file_location("stream_tokens", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_client("stream_tokens")
 
 
 def test_forced_spin_answers_decoupled_streams(tmp_path: Path) -> None:

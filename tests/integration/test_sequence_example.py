@@ -9,7 +9,6 @@ Runs against the original too (PYBACKEND_TEST_BACKEND=original): same sums.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from types import ModuleType
@@ -19,18 +18,14 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from integration_support import EXAMPLES_REPOSITORY
+from integration_support import EXAMPLE_CLIENTS, example_client
 
-CLIENT_SCRIPT = EXAMPLES_REPOSITORY.parent / "clients" / "running_sum.py"
+CLIENT_SCRIPT = EXAMPLE_CLIENTS / "running_sum.py"
 
 
 @pytest.fixture(scope="module")
 def sum_client() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("running_sum", CLIENT_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_client("running_sum")
 
 
 def _add(url: str, sequence_id, value: int, **flags: bool) -> int:

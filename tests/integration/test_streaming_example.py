@@ -6,7 +6,6 @@ Runs against the original too (PYBACKEND_TEST_BACKEND=original): same tokens.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -15,18 +14,14 @@ from types import ModuleType
 
 import pytest
 
-from integration_support import EXAMPLES_REPOSITORY
+from integration_support import EXAMPLE_CLIENTS, example_client
 
-CLIENT_SCRIPT = EXAMPLES_REPOSITORY.parent / "clients" / "stream_tokens.py"
+CLIENT_SCRIPT = EXAMPLE_CLIENTS / "stream_tokens.py"
 
 
 @pytest.fixture(scope="module")
 def stream_client() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("stream_tokens", CLIENT_SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_client("stream_tokens")
 
 
 def test_tokens_arrive_in_order(examples_server, stream_client) -> None:
