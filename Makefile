@@ -19,7 +19,8 @@ PYTEST_ARGS ?=
 
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
-DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy
+DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy \
+	jinja2 openai
 
 .PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
 	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances

@@ -234,6 +234,7 @@ def infer_each_example(url: str) -> None:
         "error_model": partial(expect_model_error, infer),
         "token_stream": partial(stream_tokens, url),
         "running_sum": partial(running_sums, client),
+        "text_generation": partial(generated_text, url),
     }
     models = sorted(
         p.parent.name for p in (REPO / "examples/model_repository").glob("*/config.pbtxt")
@@ -293,6 +294,37 @@ def stream_tokens(url: str) -> bool:
     return words == ["Fox", "Quick", "The"]  # the model replies with the words reversed
 
 
+def generated_text(url: str) -> bool:
+    """text_generation (the OpenAI endpoint's example, docs/openai.md) streamed over gRPC as
+    the endpoint asks: its words one response each, the last with its finish reason."""
+    responses: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(url)
+    client.start_stream(callback=lambda result, error: responses.put(error or result))
+    try:
+        inputs = []
+        for name, dtype, value in (
+            ("text_input", "BYTES", np.array([b"the quick fox"], np.object_)),
+            ("stream", "BOOL", np.array([True])),
+            ("sampling_parameters", "BYTES", np.array([b'{"max_tokens": 2}'], np.object_)),
+        ):
+            tensor = grpcclient.InferInput(name, [1], dtype)
+            tensor.set_data_from_numpy(value)
+            inputs.append(tensor)
+        client.async_stream_infer("text_generation", inputs, enable_empty_final_response=True)
+        pieces, reasons = [], []
+        while True:
+            item = responses.get(timeout=60)
+            if isinstance(item, Exception):
+                fail(f"text_generation: {item}")
+            if item.get_response().parameters["triton_final_response"].bool_param:
+                break
+            pieces.append(item.as_numpy("text_output")[0].decode())
+            reasons.append(item.as_numpy("finish_reason")[0].decode())
+    finally:
+        client.stop_stream()
+    return pieces == ["Fox", " Quick"] and reasons == ["", "length"]
+
+
 def check_developer_flow(prefix: Path, wheel: Path, tmp: Path, env: dict[str, str]) -> str:
     """docs/testing.md's promise, from the installed wheel alone: `pip install
     'pybackend[testing]'`, `pybackend new`, and pytest runs the generated test offline, in a
@@ -311,6 +343,9 @@ def check_developer_flow(prefix: Path, wheel: Path, tmp: Path, env: dict[str, st
     summary = out.strip().splitlines()[-1]
     if not re.search(r"\b\d+ passed\b", summary) or re.search(r"failed|skipped|error", summary):
         fail(f"the generated model's test in the three modes: {summary}\n{out}")
+    # The OpenAI endpoint's package is in the wheel (its client, tritonclient, came with the
+    # testing extra).
+    run([python, "-c", "from pybackend.openai_api import OpenAIServer"], tmp, env)
     return summary
 
 

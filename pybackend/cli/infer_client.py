@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import queue
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,7 +27,13 @@ SEQUENCE_HINT = (
 
 
 class ClientError(PybackendError):
-    """The server could not be reached, or answered with an error."""
+    """The server could not be reached, or answered with an error; ``status``: the error's
+    status as tritonclient gives it (gRPC: ``StatusCode.NOT_FOUND``; HTTP: ``400``), or
+    ``"UNREACHABLE"``, or None."""
+
+    def __init__(self, message: str, status: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -91,10 +97,10 @@ class Client:
             text = str(e.message() or e)
             if NO_SEQUENCE in text:
                 text += SEQUENCE_HINT
-            raise ClientError(f"{what}: {text}") from None
+            raise ClientError(f"{what}: {text}", _status(e)) from None
         except OSError as e:  # refused connection, name resolution, timeout
             raise ClientError(
-                f"cannot reach {self.where.protocol}://{self.where.address}: {e}"
+                f"cannot reach {self.where.protocol}://{self.where.address}: {e}", "UNREACHABLE"
             ) from None
 
     def _json(self, fn: Callable[..., Any], *args: Any) -> Dict[str, Any]:
@@ -102,15 +108,29 @@ class Client:
             return dict(fn(*args, as_json=True))
         return dict(fn(*args))
 
+    def config_of(self, model: str, version: str = "") -> Dict[str, Any]:
+        """The model's configuration as the server holds it."""
+        got = self._call(
+            f"model '{model}'", lambda: self._json(self.client.get_model_config, model, version)
+        )
+        return dict(got.get("config", got))  # gRPC wraps it
+
+    def repository_index(self) -> List[Dict[str, Any]]:
+        """The models of the server's repository, with their state."""
+        if self.where.protocol == "grpc":
+            index = self._call(
+                "repository index",
+                lambda: self.client.get_model_repository_index(as_json=True),
+            )
+            return list(index.get("models", []))
+        return list(self._call("repository index", self.client.get_model_repository_index))
+
     def inputs_of(self, model: str, version: str) -> Tuple[List[InputSpec], bool]:
         """The model's inputs (metadata), and whether it is decoupled (its config)."""
         meta = self._call(
             f"model '{model}'", lambda: self._json(self.client.get_model_metadata, model, version)
         )
-        config = self._call(
-            f"model '{model}'", lambda: self._json(self.client.get_model_config, model, version)
-        )
-        config = config.get("config", config)  # gRPC wraps it
+        config = self.config_of(model, version)
         optional = {i["name"] for i in config.get("input", []) if i.get("optional")}
         decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
         return [
@@ -149,7 +169,7 @@ class Client:
         )
         return _named(result)
 
-    def stream(self, req: "Request") -> Iterator[List[Tuple[str, str, np.ndarray]]]:
+    def stream(self, req: "Request") -> Generator[List[Tuple[str, str, np.ndarray]], None, None]:
         """A decoupled model's responses, each as it arrives, until the final one; each
         wait for the next is bounded by the timeout."""
         if self.where.protocol != "grpc":
@@ -179,10 +199,13 @@ class Client:
                     result, error = events.get(timeout=self.timeout)
                 except queue.Empty:
                     raise ClientError(
-                        f"model '{req.model}': no response within {self.timeout:g} s (--timeout)"
+                        f"model '{req.model}': no response within {self.timeout:g} s (--timeout)",
+                        "TIMEOUT",
                     ) from None
                 if error is not None:
-                    raise ClientError(f"model '{req.model}': {error.message() or error}")
+                    raise ClientError(
+                        f"model '{req.model}': {error.message() or error}", _status(error)
+                    )
                 response = result.get_response()
                 named = _named(result)
                 final = response.parameters["triton_final_response"].bool_param
@@ -195,6 +218,11 @@ class Client:
                     return
         finally:
             self.client.stop_stream(cancel_requests=not finished)
+
+
+def _status(error: Any) -> Optional[str]:
+    status = error.status() if hasattr(error, "status") else None
+    return None if status is None else str(status)
 
 
 def _named(result: Any) -> List[Tuple[str, str, np.ndarray]]:

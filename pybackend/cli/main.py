@@ -21,6 +21,7 @@ from pybackend.cli import (
     devserve,
     infer,
     new,
+    openai_endpoint,
     serve,
     validate,
 )
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parser(commands)
     config.add_parser(commands)
     infer.add_parser(commands)
+    openai_endpoint.add_parser(commands)
     return parser
 
 

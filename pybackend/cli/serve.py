@@ -14,6 +14,7 @@ from pybackend.cli.command import add_command, add_runtime_option, runtimes_of
 from pybackend.server import ServerError, TritonServer
 from pybackend.server.processes import port_is_free
 
+from .openai_endpoint import add_endpoint_options, endpoint
 from .stop_signals import stop_on_signals
 
 #: tritonserver's customary ports; used when free so that familiar URLs work.
@@ -72,6 +73,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--follow-log", action="store_true", help="print the server log while serving"
     )
+    parser.add_argument(
+        "--openai-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="also serve OpenAI's /v1/completions and /v1/chat/completions for the text "
+        "models on PORT (0: any free port; docs/openai.md)",
+    )
+    add_endpoint_options(parser)
     parser.add_argument(
         "--check",
         action="store_true",
@@ -175,12 +185,20 @@ def run(args: argparse.Namespace) -> int:
         with server:
             models = _models(server)
             _banner(server, models)
-            ok = _try_request(server, models)
-            sys.stdout.flush()
-            if args.check:
-                return 0 if ok else 1
-            print("Serving; press Ctrl-C to stop.", flush=True)
-            return _serve_forever(server, args.follow_log)
+            openai = None
+            if args.openai_port is not None:
+                openai = endpoint(args, server.grpc_url, args.host, args.openai_port).start()
+                print(f"  OpenAI   {openai.url} (docs/openai.md)")
+            try:
+                ok = _try_request(server, models)
+                sys.stdout.flush()
+                if args.check:
+                    return 0 if ok else 1
+                print("Serving; press Ctrl-C to stop.", flush=True)
+                return _serve_forever(server, args.follow_log)
+            finally:
+                if openai is not None:
+                    openai.close()
     except ServerError as exc:
         print(f"pybackend serve: {exc}", file=sys.stderr)
         print(

@@ -16,7 +16,17 @@ COMMANDS = sorted(build_parser()._subparsers._group_actions[0].choices)  # type:
 
 def test_every_command_is_there() -> None:
     assert COMMANDS == sorted(
-        ["backend-dir", "serve", "check-env", "devserve", "new", "validate", "config", "infer"]
+        [
+            "backend-dir",
+            "serve",
+            "check-env",
+            "devserve",
+            "new",
+            "validate",
+            "config",
+            "infer",
+            "openai",
+        ]
     )
 
 

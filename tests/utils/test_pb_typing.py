@@ -18,6 +18,7 @@ def test_mypy_is_clean() -> None:
         "pybackend/pytriton",
         "pybackend/validate",
         "pybackend/cli",
+        "pybackend/openai_api",
         "pybackend/errors.py",
         "triton_python_backend_utils.py",
     ]

@@ -1,0 +1,110 @@
+"""`pybackend openai`: an OpenAI-compatible endpoint in front of a running tritonserver
+(docs/openai.md); the same options as `pybackend serve --openai-port`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from pybackend.cli.command import add_command
+
+from .stop_signals import stop_on_signals
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(
+        commands,
+        "openai",
+        help="serve OpenAI's /v1/completions and /v1/chat/completions in front of tritonserver",
+        description=(
+            "An OpenAI-compatible HTTP endpoint for the text models a running tritonserver "
+            "serves (any backend): models with input 'text_input' and output 'text_output' "
+            "(the vLLM backend's convention, docs/openai.md); decoupled models stream. "
+            "In the foreground until Ctrl-C."
+        ),
+        epilog=(
+            "examples:\n"
+            "  pybackend openai --triton grpc://127.0.0.1:8001 --port 9000\n"
+            "  pybackend openai --triton 127.0.0.1:8001 --chat-template chat.jinja\n"
+            "  pybackend serve models --openai-port 9000   # starts tritonserver too"
+        ),
+    )
+    parser.add_argument(
+        "--triton",
+        default="127.0.0.1:8001",
+        metavar="HOST:PORT",
+        help="tritonserver's gRPC endpoint (default 127.0.0.1:8001)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=9000, help="port (default 9000; 0: any free)")
+    add_endpoint_options(parser)
+    parser.set_defaults(run=run)
+
+
+def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
+    """The options `pybackend openai` and `pybackend serve --openai-port` share."""
+    parser.add_argument(
+        "--chat-template",
+        metavar="FILE",
+        help="a Jinja chat template that renders a conversation as a model's prompt "
+        "(for models without a 'messages' input)",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="VARIABLE",
+        help="require 'Authorization: Bearer <key>', the key read from this environment "
+        "variable (not given on the command line, where `ps` shows it)",
+    )
+    parser.add_argument(
+        "--openai-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="longest wait for a model's next response (default 600)",
+    )
+
+
+def endpoint(args: argparse.Namespace, triton_grpc: str, host: str, port: int):  # noqa: ANN201
+    """The endpoint the options describe (not started); PybackendError for a bad option."""
+    from pybackend.errors import PybackendError
+    from pybackend.openai_api import ChatTemplate, OpenAIServer
+
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            raise PybackendError(f"--api-key-env {args.api_key_env}: the variable is not set")
+    template = ChatTemplate.from_file(args.chat_template) if args.chat_template else None
+    try:
+        return OpenAIServer(
+            triton_grpc,
+            host=host,
+            port=port,
+            chat_template=template,
+            api_key=key,
+            timeout=args.openai_timeout,
+        )
+    except OSError as e:
+        raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    server = endpoint(args, args.triton, args.host, args.port)
+    stop_on_signals()
+    print(f"pybackend: OpenAI endpoint {server.url} in front of grpc://{args.triton}", flush=True)
+    print(
+        f"  curl -s {server.url}/models   # the text models it serves",
+        flush=True,
+    )
+    try:
+        server.start()
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("pybackend: stopped.", flush=True)
+    finally:
+        server.close()
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,92 @@
+"""Answers a prompt with its words reversed, as an LLM served in the vLLM backend's
+convention would: deltas when streaming, the finish reason and token counts when asked.
+
+Prompts that start with a command test the endpoint: ``!params`` answers with the
+sampling_parameters JSON it got and its flags; ``!fail`` fails (streaming: after one word);
+``!slow N`` sends N words 50 ms apart and, when cancelled, writes ``cancelled`` in its model
+directory (the test reads it).
+"""
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+
+import triton_python_backend_utils as pb_utils
+
+FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+
+
+def flag(request, name):
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    return None if tensor is None else bool(tensor.as_numpy()[0])
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.marker = os.path.join(args["model_repository"], "cancelled")
+
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self.generate, args=(request,), daemon=True).start()
+        return None
+
+    def generate(self, request):
+        sender = request.get_response_sender()
+        prompt = pb_utils.get_input_tensor_by_name(request, "text_input").as_numpy()[0].decode()
+        params_tensor = pb_utils.get_input_tensor_by_name(request, "sampling_parameters")
+        params = json.loads(params_tensor.as_numpy()[0]) if params_tensor is not None else {}
+        stream = bool(flag(request, "stream"))
+        counts = flag(request, "return_num_output_tokens")
+        delay = 0.0
+        if prompt.startswith("!params"):
+            flags = {
+                n: flag(request, n)
+                for n in ("stream", "exclude_input_in_output", "return_finish_reason")
+            }
+            words = [json.dumps({"sampling": params, "flags": flags}, sort_keys=True)]
+        elif prompt.startswith("!slow"):
+            words = [f"w{i}" for i in range(int(prompt.split()[1]))]
+            delay = 0.05
+        else:
+            words = list(reversed(prompt.split()))
+        limit = params.get("max_tokens")
+        reason = "length" if limit is not None and len(words) > limit else "stop"
+        words = words[:limit]
+        stops = params.get("stop") or []
+        if any(w in stops for w in words):
+            words = words[: min(words.index(s) for s in stops if s in words)]
+            reason = "stop"
+        pieces = [(" " if i else "") + w for i, w in enumerate(words)]
+        if not stream:
+            pieces = ["".join(pieces)]
+        for i, piece in enumerate(pieces):
+            time.sleep(delay)
+            if sender.is_cancelled():
+                with open(self.marker, "w") as f:
+                    f.write(f"after {i} pieces")
+                sender.send(flags=FINAL)
+                return
+            if prompt.startswith("!fail") and i == (1 if stream else 0):
+                error = pb_utils.TritonError("the model failed on purpose")
+                sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
+                return
+            last = i == len(pieces) - 1
+            outputs = [
+                pb_utils.Tensor("text_output", np.array([piece.encode()], dtype=np.object_)),
+                pb_utils.Tensor(
+                    "finish_reason",
+                    np.array([(reason if last else "None").encode()], dtype=np.object_),
+                ),
+            ]
+            if counts:
+                given = len(prompt.split()) if i == 0 else 0
+                outputs.append(pb_utils.Tensor("num_input_tokens", np.array([given], np.uint32)))
+                words_here = len(piece.split())
+                outputs.append(
+                    pb_utils.Tensor("num_output_tokens", np.array([words_here], np.uint32))
+                )
+            sender.send(pb_utils.InferenceResponse(outputs))
+        sender.send(flags=FINAL)

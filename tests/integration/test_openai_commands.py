@@ -1,0 +1,112 @@
+"""`pybackend openai` (in front of a running tritonserver) and `pybackend serve
+--openai-port` (beside the server it starts), as a user runs them: foreground processes
+that print their URL, answer OpenAI's SDK and stop cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+openai = pytest.importorskip("openai")
+
+from integration_support import EXAMPLES_REPOSITORY  # noqa: E402
+
+CLI = [sys.executable, "-m", "pybackend.cli"]
+URL = re.compile(r"(http://127\.0\.0\.1:\d+/v1)")
+
+
+def _until_url(proc: subprocess.Popen, marker: str, timeout: float = 240) -> str:
+    """The endpoint URL from the first line holding ``marker`` (its output read meanwhile)."""
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    output = ""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"the command exited early:\n{output}"
+        assert time.monotonic() < deadline, f"no '{marker}' line:\n{output}"
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        output += line
+        if marker in line:
+            found = URL.search(line)
+            assert found, line
+            return found.group(1)
+
+
+def _run(command: List[str], env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    try:
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def _sdk(url: str, key: str = "unused") -> Any:
+    return openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=60)
+
+
+def test_serve_with_openai_port(backend_kind: str) -> None:
+    ports = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--openai-port", "0"]
+    proc = _run([*CLI, "serve", str(EXAMPLES_REPOSITORY), "--backend", backend_kind, *ports])
+    try:
+        url = _until_url(proc, "OpenAI ")
+        answer = _sdk(url).chat.completions.create(
+            model="text_generation", messages=[{"role": "user", "content": "hello world"}]
+        )
+        assert answer.choices[0].message.content == "World Hello"
+    finally:
+        assert _stop(proc) == 0
+
+
+def test_openai_command_in_front_of_a_server(examples_server) -> None:
+    env = {**os.environ, "TEST_OPENAI_KEY": "k-123"}
+    command = [*CLI, "openai", "--triton", examples_server.grpc_url, "--port", "0"]
+    proc = _run([*command, "--api-key-env", "TEST_OPENAI_KEY"], env=env)
+    try:
+        url = _until_url(proc, "OpenAI endpoint", timeout=60)
+        got = _sdk(url, key="k-123").completions.create(model="text_generation", prompt="a b")
+        assert got.choices[0].text == "B A"
+        with pytest.raises(openai.AuthenticationError):
+            _sdk(url, key="wrong").models.list()
+    finally:
+        assert _stop(proc) == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [
+        (["--api-key-env", "PYBACKEND_TEST_UNSET_KEY"], "the variable is not set"),
+        (["--chat-template", "/nonexistent/chat.jinja"], "/nonexistent/chat.jinja"),
+    ],
+)
+def test_openai_command_refuses_bad_options(option: List[str], words: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYBACKEND_TEST_UNSET_KEY"}
+    done = subprocess.run(
+        [*CLI, "openai", "--port", "0", *option],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert words in done.stderr

@@ -1,0 +1,210 @@
+"""The OpenAI-compatible endpoint in front of a real tritonserver, spoken to with OpenAI's
+own Python SDK: completions and chat, whole and streamed, what reaches the model, the
+refusals, a model's failure mid-stream, a client that goes away, the API key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+
+from pybackend.openai_api import ChatTemplate, OpenAIServer  # noqa: E402
+from pybackend.server import TritonServer  # noqa: E402
+
+MODELS = Path(__file__).parent / "openai_models"
+#: A chat template in the style of Hugging Face's (role headers, then the assistant's turn).
+TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("openai-repo")
+    for model in MODELS.iterdir():
+        shutil.copytree(model, repo / model.name)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def triton(repository: Path, backend_kind: str) -> Iterator[TritonServer]:
+    with TritonServer(repository, backend=backend_kind) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def endpoint(triton: TritonServer) -> Iterator[OpenAIServer]:
+    template = ChatTemplate(TEMPLATE, "test template")
+    with OpenAIServer(triton.grpc_url, chat_template=template, timeout=30) as server:
+        yield server
+
+
+def sdk(server: OpenAIServer, key: str = "unused") -> Any:
+    return openai.OpenAI(base_url=server.url, api_key=key, max_retries=0, timeout=30)
+
+
+def test_models_lists_the_text_models_only(endpoint: OpenAIServer) -> None:
+    client = sdk(endpoint)
+    assert sorted(m.id for m in client.models.list()) == ["chat_llm", "echo_llm"]
+    assert client.models.retrieve("echo_llm").owned_by == "pybackend"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("not_text")
+
+
+def test_completion_whole(endpoint: OpenAIServer) -> None:
+    answer = sdk(endpoint).completions.create(model="echo_llm", prompt="one two three")
+    assert answer.object == "text_completion"
+    assert answer.choices[0].text == "three two one"
+    assert answer.choices[0].finish_reason == "stop"
+    assert answer.usage is not None
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (3, 3)
+
+
+def test_completion_max_tokens_and_stop(endpoint: OpenAIServer) -> None:
+    client = sdk(endpoint)
+    cut = client.completions.create(model="echo_llm", prompt="a b c d", max_tokens=2)
+    assert (cut.choices[0].text, cut.choices[0].finish_reason) == ("d c", "length")
+    stopped = client.completions.create(model="echo_llm", prompt="a b c d", stop="b")
+    assert (stopped.choices[0].text, stopped.choices[0].finish_reason) == ("d c", "stop")
+
+
+def test_completion_streamed_piece_by_piece(endpoint: OpenAIServer) -> None:
+    chunks = list(
+        sdk(endpoint).completions.create(
+            model="echo_llm",
+            prompt="one two three",
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    texts = [c.choices[0].text for c in chunks if c.choices]
+    assert texts == ["three", " two", " one", ""]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_what_reaches_the_model(endpoint: OpenAIServer) -> None:
+    answer = sdk(endpoint).completions.create(
+        model="echo_llm", prompt="!params", max_tokens=5, temperature=0.5, top_p=0.9, seed=7
+    )
+    got = json.loads(answer.choices[0].text)
+    assert got["sampling"] == {"max_tokens": 5, "temperature": 0.5, "top_p": 0.9, "seed": 7}
+    assert got["flags"] == {
+        "stream": False,
+        "exclude_input_in_output": True,
+        "return_finish_reason": True,
+    }
+
+
+def test_chat_through_the_template(endpoint: OpenAIServer) -> None:
+    client = sdk(endpoint)
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hello there"},
+    ]
+    answer = client.chat.completions.create(model="echo_llm", messages=messages)
+    assert answer.object == "chat.completion"
+    # The rendered prompt ("<|system|>be brief\n<|user|>hello there\n<|assistant|>"): its
+    # words reversed by the model.
+    reply = "<|assistant|> there <|user|>hello brief <|system|>be"
+    assert answer.choices[0].message.content == reply
+    assert answer.choices[0].message.role == "assistant"
+    streamed = list(
+        client.chat.completions.create(model="echo_llm", messages=messages, stream=True)
+    )
+    assert streamed[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in streamed)
+    assert text == answer.choices[0].message.content
+    assert streamed[-1].choices[0].finish_reason == "stop"
+    assert {c.object for c in streamed} == {"chat.completion.chunk"}
+
+
+def test_chat_model_gets_the_conversation_as_json(endpoint: OpenAIServer) -> None:
+    answer = sdk(endpoint).chat.completions.create(
+        model="chat_llm",
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "yo"},
+            {"role": "user", "content": "bye"},
+        ],
+        max_completion_tokens=9,
+        temperature=0.25,
+    )
+    assert (
+        answer.choices[0].message.content
+        == "roles=user,assistant,user last=bye max_tokens=9 temperature=0.25"
+    )
+    assert answer.usage is None  # the model reports no token counts
+
+
+def test_chat_without_a_template_says_how_to_give_one(triton: TritonServer) -> None:
+    with OpenAIServer(triton.grpc_url, timeout=30) as bare:
+        with pytest.raises(openai.BadRequestError) as caught:
+            sdk(bare).chat.completions.create(
+                model="echo_llm", messages=[{"role": "user", "content": "x"}]
+            )
+    assert "--chat-template" in str(caught.value) and "'messages'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"model": "nope", "prompt": "x"}, "NotFoundError", "`nope` does not exist"),
+        ({"model": "not_text", "prompt": "x"}, "BadRequestError", "has no input 'text_input'"),
+        ({"model": "echo_llm", "prompt": "x", "n": 2}, "BadRequestError", "only n=1"),
+        ({"model": "echo_llm", "prompt": ["a", "b"]}, "BadRequestError", "one request per prompt"),
+        ({"model": "chat_llm", "prompt": "x"}, "BadRequestError", "/v1/chat/completions"),
+        ({"model": "echo_llm", "prompt": "x", "max_tokens": 0}, "BadRequestError", "at least 1"),
+    ],
+)
+def test_refusals(endpoint: OpenAIServer, kwargs: dict, error: str, words: str) -> None:
+    with pytest.raises(getattr(openai, error)) as caught:
+        sdk(endpoint).completions.create(**kwargs)
+    assert words in str(caught.value)
+
+
+def test_model_failure_whole_and_mid_stream(endpoint: OpenAIServer) -> None:
+    client = sdk(endpoint)
+    with pytest.raises(openai.InternalServerError) as whole:
+        client.completions.create(model="echo_llm", prompt="!fail a b c")
+    assert "the model failed on purpose" in str(whole.value)
+    seen = []
+    with pytest.raises(openai.APIError) as streamed:
+        for chunk in client.completions.create(model="echo_llm", prompt="!fail a b c", stream=True):
+            seen.append(chunk.choices[0].text)
+    assert seen == ["c"]
+    assert "the model failed on purpose" in str(streamed.value)
+    # The endpoint and the model serve on.
+    assert client.completions.create(model="echo_llm", prompt="x y").choices[0].text == "y x"
+
+
+def test_client_that_goes_away_cancels_the_request(
+    endpoint: OpenAIServer, repository: Path
+) -> None:
+    marker = repository / "echo_llm" / "cancelled"
+    marker.unlink(missing_ok=True)
+    stream = sdk(endpoint).completions.create(model="echo_llm", prompt="!slow 200", stream=True)
+    got = [next(iter(stream)).choices[0].text for _ in range(2)]
+    assert got == ["w0", " w1"]
+    stream.close()
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the model never saw the request cancelled"
+    assert int(marker.read_text().split()[1]) < 200
+
+
+def test_api_key_is_required_when_set(triton: TritonServer) -> None:
+    with OpenAIServer(triton.grpc_url, api_key="s3cret", timeout=30) as guarded:
+        with pytest.raises(openai.AuthenticationError):
+            sdk(guarded, key="wrong").models.list()
+        assert [m.id for m in sdk(guarded, key="s3cret").models.list()]

@@ -1,0 +1,68 @@
+"""The text_generation example model and examples/clients/openai_chat.py through the
+OpenAI-compatible endpoint in front of a real tritonserver (the session's examples server):
+a prompt, a conversation, streamed and whole, cut by max_tokens and stop.
+
+Runs against the original too (PYBACKEND_TEST_BACKEND=original): the endpoint is a client of
+tritonserver, whatever backend serves the model.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+openai = pytest.importorskip("openai")
+
+from integration_support import EXAMPLE_CLIENTS  # noqa: E402
+from pybackend.openai_api import OpenAIServer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def endpoint(examples_server) -> Iterator[OpenAIServer]:
+    with OpenAIServer(examples_server.grpc_url, timeout=60) as server:
+        yield server
+
+
+def test_the_client_streams_the_reply(endpoint: OpenAIServer) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLE_CLIENTS / "openai_chat.py"),
+            "--url",
+            endpoint.url,
+            "the quick fox",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == "Fox Quick The\n"
+
+
+def test_completion_and_chat_answer_alike(endpoint: OpenAIServer) -> None:
+    client = openai.OpenAI(base_url=endpoint.url, api_key="unused", max_retries=0, timeout=60)
+    assert "text_generation" in [m.id for m in client.models.list()]
+    completion = client.completions.create(model="text_generation", prompt="a b c", max_tokens=2)
+    assert (completion.choices[0].text, completion.choices[0].finish_reason) == ("C B", "length")
+    chat = client.chat.completions.create(
+        model="text_generation",
+        messages=[
+            {"role": "user", "content": "not this one"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "one two three"},
+        ],
+        stop=["One"],
+    )
+    assert (chat.choices[0].message.content, chat.choices[0].finish_reason) == ("Three Two", "stop")
+    pieces = [
+        c.choices[0].delta.content
+        for c in client.chat.completions.create(
+            model="text_generation", messages=[{"role": "user", "content": "x y"}], stream=True
+        )
+        if c.choices and c.choices[0].delta.content
+    ]
+    assert pieces == ["Y", " X"]
