@@ -273,55 +273,50 @@ def expect_model_error(infer: Callable[..., dict]) -> bool:
     return False
 
 
-def stream_tokens(url: str) -> bool:
-    tokens: queue.Queue = queue.Queue()
+def streamed(url: str, model: str, inputs: dict[str, tuple[str, np.ndarray]]) -> list:
+    """A decoupled model's responses over gRPC, up to its final flag (which is not kept)."""
+    responses: queue.Queue = queue.Queue()
     client = grpcclient.InferenceServerClient(url)
-    client.start_stream(callback=lambda result, error: tokens.put(error or result))
+    client.start_stream(callback=lambda result, error: responses.put(error or result))
     try:
-        prompt = grpcclient.InferInput("PROMPT", [1], "BYTES")
-        prompt.set_data_from_numpy(np.array([b"the quick fox"], np.object_))
-        client.async_stream_infer("token_stream", [prompt], enable_empty_final_response=True)
-        words = []
+        tensors = []
+        for name, (dtype, value) in inputs.items():
+            tensor = grpcclient.InferInput(name, list(value.shape), dtype)
+            tensor.set_data_from_numpy(value)
+            tensors.append(tensor)
+        client.async_stream_infer(model, tensors, enable_empty_final_response=True)
+        got = []
         while True:
-            item = tokens.get(timeout=60)
+            item = responses.get(timeout=60)
             if isinstance(item, Exception):
-                fail(f"token_stream: {item}")
+                fail(f"{model}: {item}")
             if item.get_response().parameters["triton_final_response"].bool_param:
-                break
-            words.append(item.as_numpy("TOKEN")[0].decode().strip())
+                return got
+            got.append(item)
     finally:
         client.stop_stream()
+
+
+def stream_tokens(url: str) -> bool:
+    prompt = np.array([b"the quick fox"], np.object_)
+    words = [
+        item.as_numpy("TOKEN")[0].decode().strip()
+        for item in streamed(url, "token_stream", {"PROMPT": ("BYTES", prompt)})
+    ]
     return words == ["Fox", "Quick", "The"]  # the model replies with the words reversed
 
 
 def generated_text(url: str) -> bool:
     """text_generation (the OpenAI endpoint's example, docs/openai.md) streamed over gRPC as
     the endpoint asks: its words one response each, the last with its finish reason."""
-    responses: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(url)
-    client.start_stream(callback=lambda result, error: responses.put(error or result))
-    try:
-        inputs = []
-        for name, dtype, value in (
-            ("text_input", "BYTES", np.array([b"the quick fox"], np.object_)),
-            ("stream", "BOOL", np.array([True])),
-            ("sampling_parameters", "BYTES", np.array([b'{"max_tokens": 2}'], np.object_)),
-        ):
-            tensor = grpcclient.InferInput(name, [1], dtype)
-            tensor.set_data_from_numpy(value)
-            inputs.append(tensor)
-        client.async_stream_infer("text_generation", inputs, enable_empty_final_response=True)
-        pieces, reasons = [], []
-        while True:
-            item = responses.get(timeout=60)
-            if isinstance(item, Exception):
-                fail(f"text_generation: {item}")
-            if item.get_response().parameters["triton_final_response"].bool_param:
-                break
-            pieces.append(item.as_numpy("text_output")[0].decode())
-            reasons.append(item.as_numpy("finish_reason")[0].decode())
-    finally:
-        client.stop_stream()
+    inputs = {
+        "text_input": ("BYTES", np.array([b"the quick fox"], np.object_)),
+        "stream": ("BOOL", np.array([True])),
+        "sampling_parameters": ("BYTES", np.array([b'{"max_tokens": 2}'], np.object_)),
+    }
+    items = streamed(url, "text_generation", inputs)
+    pieces = [item.as_numpy("text_output")[0].decode() for item in items]
+    reasons = [item.as_numpy("finish_reason")[0].decode() for item in items]
     return pieces == ["Fox", " Quick"] and reasons == ["", "length"]
 
 

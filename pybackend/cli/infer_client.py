@@ -64,9 +64,10 @@ def target(url: str, grpc: bool) -> Target:
 
 
 class Client:
-    def __init__(self, where: Target, timeout: float) -> None:
+    def __init__(self, where: Target, timeout: float, timeout_option: str = "--timeout") -> None:
         self.where = where
         self.timeout = timeout
+        self.timeout_option = timeout_option  # named where a wait runs out
         try:
             if where.protocol == "grpc":
                 import tritonclient.grpc as module
@@ -105,7 +106,7 @@ class Client:
 
     def _json(self, fn: Callable[..., Any], *args: Any) -> Dict[str, Any]:
         if self.where.protocol == "grpc":
-            return dict(fn(*args, as_json=True))
+            return dict(fn(*args, as_json=True, client_timeout=self.timeout))
         return dict(fn(*args))
 
     def config_of(self, model: str, version: str = "") -> Dict[str, Any]:
@@ -120,7 +121,9 @@ class Client:
         if self.where.protocol == "grpc":
             index = self._call(
                 "repository index",
-                lambda: self.client.get_model_repository_index(as_json=True),
+                lambda: self.client.get_model_repository_index(
+                    as_json=True, client_timeout=self.timeout
+                ),
             )
             return list(index.get("models", []))
         return list(self._call("repository index", self.client.get_model_repository_index))
@@ -199,7 +202,8 @@ class Client:
                     result, error = events.get(timeout=self.timeout)
                 except queue.Empty:
                     raise ClientError(
-                        f"model '{req.model}': no response within {self.timeout:g} s (--timeout)",
+                        f"model '{req.model}': no response within {self.timeout:g} s "
+                        f"({self.timeout_option})",
                         "TIMEOUT",
                     ) from None
                 if error is not None:

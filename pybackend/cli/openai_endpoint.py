@@ -7,10 +7,16 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 from pybackend.cli.command import add_command
+from pybackend.errors import PybackendError
 
 from .stop_signals import stop_on_signals
+
+if TYPE_CHECKING:  # the endpoint's package is imported only when one is started
+    from pybackend.openai_api import ChatTemplate, OpenAIServer
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -59,41 +65,63 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--openai-timeout",
-        type=float,
+        type=_seconds,
         default=600.0,
         metavar="SECONDS",
         help="longest wait for a model's next response (default 600)",
     )
 
 
-def endpoint(args: argparse.Namespace, triton_grpc: str, host: str, port: int):  # noqa: ANN201
-    """The endpoint the options describe (not started); PybackendError for a bad option."""
-    from pybackend.errors import PybackendError
-    from pybackend.openai_api import ChatTemplate, OpenAIServer
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds above 0")
+    return value
 
-    key = None
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if not key:
-            raise PybackendError(f"--api-key-env {args.api_key_env}: the variable is not set")
-    template = ChatTemplate.from_file(args.chat_template) if args.chat_template else None
-    try:
-        return OpenAIServer(
-            triton_grpc,
-            host=host,
-            port=port,
-            chat_template=template,
-            api_key=key,
-            timeout=args.openai_timeout,
-        )
-    except OSError as e:
-        raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+@dataclass
+class EndpointOptions:
+    """The options read and checked (before tritonserver starts, so a bad one fails fast)."""
+
+    chat_template: Optional["ChatTemplate"]
+    api_key: Optional[str]
+    timeout: float
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> "EndpointOptions":
+        """PybackendError for a bad option."""
+        from pybackend.openai_api import ChatTemplate
+
+        key = None
+        if args.api_key_env:
+            key = os.environ.get(args.api_key_env)
+            if not key:
+                raise PybackendError(f"--api-key-env {args.api_key_env}: the variable is not set")
+        template = ChatTemplate.from_file(args.chat_template) if args.chat_template else None
+        return cls(template, key, args.openai_timeout)
+
+    def endpoint(self, triton_grpc: str, host: str, port: int) -> "OpenAIServer":
+        """The endpoint (not started); PybackendError when it cannot listen."""
+        from pybackend.openai_api import OpenAIServer
+
+        try:
+            return OpenAIServer(
+                triton_grpc,
+                host=host,
+                port=port,
+                chat_template=self.chat_template,
+                api_key=self.api_key,
+                timeout=self.timeout,
+            )
+        except OSError as e:
+            raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
 def run(args: argparse.Namespace) -> int:
-    server = endpoint(args, args.triton, args.host, args.port)
+    server = EndpointOptions.of(args).endpoint(args.triton, args.host, args.port)
     stop_on_signals()
-    print(f"pybackend: OpenAI endpoint {server.url} in front of grpc://{args.triton}", flush=True)
+    where = server.upstream.where.address
+    print(f"pybackend: OpenAI endpoint {server.url} in front of grpc://{where}", flush=True)
     print(
         f"  curl -s {server.url}/models   # the text models it serves",
         flush=True,

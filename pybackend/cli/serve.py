@@ -14,7 +14,7 @@ from pybackend.cli.command import add_command, add_runtime_option, runtimes_of
 from pybackend.server import ServerError, TritonServer
 from pybackend.server.processes import port_is_free
 
-from .openai_endpoint import add_endpoint_options, endpoint
+from .openai_endpoint import EndpointOptions, add_endpoint_options
 from .stop_signals import stop_on_signals
 
 #: tritonserver's customary ports; used when free so that familiar URLs work.
@@ -158,6 +158,8 @@ def _try_request(server: TritonServer, models: list[dict]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Checked before tritonserver starts, which can take minutes: a bad option fails first.
+    options = EndpointOptions.of(args) if args.openai_port is not None else None
     ports = {
         name: _pick_port(getattr(args, f"{name}_port"), default, args.host)
         for name, default in DEFAULT_PORTS.items()
@@ -186,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
             models = _models(server)
             _banner(server, models)
             openai = None
-            if args.openai_port is not None:
-                openai = endpoint(args, server.grpc_url, args.host, args.openai_port).start()
+            if options is not None:
+                openai = options.endpoint(server.grpc_url, args.host, args.openai_port).start()
                 print(f"  OpenAI   {openai.url} (docs/openai.md)")
             try:
                 ok = _try_request(server, models)

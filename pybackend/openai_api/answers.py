@@ -33,7 +33,8 @@ class Answer:
         self.text.append(piece.text)
         self.finish_reason = piece.finish_reason or self.finish_reason
         if piece.input_tokens is not None:
-            self.input_tokens = piece.input_tokens  # the prompt's: the same in every response
+            # The prompt's count: some models give it in every response, some in the first.
+            self.input_tokens = max(self.input_tokens or 0, piece.input_tokens)
         if piece.output_tokens is not None:
             self.output_tokens = (self.output_tokens or 0) + piece.output_tokens
 

@@ -4,6 +4,8 @@ a Jinja chat template, as Hugging Face tokenizers and vLLM render theirs (the te
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -19,14 +21,22 @@ class ChatTemplate:
             raise PybackendError(
                 f"{origin}: a chat template needs jinja2: pip install jinja2"
             ) from None
-        # Sandboxed, as the template is data (often downloaded with a model), not code.
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        # Sandboxed, as the template is data (often downloaded with a model), not code; with
+        # what Hugging Face's environment gives templates (loop controls, its tojson that
+        # keeps non-ASCII text, strftime_now), so that a model's own template renders here.
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+        )
         env.globals["raise_exception"] = _raise
+        env.globals["strftime_now"] = _strftime_now
+        env.filters["tojson"] = _tojson
         try:
             self._template = env.from_string(source)
         except TemplateError as e:
             raise PybackendError(f"{origin}: not a valid Jinja template: {e}") from None
-        self._errors = (TemplateError, _TemplateRefusal)
+        # A template that indexes a message it does not understand (content parts, a
+        # missing key) fails with Python's errors: the request's fault, refused as such.
+        self._errors = (TemplateError, _TemplateRefusal, TypeError, KeyError, IndexError)
         self.origin = origin
 
     @classmethod
@@ -56,5 +66,11 @@ def _raise(message: str) -> None:
     raise _TemplateRefusal(message)
 
 
-def load(path: Optional[str]) -> Optional[ChatTemplate]:
-    return ChatTemplate.from_file(path) if path else None
+def _strftime_now(format: str) -> str:  # noqa: A002 - the name templates call it with
+    return datetime.now().strftime(format)
+
+
+def _tojson(
+    value: Any, ensure_ascii: bool = False, indent: Optional[int] = None, **kwargs: Any
+) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, **kwargs)

@@ -12,8 +12,8 @@ Inputs, each sent only where the model declares it:
   OpenAI completion does not repeat the prompt);
 * ``sampling_parameters`` (TYPE_STRING): the request's sampling fields as JSON, under the
   names vLLM's ``SamplingParams`` shares with OpenAI (``max_tokens``, ``temperature`` ...);
-* the same sampling fields as tensors of their own (``max_tokens``, ``temperature`` ...),
-  with the type the model declares (TensorRT-LLM's ensembles take them this way);
+* the same sampling fields but ``stop`` as tensors of their own (``max_tokens``,
+  ``temperature`` ...), with the type the model declares, as some LLM ensembles take them;
 * ``return_finish_reason``, ``return_num_input_tokens``, ``return_num_output_tokens``
   (TYPE_BOOL): True, so that the answer can carry its finish reason and usage.
 
@@ -42,9 +42,10 @@ SAMPLING_FIELDS = (
 #: Inputs that ask for optional outputs; always True where declared.
 RETURN_FLAGS = ("return_finish_reason", "return_num_input_tokens", "return_num_output_tokens")
 TEXT_INPUT, MESSAGES, TEXT_OUTPUT = "text_input", "messages", "text_output"
+#: ``stop`` is a list: it goes only in ``sampling_parameters``.
 KNOWN_INPUTS = frozenset(
     (TEXT_INPUT, MESSAGES, "stream", "exclude_input_in_output", "sampling_parameters")
-    + SAMPLING_FIELDS
+    + tuple(f for f in SAMPLING_FIELDS if f != "stop")
     + RETURN_FLAGS
 )
 #: Triton's config data types, as numpy types (BYTES as object).
@@ -65,8 +66,24 @@ _NUMPY = {
 }
 
 
+#: The sampling fields sent as fractions (a model declaring one as an integer would get it
+#: truncated) and as whole numbers.
+FRACTIONS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
+WHOLE_NUMBERS = ("max_tokens", "seed")
+_FLOATS = ("TYPE_FP16", "TYPE_FP32", "TYPE_FP64")
+
+
 class NotATextModel(ValueError):
     """The model's inputs or outputs do not follow the convention; the text says which."""
+
+
+class BadValue(ValueError):
+    """A request this model cannot take (a value out of its input's range, an input it needs
+    and the request does not give); ``param``: the request's field."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -120,10 +137,10 @@ class TextModel:
                 "takes required inputs this endpoint cannot fill: "
                 + ", ".join(repr(n) for n in sorted(unknown))
             )
-        for name in (TEXT_INPUT, MESSAGES, "sampling_parameters"):
-            given = self.inputs.get(name)
-            if given is not None and given.data_type != "TYPE_STRING":
-                found.append(f"input '{name}' is {given.data_type}, not TYPE_STRING")
+        for name in sorted(KNOWN_INPUTS & self.inputs.keys()):
+            problem = _unfit(self.inputs[name])
+            if problem:
+                found.append(f"input '{name}' {problem}")
         return found
 
     @property
@@ -155,8 +172,11 @@ class TextModel:
         values["stream"] = stream
         values["exclude_input_in_output"] = True
         values["sampling_parameters"] = json.dumps(dict(sampling)).encode()
-        values.update({k: v for k, v in sampling.items() if k != "stop"})
+        values.update({k: v for k, v in sampling.items() if k in KNOWN_INPUTS})
         values.update({flag: True for flag in RETURN_FLAGS})
+        for name, spec in self.inputs.items():
+            if not spec.optional and name not in values:
+                raise BadValue(_missing(self.name, name), param=name)
         return {
             name: self._array(self.inputs[name], value)
             for name, value in values.items()
@@ -167,12 +187,15 @@ class TextModel:
         # One element, in the shape the model declares (a variable dimension as 1), under a
         # batch dimension of 1 when the model batches.
         shape = ([1] if self.batched else []) + [1 for _ in spec.dims]
-        dtype = _NUMPY.get(spec.data_type)
-        if dtype is None:
-            raise NotATextModel(
-                f"model '{self.name}': input '{spec.name}' is {spec.data_type}, which this "
-                "endpoint cannot fill"
-            )
+        dtype = _NUMPY[spec.data_type]  # _unfit refused the others
+        if np.issubdtype(dtype, np.integer) and not isinstance(value, bool):
+            bounds = np.iinfo(dtype)
+            if not bounds.min <= value <= bounds.max:
+                raise BadValue(
+                    f"{spec.name} {value} is out of the range of model '{self.name}''s "
+                    f"input ({spec.data_type}: {bounds.min} to {bounds.max})",
+                    param=spec.name,
+                )
         return np.full(shape or [1], value, dtype=dtype)
 
     def piece(self, outputs: Mapping[str, np.ndarray]) -> Piece:
@@ -194,3 +217,30 @@ def _text(value: Any) -> str:
 
 def _count(array: Optional[np.ndarray]) -> Optional[int]:
     return None if array is None or array.size == 0 else int(np.asarray(array).sum())
+
+
+def _unfit(spec: Input) -> str:
+    """Why the endpoint cannot fill this input of the convention ('' when it can)."""
+    if spec.name in (TEXT_INPUT, MESSAGES, "sampling_parameters"):
+        fits, wanted = spec.data_type == "TYPE_STRING", "TYPE_STRING"
+    elif spec.name in FRACTIONS:
+        fits, wanted = spec.data_type in _FLOATS, "a floating-point type (TYPE_FP32)"
+    elif spec.name in WHOLE_NUMBERS:
+        fits, wanted = "INT" in spec.data_type, "an integer type (TYPE_INT32)"
+    else:  # the flags
+        fits, wanted = spec.data_type in _NUMPY and spec.data_type != "TYPE_STRING", "TYPE_BOOL"
+    if not fits:
+        return f"is {spec.data_type}, not {wanted}"
+    if any(d not in (1, -1) for d in spec.dims):
+        return f"has dims {list(spec.dims)}: the endpoint sends one element"
+    return ""
+
+
+def _missing(model: str, name: str) -> str:
+    if name == MESSAGES:
+        how = "use /v1/chat/completions"
+    elif name == TEXT_INPUT:
+        how = "it takes a prompt"
+    else:
+        how = f"give '{name}' in the request"
+    return f"model '{model}' needs its input '{name}', which this request does not give: {how}"

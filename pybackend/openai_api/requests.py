@@ -14,13 +14,20 @@ class ApiError(Exception):
     """An error answer: HTTP status, OpenAI's error type, the message and the field."""
 
     def __init__(
-        self, status: int, message: str, *, param: Optional[str] = None, kind: str = ""
+        self,
+        status: int,
+        message: str,
+        *,
+        param: Optional[str] = None,
+        kind: str = "",
+        code: Optional[str] = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.kind = kind or _KINDS.get(status, "server_error")
+        self.code = code
 
     def body(self) -> Dict[str, Any]:
         return {
@@ -28,12 +35,13 @@ class ApiError(Exception):
                 "message": self.message,
                 "type": self.kind,
                 "param": self.param,
-                "code": None,
+                "code": self.code,
             }
         }
 
 
-_KINDS = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error"}
+#: OpenAI's error types by status (its 401 for a wrong key is an invalid request too).
+_KINDS = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error"}
 
 
 @dataclass
@@ -98,12 +106,33 @@ def _prompt(value: Any) -> str:
 def _messages(value: Any) -> List[Dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise ApiError(400, "'messages' must be a non-empty list of messages", param="messages")
+    messages = []
     for i, message in enumerate(value):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise ApiError(
                 400, f"messages[{i}] must be an object with a 'role'", param=f"messages[{i}]"
             )
-    return value
+        content = message.get("content")
+        if isinstance(content, list):  # OpenAI's content parts: text ones joined
+            message = {**message, "content": _text_parts(content, i)}
+        messages.append(message)
+    return messages
+
+
+def _text_parts(parts: List[Any], i: int) -> str:
+    texts = []
+    for part in parts:
+        if not (isinstance(part, dict) and part.get("type") == "text"):
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            raise ApiError(
+                400,
+                f"messages[{i}].content has a part of type {kind!r}: only text is served",
+                param=f"messages[{i}].content",
+            )
+        if not isinstance(part.get("text"), str):
+            raise ApiError(400, "a text part needs a string 'text'", param=f"messages[{i}].content")
+        texts.append(part["text"])
+    return "".join(texts)
 
 
 def _sampling(data: Dict[str, Any], chat: bool) -> Dict[str, Any]:
@@ -133,7 +162,7 @@ def _sampling(data: Dict[str, Any], chat: bool) -> Dict[str, Any]:
 def _refuse_unsupported(data: Dict[str, Any]) -> None:
     """What would change the answer's meaning and cannot be honoured is refused, not
     dropped: several choices, echo, log probabilities, tools, response formats."""
-    if data.get("n", 1) != 1:
+    if data.get("n") not in (None, 1):
         raise ApiError(400, "only n=1 is served: send n requests for n choices", param="n")
     if data.get("best_of", 1) not in (1, None):
         raise ApiError(400, "best_of is not served", param="best_of")

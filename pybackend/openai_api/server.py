@@ -11,19 +11,24 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
+from pybackend.cli.infer_client import Client
 from pybackend.errors import PybackendError
 
 from .answers import DONE, Answer, event, model_entry
 from .chat import ChatTemplate
-from .convention import NotATextModel, TextModel
+from .convention import BadValue, NotATextModel, TextModel
 from .requests import ApiError, Ask, parse
 from .upstream import Upstream
 
 #: Largest request body read (a conversation is text; this bounds a client's memory use).
 MAX_BODY = 16 * 1024 * 1024
+#: Seconds a connection may stay silent (a slow or stalled client, an idle keep-alive)
+#: before its thread lets it go.
+IDLE_SECONDS = 120
 
 
 class OpenAIServer:
@@ -87,7 +92,7 @@ class OpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def text_model(self, client: Any, name: str) -> TextModel:
+    def text_model(self, client: Client, name: str) -> TextModel:
         try:
             return TextModel(self.upstream.config(client, name))
         except NotATextModel as e:
@@ -130,6 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
     endpoint: OpenAIServer
     protocol_version = "HTTP/1.1"
     server_version = "pybackend-openai"
+    timeout = IDLE_SECONDS
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
         pass  # the access log is not printed: tritonserver's log says what ran
@@ -140,38 +146,45 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib's name
         self._answer(self._post)
 
-    def _answer(self, route: Any) -> None:
+    @property
+    def route(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    def _answer(self, route: Callable[[], None]) -> None:
         self._started = False  # whether a streamed answer's headers went out
+        self._body_read = self.command != "POST"
         try:
             self._check_key()
             route()
         except ApiError as e:
             self._json(e.status, e.body())
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away (a broken pipe, a reset, its silence)
             self.close_connection = True
         except Exception as e:  # noqa: BLE001 - a fault of the endpoint: answered, and logged
-            print(f"pybackend openai: {self.command} {self.path} failed:", file=sys.stderr)
-            traceback.print_exc()
+            _log_fault(self.command, self.path)
             self.close_connection = True
             if not self._started:
-                failure = ApiError(500, f"the endpoint failed: {type(e).__name__}: {e}")
-                self._json(500, failure.body())
+                self._json(500, _fault(e).body())
 
     def _check_key(self) -> None:
         key = self.endpoint.api_key
-        if key is None or self.path == "/health":
+        if key is None or self.route == "/health":
             return
         given = self.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
-            raise ApiError(401, "a valid API key is needed: Authorization: Bearer <key>")
+            raise ApiError(
+                401,
+                "a valid API key is needed: Authorization: Bearer <key>",
+                code="invalid_api_key",
+            )
 
     def _get(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path = self.route
         endpoint = self.endpoint
         if path == "/health":
             client = endpoint.upstream.client()
             try:
-                ready = client.client.is_server_ready()
+                ready = client.client.is_server_ready(client_timeout=endpoint.upstream.timeout)
             except Exception:  # noqa: BLE001 - unreachable or failing: not healthy
                 ready = False
             finally:
@@ -195,11 +208,16 @@ class _Handler(BaseHTTPRequestHandler):
                 if entry["id"] == wanted:
                     self._json(200, entry)
                     return
-            raise ApiError(404, f"The model `{wanted}` does not exist", param="model")
+            raise ApiError(
+                404,
+                f"The model `{wanted}` does not exist",
+                param="model",
+                code="model_not_found",
+            )
         raise ApiError(404, f"no route {self.path} (GET)")
 
     def _post(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path = self.route
         if path not in ("/v1/completions", "/v1/chat/completions"):
             raise ApiError(404, f"no route {self.path} (POST)")
         ask = parse(self._body(), chat=path == "/v1/chat/completions")
@@ -208,24 +226,31 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             model = endpoint.text_model(client, ask.model)
             prompt = endpoint.prompt_of(ask, model)
-            tensors = model.tensors(
-                prompt, ask.messages if ask.chat else None, ask.sampling, ask.stream
-            )
-            pieces = endpoint.upstream.generate(client, model, tensors)
+            try:
+                tensors = model.tensors(
+                    prompt, ask.messages if ask.chat else None, ask.sampling, ask.stream
+                )
+            except BadValue as e:
+                raise ApiError(400, str(e), param=e.param) from None
             answer = Answer(chat=ask.chat, model=ask.model)
-            if ask.stream:
-                self._stream(ask, model, pieces, answer)
-            else:
-                for outputs in pieces:
-                    answer.add(model.piece(outputs))
-                self._json(200, answer.whole())
+            # Closed on every path before the client: an unfinished generation is then
+            # cancelled in the server, never waited for.
+            with closing(endpoint.upstream.generate(client, model, tensors)) as pieces:
+                if ask.stream:
+                    self._stream(ask, model, pieces, answer)
+                else:
+                    for outputs in pieces:
+                        answer.add(model.piece(outputs))
+                    self._json(200, answer.whole())
         finally:
             client.close()
 
-    def _stream(self, ask: Ask, model: TextModel, pieces: Any, answer: Answer) -> None:
+    def _stream(
+        self, ask: Ask, model: TextModel, pieces: Iterator[Dict[str, Any]], answer: Answer
+    ) -> None:
         """Server-sent events: each piece as it comes; an error after the stream began is
-        an event with OpenAI's error body, then the end. A client that goes away closes
-        ``pieces``, which cancels the request in the server."""
+        an event with OpenAI's error body, then the end. A client that goes away ends the
+        request in the server at the next piece (the caller closes ``pieces``)."""
         first = next(pieces, None)  # errors before any event are plain error answers
         self._started = True
         self.send_response(200)
@@ -233,7 +258,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        self.close_connection = True
         try:
             if ask.chat:
                 self._send(event(answer.chunk(None)))
@@ -247,12 +271,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(
                 event(answer.chunk(None if ask.chat else "", answer.finish_reason or "stop"))
             )
-            if ask.include_usage:
+            if ask.include_usage and answer.usage is not None:
                 self._send(event(answer.usage_chunk()))
         except ApiError as e:
             self._send(event(e.body()))
-        finally:
-            pieces.close()
+        except OSError:
+            raise  # the client is gone: nothing more to send
+        except Exception as e:  # noqa: BLE001 - a fault mid-stream: said, never a cut answer
+            _log_fault(self.command, self.path)
+            self._send(event(_fault(e).body()))
         self._send(DONE)
 
     def _send(self, data: bytes) -> None:
@@ -260,26 +287,44 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            raise ApiError(411, "send the body with a Content-Length (not chunked)")
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             raise ApiError(400, "Content-Length is not a number") from None
+        if length < 0:
+            raise ApiError(400, "Content-Length is negative")
         if length > MAX_BODY:
             raise ApiError(413, f"the request body is larger than {MAX_BODY} bytes")
-        return self.rfile.read(length)
+        body = self.rfile.read(length)
+        self._body_read = True
+        return body
 
     def _json(self, status: int, body: Dict[str, Any]) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if not self._body_read:
+            # A body left unread would be taken for the next request on this connection.
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
 
-def _fits(endpoint: OpenAIServer, client: Any, name: str) -> bool:
+def _fits(endpoint: OpenAIServer, client: Client, name: str) -> bool:
     try:
         endpoint.text_model(client, name)
     except ApiError:
         return False
     return True
+
+
+def _fault(error: Exception) -> ApiError:
+    return ApiError(500, f"the endpoint failed: {type(error).__name__}: {error}")
+
+
+def _log_fault(command: str, path: str) -> None:
+    print(f"pybackend openai: {command} {path} failed:", file=sys.stderr)
+    traceback.print_exc()

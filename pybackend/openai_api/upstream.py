@@ -5,12 +5,13 @@ comes); a stream the client abandons is cancelled in the server, which a model s
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Mapping
+from typing import Any, Dict, Generator, List, Mapping, Tuple
 
 import numpy as np
 
 from pybackend.cli.infer_client import Client, ClientError, Request, target
 from pybackend.cli.infer_inputs import InputSpec
+from pybackend.errors import PybackendError
 
 from .convention import TextModel
 from .requests import ApiError
@@ -39,12 +40,15 @@ class Upstream:
     def __init__(self, url: str, timeout: float) -> None:
         self.where = target(url, grpc=True)
         if self.where.protocol != "grpc":
-            raise ValueError(f"{url}: the Triton URL must be gRPC (grpc://HOST:PORT)")
+            raise PybackendError(
+                f"{url}: the endpoint speaks to tritonserver over gRPC: give its gRPC port "
+                "as HOST:PORT or grpc://HOST:PORT (8001 by default)"
+            )
         self.timeout = timeout
 
     def client(self) -> Client:
         """A client of its own per request: tritonclient's holds one stream at a time."""
-        return Client(self.where, self.timeout)
+        return Client(self.where, self.timeout, timeout_option="--openai-timeout")
 
     def config(self, client: Client, model: str) -> Dict[str, Any]:
         try:
@@ -55,7 +59,10 @@ class Upstream:
                 raise ApiError(503, f"Triton is not reachable: {e}") from None
             if e.status in ("StatusCode.NOT_FOUND", "StatusCode.UNAVAILABLE", None):
                 raise ApiError(
-                    404, f"The model `{model}` does not exist or is not ready ({e})", param="model"
+                    404,
+                    f"The model `{model}` does not exist or is not ready ({e})",
+                    param="model",
+                    code="model_not_found",
                 ) from None
             raise api_error(e) from None
 
@@ -68,7 +75,7 @@ class Upstream:
 
     def generate(
         self, client: Client, model: TextModel, tensors: Mapping[str, np.ndarray]
-    ) -> Iterator[Dict[str, np.ndarray]]:
+    ) -> Generator[Dict[str, np.ndarray], None, None]:
         """The outputs of each response, in order; closing the iterator before its end
         cancels the request in the server. Errors: ApiError."""
         specs = [
@@ -81,13 +88,17 @@ class Upstream:
                 stream = client.stream(request)
                 try:
                     for named in stream:
-                        yield {name: array for name, _, array in named}
+                        yield _by_name(named)
                 finally:
                     stream.close()  # before its end: cancels the request in the server
             else:
-                yield {name: array for name, _, array in client.infer(request)}
+                yield _by_name(client.infer(request))
         except ClientError as e:
             raise api_error(e) from None
+
+
+def _by_name(outputs: List[Tuple[str, str, np.ndarray]]) -> Dict[str, np.ndarray]:
+    return {name: array for name, _, array in outputs}
 
 
 def _live(client: Client) -> bool:

@@ -93,20 +93,36 @@ def test_openai_command_in_front_of_a_server(examples_server) -> None:
 
 
 @pytest.mark.parametrize(
-    ("option", "words"),
+    ("command", "option", "words"),
     [
-        (["--api-key-env", "PYBACKEND_TEST_UNSET_KEY"], "the variable is not set"),
-        (["--chat-template", "/nonexistent/chat.jinja"], "/nonexistent/chat.jinja"),
+        ("openai", ["--api-key-env", "PYBACKEND_TEST_UNSET_KEY"], "the variable is not set"),
+        ("openai", ["--chat-template", "/nonexistent/chat.jinja"], "/nonexistent/chat.jinja"),
+        ("openai", ["--triton", "http://127.0.0.1:8000"], "over gRPC: give its gRPC port"),
+        # Checked before tritonserver starts (no repository is even read).
+        ("serve", ["--api-key-env", "PYBACKEND_TEST_UNSET_KEY"], "the variable is not set"),
     ],
 )
-def test_openai_command_refuses_bad_options(option: List[str], words: str) -> None:
+def test_commands_refuse_bad_options_in_one_line(
+    command: str, option: List[str], words: str
+) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYBACKEND_TEST_UNSET_KEY"}
+    where = (
+        ["/nonexistent/repository", "--openai-port", "0"] if command == "serve" else ["--port", "0"]
+    )
     done = subprocess.run(
-        [*CLI, "openai", "--port", "0", *option],
+        [*CLI, command, *where, *option],
         capture_output=True,
         text=True,
         timeout=60,
         env=env,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert words in done.stderr
+    assert done.stderr.startswith(f"pybackend {command}: ") and words in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_openai_timeout_must_be_positive() -> None:
+    done = subprocess.run(
+        [*CLI, "openai", "--openai-timeout", "0"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "give a number of seconds above 0" in done.stderr

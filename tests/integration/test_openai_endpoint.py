@@ -8,6 +8,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ def test_completion_streamed_piece_by_piece(endpoint: OpenAIServer) -> None:
     assert texts == ["three", " two", " one", ""]
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
+    assert chunks[-1].usage.prompt_tokens == 3  # given by the first response only
     assert len({c.id for c in chunks}) == 1
 
 
@@ -102,6 +104,18 @@ def test_what_reaches_the_model(endpoint: OpenAIServer) -> None:
         "stream": False,
         "exclude_input_in_output": True,
         "return_finish_reason": True,
+        "return_num_input_tokens": True,
+        "return_num_output_tokens": True,
+    }
+    # One element of the declared type each (the model does not batch: no batch dimension).
+    assert got["tensors"] == {
+        "text_input": ["object", [1]],
+        "sampling_parameters": ["object", [1]],
+        "stream": ["bool", [1]],
+        "exclude_input_in_output": ["bool", [1]],
+        "return_finish_reason": ["bool", [1]],
+        "return_num_input_tokens": ["bool", [1]],
+        "return_num_output_tokens": ["bool", [1]],
     }
 
 
@@ -146,6 +160,21 @@ def test_chat_model_gets_the_conversation_as_json(endpoint: OpenAIServer) -> Non
     assert answer.usage is None  # the model reports no token counts
 
 
+def test_a_model_that_is_not_decoupled_streams_as_one_chunk(endpoint: OpenAIServer) -> None:
+    chunks = list(
+        sdk(endpoint).chat.completions.create(
+            model="chat_llm",
+            messages=[{"role": "user", "content": "bye"}],
+            stream=True,
+            stream_options={"include_usage": True},  # the model counts nothing: no usage chunk
+        )
+    )
+    assert [c.choices[0].delta.role for c in chunks] == ["assistant", None, None]
+    assert chunks[1].choices[0].delta.content.startswith("roles=user last=bye")
+    assert chunks[2].choices[0].finish_reason == "stop"
+    assert all(c.usage is None for c in chunks)
+
+
 def test_chat_without_a_template_says_how_to_give_one(triton: TritonServer) -> None:
     with OpenAIServer(triton.grpc_url, timeout=30) as bare:
         with pytest.raises(openai.BadRequestError) as caught:
@@ -183,6 +212,11 @@ def test_model_failure_whole_and_mid_stream(endpoint: OpenAIServer) -> None:
             seen.append(chunk.choices[0].text)
     assert seen == ["c"]
     assert "the model failed on purpose" in str(streamed.value)
+    # Failing before its first piece: an error answer, not a stream (a decoupled model's
+    # error comes over a gRPC stream without a status: 500).
+    with pytest.raises(openai.InternalServerError) as first:
+        client.completions.create(model="echo_llm", prompt="!failfirst a b", stream=True)
+    assert "the model failed on purpose" in str(first.value)
     # The endpoint and the model serve on.
     assert client.completions.create(model="echo_llm", prompt="x y").choices[0].text == "y x"
 
@@ -203,8 +237,35 @@ def test_client_that_goes_away_cancels_the_request(
     assert int(marker.read_text().split()[1]) < 200
 
 
+def test_a_model_slower_than_the_timeout_is_answered_504(triton: TritonServer) -> None:
+    with OpenAIServer(triton.grpc_url, timeout=1) as impatient:
+        with pytest.raises(openai.InternalServerError) as caught:
+            sdk(impatient).completions.create(model="echo_llm", prompt="!sleep 3")
+    assert caught.value.status_code == 504
+    assert "no response within 1 s (--openai-timeout)" in str(caught.value)
+
+
 def test_api_key_is_required_when_set(triton: TritonServer) -> None:
     with OpenAIServer(triton.grpc_url, api_key="s3cret", timeout=30) as guarded:
-        with pytest.raises(openai.AuthenticationError):
+        with pytest.raises(openai.AuthenticationError) as caught:
             sdk(guarded, key="wrong").models.list()
+        assert caught.value.code == "invalid_api_key"
         assert [m.id for m in sdk(guarded, key="s3cret").models.list()]
+        # A refused POST leaves its body unread: the connection is closed, so the next
+        # request on the same client is read as itself (not as the old body's bytes).
+        http = HTTPConnection("127.0.0.1", guarded.port, timeout=30)
+        try:
+            ask = json.dumps({"model": "echo_llm", "prompt": "a b"})
+            for key, status in ((None, 401), ("x", 401), ("s3cret", 200)):
+                headers = {"Content-Type": "application/json"}
+                if key is not None:
+                    headers["Authorization"] = f"Bearer {key}"
+                http.request("POST", "/v1/completions", ask, headers)
+                answer = http.getresponse()
+                body = json.loads(answer.read())
+                assert answer.status == status, body
+            assert body["choices"][0]["text"] == "b a"
+            http.request("GET", "/health")  # no key needed
+            assert json.loads(http.getresponse().read()) == {"ready": True}
+        finally:
+            http.close()

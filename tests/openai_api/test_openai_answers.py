@@ -24,6 +24,13 @@ def test_a_whole_completion_with_usage() -> None:
     assert whole["usage"] == {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
 
 
+def test_the_prompt_count_given_only_in_the_first_response_stands() -> None:
+    answer = Answer(chat=False, model="m")
+    answer.add(Piece("a", input_tokens=3, output_tokens=1))
+    answer.add(Piece("b", input_tokens=0, output_tokens=1))  # later responses: 0
+    assert answer.usage == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+
+
 def test_a_chat_answer_without_counts_has_no_usage() -> None:
     answer = Answer(chat=True, model="m")
     answer.add(Piece("hi"))
@@ -77,3 +84,21 @@ def test_a_template_cannot_reach_python_internals() -> None:
 def test_a_broken_template_is_refused_when_loaded() -> None:
     with pytest.raises(PybackendError, match="not a valid Jinja template"):
         ChatTemplate("{% for %}", "bad.jinja")
+
+
+def test_a_template_gets_hugging_face_s_loop_controls_tojson_and_strftime_now() -> None:
+    template = ChatTemplate(
+        "{% for m in messages %}{% if loop.index > 1 %}{% break %}{% endif %}"
+        "{{ m | tojson }}{% endfor %}|{{ strftime_now('%Y') | length }}",
+        "hf",
+    )
+    said = template.render([{"role": "user", "content": "hé"}, {"role": "user", "content": "x"}])
+    assert said == '{"role": "user", "content": "hé"}|4'
+
+
+def test_a_template_that_cannot_read_a_message_refuses_it() -> None:
+    template = ChatTemplate("{{ messages[0]['content'] + '!' }}", "plain")
+    with pytest.raises(ValueError, match="the chat template plain refused the messages"):
+        template.render([{"role": "user", "content": [{"type": "image_url"}]}])
+    with pytest.raises(ValueError, match="refused the messages"):
+        template.render([{"role": "user"}])  # no content: an undefined + '!' is a TypeError

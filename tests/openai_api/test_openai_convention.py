@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from pybackend.openai_api.convention import NotATextModel, TextModel
+from pybackend.openai_api.convention import BadValue, NotATextModel, TextModel
 
 
 def config(inputs, outputs=("text_output",), max_batch_size=0, decoupled=False):
@@ -88,12 +88,66 @@ def test_a_chat_model_gets_the_messages_as_json() -> None:
             "required inputs this endpoint cannot fill: 'image'",
         ),
         ([("text_input", "TYPE_INT32", False)], ("text_output",), "is TYPE_INT32, not TYPE_STRING"),
+        # A fraction into an integer would be truncated: temperature 0.7 as 0.
+        (
+            [("text_input", "TYPE_STRING", False), ("temperature", "TYPE_INT32", True)],
+            ("text_output",),
+            "input 'temperature' is TYPE_INT32, not a floating-point type",
+        ),
+        (
+            [("text_input", "TYPE_STRING", False), ("seed", "TYPE_FP32", True)],
+            ("text_output",),
+            "input 'seed' is TYPE_FP32, not an integer type",
+        ),
+        (
+            [("text_input", "TYPE_STRING", False), ("stream", "TYPE_BF16", True)],
+            ("text_output",),
+            "input 'stream' is TYPE_BF16, not TYPE_BOOL",
+        ),
+        # ``stop`` is a list: never sent as a tensor, so a model needing one cannot be served.
+        (
+            [("text_input", "TYPE_STRING", False), ("stop", "TYPE_STRING", False)],
+            ("text_output",),
+            "required inputs this endpoint cannot fill: 'stop'",
+        ),
     ],
 )
 def test_models_outside_the_convention_are_named_with_why(inputs, outputs, words) -> None:
     with pytest.raises(NotATextModel) as caught:
         TextModel(config(inputs, outputs))
     assert str(caught.value).startswith("model 'm' ") and words in str(caught.value)
+
+
+def test_an_input_of_several_elements_is_refused() -> None:
+    raw = config([("text_input", "TYPE_STRING", False)])
+    raw["input"][0]["dims"] = ["2"]
+    with pytest.raises(NotATextModel, match=r"'text_input' has dims \[2\]: the endpoint sends one"):
+        TextModel(raw)
+
+
+def test_a_required_sampling_input_the_request_lacks_is_the_request_s_fault() -> None:
+    model = TextModel(
+        config([("text_input", "TYPE_STRING", False), ("max_tokens", "TYPE_INT32", False)])
+    )
+    with pytest.raises(BadValue) as caught:
+        model.tensors("hi", None, {}, False)
+    assert caught.value.param == "max_tokens"
+    assert str(caught.value) == (
+        "model 'm' needs its input 'max_tokens', which this request does not give: "
+        "give 'max_tokens' in the request"
+    )
+    assert model.tensors("hi", None, {"max_tokens": 5}, False)["max_tokens"].tolist() == [5]
+
+
+def test_a_value_outside_the_input_s_type_is_refused_not_wrapped() -> None:
+    model = TextModel(config([("text_input", "TYPE_STRING", False), ("seed", "TYPE_INT32", True)]))
+    with pytest.raises(BadValue) as caught:
+        model.tensors("hi", None, {"seed": 2**40}, False)
+    assert caught.value.param == "seed"
+    assert "seed 1099511627776 is out of the range of model 'm''s input (TYPE_INT32" in str(
+        caught.value
+    )
+    assert model.tensors("hi", None, {"seed": -(2**31)}, False)["seed"].tolist() == [-(2**31)]
 
 
 def test_an_optional_input_outside_the_convention_is_left_out() -> None:

@@ -45,6 +45,15 @@ def test_a_chat_takes_max_completion_tokens() -> None:
     assert ask.sampling == {"max_tokens": 9, "temperature": 0}
 
 
+def test_null_options_are_the_defaults_and_text_parts_are_joined() -> None:
+    parts = [{"type": "text", "text": "one "}, {"type": "text", "text": "two"}]
+    ask = parse(
+        body(model="m", messages=[{"role": "user", "content": parts}], n=None, best_of=None),
+        chat=True,
+    )
+    assert ask.messages == [{"role": "user", "content": "one two"}]
+
+
 @pytest.mark.parametrize(
     ("raw", "chat", "param", "words"),
     [
@@ -61,6 +70,12 @@ def test_a_chat_takes_max_completion_tokens() -> None:
         (body(model="m", prompt="x", stop=[1]), False, "stop", "list of strings"),
         (body(model="m", prompt="x", stream="yes"), False, "stream", "true or false"),
         (body(model="m", prompt="x", n=3), False, "n", "only n=1"),
+        (
+            body(model="m", messages=[{"role": "user", "content": [{"type": "image_url"}]}]),
+            True,
+            "messages[0].content",
+            "a part of type 'image_url': only text is served",
+        ),
         (body(model="m", prompt="x", echo=True), False, "echo", "not repeated"),
         (body(model="m", prompt="x", logprobs=2), False, "logprobs", "not served"),
         (body(model="m", messages=[{"role": "user"}], tools=[{}]), True, "tools", "not served"),

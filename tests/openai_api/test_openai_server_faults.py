@@ -1,19 +1,23 @@
-"""The endpoint's own faults, without a tritonserver: an unexpected exception while serving
-a request is an answer (500, OpenAI's error body, the exception named), never a dropped
-connection, and the endpoint serves on."""
+"""The endpoint's own faults and malformed requests, without a tritonserver: an unexpected
+exception while serving a request is an answer (500, OpenAI's error body, the exception
+named; mid-stream an error event, then the end), never a dropped connection or a stream cut
+short as if complete; bodies it cannot read are refused; the endpoint serves on."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Iterator, Tuple
 
+import numpy as np
 import pytest
 
 pytest.importorskip("tritonclient.grpc")
 
 from pybackend.openai_api import OpenAIServer  # noqa: E402
+from pybackend.openai_api.convention import TextModel  # noqa: E402
 from pybackend.server.processes import free_ports  # noqa: E402
 
 
@@ -48,3 +52,66 @@ def test_unexpected_fault_is_a_500_answer_and_the_endpoint_serves_on(
         status, body = post(f"{server.url}/completions", {"model": "m", "prompt": "hi"})
         assert status == 503  # the real path again: Triton is not there
         assert body["error"]["message"].startswith("Triton is not reachable: ")
+
+
+def test_a_fault_mid_stream_is_an_error_event_then_the_end(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = TextModel(
+        {
+            "name": "m",
+            "model_transaction_policy": {"decoupled": True},
+            "input": [{"name": "text_input", "data_type": "TYPE_STRING", "dims": [1]}],
+            "output": [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}],
+        }
+    )
+
+    def generate(client: Any, model: Any, tensors: Any) -> Iterator[Dict[str, Any]]:
+        yield {"text_output": np.array([b"first"], np.object_)}
+        raise RuntimeError("lost the model")
+
+    with OpenAIServer(f"127.0.0.1:{free_ports(1)[0]}", timeout=5) as server:
+        monkeypatch.setattr(server, "text_model", lambda client, name: model)
+        monkeypatch.setattr(server.upstream, "generate", generate)
+        request = urllib.request.Request(
+            f"{server.url}/completions",
+            json.dumps({"model": "m", "prompt": "hi", "stream": True}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            events = [line for line in answer.read().decode().split("\n\n") if line]
+    assert json.loads(events[0][len("data: ") :])["choices"][0]["text"] == "first"
+    assert json.loads(events[1][len("data: ") :]) == {
+        "error": {
+            "message": "the endpoint failed: RuntimeError: lost the model",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
+    assert events[2:] == ["data: [DONE]"]
+    assert "RuntimeError: lost the model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "words"),
+    [
+        ({"Transfer-Encoding": "chunked"}, 411, "with a Content-Length (not chunked)"),
+        ({"Content-Length": "-5"}, 400, "Content-Length is negative"),
+        ({"Content-Length": "ten"}, 400, "Content-Length is not a number"),
+        ({"Content-Length": str(64 * 1024 * 1024)}, 413, "larger than 16777216 bytes"),
+    ],
+)
+def test_bodies_it_cannot_read_are_refused_and_the_connection_closed(
+    headers: Dict[str, str], status: int, words: str
+) -> None:
+    with OpenAIServer(f"127.0.0.1:{free_ports(1)[0]}", timeout=5) as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.putrequest("POST", "/v1/completions", skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        answer = connection.getresponse()
+        assert answer.status == status and words in json.load(answer)["error"]["message"]
+        assert answer.getheader("Connection") == "close"
+        connection.close()

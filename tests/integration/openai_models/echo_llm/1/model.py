@@ -2,9 +2,11 @@
 convention would: deltas when streaming, the finish reason and token counts when asked.
 
 Prompts that start with a command test the endpoint: ``!params`` answers with the
-sampling_parameters JSON it got and its flags; ``!fail`` fails (streaming: after one word);
-``!slow N`` sends N words 50 ms apart and, when cancelled, writes ``cancelled`` in its model
-directory (the test reads it).
+sampling_parameters JSON it got, its flags and every input's dtype and shape; ``!fail`` fails
+(streaming: after one word), ``!failfirst`` before any; ``!sleep S`` waits S seconds before
+answering; ``!slow N`` sends N words 50 ms apart and, when cancelled, writes ``cancelled`` in
+its model directory (the test reads it). The prompt's token count comes with the first
+response only (later ones say 0), as some servers do.
 """
 
 import json
@@ -44,9 +46,23 @@ class TritonPythonModel:
         if prompt.startswith("!params"):
             flags = {
                 n: flag(request, n)
-                for n in ("stream", "exclude_input_in_output", "return_finish_reason")
+                for n in (
+                    "stream",
+                    "exclude_input_in_output",
+                    "return_finish_reason",
+                    "return_num_input_tokens",
+                    "return_num_output_tokens",
+                )
             }
-            words = [json.dumps({"sampling": params, "flags": flags}, sort_keys=True)]
+            tensors = {
+                t.name(): [str(t.as_numpy().dtype), list(t.as_numpy().shape)]
+                for t in request.inputs()
+            }
+            said = {"sampling": params, "flags": flags, "tensors": tensors}
+            words = [json.dumps(said, sort_keys=True)]
+        elif prompt.startswith("!sleep"):
+            time.sleep(float(prompt.split()[1]))
+            words = ["awake"]
         elif prompt.startswith("!slow"):
             words = [f"w{i}" for i in range(int(prompt.split()[1]))]
             delay = 0.05
@@ -69,7 +85,8 @@ class TritonPythonModel:
                     f.write(f"after {i} pieces")
                 sender.send(flags=FINAL)
                 return
-            if prompt.startswith("!fail") and i == (1 if stream else 0):
+            failing_at = 0 if prompt.startswith("!failfirst") or not stream else 1
+            if prompt.startswith("!fail") and i == failing_at:
                 error = pb_utils.TritonError("the model failed on purpose")
                 sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
                 return
