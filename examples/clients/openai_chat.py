@@ -18,16 +18,16 @@ from openai import OpenAI
 def chat(url: str, text: str, max_tokens: int | None = None) -> Iterator[str]:
     """The reply's pieces as the model streams them."""
     # The endpoint checks a key only when started with --api-key-env; the SDK needs one.
-    client = OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=60)
-    stream = client.chat.completions.create(
-        model="text_generation",
-        messages=[{"role": "user", "content": text}],
-        max_tokens=max_tokens,
-        stream=True,
-    )
-    for chunk in stream:
-        if chunk.choices and chunk.choices[0].delta.content:
-            yield chunk.choices[0].delta.content
+    with OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=60) as client:
+        stream = client.chat.completions.create(
+            model="text_generation",
+            messages=[{"role": "user", "content": text}],
+            max_tokens=max_tokens,
+            stream=True,
+        )
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                yield chunk.choices[0].delta.content
 
 
 def main() -> int:

@@ -23,11 +23,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = add_command(
         commands,
         "openai",
-        help="serve OpenAI's /v1/completions and /v1/chat/completions in front of tritonserver",
+        help="serve OpenAI's completions, chat and embeddings in front of tritonserver",
         description=(
             "An OpenAI-compatible HTTP endpoint for the text models a running tritonserver "
             "serves (any backend): models with input 'text_input' and output 'text_output' "
             "(the vLLM backend's convention, docs/openai.md); decoupled models stream. "
+            "/v1/embeddings for embedding models ('text_input' -> 'embedding'). "
             "In the foreground until Ctrl-C."
         ),
         epilog=(

@@ -78,8 +78,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="PORT",
-        help="also serve OpenAI's /v1/completions and /v1/chat/completions for the text "
-        "models on PORT (0: any free port; docs/openai.md)",
+        help="also serve OpenAI's /v1/completions, /v1/chat/completions and /v1/embeddings "
+        "for the text and embedding models on PORT (0: any free port; docs/openai.md)",
     )
     add_endpoint_options(parser)
     parser.add_argument(

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from base64 import b64encode
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
+
+import numpy as np
 
 from .convention import Piece
 
@@ -94,6 +97,27 @@ def event(body: Any) -> bytes:
 
 
 DONE = b"data: [DONE]\n\n"
+
+
+def embeddings_answer(
+    model: str, vectors: List[np.ndarray], tokens: Optional[int], base64: bool
+) -> Dict[str, Any]:
+    """The embeddings list; base64: each vector's float32 bytes (little-endian), which
+    OpenAI's SDK asks for by default and decodes itself."""
+    data = [
+        {
+            "object": "embedding",
+            "index": i,
+            "embedding": b64encode(vector.astype("<f4").tobytes()).decode()
+            if base64
+            else vector.tolist(),
+        }
+        for i, vector in enumerate(vectors)
+    ]
+    body: Dict[str, Any] = {"object": "list", "data": data, "model": model}
+    if tokens is not None:  # no tokenizer here: counts only where the model gives them
+        body["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return body
 
 
 def model_entry(name: str, created: int) -> Dict[str, Any]:

@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
+
+from .model_io import NUMPY_TYPES, BadValue, Input, TritonModel, count_of, text_of
+
+__all__ = ["BadValue", "Input", "NotATextModel", "Piece", "TextModel"]
 
 #: OpenAI's sampling fields that vLLM's SamplingParams takes under the same name.
 SAMPLING_FIELDS = (
@@ -48,24 +52,6 @@ KNOWN_INPUTS = frozenset(
     + tuple(f for f in SAMPLING_FIELDS if f != "stop")
     + RETURN_FLAGS
 )
-#: Triton's config data types, as numpy types (BYTES as object).
-_NUMPY = {
-    "TYPE_BOOL": np.bool_,
-    "TYPE_INT8": np.int8,
-    "TYPE_INT16": np.int16,
-    "TYPE_INT32": np.int32,
-    "TYPE_INT64": np.int64,
-    "TYPE_UINT8": np.uint8,
-    "TYPE_UINT16": np.uint16,
-    "TYPE_UINT32": np.uint32,
-    "TYPE_UINT64": np.uint64,
-    "TYPE_FP16": np.float16,
-    "TYPE_FP32": np.float32,
-    "TYPE_FP64": np.float64,
-    "TYPE_STRING": np.object_,
-}
-
-
 #: The sampling fields sent as fractions (a model declaring one as an integer would get it
 #: truncated) and as whole numbers.
 FRACTIONS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
@@ -75,23 +61,6 @@ _FLOATS = ("TYPE_FP16", "TYPE_FP32", "TYPE_FP64")
 
 class NotATextModel(ValueError):
     """The model's inputs or outputs do not follow the convention; the text says which."""
-
-
-class BadValue(ValueError):
-    """A request this model cannot take (a value out of its input's range, an input it needs
-    and the request does not give); ``param``: the request's field."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-@dataclass(frozen=True)
-class Input:
-    name: str
-    data_type: str  # TYPE_*
-    dims: Tuple[int, ...]
-    optional: bool
 
 
 @dataclass
@@ -104,23 +73,11 @@ class Piece:
     output_tokens: Optional[int] = None
 
 
-class TextModel:
+class TextModel(TritonModel):
     """A model's configuration (as tritonserver reports it), read for this convention."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        self.name = str(config.get("name", ""))
-        self.batched = int(config.get("max_batch_size") or 0) > 0
-        self.decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
-        self.inputs = {
-            i["name"]: Input(
-                i["name"],
-                i.get("data_type", "TYPE_STRING"),
-                tuple(int(d) for d in i.get("dims", [])),
-                bool(i.get("optional")),
-            )
-            for i in config.get("input", [])
-        }
-        self.outputs = {o["name"] for o in config.get("output", [])}
+        super().__init__(config)
         problems = self._problems()
         if problems:
             raise NotATextModel(f"model '{self.name}' " + "; ".join(problems))
@@ -131,12 +88,9 @@ class TextModel:
             found.append(f"has no input '{TEXT_INPUT}' (TYPE_STRING, the prompt)")
         if TEXT_OUTPUT not in self.outputs:
             found.append(f"has no output '{TEXT_OUTPUT}' (TYPE_STRING, the generated text)")
-        unknown = [n for n, i in self.inputs.items() if n not in KNOWN_INPUTS and not i.optional]
-        if unknown:
-            found.append(
-                "takes required inputs this endpoint cannot fill: "
-                + ", ".join(repr(n) for n in sorted(unknown))
-            )
+        unfillable = self.unfillable(KNOWN_INPUTS)
+        if unfillable:
+            found.append(unfillable)
         for name in sorted(KNOWN_INPUTS & self.inputs.keys()):
             problem = _unfit(self.inputs[name])
             if problem:
@@ -178,45 +132,22 @@ class TextModel:
             if not spec.optional and name not in values:
                 raise BadValue(_missing(self.name, name), param=name)
         return {
-            name: self._array(self.inputs[name], value)
+            name: self.array(self.inputs[name], value)
             for name, value in values.items()
             if name in self.inputs
         }
 
-    def _array(self, spec: Input, value: Any) -> np.ndarray:
-        # One element, in the shape the model declares (a variable dimension as 1), under a
-        # batch dimension of 1 when the model batches.
-        shape = ([1] if self.batched else []) + [1 for _ in spec.dims]
-        dtype = _NUMPY[spec.data_type]  # _unfit refused the others
-        if np.issubdtype(dtype, np.integer) and not isinstance(value, bool):
-            bounds = np.iinfo(dtype)
-            if not bounds.min <= value <= bounds.max:
-                raise BadValue(
-                    f"{spec.name} {value} is out of the range of model '{self.name}''s "
-                    f"input ({spec.data_type}: {bounds.min} to {bounds.max})",
-                    param=spec.name,
-                )
-        return np.full(shape or [1], value, dtype=dtype)
-
     def piece(self, outputs: Mapping[str, np.ndarray]) -> Piece:
         """One response's text (UTF-8; several elements joined), finish reason and counts."""
-        text = "".join(_text(v) for v in np.asarray(outputs.get(TEXT_OUTPUT, [])).ravel())
+        text = "".join(text_of(v) for v in np.asarray(outputs.get(TEXT_OUTPUT, [])).ravel())
         reason = outputs.get("finish_reason")
-        said = _text(np.asarray(reason).ravel()[0]) if reason is not None and reason.size else ""
+        said = text_of(np.asarray(reason).ravel()[0]) if reason is not None and reason.size else ""
         return Piece(
             text,
             finish_reason=said if said and said != "None" else None,
-            input_tokens=_count(outputs.get("num_input_tokens")),
-            output_tokens=_count(outputs.get("num_output_tokens")),
+            input_tokens=count_of(outputs.get("num_input_tokens")),
+            output_tokens=count_of(outputs.get("num_output_tokens")),
         )
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def _count(array: Optional[np.ndarray]) -> Optional[int]:
-    return None if array is None or array.size == 0 else int(np.asarray(array).sum())
 
 
 def _unfit(spec: Input) -> str:
@@ -228,7 +159,10 @@ def _unfit(spec: Input) -> str:
     elif spec.name in WHOLE_NUMBERS:
         fits, wanted = "INT" in spec.data_type, "an integer type (TYPE_INT32)"
     else:  # the flags
-        fits, wanted = spec.data_type in _NUMPY and spec.data_type != "TYPE_STRING", "TYPE_BOOL"
+        fits, wanted = (
+            spec.data_type in NUMPY_TYPES and spec.data_type != "TYPE_STRING",
+            "TYPE_BOOL",
+        )
     if not fits:
         return f"is {spec.data_type}, not {wanted}"
     if any(d not in (1, -1) for d in spec.dims):

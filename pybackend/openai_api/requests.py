@@ -57,19 +57,23 @@ class Ask:
     include_usage: bool = False
 
 
+@dataclass
+class EmbedAsk:
+    """One embeddings request: the model, its texts, the length asked, the encoding."""
+
+    model: str
+    texts: List[str]
+    dimensions: Optional[int] = None
+    base64: bool = False
+
+
+#: The most texts one embeddings request may carry (OpenAI's own limit).
+MAX_TEXTS = 2048
+
+
 def parse(body: bytes, chat: bool) -> Ask:
-    try:
-        data = json.loads(body or b"null")
-    except ValueError as e:
-        raise ApiError(400, f"the request body is not JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, "the request body must be a JSON object")
-    model = data.get("model")
-    if not isinstance(model, str) or not model:
-        raise ApiError(
-            400, "'model' is required: the name of a model the server serves", param="model"
-        )
-    ask = Ask(chat=chat, model=model, stream=_flag(data, "stream"))
+    data = _json_object(body)
+    ask = Ask(chat=chat, model=_model(data), stream=_flag(data, "stream"))
     options = data.get("stream_options") or {}
     ask.include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
     if chat:
@@ -79,6 +83,64 @@ def parse(body: bytes, chat: bool) -> Ask:
     ask.sampling = _sampling(data, chat)
     _refuse_unsupported(data)
     return ask
+
+
+def parse_embeddings(body: bytes) -> EmbedAsk:
+    data = _json_object(body)
+    ask = EmbedAsk(model=_model(data), texts=_texts(data.get("input")))
+    dimensions = data.get("dimensions")
+    if dimensions is not None:
+        if not isinstance(dimensions, int) or isinstance(dimensions, bool) or dimensions < 1:
+            raise ApiError(
+                400,
+                f"'dimensions' must be a whole number above 0, got {dimensions!r}",
+                param="dimensions",
+            )
+        ask.dimensions = dimensions
+    encoding = data.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
+        raise ApiError(
+            400,
+            f"'encoding_format' must be 'float' or 'base64', got {encoding!r}",
+            param="encoding_format",
+        )
+    ask.base64 = encoding == "base64"
+    return ask
+
+
+def _texts(value: Any) -> List[str]:
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ApiError(
+            400,
+            "'input' must be a string or a list of strings; token ids are not served: "
+            "send the text",
+            param="input",
+        )
+    if not texts or len(texts) > MAX_TEXTS:
+        raise ApiError(400, f"'input' must hold 1 to {MAX_TEXTS} texts", param="input")
+    if any(not t for t in texts):
+        raise ApiError(400, "'input' cannot hold an empty string", param="input")
+    return texts
+
+
+def _json_object(body: bytes) -> Dict[str, Any]:
+    try:
+        data = json.loads(body or b"null")
+    except ValueError as e:
+        raise ApiError(400, f"the request body is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    return data
+
+
+def _model(data: Dict[str, Any]) -> str:
+    model = data.get("model")
+    if not isinstance(model, str) or not model:
+        raise ApiError(
+            400, "'model' is required: the name of a model the server serves", param="model"
+        )
+    return model
 
 
 def _flag(data: Dict[str, Any], name: str) -> bool:

@@ -1,7 +1,8 @@
 """The OpenAI-compatible HTTP endpoint: ``GET /v1/models``, ``POST /v1/completions`` and
-``POST /v1/chat/completions`` (whole answers or server-sent event streams), ``GET /health``,
-in front of a tritonserver's gRPC endpoint. A thread per connection (stdlib HTTP server);
-each request is one Triton request."""
+``POST /v1/chat/completions`` (whole answers or server-sent event streams), ``POST
+/v1/embeddings``, ``GET /health``, in front of a tritonserver's gRPC endpoint. A thread per
+connection (stdlib HTTP server); each completion is one Triton request, each embedded text
+one."""
 
 from __future__ import annotations
 
@@ -13,16 +14,19 @@ import time
 import traceback
 from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 from pybackend.cli.infer_client import Client
 from pybackend.errors import PybackendError
 
-from .answers import DONE, Answer, event, model_entry
+from .answers import DONE, Answer, embeddings_answer, event, model_entry
 from .chat import ChatTemplate
 from .convention import BadValue, NotATextModel, TextModel
-from .requests import ApiError, Ask, parse
+from .embedding import EmbeddingModel, NotAnEmbeddingModel
+from .requests import ApiError, Ask, parse, parse_embeddings
 from .upstream import Upstream
+
+Read = TypeVar("Read", TextModel, EmbeddingModel)
 
 #: Largest request body read (a conversation is text; this bounds a client's memory use).
 MAX_BODY = 16 * 1024 * 1024
@@ -93,15 +97,27 @@ class OpenAIServer:
         self.close()
 
     def text_model(self, client: Client, name: str) -> TextModel:
+        return self._read(
+            TextModel, client, name, "this endpoint serves models that follow the text convention"
+        )
+
+    def embedding_model(self, client: Client, name: str) -> EmbeddingModel:
+        return self._read(
+            EmbeddingModel,
+            client,
+            name,
+            "/v1/embeddings serves models that follow an embedding convention",
+        )
+
+    def _read(
+        self, kind: Callable[[Dict[str, Any]], Read], client: Client, name: str, serves: str
+    ) -> Read:
+        """The model's configuration read for a convention; a model outside it is the
+        request's fault (400), with what the model lacks."""
         try:
-            return TextModel(self.upstream.config(client, name))
-        except NotATextModel as e:
-            raise ApiError(
-                400,
-                f"{e}: this endpoint serves models that follow the text convention "
-                "(docs/openai.md)",
-                param="model",
-            ) from None
+            return kind(self.upstream.config(client, name))
+        except (NotATextModel, NotAnEmbeddingModel) as e:
+            raise ApiError(400, f"{e}: {serves} (docs/openai.md)", param="model") from None
 
     def prompt_of(self, ask: Ask, model: TextModel) -> Optional[str]:
         """The ``text_input`` value, or None where the model takes ``messages`` alone."""
@@ -218,6 +234,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _post(self) -> None:
         path = self.route
+        if path == "/v1/embeddings":
+            self._embeddings()
+            return
         if path not in ("/v1/completions", "/v1/chat/completions"):
             raise ApiError(404, f"no route {self.path} (POST)")
         ask = parse(self._body(), chat=path == "/v1/chat/completions")
@@ -244,6 +263,20 @@ class _Handler(BaseHTTPRequestHandler):
                     self._json(200, answer.whole())
         finally:
             client.close()
+
+    def _embeddings(self) -> None:
+        ask = parse_embeddings(self._body())
+        upstream = self.endpoint.upstream
+        client = upstream.client()
+        try:
+            model = self.endpoint.embedding_model(client, ask.model)
+        finally:
+            client.close()
+        try:
+            vectors, tokens = upstream.embed(model, ask.texts, ask.dimensions)
+        except BadValue as e:
+            raise ApiError(400, str(e), param=e.param) from None
+        self._json(200, embeddings_answer(ask.model, vectors, tokens, ask.base64))
 
     def _stream(
         self, ask: Ask, model: TextModel, pieces: Iterator[Dict[str, Any]], answer: Answer
@@ -314,11 +347,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _fits(endpoint: OpenAIServer, client: Client, name: str) -> bool:
+    """Whether the model serves text or embeddings (one configuration read)."""
     try:
-        endpoint.text_model(client, name)
+        config = endpoint.upstream.config(client, name)
     except ApiError:
-        return False
-    return True
+        return False  # gone since the index was read
+    for kind in (TextModel, EmbeddingModel):
+        try:
+            kind(config)
+            return True
+        except ValueError:
+            continue
+    return False
 
 
 def _fault(error: Exception) -> ApiError:

@@ -5,7 +5,9 @@ comes); a stream the client abandons is cancelled in the server, which a model s
 
 from __future__ import annotations
 
-from typing import Any, Dict, Generator, List, Mapping, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from typing import Any, Dict, Generator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -13,7 +15,8 @@ from pybackend.cli.infer_client import Client, ClientError, Request, target
 from pybackend.cli.infer_inputs import InputSpec
 from pybackend.errors import PybackendError
 
-from .convention import TextModel
+from .embedding import EmbeddingModel
+from .model_io import TritonModel
 from .requests import ApiError
 
 #: How tritonclient's gRPC status names map to HTTP statuses of the answer.
@@ -27,6 +30,10 @@ _HTTP = {
     "UNREACHABLE": 503,
     "TIMEOUT": 504,
 }
+
+
+#: Texts of one embeddings request in flight at once.
+PARALLEL = 8
 
 
 def api_error(error: ClientError) -> ApiError:
@@ -74,7 +81,7 @@ class Upstream:
         return sorted({m["name"] for m in index if m.get("state") == "READY"})
 
     def generate(
-        self, client: Client, model: TextModel, tensors: Mapping[str, np.ndarray]
+        self, client: Client, model: TritonModel, tensors: Mapping[str, np.ndarray]
     ) -> Generator[Dict[str, np.ndarray], None, None]:
         """The outputs of each response, in order; closing the iterator before its end
         cancels the request in the server. Errors: ApiError."""
@@ -95,6 +102,34 @@ class Upstream:
                 yield _by_name(client.infer(request))
         except ClientError as e:
             raise api_error(e) from None
+
+    def embed(
+        self, model: EmbeddingModel, texts: List[str], dimensions: Optional[int]
+    ) -> Tuple[List[np.ndarray], Optional[int]]:
+        """Each text's vector, one Triton request each and up to ``PARALLEL`` at once (a
+        batching model's dynamic batcher joins them), and the texts' token count (None
+        unless every answer gives one). Errors: ApiError, BadValue."""
+        requests = [model.tensors(text, dimensions) for text in texts]  # refusals first
+
+        def one(tensors: Dict[str, np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
+            client = self.client()
+            try:
+                answered: Dict[str, np.ndarray] = {}
+                with closing(self.generate(client, model, tensors)) as pieces:
+                    for outputs in pieces:  # a decoupled model's last word stands
+                        answered.update(outputs)
+            finally:
+                client.close()
+            try:
+                return model.vector(answered)
+            except ValueError as e:
+                raise ApiError(500, str(e)) from None
+
+        with ThreadPoolExecutor(min(PARALLEL, len(requests))) as pool:
+            answers = list(pool.map(one, requests))
+        counts = [tokens for _, tokens in answers]
+        total = None if None in counts else sum(c for c in counts if c is not None)
+        return [vector for vector, _ in answers], total
 
 
 def _by_name(outputs: List[Tuple[str, str, np.ndarray]]) -> Dict[str, np.ndarray]:

@@ -70,9 +70,10 @@ def test_serve_with_openai_port(backend_kind: str) -> None:
     proc = _run([*CLI, "serve", str(EXAMPLES_REPOSITORY), "--backend", backend_kind, *ports])
     try:
         url = _until_url(proc, "OpenAI ")
-        answer = _sdk(url).chat.completions.create(
-            model="text_generation", messages=[{"role": "user", "content": "hello world"}]
-        )
+        with _sdk(url) as client:
+            answer = client.chat.completions.create(
+                model="text_generation", messages=[{"role": "user", "content": "hello world"}]
+            )
         assert answer.choices[0].message.content == "World Hello"
     finally:
         assert _stop(proc) == 0
@@ -84,10 +85,11 @@ def test_openai_command_in_front_of_a_server(examples_server) -> None:
     proc = _run([*command, "--api-key-env", "TEST_OPENAI_KEY"], env=env)
     try:
         url = _until_url(proc, "OpenAI endpoint", timeout=60)
-        got = _sdk(url, key="k-123").completions.create(model="text_generation", prompt="a b")
+        with _sdk(url, key="k-123") as client:
+            got = client.completions.create(model="text_generation", prompt="a b")
         assert got.choices[0].text == "B A"
-        with pytest.raises(openai.AuthenticationError):
-            _sdk(url, key="wrong").models.list()
+        with _sdk(url, key="wrong") as client, pytest.raises(openai.AuthenticationError):
+            client.models.list()
     finally:
         assert _stop(proc) == 0
 

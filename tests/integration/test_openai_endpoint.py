@@ -48,13 +48,31 @@ def endpoint(triton: TritonServer) -> Iterator[OpenAIServer]:
         yield server
 
 
+#: The SDK clients a test made: each keeps its connections open until it is closed.
+_CLIENTS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _CLIENTS:
+        _CLIENTS.pop().close()
+
+
 def sdk(server: OpenAIServer, key: str = "unused") -> Any:
-    return openai.OpenAI(base_url=server.url, api_key=key, max_retries=0, timeout=30)
+    client = openai.OpenAI(base_url=server.url, api_key=key, max_retries=0, timeout=30)
+    _CLIENTS.append(client)
+    return client
 
 
 def test_models_lists_the_text_models_only(endpoint: OpenAIServer) -> None:
     client = sdk(endpoint)
-    assert sorted(m.id for m in client.models.list()) == ["chat_llm", "echo_llm"]
+    assert sorted(m.id for m in client.models.list()) == [
+        "chat_llm",
+        "echo_llm",
+        "embed_plain",
+        "embed_vllm",
+    ]
     assert client.models.retrieve("echo_llm").owned_by == "pybackend"
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("not_text")
@@ -269,3 +287,57 @@ def test_api_key_is_required_when_set(triton: TritonServer) -> None:
             assert json.loads(http.getresponse().read()) == {"ready": True}
         finally:
             http.close()
+
+
+def test_embeddings_of_a_plain_embedding_model(endpoint: OpenAIServer) -> None:
+    client = sdk(endpoint)
+    texts = ["hello world", "abc", "a e i o u"]
+    # OpenAI's SDK asks for base64 unless told otherwise, and decodes it itself.
+    for encoding in ({}, {"encoding_format": "float"}):
+        answer = client.embeddings.create(model="embed_plain", input=texts, **encoding)
+        assert [d.index for d in answer.data] == [0, 1, 2]
+        assert [list(d.embedding) for d in answer.data] == [
+            [11, 2, 3, 104],
+            [3, 1, 1, 97],
+            [9, 5, 5, 97],
+        ]
+        assert (answer.usage.prompt_tokens, answer.usage.total_tokens) == (8, 8)
+    one = client.embeddings.create(model="embed_plain", input="hello", dimensions=2)
+    assert list(one.data[0].embedding) == [5, 1]
+
+
+def test_many_texts_keep_their_order(endpoint: OpenAIServer) -> None:
+    texts = [" ".join(["w"] * n) for n in range(1, 41)]  # more than run at once
+    answer = sdk(endpoint).embeddings.create(model="embed_plain", input=texts)
+    assert [d.embedding[1] for d in answer.data] == list(range(1, 41))
+
+
+def test_embeddings_of_a_vllm_style_model(endpoint: OpenAIServer) -> None:
+    client = sdk(endpoint)
+    answer = client.embeddings.create(model="embed_vllm", input=["a b c", "xy"])
+    assert [list(d.embedding) for d in answer.data] == [[5, 3], [2, 1]]
+    assert answer.usage.prompt_tokens == 4
+    cut = client.embeddings.create(model="embed_vllm", input="a b c", dimensions=1)
+    assert list(cut.data[0].embedding) == [5]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"model": "echo_llm", "input": "x"}, "BadRequestError", "has no output 'embedding'"),
+        ({"model": "embed_plain", "input": [1, 2]}, "BadRequestError", "token ids"),
+        ({"model": "embed_plain", "input": ["a", ""]}, "BadRequestError", "empty string"),
+        ({"model": "nope", "input": "x"}, "NotFoundError", "`nope` does not exist"),
+        (
+            {"model": "embed_plain", "input": ["a", "!fail"]},
+            "InternalServerError",
+            "the model failed on purpose",
+        ),
+    ],
+)
+def test_embedding_refusals_and_failures(
+    endpoint: OpenAIServer, kwargs: dict, error: str, words: str
+) -> None:
+    with pytest.raises(getattr(openai, error)) as caught:
+        sdk(endpoint).embeddings.create(**kwargs)
+    assert words in str(caught.value)

@@ -44,25 +44,35 @@ def test_the_client_streams_the_reply(endpoint: OpenAIServer) -> None:
 
 
 def test_completion_and_chat_answer_alike(endpoint: OpenAIServer) -> None:
-    client = openai.OpenAI(base_url=endpoint.url, api_key="unused", max_retries=0, timeout=60)
-    assert "text_generation" in [m.id for m in client.models.list()]
-    completion = client.completions.create(model="text_generation", prompt="a b c", max_tokens=2)
-    assert (completion.choices[0].text, completion.choices[0].finish_reason) == ("C B", "length")
-    chat = client.chat.completions.create(
-        model="text_generation",
-        messages=[
-            {"role": "user", "content": "not this one"},
-            {"role": "assistant", "content": "ok"},
-            {"role": "user", "content": "one two three"},
-        ],
-        stop=["One"],
-    )
-    assert (chat.choices[0].message.content, chat.choices[0].finish_reason) == ("Three Two", "stop")
-    pieces = [
-        c.choices[0].delta.content
-        for c in client.chat.completions.create(
-            model="text_generation", messages=[{"role": "user", "content": "x y"}], stream=True
+    with openai.OpenAI(
+        base_url=endpoint.url, api_key="unused", max_retries=0, timeout=60
+    ) as client:
+        assert "text_generation" in [m.id for m in client.models.list()]
+        completion = client.completions.create(
+            model="text_generation", prompt="a b c", max_tokens=2
         )
-        if c.choices and c.choices[0].delta.content
-    ]
+        assert (completion.choices[0].text, completion.choices[0].finish_reason) == (
+            "C B",
+            "length",
+        )
+        chat = client.chat.completions.create(
+            model="text_generation",
+            messages=[
+                {"role": "user", "content": "not this one"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "one two three"},
+            ],
+            stop=["One"],
+        )
+        assert (chat.choices[0].message.content, chat.choices[0].finish_reason) == (
+            "Three Two",
+            "stop",
+        )
+        pieces = [
+            c.choices[0].delta.content
+            for c in client.chat.completions.create(
+                model="text_generation", messages=[{"role": "user", "content": "x y"}], stream=True
+            )
+            if c.choices and c.choices[0].delta.content
+        ]
     assert pieces == ["Y", " X"]
