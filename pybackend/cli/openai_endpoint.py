@@ -28,7 +28,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
             "An OpenAI-compatible HTTP endpoint for the text models a running tritonserver "
             "serves (any backend): models with input 'text_input' and output 'text_output' "
             "(the vLLM backend's convention, docs/openai.md); decoupled models stream. "
-            "/v1/embeddings for embedding models ('text_input' -> 'embedding'). "
+            "/v1/embeddings for embedding models ('text_input' -> 'embedding', or the vLLM "
+            "backend's embedding task). "
             "In the foreground until Ctrl-C."
         ),
         epilog=(

@@ -100,10 +100,11 @@ DONE = b"data: [DONE]\n\n"
 
 
 def embeddings_answer(
-    model: str, vectors: List[np.ndarray], tokens: Optional[int], base64: bool
+    model: str, vectors: List[np.ndarray], tokens: int, base64: bool
 ) -> Dict[str, Any]:
     """The embeddings list; base64: each vector's float32 bytes (little-endian), which
-    OpenAI's SDK asks for by default and decodes itself."""
+    OpenAI's SDK asks for by default and decodes itself. ``usage`` is a required field of
+    OpenAI's answer: 0 where the model counts no tokens (no tokenizer here)."""
     data = [
         {
             "object": "embedding",
@@ -114,10 +115,8 @@ def embeddings_answer(
         }
         for i, vector in enumerate(vectors)
     ]
-    body: Dict[str, Any] = {"object": "list", "data": data, "model": model}
-    if tokens is not None:  # no tokenizer here: counts only where the model gives them
-        body["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
-    return body
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return {"object": "list", "data": data, "model": model, "usage": usage}
 
 
 def model_entry(name: str, created: int) -> Dict[str, Any]:

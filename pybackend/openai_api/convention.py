@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .model_io import NUMPY_TYPES, BadValue, Input, TritonModel, count_of, text_of
+from .model_io import TEXT_INPUT, TEXT_OUTPUT, BadValue, Input, TritonModel, count_of, text_of
 
 __all__ = ["BadValue", "Input", "NotATextModel", "Piece", "TextModel"]
 
@@ -45,18 +45,25 @@ SAMPLING_FIELDS = (
 )
 #: Inputs that ask for optional outputs; always True where declared.
 RETURN_FLAGS = ("return_finish_reason", "return_num_input_tokens", "return_num_output_tokens")
-TEXT_INPUT, MESSAGES, TEXT_OUTPUT = "text_input", "messages", "text_output"
-#: ``stop`` is a list: it goes only in ``sampling_parameters``.
-KNOWN_INPUTS = frozenset(
-    (TEXT_INPUT, MESSAGES, "stream", "exclude_input_in_output", "sampling_parameters")
-    + tuple(f for f in SAMPLING_FIELDS if f != "stop")
-    + RETURN_FLAGS
-)
-#: The sampling fields sent as fractions (a model declaring one as an integer would get it
-#: truncated) and as whole numbers.
-FRACTIONS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-WHOLE_NUMBERS = ("max_tokens", "seed")
-_FLOATS = ("TYPE_FP16", "TYPE_FP32", "TYPE_FP64")
+MESSAGES = "messages"
+#: Every input of the convention -> what it holds (model_io.KINDS): a fraction in an integer
+#: type would be truncated (temperature 0.7 as 0), and so on. ``stop`` is a list: it goes
+#: only in ``sampling_parameters``.
+INPUT_KINDS = {
+    TEXT_INPUT: "text",
+    MESSAGES: "text",
+    "sampling_parameters": "text",
+    "stream": "flag",
+    "exclude_input_in_output": "flag",
+    **{flag: "flag" for flag in RETURN_FLAGS},
+    "max_tokens": "whole",
+    "seed": "whole",
+    "temperature": "fraction",
+    "top_p": "fraction",
+    "presence_penalty": "fraction",
+    "frequency_penalty": "fraction",
+}
+KNOWN_INPUTS = frozenset(INPUT_KINDS)
 
 
 class NotATextModel(ValueError):
@@ -91,10 +98,7 @@ class TextModel(TritonModel):
         unfillable = self.unfillable(KNOWN_INPUTS)
         if unfillable:
             found.append(unfillable)
-        for name in sorted(KNOWN_INPUTS & self.inputs.keys()):
-            problem = _unfit(self.inputs[name])
-            if problem:
-                found.append(f"input '{name}' {problem}")
+        found += self.unfit(INPUT_KINDS)
         return found
 
     @property
@@ -128,14 +132,7 @@ class TextModel(TritonModel):
         values["sampling_parameters"] = json.dumps(dict(sampling)).encode()
         values.update({k: v for k, v in sampling.items() if k in KNOWN_INPUTS})
         values.update({flag: True for flag in RETURN_FLAGS})
-        for name, spec in self.inputs.items():
-            if not spec.optional and name not in values:
-                raise BadValue(_missing(self.name, name), param=name)
-        return {
-            name: self.array(self.inputs[name], value)
-            for name, value in values.items()
-            if name in self.inputs
-        }
+        return self.arrays(values, lambda name: _missing(self.name, name))
 
     def piece(self, outputs: Mapping[str, np.ndarray]) -> Piece:
         """One response's text (UTF-8; several elements joined), finish reason and counts."""
@@ -148,26 +145,6 @@ class TextModel(TritonModel):
             input_tokens=count_of(outputs.get("num_input_tokens")),
             output_tokens=count_of(outputs.get("num_output_tokens")),
         )
-
-
-def _unfit(spec: Input) -> str:
-    """Why the endpoint cannot fill this input of the convention ('' when it can)."""
-    if spec.name in (TEXT_INPUT, MESSAGES, "sampling_parameters"):
-        fits, wanted = spec.data_type == "TYPE_STRING", "TYPE_STRING"
-    elif spec.name in FRACTIONS:
-        fits, wanted = spec.data_type in _FLOATS, "a floating-point type (TYPE_FP32)"
-    elif spec.name in WHOLE_NUMBERS:
-        fits, wanted = "INT" in spec.data_type, "an integer type (TYPE_INT32)"
-    else:  # the flags
-        fits, wanted = (
-            spec.data_type in NUMPY_TYPES and spec.data_type != "TYPE_STRING",
-            "TYPE_BOOL",
-        )
-    if not fits:
-        return f"is {spec.data_type}, not {wanted}"
-    if any(d not in (1, -1) for d in spec.dims):
-        return f"has dims {list(spec.dims)}: the endpoint sends one element"
-    return ""
 
 
 def _missing(model: str, name: str) -> str:

@@ -5,7 +5,7 @@ and embedding conventions read their models through this."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Dict, Mapping, Optional, Tuple
+from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -25,6 +25,19 @@ NUMPY_TYPES = {
     "TYPE_FP64": np.float64,
     "TYPE_STRING": np.object_,
 }
+
+
+TEXT_INPUT, TEXT_OUTPUT = "text_input", "text_output"
+_FLOATS = ("TYPE_FP16", "TYPE_FP32", "TYPE_FP64")
+#: What an input of a convention holds -> the data types that carry it faithfully, and how
+#: to say them.
+KINDS: Dict[str, Tuple[Callable[[str], bool], str]] = {
+    "text": (lambda t: t == "TYPE_STRING", "TYPE_STRING"),
+    "fraction": (lambda t: t in _FLOATS, "a floating-point type (TYPE_FP32)"),
+    "whole": (lambda t: "INT" in t, "an integer type (TYPE_INT32)"),
+    "flag": (lambda t: t in NUMPY_TYPES and t != "TYPE_STRING", "TYPE_BOOL"),
+}
+FLOAT_TYPES = _FLOATS
 
 
 class BadValue(ValueError):
@@ -63,6 +76,33 @@ class TritonModel:
         #: Output name -> its data type.
         self.outputs: Dict[str, str] = {
             o["name"]: o.get("data_type", "TYPE_STRING") for o in config.get("output", [])
+        }
+
+    def unfit(self, kinds: Mapping[str, str]) -> List[str]:
+        """The declared inputs of a convention (name -> its kind in KINDS) that the
+        endpoint cannot fill faithfully, each with why."""
+        found = []
+        for name in sorted(kinds.keys() & self.inputs.keys()):
+            spec = self.inputs[name]
+            fits, wanted = KINDS[kinds[name]]
+            if not fits(spec.data_type):
+                found.append(f"input '{name}' is {spec.data_type}, not {wanted}")
+            elif any(d not in (1, -1) for d in spec.dims):
+                found.append(f"input '{name}' has dims {list(spec.dims)}: one element is sent")
+        return found
+
+    def arrays(
+        self, values: Mapping[str, Any], missing: Callable[[str], str]
+    ) -> Dict[str, np.ndarray]:
+        """The tensors of one request: each value the model declares, as its input wants
+        it; BadValue(``missing(name)``) for a required input without a value."""
+        for name, spec in self.inputs.items():
+            if not spec.optional and name not in values:
+                raise BadValue(missing(name), param=name)
+        return {
+            name: self.array(self.inputs[name], value)
+            for name, value in values.items()
+            if name in self.inputs
         }
 
     def unfillable(self, known: AbstractSet[str]) -> Optional[str]:

@@ -97,7 +97,8 @@ def parse_embeddings(body: bytes) -> EmbedAsk:
                 param="dimensions",
             )
         ask.dimensions = dimensions
-    encoding = data.get("encoding_format") or "float"
+    encoding = data.get("encoding_format")
+    encoding = "float" if encoding is None else encoding
     if encoding not in ("float", "base64"):
         raise ApiError(
             400,

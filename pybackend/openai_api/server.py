@@ -335,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _json(self, status: int, body: Dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+        data = json.dumps(body, allow_nan=False).encode()  # strict JSON: no bare NaN
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -15,7 +15,7 @@ from pybackend.cli.infer_client import Client, ClientError, Request, target
 from pybackend.cli.infer_inputs import InputSpec
 from pybackend.errors import PybackendError
 
-from .embedding import EmbeddingModel
+from .embedding import BadVector, EmbeddingModel
 from .model_io import TritonModel
 from .requests import ApiError
 
@@ -32,8 +32,11 @@ _HTTP = {
 }
 
 
-#: Texts of one embeddings request in flight at once.
+#: Texts of one embeddings request in flight at once (each lane a thread and a gRPC
+#: client, for the request's time).
 PARALLEL = 8
+#: How the vLLM backend refuses an embedding request to a model of another task.
+NOT_EMBEDDING = "does not support 'embed' request"
 
 
 def api_error(error: ClientError) -> ApiError:
@@ -105,31 +108,67 @@ class Upstream:
 
     def embed(
         self, model: EmbeddingModel, texts: List[str], dimensions: Optional[int]
-    ) -> Tuple[List[np.ndarray], Optional[int]]:
-        """Each text's vector, one Triton request each and up to ``PARALLEL`` at once (a
-        batching model's dynamic batcher joins them), and the texts' token count (None
-        unless every answer gives one). Errors: ApiError, BadValue."""
+    ) -> Tuple[List[np.ndarray], int]:
+        """Each text's vector, one Triton request each, in ``PARALLEL`` lanes of one gRPC
+        client each (a batching model's dynamic batcher joins their requests); and the
+        texts' token count (0 unless every answer gives one). The first failure stops the
+        lanes at their next text. Errors: ApiError, BadValue."""
         requests = [model.tensors(text, dimensions) for text in texts]  # refusals first
+        vectors: List[Optional[np.ndarray]] = [None] * len(requests)
+        counts: List[Optional[int]] = [None] * len(requests)
+        failures: List[Exception] = []  # the first stops every lane
 
-        def one(tensors: Dict[str, np.ndarray]) -> Tuple[np.ndarray, Optional[int]]:
-            client = self.client()
+        def lane(indices: List[int]) -> None:
+            client = None
             try:
-                answered: Dict[str, np.ndarray] = {}
-                with closing(self.generate(client, model, tensors)) as pieces:
-                    for outputs in pieces:  # a decoupled model's last word stands
-                        answered.update(outputs)
+                client = self.client()
+                for i in indices:
+                    if failures:
+                        return
+                    vectors[i], counts[i] = self._embed_one(client, model, requests[i], dimensions)
+            except Exception as e:  # noqa: BLE001 - raised on the request's thread below
+                failures.append(e)
             finally:
-                client.close()
-            try:
-                return model.vector(answered)
-            except ValueError as e:
-                raise ApiError(500, str(e)) from None
+                if client is not None:
+                    client.close()
 
-        with ThreadPoolExecutor(min(PARALLEL, len(requests))) as pool:
-            answers = list(pool.map(one, requests))
-        counts = [tokens for _, tokens in answers]
-        total = None if None in counts else sum(c for c in counts if c is not None)
-        return [vector for vector, _ in answers], total
+        lanes = min(PARALLEL, len(requests))
+        with ThreadPoolExecutor(lanes) as pool:
+            for k in range(lanes):
+                pool.submit(lane, list(range(k, len(requests), lanes)))
+        if failures:
+            raise failures[0]
+        got = [v for v in vectors if v is not None]
+        assert len(got) == len(vectors), "a lane ended without a failure or every vector"
+        if len({v.size for v in got}) > 1:
+            raise ApiError(
+                500,
+                f"model '{model.name}' answered vectors of different lengths "
+                f"({sorted({v.size for v in got})}) for one request",
+            )
+        total = 0 if None in counts else sum(c for c in counts if c is not None)
+        return got, total
+
+    def _embed_one(
+        self,
+        client: Client,
+        model: EmbeddingModel,
+        tensors: Dict[str, np.ndarray],
+        dimensions: Optional[int],
+    ) -> Tuple[np.ndarray, Optional[int]]:
+        answered: Dict[str, np.ndarray] = {}
+        try:
+            with closing(self.generate(client, model, tensors)) as pieces:
+                for outputs in pieces:  # a decoupled model's last word stands
+                    answered.update(outputs)
+        except ApiError as e:
+            if NOT_EMBEDDING in e.message:  # a vLLM model of another task says so
+                raise ApiError(400, f"{e.message}: not an embedding model", param="model") from None
+            raise
+        try:
+            return model.vector(answered, dimensions)
+        except BadVector as e:
+            raise ApiError(500, str(e)) from None
 
 
 def _by_name(outputs: List[Tuple[str, str, np.ndarray]]) -> Dict[str, np.ndarray]:

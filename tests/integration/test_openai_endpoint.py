@@ -65,7 +65,7 @@ def sdk(server: OpenAIServer, key: str = "unused") -> Any:
     return client
 
 
-def test_models_lists_the_text_models_only(endpoint: OpenAIServer) -> None:
+def test_models_lists_the_text_and_embedding_models(endpoint: OpenAIServer) -> None:
     client = sdk(endpoint)
     assert sorted(m.id for m in client.models.list()) == [
         "chat_llm",
@@ -314,9 +314,10 @@ def test_many_texts_keep_their_order(endpoint: OpenAIServer) -> None:
 
 def test_embeddings_of_a_vllm_style_model(endpoint: OpenAIServer) -> None:
     client = sdk(endpoint)
-    answer = client.embeddings.create(model="embed_vllm", input=["a b c", "xy"])
-    assert [list(d.embedding) for d in answer.data] == [[5, 3], [2, 1]]
-    assert answer.usage.prompt_tokens == 4
+    for encoding in ({}, {"encoding_format": "float"}):
+        answer = client.embeddings.create(model="embed_vllm", input=["a b c", "xy"], **encoding)
+        assert [list(d.embedding) for d in answer.data] == [[5, 3], [2, 1]]
+        assert answer.usage.prompt_tokens == 4
     cut = client.embeddings.create(model="embed_vllm", input="a b c", dimensions=1)
     assert list(cut.data[0].embedding) == [5]
 
@@ -333,6 +334,11 @@ def test_embeddings_of_a_vllm_style_model(endpoint: OpenAIServer) -> None:
             "InternalServerError",
             "the model failed on purpose",
         ),
+        (
+            {"model": "embed_vllm", "input": "!generate-only"},
+            "BadRequestError",
+            "does not support 'embed' request: not an embedding model",
+        ),
     ],
 )
 def test_embedding_refusals_and_failures(
@@ -341,3 +347,14 @@ def test_embedding_refusals_and_failures(
     with pytest.raises(getattr(openai, error)) as caught:
         sdk(endpoint).embeddings.create(**kwargs)
     assert words in str(caught.value)
+
+
+def test_a_failing_text_stops_the_others(endpoint: OpenAIServer, repository: Path) -> None:
+    seen = repository / "embed_plain" / "seen"
+    seen.unlink(missing_ok=True)
+    texts = ["!fail"] + [f"t{i}" for i in range(200)]
+    with pytest.raises(openai.InternalServerError) as caught:
+        sdk(endpoint).embeddings.create(model="embed_plain", input=texts)
+    assert "the model failed on purpose" in str(caught.value)
+    # Every lane stops at its next text once one failed: far fewer than all ran.
+    assert len(seen.read_text().split()) < 100

@@ -121,7 +121,7 @@ def test_models_outside_the_convention_are_named_with_why(inputs, outputs, words
 def test_an_input_of_several_elements_is_refused() -> None:
     raw = config([("text_input", "TYPE_STRING", False)])
     raw["input"][0]["dims"] = ["2"]
-    with pytest.raises(NotATextModel, match=r"'text_input' has dims \[2\]: the endpoint sends one"):
+    with pytest.raises(NotATextModel, match=r"'text_input' has dims \[2\]: one element is sent"):
         TextModel(raw)
 
 

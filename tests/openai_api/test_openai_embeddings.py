@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pybackend.openai_api.answers import embeddings_answer
-from pybackend.openai_api.embedding import EmbeddingModel, NotAnEmbeddingModel
+from pybackend.openai_api.embedding import BadVector, EmbeddingModel, NotAnEmbeddingModel
 from pybackend.openai_api.model_io import BadValue
 from pybackend.openai_api.requests import ApiError, parse_embeddings
 
@@ -103,6 +103,11 @@ def test_a_vllm_style_model_gets_the_request_as_json_beside_the_text() -> None:
             [("embedding", "TYPE_FP32")],
             "required inputs this endpoint cannot fill: 'image'",
         ),
+        (
+            [("embedding_request", "TYPE_STRING", True), ("dimensions", "TYPE_INT32", False)],
+            [("text_output", "TYPE_STRING")],
+            "requires 'dimensions', which the vLLM convention never sends",
+        ),
     ],
 )
 def test_models_outside_both_conventions_are_named_with_why(inputs, outputs, words) -> None:
@@ -154,7 +159,41 @@ def test_the_answer_as_floats_or_base64_of_little_endian_float32() -> None:
         "model": "e",
         "usage": {"prompt_tokens": 5, "total_tokens": 5},
     }
-    packed = embeddings_answer("e", vectors, None, base64=True)
-    assert "usage" not in packed  # the model counted nothing: no guess
-    raw = base64.b64decode(packed["data"][0]["embedding"])
-    assert np.frombuffer(raw, "<f4").tolist() == [1.5, -2.0]
+    packed = embeddings_answer("e", vectors, 0, base64=True)
+    # OpenAI's answer requires usage: 0 where the model counts nothing.
+    assert packed["usage"] == {"prompt_tokens": 0, "total_tokens": 0}
+    decoded = [np.frombuffer(base64.b64decode(d["embedding"]), "<f4") for d in packed["data"]]
+    assert [v.tolist() for v in decoded] == [[1.5, -2.0], [0.25]]
+
+
+def test_an_unpooled_output_is_refused_when_read() -> None:
+    raw = config([("text_input", "TYPE_STRING", False)], [("embedding", "TYPE_FP32")])
+    raw["output"][0]["dims"] = ["-1", "768"]  # a vector per token
+    with pytest.raises(NotAnEmbeddingModel, match=r"dims \[-1, 768\]: one vector a text"):
+        EmbeddingModel(raw)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "dimensions", "words"),
+    [
+        ({}, None, "answered without 'embedding'"),
+        ({"embedding": np.zeros((1, 0), np.float32)}, None, "an empty vector"),
+        ({"embedding": np.array([[1, np.nan]], np.float32)}, None, "NaN or infinity"),
+        ({"embedding": np.array([[1e300]], np.float64)}, None, "NaN or infinity"),
+        ({"embedding": np.ones((2, 3), np.float32)}, None, "of shape [2, 3], not one vector"),
+        ({"embedding": np.ones((1, 3), np.float32)}, 2, "3 values for dimensions=2"),
+    ],
+)
+def test_a_plain_answer_that_is_not_one_vector_is_refused(outputs, dimensions, words) -> None:
+    model = EmbeddingModel(PLAIN)
+    with pytest.raises(BadVector) as caught:
+        model.vector(outputs, dimensions)
+    assert str(caught.value).startswith("model 'e' answered") and words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "said", [b"null", b"{}", b"[1, [2]]", b"[true]", b"not json", b"[1e999]", b"[]"]
+)
+def test_a_vllm_answer_that_is_not_a_list_of_numbers_is_refused(said: bytes) -> None:
+    with pytest.raises(BadVector):
+        EmbeddingModel(VLLM).vector({"text_output": np.array([said], np.object_)})

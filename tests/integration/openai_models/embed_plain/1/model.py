@@ -1,6 +1,8 @@
 """Embeds a text as [characters, words, vowels, its first character's code point] (the
 first `dimensions` of them when asked); its token count is its word count. The text "!fail"
-fails the request."""
+fails the request. Each text it gets is appended to `seen` in its model directory."""
+
+import os
 
 import numpy as np
 
@@ -18,10 +20,15 @@ def value(request, name):
 
 
 class TritonPythonModel:
+    def initialize(self, args):
+        self.seen = os.path.join(args["model_repository"], "seen")
+
     def execute(self, requests):
         responses = []
         for request in requests:
             text = value(request, "text_input").decode()
+            with open(self.seen, "a") as f:
+                f.write(text + "\n")
             if text == "!fail":
                 error = pb_utils.TritonError("the model failed on purpose")
                 responses.append(pb_utils.InferenceResponse(error=error))

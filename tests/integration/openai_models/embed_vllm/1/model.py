@@ -1,7 +1,9 @@
 """Answers an embedding request (the vLLM backend's 'embedding_request' JSON) with the vector
 [characters, words] of its input, cut to pooling_params.dimensions[0] when given, as JSON in
 'text_output', and the word count as 'num_input_tokens' (in a first response, then an empty
-final one, as a decoupled model may). It checks that 'text_input' carries the same text."""
+final one, as a decoupled model may). It checks that 'text_input' carries the same text.
+The text "!generate-only" is refused as the vLLM backend refuses an embedding request to a
+generation model."""
 
 import json
 
@@ -23,6 +25,11 @@ class TritonPythonModel:
                 continue
             asked = json.loads(asked.as_numpy()[0])
             text = asked["input"]
+            if text == "!generate-only":  # how a vLLM model of another task refuses
+                said = "Model embed_vllm does not support 'embed' request"
+                error = pb_utils.TritonError(f"Error generating stream: {said}")
+                sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
+                continue
             same = pb_utils.get_input_tensor_by_name(request, "text_input").as_numpy()[0]
             assert same.decode() == text, (same, text)
             vector = [float(len(text)), float(len(text.split()))]
