@@ -1,6 +1,7 @@
 """The text_generation example model and examples/clients/openai_chat.py through the
 OpenAI-compatible endpoint in front of a real tritonserver (the session's examples server):
-a prompt, a conversation, streamed and whole, cut by max_tokens and stop.
+a prompt, a conversation, streamed and whole, cut by max_tokens and stop; and a developer's
+test of the model through OpenAI's SDK, with ServerModel (docs/openai.md, "Testing").
 
 Runs against the original too (PYBACKEND_TEST_BACKEND=original): the endpoint is a client of
 tritonserver, whatever backend serves the model.
@@ -16,8 +17,9 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from integration_support import EXAMPLE_CLIENTS  # noqa: E402
+from integration_support import EXAMPLE_CLIENTS, EXAMPLES_REPOSITORY  # noqa: E402
 from pybackend.openai_api import OpenAIServer  # noqa: E402
+from pybackend.testing import ServerModel  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +78,17 @@ def test_completion_and_chat_answer_alike(endpoint: OpenAIServer) -> None:
             if c.choices and c.choices[0].delta.content
         ]
     assert pieces == ["Y", " X"]
+
+
+def test_a_developer_tests_the_model_through_openai_s_sdk(backend_kind: str) -> None:
+    # docs/openai.md's "Testing" snippet, as a developer's test runs it.
+    model_dir = EXAMPLES_REPOSITORY / "text_generation"
+    with (
+        ServerModel(model_dir, backend=backend_kind) as served,
+        OpenAIServer(served.server.grpc_url) as api,
+        openai.OpenAI(base_url=api.url, api_key="unused") as client,
+    ):
+        answer = client.chat.completions.create(
+            model="text_generation", messages=[{"role": "user", "content": "hello world"}]
+        )
+    assert answer.choices[0].message.content == "World Hello"
