@@ -64,10 +64,18 @@ def target(url: str, grpc: bool) -> Target:
 
 
 class Client:
-    def __init__(self, where: Target, timeout: float, timeout_option: str = "--timeout") -> None:
+    def __init__(
+        self,
+        where: Target,
+        timeout: float,
+        timeout_option: str = "--timeout",
+        headers: Optional[Dict[str, str]] = None,
+    ) -> None:
         self.where = where
         self.timeout = timeout
         self.timeout_option = timeout_option  # named where a wait runs out
+        #: Sent with every call (gRPC metadata, HTTP headers): a restricted server's token.
+        self.headers = dict(headers) if headers else None
         try:
             if where.protocol == "grpc":
                 import tritonclient.grpc as module
@@ -106,8 +114,8 @@ class Client:
 
     def _json(self, fn: Callable[..., Any], *args: Any) -> Dict[str, Any]:
         if self.where.protocol == "grpc":
-            return dict(fn(*args, as_json=True, client_timeout=self.timeout))
-        return dict(fn(*args))
+            return dict(fn(*args, headers=self.headers, as_json=True, client_timeout=self.timeout))
+        return dict(fn(*args, headers=self.headers))
 
     def config_of(self, model: str, version: str = "") -> Dict[str, Any]:
         """The model's configuration as the server holds it."""
@@ -122,11 +130,16 @@ class Client:
             index = self._call(
                 "repository index",
                 lambda: self.client.get_model_repository_index(
-                    as_json=True, client_timeout=self.timeout
+                    headers=self.headers, as_json=True, client_timeout=self.timeout
                 ),
             )
             return list(index.get("models", []))
-        return list(self._call("repository index", self.client.get_model_repository_index))
+        return list(
+            self._call(
+                "repository index",
+                lambda: self.client.get_model_repository_index(headers=self.headers),
+            )
+        )
 
     def inputs_of(self, model: str, version: str) -> Tuple[List[InputSpec], bool]:
         """The model's inputs (metadata), and whether it is decoupled (its config)."""
@@ -162,6 +175,7 @@ class Client:
         kwargs: Dict[str, Any] = {
             "model_version": req.version,
             "outputs": self._outputs(req),
+            "headers": self.headers,
             **req.sequence,
         }
         if self.where.protocol == "grpc":
@@ -181,7 +195,7 @@ class Client:
         self._call(
             "stream",
             lambda: self.client.start_stream(
-                callback=lambda result, error: events.put((result, error))
+                callback=lambda result, error: events.put((result, error)), headers=self.headers
             ),
         )
         finished = False

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from pybackend.cli.command import add_command
 from pybackend.errors import PybackendError
@@ -66,6 +66,16 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         "variable (not given on the command line, where `ps` shows it)",
     )
     parser.add_argument(
+        "--triton-header-env",
+        action="append",
+        default=[],
+        metavar="NAME=VARIABLE",
+        help="send gRPC metadata NAME to tritonserver with every call, its value read from "
+        "the environment variable VARIABLE: a restricted server's token "
+        "(--grpc-restricted-protocol=...:KEY=VALUE wants NAME triton-grpc-protocol-KEY); "
+        "repeatable",
+    )
+    parser.add_argument(
         "--openai-timeout",
         type=_seconds,
         default=600.0,
@@ -88,6 +98,7 @@ class EndpointOptions:
     chat_template: Optional["ChatTemplate"]
     api_key: Optional[str]
     timeout: float
+    triton_headers: Dict[str, str]
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> "EndpointOptions":
@@ -100,7 +111,7 @@ class EndpointOptions:
             if not key:
                 raise PybackendError(f"--api-key-env {args.api_key_env}: the variable is not set")
         template = ChatTemplate.from_file(args.chat_template) if args.chat_template else None
-        return cls(template, key, args.openai_timeout)
+        return cls(template, key, args.openai_timeout, _headers(args.triton_header_env))
 
     def endpoint(self, triton_grpc: str, host: str, port: int) -> "OpenAIServer":
         """The endpoint (not started); PybackendError when it cannot listen."""
@@ -114,9 +125,24 @@ class EndpointOptions:
                 chat_template=self.chat_template,
                 api_key=self.api_key,
                 timeout=self.timeout,
+                triton_headers=self.triton_headers,
             )
         except OSError as e:
             raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def _headers(given: List[str]) -> Dict[str, str]:
+    """NAME=VARIABLE pairs as NAME -> the variable's value (values stay out of `ps`)."""
+    headers = {}
+    for pair in given:
+        name, _, variable = pair.partition("=")
+        if not name or not variable:
+            raise PybackendError(f"--triton-header-env {pair}: give NAME=VARIABLE")
+        value = os.environ.get(variable)
+        if not value:
+            raise PybackendError(f"--triton-header-env {pair}: the variable is not set")
+        headers[name.lower()] = value  # gRPC metadata names are lower case
+    return headers
 
 
 def run(args: argparse.Namespace) -> int:

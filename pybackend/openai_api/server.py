@@ -14,7 +14,7 @@ import time
 import traceback
 from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, TypeVar
 
 from pybackend.cli.infer_client import Client
 from pybackend.errors import PybackendError
@@ -36,7 +36,13 @@ IDLE_SECONDS = 120
 
 
 class OpenAIServer:
-    """Serves on ``host:port`` (0: a free port, see :attr:`port`) until :meth:`close`."""
+    """Serves on ``host:port`` (0: a free port, see :attr:`port`) until :meth:`close`, in
+    front of tritonserver's gRPC endpoint ``triton_grpc_url``. ``api_key``: the Bearer key
+    clients must send; ``timeout``: the longest wait for a model's next response;
+    ``triton_headers``: gRPC metadata for every call to tritonserver (a restricted server's
+    token: ``{"triton-grpc-protocol-<key>": value}`` for ``--grpc-restricted-protocol=
+    ...:<key>=value``; under pybackend.pytriton, whose server restricts model-repository,
+    ``{"triton-grpc-protocol-triton-access-token": triton.get_access_token()}``)."""
 
     def __init__(
         self,
@@ -47,6 +53,7 @@ class OpenAIServer:
         chat_template: Optional[ChatTemplate] = None,
         api_key: Optional[str] = None,
         timeout: float = 600.0,
+        triton_headers: Optional[Mapping[str, str]] = None,
     ) -> None:
         try:
             import tritonclient.grpc  # noqa: F401 - the endpoint's client of tritonserver
@@ -55,7 +62,7 @@ class OpenAIServer:
                 f"the OpenAI endpoint needs tritonclient's gRPC client: "
                 f"pip install 'pybackend[openai]' ({e})"
             ) from None
-        self.upstream = Upstream(triton_grpc_url, timeout)
+        self.upstream = Upstream(triton_grpc_url, timeout, triton_headers)
         self.chat_template = chat_template
         self.api_key = api_key
         self.created = int(time.time())
@@ -198,14 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.route
         endpoint = self.endpoint
         if path == "/health":
-            client = endpoint.upstream.client()
-            try:
-                ready = client.client.is_server_ready(client_timeout=endpoint.upstream.timeout)
-            except Exception:  # noqa: BLE001 - unreachable or failing: not healthy
-                ready = False
-            finally:
-                client.close()
-            self._json(200 if ready else 503, {"ready": bool(ready)})
+            ready = endpoint.upstream.ready()
+            self._json(200 if ready else 503, {"ready": ready})
             return
         if path == "/v1/models" or path.startswith("/v1/models/"):
             client = endpoint.upstream.client()

@@ -47,7 +47,9 @@ class Upstream:
     """A tritonserver's gRPC endpoint (``host:port`` or ``grpc://host:port``); each wait for
     its next response is bounded by ``timeout`` seconds."""
 
-    def __init__(self, url: str, timeout: float) -> None:
+    def __init__(
+        self, url: str, timeout: float, headers: Optional[Mapping[str, str]] = None
+    ) -> None:
         self.where = target(url, grpc=True)
         if self.where.protocol != "grpc":
             raise PybackendError(
@@ -55,10 +57,27 @@ class Upstream:
                 "as HOST:PORT or grpc://HOST:PORT (8001 by default)"
             )
         self.timeout = timeout
+        #: gRPC metadata sent with every call: a restricted server's token (tritonserver's
+        #: --grpc-restricted-protocol; PyTriton restricts model-repository by default).
+        self.headers = dict(headers or {})
 
     def client(self) -> Client:
         """A client of its own per request: tritonclient's holds one stream at a time."""
-        return Client(self.where, self.timeout, timeout_option="--openai-timeout")
+        return Client(
+            self.where, self.timeout, timeout_option="--openai-timeout", headers=self.headers
+        )
+
+    def ready(self) -> bool:
+        """Whether tritonserver answers that it is ready (False when it cannot be reached)."""
+        client = self.client()
+        try:
+            return bool(
+                client.client.is_server_ready(headers=client.headers, client_timeout=self.timeout)
+            )
+        except Exception:  # noqa: BLE001 - unreachable or failing: not ready
+            return False
+        finally:
+            client.close()
 
     def config(self, client: Client, model: str) -> Dict[str, Any]:
         try:
@@ -177,7 +196,9 @@ def _by_name(outputs: List[Tuple[str, str, np.ndarray]]) -> Dict[str, np.ndarray
 
 def _live(client: Client) -> bool:
     try:
-        return bool(client.client.is_server_live())
+        return bool(
+            client.client.is_server_live(headers=client.headers, client_timeout=client.timeout)
+        )
     except Exception:  # noqa: BLE001 - whatever the client raises: not reachable
         return False
 

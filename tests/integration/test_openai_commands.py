@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 openai = pytest.importorskip("openai")
 
 from integration_support import EXAMPLES_REPOSITORY  # noqa: E402
+from pybackend.server import TritonServer  # noqa: E402
 
 CLI = [sys.executable, "-m", "pybackend.cli"]
 URL = re.compile(r"(http://127\.0\.0\.1:\d+/v1)")
@@ -102,6 +104,12 @@ def test_openai_command_in_front_of_a_server(examples_server) -> None:
         ("openai", ["--triton", "http://127.0.0.1:8000"], "over gRPC: give its gRPC port"),
         # Checked before tritonserver starts (no repository is even read).
         ("serve", ["--api-key-env", "PYBACKEND_TEST_UNSET_KEY"], "the variable is not set"),
+        ("openai", ["--triton-header-env", "x-token"], "give NAME=VARIABLE"),
+        (
+            "openai",
+            ["--triton-header-env", "x-token=PYBACKEND_TEST_UNSET_KEY"],
+            "the variable is not set",
+        ),
     ],
 )
 def test_commands_refuse_bad_options_in_one_line(
@@ -128,3 +136,28 @@ def test_openai_timeout_must_be_positive() -> None:
         [*CLI, "openai", "--openai-timeout", "0"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "give a number of seconds above 0" in done.stderr
+
+
+def test_openai_command_sends_a_restricted_server_its_token(
+    backend_kind: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    repository = tmp_path_factory.mktemp("restricted")
+    shutil.copytree(EXAMPLES_REPOSITORY / "text_generation", repository / "text_generation")
+    restricted = ["--grpc-restricted-protocol=model-repository:admin-key=s3cret"]
+    with TritonServer(repository, backend=backend_kind, extra_args=restricted) as server:
+        command = [*CLI, "openai", "--triton", server.grpc_url, "--port", "0"]
+        env = {**os.environ, "TEST_ADMIN_KEY": "s3cret"}
+        with_token = ["--triton-header-env", "triton-grpc-protocol-admin-key=TEST_ADMIN_KEY"]
+        for extra, listed in (([], None), (with_token, ["text_generation"])):
+            proc = _run([*command, *extra], env=env)
+            try:
+                url = _until_url(proc, "OpenAI endpoint", timeout=60)
+                with _sdk(url) as client:
+                    if listed is None:  # the server's refusal, passed on
+                        with pytest.raises(openai.InternalServerError) as caught:
+                            client.models.list()
+                        assert "This protocol is restricted" in str(caught.value)
+                    else:
+                        assert [m.id for m in client.models.list()] == listed
+            finally:
+                assert _stop(proc) == 0
