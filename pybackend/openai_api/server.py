@@ -209,22 +209,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200 if ready else 503, {"ready": ready})
             return
         if path == "/v1/models" or path.startswith("/v1/models/"):
+            wanted = path[len("/v1/models/") :] if path != "/v1/models" else None
             client = endpoint.upstream.client()
             try:
-                names = [
-                    n for n in endpoint.upstream.ready_models(client) if _fits(endpoint, client, n)
-                ]
+                served = endpoint.upstream.ready_models(client)
+                # One model asked for: only its configuration is read.
+                asked = served if wanted is None else [n for n in served if n == wanted]
+                names = [n for n in asked if _fits(endpoint, client, n)]
             finally:
                 client.close()
             entries = [model_entry(n, endpoint.created) for n in names]
-            if path == "/v1/models":
+            if wanted is None:
                 self._json(200, {"object": "list", "data": entries})
                 return
-            wanted = path[len("/v1/models/") :]
-            for entry in entries:
-                if entry["id"] == wanted:
-                    self._json(200, entry)
-                    return
+            if entries:
+                self._json(200, entries[0])
+                return
             raise ApiError(
                 404,
                 f"The model `{wanted}` does not exist",
