@@ -5,6 +5,7 @@ errors as :class:`ClientError` in the server's words."""
 from __future__ import annotations
 
 import queue
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple
 
@@ -15,6 +16,9 @@ from pybackend.errors import PybackendError
 from .infer_inputs import InputSpec
 
 Outputs = Dict[str, np.ndarray]
+
+#: How often a stream's caller hears from it while a response is awaited (``while_waiting``).
+WATCH_S = 0.2
 
 
 # The server's refusal of a request without a correlation id to a model behind the sequence
@@ -186,9 +190,13 @@ class Client:
         )
         return _named(result)
 
-    def stream(self, req: "Request") -> Generator[List[Tuple[str, str, np.ndarray]], None, None]:
+    def stream(
+        self, req: "Request", while_waiting: Optional[Callable[[], None]] = None
+    ) -> Generator[List[Tuple[str, str, np.ndarray]], None, None]:
         """A decoupled model's responses, each as it arrives, until the final one; each
-        wait for the next is bounded by the timeout."""
+        wait for the next is bounded by the timeout. ``while_waiting``: called every
+        ``WATCH_S`` while a response is awaited; what it raises ends the stream (the request
+        is cancelled in the server)."""
         if self.where.protocol != "grpc":
             raise ClientError("--stream needs gRPC: give the URL as grpc://HOST:PORT")
         events: "queue.Queue[Tuple[Any, Any]]" = queue.Queue()
@@ -212,14 +220,7 @@ class Client:
                 ),
             )
             while True:
-                try:
-                    result, error = events.get(timeout=self.timeout)
-                except queue.Empty:
-                    raise ClientError(
-                        f"model '{req.model}': no response within {self.timeout:g} s "
-                        f"({self.timeout_option})",
-                        "TIMEOUT",
-                    ) from None
+                result, error = self._next_event(events, req.model, while_waiting)
                 if error is not None:
                     raise ClientError(
                         f"model '{req.model}': {error.message() or error}", _status(error)
@@ -236,6 +237,29 @@ class Client:
                     return
         finally:
             self.client.stop_stream(cancel_requests=not finished)
+
+    def _next_event(
+        self,
+        events: "queue.Queue[Tuple[Any, Any]]",
+        model: str,
+        while_waiting: Optional[Callable[[], None]],
+    ) -> Tuple[Any, Any]:
+        """The stream's next (result, error), within the timeout; ``while_waiting`` is
+        called between waits of at most ``WATCH_S``."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ClientError(
+                    f"model '{model}': no response within {self.timeout:g} s "
+                    f"({self.timeout_option})",
+                    "TIMEOUT",
+                )
+            try:
+                return events.get(timeout=left if while_waiting is None else min(left, WATCH_S))
+            except queue.Empty:
+                if while_waiting is not None:
+                    while_waiting()
 
 
 def _status(error: Any) -> Optional[str]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -255,7 +257,8 @@ class _Handler(BaseHTTPRequestHandler):
             answer = Answer(chat=ask.chat, model=ask.model)
             # Closed on every path before the client: an unfinished generation is then
             # cancelled in the server, never waited for.
-            with closing(endpoint.upstream.generate(client, model, tensors)) as pieces:
+            generation = endpoint.upstream.generate(client, model, tensors, self._check_client)
+            with closing(generation) as pieces:
                 if ask.stream:
                     self._stream(ask, model, pieces, answer)
                 else:
@@ -315,6 +318,19 @@ class _Handler(BaseHTTPRequestHandler):
             _log_fault(self.command, self.path)
             self._send(event(_fault(e).body()))
         self._send(DONE)
+
+    def _check_client(self) -> None:
+        """Raises once the client has closed its connection, so that a generation nobody
+        will read is cancelled while it waits for its model (a whole answer's only
+        response may be minutes away). A live client sends nothing more before its answer
+        (its body was read): a readable socket with no byte waiting is a closed one."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            gone = bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+        except (OSError, ValueError):
+            gone = True
+        if gone:
+            raise ConnectionAbortedError("the client closed its connection")
 
     def _send(self, data: bytes) -> None:
         self.wfile.write(data)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from typing import Any, Dict, Generator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -103,10 +103,16 @@ class Upstream:
         return sorted({m["name"] for m in index if m.get("state") == "READY"})
 
     def generate(
-        self, client: Client, model: TritonModel, tensors: Mapping[str, np.ndarray]
+        self,
+        client: Client,
+        model: TritonModel,
+        tensors: Mapping[str, np.ndarray],
+        while_waiting: Optional[Callable[[], None]] = None,
     ) -> Generator[Dict[str, np.ndarray], None, None]:
         """The outputs of each response, in order; closing the iterator before its end
-        cancels the request in the server. Errors: ApiError."""
+        cancels the request in the server, and so does what ``while_waiting`` raises (called
+        every few hundred milliseconds while a decoupled model's response is awaited).
+        Errors: ApiError."""
         specs = [
             InputSpec(name, _wire(model.inputs[name].data_type), list(array.shape))
             for name, array in tensors.items()
@@ -114,7 +120,7 @@ class Upstream:
         request = Request(model.name, "", dict(tensors), specs, [])
         try:
             if model.decoupled:
-                stream = client.stream(request)
+                stream = client.stream(request, while_waiting)
                 try:
                     for named in stream:
                         yield _by_name(named)

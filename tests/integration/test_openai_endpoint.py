@@ -1,11 +1,13 @@
 """The OpenAI-compatible endpoint in front of a real tritonserver, spoken to with OpenAI's
 own Python SDK: completions and chat, whole and streamed, what reaches the model, the
-refusals, a model's failure mid-stream, a client that goes away, the API key."""
+refusals, a model's failure mid-stream, a client that goes away (streaming or waiting for a
+whole answer), the API key."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from http.client import HTTPConnection
@@ -248,11 +250,36 @@ def test_client_that_goes_away_cancels_the_request(
     got = [next(iter(stream)).choices[0].text for _ in range(2)]
     assert got == ["w0", " w1"]
     stream.close()
+    assert cancelled_after(marker) < 200
+
+
+def cancelled_after(marker: Path) -> int:
+    """How many pieces the model had made when it saw its request cancelled."""
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.exists(), "the model never saw the request cancelled"
-    assert int(marker.read_text().split()[1]) < 200
+    return int(marker.read_text().split()[1])
+
+
+def test_a_client_gone_before_its_whole_answer_cancels_the_request(
+    endpoint: OpenAIServer, repository: Path
+) -> None:
+    # Not streamed: the model's only response would come after 200 x 50 ms; the client
+    # leaves after 0.5 s, and the endpoint, watching its socket, cancels the request.
+    marker = repository / "echo_llm" / "cancelled"
+    marker.unlink(missing_ok=True)
+    body = json.dumps({"model": "echo_llm", "prompt": "!slow 200"}).encode()
+    head = (
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=10) as conn:
+        conn.sendall(head.encode() + body)
+        time.sleep(0.5)
+    assert cancelled_after(marker) < 100
+    # The endpoint serves on.
+    assert sdk(endpoint).completions.create(model="echo_llm", prompt="a b").choices[0].text
 
 
 def test_a_model_slower_than_the_timeout_is_answered_504(triton: TritonServer) -> None:

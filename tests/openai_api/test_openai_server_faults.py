@@ -66,7 +66,7 @@ def test_a_fault_mid_stream_is_an_error_event_then_the_end(
         }
     )
 
-    def generate(client: Any, model: Any, tensors: Any) -> Iterator[Dict[str, Any]]:
+    def generate(client: Any, model: Any, tensors: Any, watch: Any) -> Iterator[Dict[str, Any]]:
         yield {"text_output": np.array([b"first"], np.object_)}
         raise RuntimeError("lost the model")
 

@@ -35,6 +35,17 @@ class TritonPythonModel:
             threading.Thread(target=self.generate, args=(request,), daemon=True).start()
         return None
 
+    def cancelled(self, sender, delay, done):
+        """After ``delay``: whether the request was cancelled (then said in the marker file,
+        and the stream ended)."""
+        time.sleep(delay)
+        if not sender.is_cancelled():
+            return False
+        with open(self.marker, "w") as f:
+            f.write(f"after {done} pieces")
+        sender.send(flags=FINAL)
+        return True
+
     def generate(self, request):
         sender = request.get_response_sender()
         prompt = pb_utils.get_input_tensor_by_name(request, "text_input").as_numpy()[0].decode()
@@ -77,13 +88,13 @@ class TritonPythonModel:
             reason = "stop"
         pieces = [(" " if i else "") + w for i, w in enumerate(words)]
         if not stream:
-            pieces = ["".join(pieces)]
+            # A whole answer is one response, made as slowly as the pieces would be.
+            for i in range(len(pieces)):
+                if self.cancelled(sender, delay, i):
+                    return
+            pieces, delay = ["".join(pieces)], 0.0
         for i, piece in enumerate(pieces):
-            time.sleep(delay)
-            if sender.is_cancelled():
-                with open(self.marker, "w") as f:
-                    f.write(f"after {i} pieces")
-                sender.send(flags=FINAL)
+            if self.cancelled(sender, delay, i):
                 return
             failing_at = 0 if prompt.startswith("!failfirst") or not stream else 1
             if prompt.startswith("!fail") and i == failing_at:
