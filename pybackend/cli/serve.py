@@ -178,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
             http_port=ports["http"],
             grpc_port=ports["grpc"],
             metrics_port=ports["metrics"],
+            metrics_interval_ms=None,  # Triton's default: a deployment's metrics, not a test's
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"pybackend serve: {exc}", file=sys.stderr)

@@ -32,12 +32,19 @@ from pybackend.server.processes import (
     start_time,
     wait_gone,
 )
+from pybackend.server.unload import unload_models
 
 BackendConfig = Union[str, tuple[str, str]]
 
 #: How many times to retry when a freshly picked port was taken in the meantime.
 _PORT_RETRIES = 3
 _PORT_CLASH_MARKERS = ("address already in use", "failed to bind", "failed to listen")
+
+#: tritonserver's CPU/GPU metrics thread sleeps this long between polls, and its shutdown
+#: waits for the sleep to end: Triton's default (2000 ms) adds about a second to every stop.
+#: A launcher's servers are short-lived (tests, benchmarks), so they poll more often;
+#: `pybackend serve` keeps Triton's default (metrics_interval_ms=None).
+QUICK_METRICS_INTERVAL_MS = 100
 
 
 class ServerError(PybackendError, RuntimeError):
@@ -100,7 +107,9 @@ class TritonServer:
     `runtimes`: python-based backends served beside it, by name (a model whose config says
     `backend: "<name>"` runs `<directory>/model.py`; docs/python_based_backends.md): the
     server gets a backends directory of its own making, `python` and each runtime linked in.
-    Ports default to free loopback ports chosen at start.
+    Ports default to free loopback ports chosen at start. `metrics_interval_ms`: how often
+    the server polls CPU/GPU metrics (None: Triton's default, 2000 ms); a stop waits up to
+    one interval, hence the short default.
     """
 
     def __init__(
@@ -120,6 +129,7 @@ class TritonServer:
         metrics_port: int | None = None,
         stop_timeout: float = 30.0,
         runtimes: Mapping[str, str | os.PathLike[str]] | None = None,
+        metrics_interval_ms: int | None = QUICK_METRICS_INTERVAL_MS,
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
         if not self.model_repository.is_dir():
@@ -134,6 +144,7 @@ class TritonServer:
         self.host = host
         self._requested_ports = (http_port, grpc_port, metrics_port)
         self.stop_timeout = stop_timeout
+        self.metrics_interval_ms = metrics_interval_ms
         self.backend_dir = self._resolve_backend_dir()
         self.runtimes = {name: Path(path).resolve() for name, path in (runtimes or {}).items()}
         for name, path in self.runtimes.items():
@@ -235,13 +246,17 @@ class TritonServer:
         self._finalizer = weakref.finalize(self, _emergency_kill, self._proc.pid)
 
     def stop(self) -> int | None:
-        """SIGTERM, then SIGKILL after stop_timeout; kill and reap every descendant."""
+        """SIGTERM, then SIGKILL after stop_timeout; kill and reap every descendant. An
+        explicit-mode server's models are unloaded first (bounded): its shutdown is then
+        immediate instead of a second or more (pybackend.server.unload)."""
         proc = self._proc
         if proc is None or self._final_log is not None:
             return self.returncode
         tree = {pid for pid in same_processes(self._tree) if alive(pid)}
         if proc.poll() is None:
             tree |= descendants(proc.pid)
+            if self.model_control_mode == "explicit" and self.http_port:
+                unload_models(self._client_host, self.http_port)
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(self.stop_timeout)
@@ -374,6 +389,8 @@ class TritonServer:
         if "--exit-timeout-secs" not in given:
             # Bounded shutdown: in-flight requests get this long before the server gives up.
             cmd.append(f"--exit-timeout-secs={max(1, int(self.stop_timeout / 2))}")
+        if self.metrics_interval_ms is not None and "--metrics-interval-ms" not in given:
+            cmd.append(f"--metrics-interval-ms={self.metrics_interval_ms}")
         if self.model_control_mode:
             cmd.append(f"--model-control-mode={self.model_control_mode}")
         cmd += [f"--load-model={name}" for name in self.load_models]

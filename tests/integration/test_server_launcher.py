@@ -35,8 +35,39 @@ def test_urls_and_log(backend_kind: str) -> None:
     assert "Started HTTPService" in server.log_text()  # still readable after stop
 
 
-def test_stop_kills_a_frozen_server_and_its_stubs(backend_kind: str) -> None:
-    server = TritonServer(EXAMPLES_REPOSITORY, backend=backend_kind, stop_timeout=2.0)
+def test_an_explicit_mode_server_unloads_its_models_before_its_shutdown(
+    backend_kind: str,
+) -> None:
+    # tritonserver's shutdown checks once a second whether its models are gone: unloaded
+    # first, they are gone at its first check, and it exits at once.
+    models = ["add_sub", "string_echo"]
+    server = TritonServer(
+        EXAMPLES_REPOSITORY,
+        backend=backend_kind,
+        model_control_mode="explicit",
+        load_models=models,
+    )
+    with server:
+        assert server.is_ready()
+    assert server.returncode == 0
+    log = server.log_text()
+    signalled = log.index("Signal (15) received")
+    for name in models:
+        assert log.index(f"successfully unloaded '{name}'") < signalled
+    assert "Found 0 live models" in log[signalled:]
+    assert "Found 1 live models" not in log[signalled:]
+
+
+@pytest.mark.parametrize("mode", [None, "explicit"])
+def test_stop_kills_a_frozen_server_and_its_stubs(backend_kind: str, mode: str | None) -> None:
+    # explicit: the models' unload before the signal gives up on a server that does not answer.
+    server = TritonServer(
+        EXAMPLES_REPOSITORY,
+        backend=backend_kind,
+        stop_timeout=2.0,
+        model_control_mode=mode,
+        load_models=["add_sub"] if mode else [],
+    )
     with server:
         tree = descendants(server.pid)
         assert tree, "the server should have started stub processes"

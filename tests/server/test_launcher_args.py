@@ -69,3 +69,16 @@ def test_command_line(tmp_path: Path) -> None:
     assert "--http-address=127.0.0.1" in command and "--grpc-address=127.0.0.1" in command
     assert any(arg.startswith("--exit-timeout-secs=") for arg in command)
     assert "nvidia_pytriton.libs" in env["LD_LIBRARY_PATH"]
+
+
+def test_metrics_interval(tmp_path: Path) -> None:
+    # A launcher's servers poll metrics often: tritonserver's stop waits for the poll.
+    def command(**kwargs: object) -> list[str]:
+        server = TritonServer(tmp_path, **kwargs)  # type: ignore[arg-type]
+        return server._build_command(server._environment()["LD_LIBRARY_PATH"])
+
+    assert "--metrics-interval-ms=100" in command()
+    # `pybackend serve` keeps Triton's default; the caller's own flag wins.
+    assert not [a for a in command(metrics_interval_ms=None) if "metrics-interval" in a]
+    given = command(extra_args=["--metrics-interval-ms=5000"])
+    assert [a for a in given if "metrics-interval" in a] == ["--metrics-interval-ms=5000"]
