@@ -235,6 +235,7 @@ def infer_each_example(url: str) -> None:
         "token_stream": partial(stream_tokens, url),
         "running_sum": partial(running_sums, client),
         "text_generation": partial(generated_text, url),
+        "text_embedding": partial(embedded, infer),
     }
     models = sorted(
         p.parent.name for p in (REPO / "examples/model_repository").glob("*/config.pbtxt")
@@ -318,6 +319,22 @@ def generated_text(url: str) -> bool:
     pieces = [item.as_numpy("text_output")[0].decode() for item in items]
     reasons = [item.as_numpy("finish_reason")[0].decode() for item in items]
     return pieces == ["Fox", " Quick"] and reasons == ["", "length"]
+
+
+def embedded(infer: Callable[..., dict]) -> bool:
+    """text_embedding (the endpoint's embeddings example): a unit vector of 64 per text,
+    closer for texts that share words."""
+
+    def vector(text: bytes) -> np.ndarray:
+        given = {"text_input": np.array([[text]], np.object_)}
+        return infer("text_embedding", given)["embedding"][0]
+
+    cat, cats, other = vector(b"the cat sat"), vector(b"a cat sat down"), vector(b"stock fell")
+    return (
+        cat.shape == (64,)
+        and abs(float(np.linalg.norm(cat)) - 1) < 1e-5
+        and (cat @ cats > cat @ other)
+    )
 
 
 def check_developer_flow(prefix: Path, wheel: Path, tmp: Path, env: dict[str, str]) -> str:

@@ -1,6 +1,7 @@
-"""The text_generation example model and examples/clients/openai_chat.py through the
-OpenAI-compatible endpoint in front of a real tritonserver (the session's examples server):
-a prompt, a conversation, streamed and whole, cut by max_tokens and stop; and a developer's
+"""The text_generation and text_embedding example models and examples/clients/openai_chat.py
+and openai_embeddings.py through the OpenAI-compatible endpoint in front of a real
+tritonserver (the session's examples server): a prompt, a conversation, streamed and whole,
+cut by max_tokens and stop; texts embedded, ranked, shortened; and a developer's
 test of the model through OpenAI's SDK, with ServerModel (docs/openai.md, "Testing").
 
 Runs against the original too (PYBACKEND_TEST_BACKEND=original): the endpoint is a client of
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 openai = pytest.importorskip("openai")
@@ -78,6 +80,51 @@ def test_completion_and_chat_answer_alike(endpoint: OpenAIServer) -> None:
             if c.choices and c.choices[0].delta.content
         ]
     assert pieces == ["Y", " X"]
+
+
+def test_the_embeddings_client_ranks_texts_by_similarity(endpoint: OpenAIServer) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLE_CLIENTS / "openai_embeddings.py"),
+            "--url",
+            endpoint.url,
+            "the cat sat",
+            "stock prices fell",
+            "a cat sat down",
+            "the dog ran",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    # Words hashed into 64 dimensions: 2 of 3 words shared, 1 of 3, none.
+    assert done.stdout.splitlines() == [
+        "0.577  a cat sat down",
+        "0.333  the dog ran",
+        "0.000  stock prices fell",
+    ]
+
+
+def test_the_embedding_model_through_openai_s_sdk(endpoint: OpenAIServer) -> None:
+    texts = [f"text number {i}" for i in range(20)]
+    with openai.OpenAI(
+        base_url=endpoint.url, api_key="unused", max_retries=0, timeout=60
+    ) as client:
+        assert "text_embedding" in [m.id for m in client.models.list()]
+        many = client.embeddings.create(model="text_embedding", input=texts)
+        one = client.embeddings.create(model="text_embedding", input=texts[7])
+        short = client.embeddings.create(model="text_embedding", input="a b c", dimensions=8)
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.embeddings.create(model="text_embedding", input="a", dimensions=100)
+    vectors = np.array([item.embedding for item in many.data], np.float32)
+    assert vectors.shape == (20, 64) and [item.index for item in many.data] == list(range(20))
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert np.array_equal(vectors[7], np.array(one.data[0].embedding, np.float32))  # in order
+    assert len(short.data[0].embedding) == 8
+    assert np.isclose(np.linalg.norm(short.data[0].embedding), 1, atol=1e-5)
+    assert "dimensions must be 1 to 64, got 100" in str(refused.value)
 
 
 def test_a_developer_tests_the_model_through_openai_s_sdk(backend_kind: str) -> None:
