@@ -4,11 +4,11 @@ access token of ``TritonSecurityConfig`` on every call."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import urllib.parse
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
+from ..server.http_call import http_call
 from ..server.tritonserver import TritonServer
 from ._security import auth_headers
 from .exceptions import PyTritonRuntimeError
@@ -93,18 +93,12 @@ class ServerControl:
 
     def _http(
         self, method: str, path: str, body: Optional[bytes], timeout: float
-    ) -> Optional[tuple]:
+    ) -> Optional[Tuple[int, str]]:
         host, port = self.address.rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
-        headers = {"Content-Type": "application/json", **self._headers}
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            reply = conn.getresponse()
-            return reply.status, reply.read().decode(errors="replace")
-        except OSError:
-            return None
-        finally:
-            conn.close()
+        answer = http_call(
+            host, int(port), method, path, timeout=timeout, body=body, headers=self._headers
+        )
+        return None if answer is None else (answer[0], answer[1].decode(errors="replace"))
 
 
 class ControlledServer(TritonServer):
@@ -113,6 +107,9 @@ class ControlledServer(TritonServer):
 
     protocol = "http"
     access_token: Optional[str] = None
+    # The models are the bindings', loaded and unloaded by ``Triton`` through ServerControl
+    # (with its token, over gRPC when HTTP is off): the launcher leaves them alone.
+    unload_before_stop = False
 
     def control(self) -> ServerControl:
         address = self.grpc_url if self.protocol == "grpc" else self.http_url

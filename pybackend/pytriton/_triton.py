@@ -388,6 +388,7 @@ class Triton:
             grpc_port=c.grpc_port or 8001,
             metrics_port=c.metrics_port or 8002,
             stop_timeout=stop_timeout,
+            metrics_interval_ms=None,  # Triton's, or TritonConfig's (in server_args)
         )
         server.protocol = self._protocol
         server.access_token = security.access_token if security.active else None

@@ -7,7 +7,6 @@ process group (session) so that stopping it also takes every stub process it sta
 from __future__ import annotations
 
 import functools
-import http.client
 import os
 import shutil
 import signal
@@ -22,6 +21,7 @@ from typing import Union
 
 from pybackend.errors import PybackendError
 from pybackend.server import locate
+from pybackend.server.http_call import http_call
 from pybackend.server.processes import (
     alive,
     descendants,
@@ -32,7 +32,7 @@ from pybackend.server.processes import (
     start_time,
     wait_gone,
 )
-from pybackend.server.unload import unload_models
+from pybackend.server.unload import UNLOAD_WAIT_S, unload_models
 
 BackendConfig = Union[str, tuple[str, str]]
 
@@ -112,6 +112,10 @@ class TritonServer:
     one interval, hence the short default.
     """
 
+    #: Unload an explicit-mode server's models before its SIGTERM (a subclass whose server's
+    #: repository API is not the launcher's to drive turns it off).
+    unload_before_stop = True
+
     def __init__(
         self,
         model_repository: str | os.PathLike[str],
@@ -164,6 +168,7 @@ class TritonServer:
         self._log_path: Path | None = None
         self._final_log: str | None = None
         self._finalizer: weakref.finalize | None = None
+        self._served = False  # became ready through its own HTTP endpoint (stop() unloads)
 
     # ----------------------------------------------------------------- addresses
     @property
@@ -204,6 +209,7 @@ class TritonServer:
             self._launch()
             try:
                 self.wait_ready(self.ready_timeout)
+                self._served = True
                 # Remember the stubs now: if the server dies first, they are orphans that
                 # stop() must still find.
                 self._tree = {pid: start_time(pid) for pid in descendants(self.pid)}
@@ -255,8 +261,7 @@ class TritonServer:
         tree = {pid for pid in same_processes(self._tree) if alive(pid)}
         if proc.poll() is None:
             tree |= descendants(proc.pid)
-            if self.model_control_mode == "explicit" and self.http_port:
-                unload_models(self._client_host, self.http_port)
+            self._unload_models()
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(self.stop_timeout)
@@ -277,6 +282,18 @@ class TritonServer:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
         return self.returncode
+
+    def _unload_models(self) -> None:
+        """An explicit-mode server's models unloaded before its SIGTERM (bounded, best
+        effort: pybackend.server.unload), only where its HTTP endpoint is known to be its
+        own: it became ready through it, and no option turned HTTP off."""
+        http_off = any(
+            a.lower() in ("--allow-http=false", "--allow-http=0") for a in self.extra_args
+        )
+        if self.unload_before_stop and self._served and not http_off:
+            if self.model_control_mode == "explicit":
+                wait = min(UNLOAD_WAIT_S, self.stop_timeout / 4)
+                unload_models(self._client_host, self.http_port, wait)
 
     # ----------------------------------------------------------------- state
     def is_alive(self) -> bool:
@@ -414,11 +431,5 @@ def _backend_config_arg(item: BackendConfig) -> str:
 
 def http_status(host: str, port: int, path: str, timeout: float) -> int | None:
     """The HTTP status of GET ``path`` at ``host:port``; None when nothing answers."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        return conn.getresponse().status
-    except OSError:
-        return None
-    finally:
-        conn.close()
+    answer = http_call(host, port, "GET", path, timeout=timeout)
+    return None if answer is None else answer[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -55,7 +56,23 @@ def test_an_explicit_mode_server_unloads_its_models_before_its_shutdown(
     for name in models:
         assert log.index(f"successfully unloaded '{name}'") < signalled
     assert "Found 0 live models" in log[signalled:]
-    assert "Found 1 live models" not in log[signalled:]
+    assert not re.search(r"Found [1-9]\d* live models", log[signalled:])
+
+
+def test_a_server_refusing_the_unload_is_stopped_as_before(backend_kind: str) -> None:
+    # A restricted repository API refuses the launcher's unload: the shutdown unloads.
+    server = TritonServer(
+        EXAMPLES_REPOSITORY,
+        backend=backend_kind,
+        model_control_mode="explicit",
+        load_models=["add_sub"],
+        extra_args=["--http-restricted-api=model-repository:admin-key=s3cret"],
+    )
+    with server:
+        assert server.is_ready()
+    assert server.returncode == 0
+    log = server.log_text()
+    assert log.index("Signal (15) received") < log.index("successfully unloaded 'add_sub'")
 
 
 @pytest.mark.parametrize("mode", [None, "explicit"])
