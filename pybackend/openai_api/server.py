@@ -287,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         """Server-sent events: each piece as it comes; an error after the stream began is
         an event with OpenAI's error body, then the end. A client that goes away ends the
-        request in the server at the next piece (the caller closes ``pieces``)."""
+        request in the server (``_check_client``; the caller closes ``pieces``)."""
         first = next(pieces, None)  # errors before any event are plain error answers
         self._started = True
         self.send_response(200)
@@ -323,11 +323,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Raises once the client has closed its connection, so that a generation nobody
         will read is cancelled while it waits for its model (a whole answer's only
         response may be minutes away). A live client sends nothing more before its answer
-        (its body was read): a readable socket with no byte waiting is a closed one."""
+        (its body was read): a readable socket with no byte waiting is a closed one (or
+        one whose client shut down only its sending side, which HTTP clients do not)."""
+        poller = select.poll()  # not select.select: it refuses descriptors past 1023
+        poller.register(self.connection, select.POLLIN)
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            gone = bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
-        except (OSError, ValueError):
+            gone = bool(poller.poll(0)) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:  # a reset
             gone = True
         if gone:
             raise ConnectionAbortedError("the client closed its connection")

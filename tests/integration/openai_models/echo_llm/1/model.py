@@ -4,8 +4,9 @@ convention would: deltas when streaming, the finish reason and token counts when
 Prompts that start with a command test the endpoint: ``!params`` answers with the
 sampling_parameters JSON it got, its flags and every input's dtype and shape; ``!fail`` fails
 (streaming: after one word), ``!failfirst`` before any; ``!sleep S`` waits S seconds before
-answering; ``!slow N`` sends N words 50 ms apart and, when cancelled, writes ``cancelled`` in
-its model directory (the test reads it). The prompt's token count comes with the first
+answering; ``!slow N`` sends N words 50 ms apart (not streaming: takes as long, then sends
+them at once) and, when cancelled, writes ``cancelled`` in its model directory (the test
+reads it). The prompt's token count comes with the first
 response only (later ones say 0), as some servers do.
 """
 
