@@ -108,7 +108,9 @@ def test_the_embeddings_client_ranks_texts_by_similarity(endpoint: OpenAIServer)
 
 
 def test_the_embedding_model_through_openai_s_sdk(endpoint: OpenAIServer) -> None:
-    texts = [f"text number {i}" for i in range(20)]
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+    words += "mike november oscar papa quebec romeo sierra tango".split()
+    texts = [" ".join(words[: i + 1]) for i in range(20)]  # 20 different vectors
     with openai.OpenAI(
         base_url=endpoint.url, api_key="unused", max_retries=0, timeout=60
     ) as client:
@@ -120,11 +122,23 @@ def test_the_embedding_model_through_openai_s_sdk(endpoint: OpenAIServer) -> Non
             client.embeddings.create(model="text_embedding", input="a", dimensions=100)
     vectors = np.array([item.embedding for item in many.data], np.float32)
     assert vectors.shape == (20, 64) and [item.index for item in many.data] == list(range(20))
+    assert len({row.tobytes() for row in vectors}) == 20
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     assert np.array_equal(vectors[7], np.array(one.data[0].embedding, np.float32))  # in order
     assert len(short.data[0].embedding) == 8
     assert np.isclose(np.linalg.norm(short.data[0].embedding), 1, atol=1e-5)
     assert "dimensions must be 1 to 64, got 100" in str(refused.value)
+
+
+def test_the_embedding_model_answers_every_row_of_a_request(http_client) -> None:
+    # Straight to tritonserver: a request of two texts (rows) gets two vectors.
+    import tritonclient.http as httpclient
+
+    given = httpclient.InferInput("text_input", [2, 1], "BYTES")
+    given.set_data_from_numpy(np.array([[b"the cat sat"], [b"a cat sat down"]], np.object_))
+    rows = http_client.infer("text_embedding", [given]).as_numpy("embedding")
+    assert rows.shape == (2, 64)
+    assert np.isclose(float(rows[0] @ rows[1]), 0.577, atol=1e-3)
 
 
 def test_a_developer_tests_the_model_through_openai_s_sdk(backend_kind: str) -> None:

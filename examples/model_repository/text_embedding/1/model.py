@@ -29,18 +29,26 @@ def unit(vector):
     return vector / norm if norm else vector
 
 
-def value(request, name):
-    tensor = pb_utils.get_input_tensor_by_name(request, name)
-    return None if tensor is None else tensor.as_numpy().ravel()[0]
+def texts_of(request):
+    """The request's texts: one per row (the endpoint sends one; a client may send more)."""
+    tensor = pb_utils.get_input_tensor_by_name(request, "text_input")
+    return [text.decode() for text in tensor.as_numpy().ravel()]
+
+
+def dimensions_of(request):
+    tensor = pb_utils.get_input_tensor_by_name(request, "dimensions")
+    return None if tensor is None else int(tensor.as_numpy().ravel()[0])
 
 
 class TritonPythonModel:
     def execute(self, requests):
-        texts = [value(request, "text_input").decode() for request in requests]
-        vectors = np.stack([embed(text) for text in texts])  # the batch in one go
-        responses = []
-        for request, vector in zip(requests, vectors):
-            dimensions = value(request, "dimensions")
+        texts = [texts_of(request) for request in requests]
+        # The batch's texts in one go, then each request's rows.
+        vectors = np.stack([embed(text) for rows in texts for text in rows])
+        responses, first = [], 0
+        for request, rows in zip(requests, texts):
+            mine, first = vectors[first : first + len(rows)], first + len(rows)
+            dimensions = dimensions_of(request)
             if dimensions is not None and not 1 <= dimensions <= WIDTH:
                 error = pb_utils.TritonError(
                     f"dimensions must be 1 to {WIDTH}, got {dimensions}",
@@ -48,7 +56,6 @@ class TritonPythonModel:
                 )
                 responses.append(pb_utils.InferenceResponse(error=error))
                 continue
-            kept = unit(vector[:dimensions] if dimensions is not None else vector)
-            tensor = pb_utils.Tensor("embedding", kept[None, :].astype(np.float32))
-            responses.append(pb_utils.InferenceResponse([tensor]))
+            kept = np.stack([unit(v[:dimensions]) for v in mine]).astype(np.float32)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("embedding", kept)]))
         return responses
