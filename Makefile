@@ -113,7 +113,7 @@ test: build venv-orig venv-dist venv-checkov
 # The conformance suite's repeat runs (below), side by side: each mostly waits for its servers
 # (a third of two cores busy), so the three take little longer than one. Each target's output
 # is shown whole when it ends (-Otarget).
-test-reruns: build venv-orig
+test-reruns:
 	$(MAKE) --no-print-directory -k -j2 -Otarget test-numpy1 test-pythons
 
 # One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in

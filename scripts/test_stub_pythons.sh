@@ -39,8 +39,10 @@ done
 # whole once it ends. PYBACKEND_TEST_STUB_RERUN: cases that run no stub of ours skip (the
 # default run did them).
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
 pids=()
+# Background jobs of a script ignore SIGINT: an interrupted run stops its suites itself.
+trap '[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 130' INT TERM
+trap 'rm -rf "$logs"' EXIT
 for version in "${ready[@]}"; do
   dir=".venv-py$version"
   PYBACKEND_TEST_STUB_RERUN=1 PYBACKEND_PYTHON="$PWD/$dir/bin/python3" \
