@@ -100,15 +100,18 @@ build: venv
 serve: build
 	$(VENV)/bin/pybackend serve examples/model_repository
 
-# Lint, the suite and the numpy 1.x conformance run all run; the target fails if any failed.
+# Lint, the suite and the repeat runs all run; the target fails if any failed. Each step's
+# start time is printed: CI has 90 minutes for all of it (set-up included).
+STEP = echo "make test: $(1) from $$(date -u +%T)"
 test: build venv-orig venv-dist venv-checkov
 	@status=0; \
-	$(MAKE) --no-print-directory lint || status=1; \
-	$(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
-	$(MAKE) --no-print-directory test-reruns || status=1; \
-	$(MAKE) --no-print-directory test-wheel || status=1; \
+	$(call STEP,lint); $(MAKE) --no-print-directory lint || status=1; \
+	$(call STEP,pytest); $(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
+	$(call STEP,test-reruns); $(MAKE) --no-print-directory test-reruns || status=1; \
+	$(call STEP,test-wheel); $(MAKE) --no-print-directory test-wheel || status=1; \
+	$(call STEP,test-pytriton-numpy1); \
 	$(MAKE) --no-print-directory test-pytriton-numpy1 || status=1; \
-	exit $$status
+	$(call STEP,end); exit $$status
 
 # The conformance suite's repeat runs (below), side by side: each mostly waits for its servers
 # (a third of two cores busy), so the three take little longer than one. Each target's output
