@@ -36,6 +36,11 @@ def _one_round(server, after_load: dict, last_line: str | None) -> dict[str, int
     start = len(server.log_text())
     load(server, "qa_log_counts")
     try:
+        # A stub's log messages travel apart from its answers (as the original's do), so
+        # the load may return before initialize's lines are in the log; they are there
+        # before the settings change, or the change would drop them.
+        shown = "QA-LOG Initialize-Error Msg!"
+        wait_for(lambda: shown in server.log_text()[start:], 30, shown)
         _settings(server, **after_load)
         data = np.array([[1.0]], np.float32)
         result = infer(server, "http", "qa_log_counts", {"INPUT0": data})
