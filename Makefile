@@ -22,14 +22,13 @@ PIP := $(PY) -m pip --disable-pip-version-check
 DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pytest pytest-timeout ruff hypothesis mypy debugpy \
 	jinja2 openai
 
-.PHONY: help venv venv-orig build serve test test-reruns test-numpy1 test-pythons test-original bench lint format clean \
+.PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
 	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances
 .PHONY: venv-dist venv-checkov wheel test-wheel test-deploy test-ship
 
 help:
 	@echo "make serve          build and serve examples/model_repository (Ctrl-C stops)"
 	@echo "make test           ruff + the whole test suite against our backend"
-	@echo "make test-reruns    test-numpy1 and test-pythons side by side"
 	@echo "make test-numpy1    the conformance suite with our stubs under numpy 1.x"
 	@echo "make test-pythons   the same under CPython 3.9 and 3.13 (STUB_PYTHONS), where present"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
@@ -107,17 +106,12 @@ test: build venv-orig venv-dist venv-checkov
 	@status=0; \
 	$(call STEP,lint); $(MAKE) --no-print-directory lint || status=1; \
 	$(call STEP,pytest); $(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
-	$(call STEP,test-reruns); $(MAKE) --no-print-directory test-reruns || status=1; \
+	$(call STEP,test-numpy1); $(MAKE) --no-print-directory test-numpy1 || status=1; \
+	$(call STEP,test-pythons); $(MAKE) --no-print-directory test-pythons || status=1; \
 	$(call STEP,test-wheel); $(MAKE) --no-print-directory test-wheel || status=1; \
 	$(call STEP,test-pytriton-numpy1); \
 	$(MAKE) --no-print-directory test-pytriton-numpy1 || status=1; \
 	$(call STEP,end); exit $$status
-
-# The conformance suite's repeat runs (below), side by side: each mostly waits for its servers
-# (a third of two cores busy), so the three take little longer than one. Each target's output
-# is shown whole when it ends (-Otarget).
-test-reruns:
-	$(MAKE) --no-print-directory -k -j2 -Otarget test-numpy1 test-pythons
 
 # One stub for numpy 1.x and 2.x (UV-21): the conformance suite again, our stubs running in
 # the numpy<2 environment (PYBACKEND_PYTHON is the stubs' interpreter).

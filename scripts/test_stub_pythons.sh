@@ -6,12 +6,10 @@
 # python3.X comes from PATH or pyenv; a version with neither is reported and left out.
 # torch's CPU build goes in where a local wheel fits the version (install_torch_cpu.sh; torch
 # 2.13 has none for 3.9, and this machine's wheel is 3.11's): elsewhere the torch cases skip.
-# The environments are made one after the other, then the versions' suites run side by side.
 set -uo pipefail
 venv=$1
 shift
 status=0
-ready=()
 for version in "$@"; do
   python=$(command -v "python$version" || true)
   if [ -z "$python" ] || ! "$python" -c 'import venv' 2>/dev/null; then
@@ -31,28 +29,9 @@ for version in "$@"; do
       touch "$dir/.deps-installed" || { status=1; continue; }
   fi
   scripts/install_torch_cpu.sh "$dir" || status=1
-  ready+=("$version")
-done
-
-# The versions' runs go side by side: each run mostly waits for its servers (a third of two
-# cores busy), so together they take little longer than one. Each run's output is shown
-# whole once it ends. PYBACKEND_TEST_STUB_RERUN: cases that run no stub of ours skip (the
-# default run did them).
-logs=$(mktemp -d)
-pids=()
-# Background jobs of a script ignore SIGINT: an interrupted run stops its suites itself.
-trap '[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 130' INT TERM
-trap 'rm -rf "$logs"' EXIT
-for version in "${ready[@]}"; do
-  dir=".venv-py$version"
-  PYBACKEND_TEST_STUB_RERUN=1 PYBACKEND_PYTHON="$PWD/$dir/bin/python3" \
-    "$venv/bin/pytest" tests/conformance -q -p no:cacheprovider >"$logs/$version" 2>&1 &
-  pids+=($!)
-done
-for i in "${!ready[@]}"; do
-  wait "${pids[$i]}" || status=1
-  dir=".venv-py${ready[$i]}"
   echo "test-pythons: the conformance suite with the stubs under $("$dir/bin/python3" --version)"
-  cat "$logs/${ready[$i]}"
+  # PYBACKEND_TEST_STUB_RERUN: cases that run no stub of ours skip (the default run did them).
+  PYBACKEND_TEST_STUB_RERUN=1 PYBACKEND_PYTHON="$PWD/$dir/bin/python3" \
+    "$venv/bin/pytest" tests/conformance -q || status=1
 done
 exit $status
