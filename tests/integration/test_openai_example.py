@@ -30,21 +30,16 @@ def endpoint(examples_server) -> Iterator[OpenAIServer]:
         yield server
 
 
+def run_client(script: str, endpoint: OpenAIServer, *args: str) -> str:
+    """What an example client printed, run as a user runs it."""
+    command = [sys.executable, str(EXAMPLE_CLIENTS / script), "--url", endpoint.url, *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout
+
+
 def test_the_client_streams_the_reply(endpoint: OpenAIServer) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(EXAMPLE_CLIENTS / "openai_chat.py"),
-            "--url",
-            endpoint.url,
-            "the quick fox",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert done.stdout == "Fox Quick The\n"
+    stdout = run_client("openai_chat.py", endpoint, "the quick fox")
+    assert stdout == "Fox Quick The\n"
 
 
 def test_completion_and_chat_answer_alike(endpoint: OpenAIServer) -> None:
@@ -83,24 +78,10 @@ def test_completion_and_chat_answer_alike(endpoint: OpenAIServer) -> None:
 
 
 def test_the_embeddings_client_ranks_texts_by_similarity(endpoint: OpenAIServer) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(EXAMPLE_CLIENTS / "openai_embeddings.py"),
-            "--url",
-            endpoint.url,
-            "the cat sat",
-            "stock prices fell",
-            "a cat sat down",
-            "the dog ran",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    texts = ["the cat sat", "stock prices fell", "a cat sat down", "the dog ran"]
+    stdout = run_client("openai_embeddings.py", endpoint, *texts)
     # Words hashed into 64 dimensions: 2 of 3 words shared, 1 of 3, none.
-    assert done.stdout.splitlines() == [
+    assert stdout.splitlines() == [
         "0.577  a cat sat down",
         "0.333  the dog ran",
         "0.000  stock prices fell",
