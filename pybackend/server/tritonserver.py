@@ -290,10 +290,10 @@ class TritonServer:
         http_off = any(
             a.lower() in ("--allow-http=false", "--allow-http=0") for a in self.extra_args
         )
-        if self.unload_before_stop and self._served and not http_off:
-            if self.model_control_mode == "explicit":
-                wait = min(UNLOAD_WAIT_S, self.stop_timeout / 4)
-                unload_models(self._client_host, self.http_port, wait)
+        explicit = self.model_control_mode == "explicit"
+        if explicit and self.unload_before_stop and self._served and not http_off:
+            wait = min(UNLOAD_WAIT_S, self.stop_timeout / 4)
+            unload_models(self._client_host, self.http_port, wait)
 
     # ----------------------------------------------------------------- state
     def is_alive(self) -> bool:
