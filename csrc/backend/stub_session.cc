@@ -204,12 +204,28 @@ json::Value StubSession::Start(const json::Value& init_args) {
   // it; a stub that dies, or stays stopped past stub-timeout-seconds, still ends the wait.
   w = WaitSync(ipc::MessageKind::INIT_REPLY, opts_.init_timeout, &msg, &error);
   if (w != Wait::kOk) fail(w, "INIT_REPLY", error);
+  json::Value reply;
   try {
-    return json::Value::Parse(ipc::DecodeJson(msg.body));
+    reply = json::Value::Parse(ipc::DecodeJson(msg.body));
   } catch (const std::exception& e) {
     fail(Wait::kError, "INIT_REPLY", std::string("malformed INIT_REPLY: ") + e.what());
   }
-  return json::Value();  // not reached
+  AwaitLogsBefore(reply, "INIT_REPLY");
+  return reply;
+}
+
+void StubSession::AwaitLogsBefore(const json::Value& reply, const char* step) {
+  // What the model logged before the reply (initialize's Logger lines, the load error's
+  // text) travels on async, the reply on sync: the load or unload must not complete before
+  // the monitor has logged it, or a caller reading the log, or switching logging off, right
+  // after the load misses lines (the original has that race). The reply's async_seq counts
+  // the async messages sent before it, as RESULT's does.
+  const json::Value* seq = reply.Find("async_seq");
+  if (seq == nullptr || !seq->is_int()) return;
+  if (!WaitAsyncProcessed(static_cast<uint32_t>(seq->AsInt()), opts_.timeout)) {
+    PB_LOG_WARN(log_prefix_ + "log messages sent before " + step + " did not arrive within " +
+                Seconds(opts_.timeout) + "; some of the stub's lines may follow later");
+  }
 }
 
 std::string StubSession::Finalize() {
@@ -237,6 +253,7 @@ std::string StubSession::Finalize() {
           if (const json::Value* e = v.Find("error"); e != nullptr && e->is_string()) {
             result = e->AsString();
           }
+          AwaitLogsBefore(v, "FINALIZE_REPLY");
         } catch (const std::exception& e) {
           result = std::string("malformed FINALIZE_REPLY: ") + e.what();
         }

@@ -140,6 +140,9 @@ class StubSession : public std::enable_shared_from_this<StubSession> {
   void WakeForResult();
   // Waits until the monitor has processed `seq` async messages (wrap-around aware).
   bool WaitAsyncProcessed(uint32_t seq, std::chrono::milliseconds timeout);
+  // Waits (bounded) until the async messages an INIT_REPLY or FINALIZE_REPLY counts in its
+  // `async_seq` are handled: the stub's log lines come before the load or unload completes.
+  void AwaitLogsBefore(const json::Value& reply, const char* step);
 
   // Handles SEGMENT_ADD / SEGMENT_DROP / FREE / LOG from either channel. False if `msg` is
   // none of them.

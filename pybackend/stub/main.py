@@ -108,10 +108,13 @@ class Stub:
                 # From now on the backend sleeps on the lane and counts its socket messages.
                 sync.lane = Lane(msg.fds.pop())
             elif kind == MessageKind.INIT:
-                sync.send(MessageKind.INIT_REPLY, codec.encode_json(self._init(msg.body)), msg.id)
+                reply = self._init(msg.body)
+                reply["async_seq"] = st.async_.sent & 0xFFFFFFFF
+                sync.send(MessageKind.INIT_REPLY, codec.encode_json(reply), msg.id)
             elif kind == MessageKind.FINALIZE:
                 error = self._finalize()
-                sync.send(MessageKind.FINALIZE_REPLY, codec.encode_json({"error": error}), msg.id)
+                done = {"error": error, "async_seq": st.async_.sent & 0xFFFFFFFF}
+                sync.send(MessageKind.FINALIZE_REPLY, codec.encode_json(done), msg.id)
                 return
             elif not st.handle_common(msg):
                 st.log.here(

@@ -233,7 +233,10 @@ class StubDriver:
         self.sync.send(MessageKind.INIT, codec.encode_json(args))
         msg = self.sync.recv()
         assert msg.kind == MessageKind.INIT_REPLY, msg
-        return codec.decode_json(msg.body)
+        reply = codec.decode_json(msg.body)
+        # As the backend does: the lines initialize logged (async) are handled first.
+        self.wait_async(reply["async_seq"])
+        return reply
 
     def make_input(
         self, name: str, value: np.ndarray, arena: Optional[bool] = None

@@ -36,9 +36,10 @@ def _one_round(server, after_load: dict, last_line: str | None) -> dict[str, int
     start = len(server.log_text())
     load(server, "qa_log_counts")
     try:
-        # A stub's log messages travel apart from its answers (as the original's do), so
-        # the load may return before initialize's lines are in the log; they are there
-        # before the settings change, or the change would drop them.
+        # The original's stub forwards its log messages apart from its answers, so its
+        # load may return before initialize's lines are in the log (ours waits for them:
+        # test_log_barrier.py); they must be there before the settings change, which would
+        # drop them.
         shown = "QA-LOG Initialize-Error Msg!"
         wait_for(lambda: shown in server.log_text()[start:], 30, shown)
         _settings(server, **after_load)
