@@ -46,6 +46,7 @@ from tritonclient.utils import InferenceServerException
 REPO = Path(__file__).resolve().parent.parent
 PYTRITON_VERSION = "0.7.0"
 TIMEOUT = 180
+STUB_MODULES = {b"pybackend.stub", b"pybackend.stub.host"}
 
 
 def fail(message: str) -> None:
@@ -144,7 +145,8 @@ def serving(cmd: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[st
 
 
 def stub_interpreters(root: int) -> set[str]:
-    """The executables of the stubs (`python -m pybackend.stub`) among root's descendants."""
+    """The executables of the stubs (`python -m pybackend.stub`, and `pybackend.stub.host`
+    for a model whose instances share a process) among root's descendants."""
     children: dict[int, list[int]] = {}
     argvs: dict[int, list[bytes]] = {}
     for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
@@ -159,7 +161,7 @@ def stub_interpreters(root: int) -> set[str]:
     while todo:
         pid = todo.pop()
         todo += children.get(pid, [])
-        if b"pybackend.stub" in argvs.get(pid, []):
+        if STUB_MODULES.intersection(argvs.get(pid, [])):
             found.add(argvs[pid][0].decode())
     return found
 
@@ -236,6 +238,7 @@ def infer_each_example(url: str) -> None:
         "running_sum": partial(running_sums, client),
         "text_generation": partial(generated_text, url),
         "text_embedding": partial(embedded, infer),
+        "shared_weights": partial(projected, infer),
     }
     models = sorted(
         p.parent.name for p in (REPO / "examples/model_repository").glob("*/config.pbtxt")
@@ -335,6 +338,17 @@ def embedded(infer: Callable[..., dict]) -> bool:
         and abs(float(np.linalg.norm(cat)) - 1) < 1e-5
         and (cat @ cats > cat @ other)
     )
+
+
+def projected(infer: Callable[..., dict]) -> bool:
+    """shared_weights (two instances, one process): FEATURES @ its weights, exact (the weights
+    are eighths from a frozen RandomState stream, the features small integers), and the
+    instance that served it named on each row."""
+    weights = np.random.RandomState(2048).randint(-8, 9, size=(2048, 2048)) / 8
+    rows = (np.arange(2 * 2048) % 33 - 16).reshape(2, 2048).astype(np.float32)
+    out = infer("shared_weights", {"FEATURES": rows})
+    exact = np.array_equal(out["PROJECTED"], rows @ weights.astype(np.float32))
+    return exact and set(out["INSTANCE"].ravel()) <= {b"shared_weights_0_0", b"shared_weights_0_1"}
 
 
 def check_developer_flow(prefix: Path, wheel: Path, tmp: Path, env: dict[str, str]) -> str:

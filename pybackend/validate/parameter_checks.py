@@ -11,7 +11,9 @@ from typing import Any, Dict
 from ..errors import PybackendError
 from ..execution_env import interpreter, locate
 from ..stub import async_execute, debug, returns
+from ..testing.harness_instances import instance_process_of
 from ..utils.config_rules import parameters
+from ..utils.errors import TritonModelException
 from .config_checks import CONFIG, instance_count
 from .findings import ERROR, WARNING, ModelReport, line_of
 
@@ -21,6 +23,7 @@ KNOWN = {
     "EXECUTION_ENV_PATH",
     "THREAD_BUDGET",
     "PYBACKEND_DEBUG",
+    "PYBACKEND_INSTANCE_PROCESS",
     async_execute.PARAMETER,
     async_execute.CANCEL_PARAMETER,
     returns.STRICT_PARAMETER,
@@ -49,6 +52,10 @@ def check_parameters(report: ModelReport, text: str, config: Dict[str, Any]) -> 
             f"number of threads per instance, got '{value}'",
         )
     _check_debug(params.get("PYBACKEND_DEBUG", ""), config, model, add)
+    try:  # the harness's rule, in the backend's words (csrc/backend/model_state.cc)
+        instance_process_of(config, model)
+    except TritonModelException as e:
+        add(ERROR, "PYBACKEND_INSTANCE_PROCESS", str(e))
     as_json = json.dumps(config)
     decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
     for key, check in (

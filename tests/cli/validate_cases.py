@@ -167,9 +167,19 @@ CASES = {
         [("error", "parameter", "model config parameter PYBACKEND_STRICT_OUTPUTS must be true or false, found 'maybe'", "config.pbtxt", 2)],
         server="model config parameter PYBACKEND_STRICT_OUTPUTS must be true or false, found 'maybe'",
     ),
+    "instance_process_bad": Case(
+        param("PYBACKEND_INSTANCE_PROCESS", "threads") + IO,
+        [("error", "parameter", "model 'instance_process_bad': incorrect value for PYBACKEND_INSTANCE_PROCESS: 'threads' (expected \"own\" (one process per instance, the default), \"shared\" (one process, one thread per instance) or \"fork\" (model.py imported once, one forked process per instance); docs/instances.md)", "config.pbtxt", 2)],
+        server="model 'instance_process_bad': incorrect value for PYBACKEND_INSTANCE_PROCESS: 'threads' (expected \"own\"",
+    ),
+    "instance_process_isolated": Case(
+        param("PYBACKEND_INSTANCE_PROCESS", "shared") + param("ISOLATE_GPU", "yes") + IO,
+        [("error", "parameter", "model 'instance_process_isolated': ISOLATE_GPU gives each instance a process that sees only its own device, and PYBACKEND_INSTANCE_PROCESS=shared puts the instances in one process: choose one of the two", "config.pbtxt", 2)],
+        server="model 'instance_process_isolated': ISOLATE_GPU gives each instance a process that sees only its own device, and PYBACKEND_INSTANCE_PROCESS=shared puts the instances in one process: choose one of the two",
+    ),
     "unknown_param": Case(
         param("PYBACKEND_DEBUGGER", "pdb") + IO,
-        [("warning", "parameter", "parameter PYBACKEND_DEBUGGER is not one pybackend reads (PYBACKEND_ASYNC_EXECUTE_CANCEL, PYBACKEND_ASYNC_EXECUTE_CONCURRENCY, PYBACKEND_DEBUG, PYBACKEND_STRICT_OUTPUTS)", "config.pbtxt", 2)],
+        [("warning", "parameter", "parameter PYBACKEND_DEBUGGER is not one pybackend reads (PYBACKEND_ASYNC_EXECUTE_CANCEL, PYBACKEND_ASYNC_EXECUTE_CONCURRENCY, PYBACKEND_DEBUG, PYBACKEND_INSTANCE_PROCESS, PYBACKEND_STRICT_OUTPUTS)", "config.pbtxt", 2)],
     ),
     "env_missing": Case(
         param("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz") + IO,
