@@ -98,6 +98,7 @@ class OpenAIServer:
             self._thread.join(timeout=10)
             self._thread = None
         self._http.server_close()
+        self.upstream.close()
 
     def __enter__(self) -> "OpenAIServer":
         return self.start()
@@ -212,14 +213,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/v1/models" or path.startswith("/v1/models/"):
             wanted = path[len("/v1/models/") :] if path != "/v1/models" else None
-            client = endpoint.upstream.client()
-            try:
+            with endpoint.upstream.client() as client:
                 served = endpoint.upstream.ready_models(client)
                 # One model asked for: only its configuration is read.
                 asked = served if wanted is None else [n for n in served if n == wanted]
                 names = [n for n in asked if _fits(endpoint, client, n)]
-            finally:
-                client.close()
             entries = [model_entry(n, endpoint.created) for n in names]
             if wanted is None:
                 self._json(200, {"object": "list", "data": entries})
@@ -244,8 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, f"no route {self.path} (POST)")
         ask = parse(self._body(), chat=path == "/v1/chat/completions")
         endpoint = self.endpoint
-        client = endpoint.upstream.client()
-        try:
+        with endpoint.upstream.client() as client:
             model = endpoint.text_model(client, ask.model)
             prompt = endpoint.prompt_of(ask, model)
             try:
@@ -265,17 +262,12 @@ class _Handler(BaseHTTPRequestHandler):
                     for outputs in pieces:
                         answer.add(model.piece(outputs))
                     self._json(200, answer.whole())
-        finally:
-            client.close()
 
     def _embeddings(self) -> None:
         ask = parse_embeddings(self._body())
         upstream = self.endpoint.upstream
-        client = upstream.client()
-        try:
+        with upstream.client() as client:
             model = self.endpoint.embedding_model(client, ask.model)
-        finally:
-            client.close()
         try:
             vectors, tokens = upstream.embed(model, ask.texts, ask.dimensions)
         except BadValue as e:

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Generator,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+)
 
 import numpy as np
 
@@ -15,6 +25,7 @@ from pybackend.cli.infer_client import Client, ClientError, Request, target
 from pybackend.cli.infer_inputs import InputSpec
 from pybackend.errors import PybackendError
 
+from .client_pool import ClientPool
 from .embedding import BadVector, EmbeddingModel
 from .model_io import TritonModel
 from .requests import ApiError
@@ -32,8 +43,12 @@ _HTTP = {
 }
 
 
+#: Statuses of a call whose connection may be broken (gRPC says UNAVAILABLE also for a model
+#: that is not ready: its client is then replaced needlessly, which costs only time).
+_CONNECTION_LOST = ("UNREACHABLE", "StatusCode.UNAVAILABLE")
+
 #: Texts of one embeddings request in flight at once (each lane a thread and a gRPC
-#: client, for the request's time).
+#: client, leased for the request's time).
 PARALLEL = 8
 #: How the vLLM backend refuses an embedding request to a model of another task.
 NOT_EMBEDDING = "does not support 'embed' request"
@@ -61,23 +76,32 @@ class Upstream:
         #: --grpc-restricted-protocol; PyTriton restricts model-repository by default).
         self.headers = dict(headers or {})
 
-    def client(self) -> Client:
-        """A client of its own per request: tritonclient's holds one stream at a time."""
+        self.clients = ClientPool(self._new_client)
+
+    def _new_client(self) -> Client:
         return Client(
             self.where, self.timeout, timeout_option="--openai-timeout", headers=self.headers
         )
 
+    def client(self) -> ContextManager[Client]:
+        """A client for one request (``with``): tritonclient's holds one stream at a time;
+        kept for the next request when this one ends (client_pool.py)."""
+        return self.clients.lease()
+
+    def close(self) -> None:
+        self.clients.close()
+
     def ready(self) -> bool:
         """Whether tritonserver answers that it is ready (False when it cannot be reached)."""
-        client = self.client()
         try:
-            return bool(
-                client.client.is_server_ready(headers=client.headers, client_timeout=self.timeout)
-            )
+            with self.client() as client:
+                return bool(
+                    client.client.is_server_ready(
+                        headers=client.headers, client_timeout=self.timeout
+                    )
+                )
         except Exception:  # noqa: BLE001 - unreachable or failing: not ready
             return False
-        finally:
-            client.close()
 
     def config(self, client: Client, model: str) -> Dict[str, Any]:
         try:
@@ -129,6 +153,8 @@ class Upstream:
             else:
                 yield _by_name(client.infer(request))
         except ClientError as e:
+            if e.status in _CONNECTION_LOST:
+                self.clients.spoil(client)  # a stream's error may end as an event, not raised
             raise api_error(e) from None
 
     def embed(
@@ -144,18 +170,16 @@ class Upstream:
         failures: List[Exception] = []  # the first stops every lane
 
         def lane(indices: List[int]) -> None:
-            client = None
             try:
-                client = self.client()
-                for i in indices:
-                    if failures:
-                        return
-                    vectors[i], counts[i] = self._embed_one(client, model, requests[i], dimensions)
+                with self.client() as client:
+                    for i in indices:
+                        if failures:
+                            return
+                        vectors[i], counts[i] = self._embed_one(
+                            client, model, requests[i], dimensions
+                        )
             except Exception as e:  # noqa: BLE001 - raised on the request's thread below
                 failures.append(e)
-            finally:
-                if client is not None:
-                    client.close()
 
         lanes = min(PARALLEL, len(requests))
         with ThreadPoolExecutor(lanes) as pool:
