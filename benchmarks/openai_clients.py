@@ -19,14 +19,14 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from pybackend.openai_api import OpenAIServer
 from pybackend.openai_api.client_pool import ClientPool
 from pybackend.server import TritonServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "model_repository"
-REQUESTS = {
+REQUESTS: Dict[str, Tuple[str, Dict[str, object]]] = {
     "completion": (
         "/completions",
         {"model": "text_generation", "prompt": "one two three", "max_tokens": 3},
@@ -83,9 +83,7 @@ def main(argv: List[str] | None = None) -> int:
         k, n = times["kept"][kind], times["new"][kind]
         kq, nq = statistics.quantiles(k, n=10), statistics.quantiles(n, n=10)
         k50, n50 = statistics.median(k), statistics.median(n)
-        print(
-            f"| {kind} | {k50:.2f} | {n50:.2f} | {k50 / n50:.2f}x | {kq[8]:.2f} | {nq[8]:.2f} |"
-        )
+        print(f"| {kind} | {k50:.2f} | {n50:.2f} | {k50 / n50:.2f}x | {kq[8]:.2f} | {nq[8]:.2f} |")
     return 0
 
 
