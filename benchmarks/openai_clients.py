@@ -72,6 +72,9 @@ def main(argv: List[str] | None = None) -> int:
                     for kind, (path, body) in REQUESTS.items():
                         measure(kept.url, path, body, 10)  # warm
                         times["kept"][kind] += measure(kept.url, path, body, args.requests)
+                        # gRPC shares a live connection between channels of one target:
+                        # without the kept side's clients, a new one connects afresh.
+                        kept.upstream.clients.close_idle()
                         measure(new.url, path, body, 10)
                         times["new"][kind] += measure(new.url, path, body, args.requests)
             finally:

@@ -109,6 +109,7 @@ class Upstream:
         except ClientError as e:
             # gRPC says UNAVAILABLE both for a model the server lacks and for no server.
             if e.status == "StatusCode.UNAVAILABLE" and not _live(client):
+                self.clients.spoil(client)
                 raise ApiError(503, f"Triton is not reachable: {e}") from None
             if e.status in ("StatusCode.NOT_FOUND", "StatusCode.UNAVAILABLE", None):
                 raise ApiError(
@@ -117,13 +118,13 @@ class Upstream:
                     param="model",
                     code="model_not_found",
                 ) from None
-            raise api_error(e) from None
+            raise self._failed(client, e) from None
 
     def ready_models(self, client: Client) -> List[str]:
         try:
             index = client.repository_index()
         except ClientError as e:
-            raise api_error(e) from None
+            raise self._failed(client, e) from None
         return sorted({m["name"] for m in index if m.get("state") == "READY"})
 
     def generate(
@@ -153,9 +154,15 @@ class Upstream:
             else:
                 yield _by_name(client.infer(request))
         except ClientError as e:
-            if e.status in _CONNECTION_LOST:
-                self.clients.spoil(client)  # a stream's error may end as an event, not raised
-            raise api_error(e) from None
+            raise self._failed(client, e) from None
+
+    def _failed(self, client: Client, error: ClientError) -> ApiError:
+        """The answer for a failed call of ``client``'s; a client whose connection may be
+        broken is not kept (an ApiError keeps it otherwise: it may become an error event of
+        a stream instead of reaching the lease)."""
+        if error.status in _CONNECTION_LOST:
+            self.clients.spoil(client)
+        return api_error(error)
 
     def embed(
         self, model: EmbeddingModel, texts: List[str], dimensions: Optional[int]

@@ -42,8 +42,9 @@ def instance_process_of(config: Dict[str, Any], model_name: str) -> str:
             'one thread per instance) or "fork" (model.py imported once, one forked process '
             "per instance); docs/instances.md)"
         )
-    isolate = str((params.get("ISOLATE_GPU") or {}).get("string_value", "")).lower()
-    if value in ("shared", "fork") and isolate in ("true", "yes", "1", "on"):
+    # The backend's values for "on", exactly (model_state.cc: case-sensitive, no "on").
+    isolate = str((params.get("ISOLATE_GPU") or {}).get("string_value", ""))
+    if value in ("shared", "fork") and isolate in ("yes", "true", "1"):
         raise TritonModelException(
             f"model '{model_name}': ISOLATE_GPU gives each instance a process that sees only "
             f"its own device, and PYBACKEND_INSTANCE_PROCESS={value} puts the instances in "

@@ -323,8 +323,8 @@ class StubDriver:
         reply = codec.decode_json(msg.body)
         self.proc.wait(timeout)
         # Like the real backend's monitor: handle everything the stub sent on async before
-        # it exited (finalize's LOG lines, the last FREEs) before calling the stub finalized.
-        # FINALIZE_REPLY travels on sync and carries no async_seq, so it can overtake them.
+        # it exited (finalize's LOG lines, counted in the reply's async_seq, and the last
+        # FREEs, sent after the reply) before calling the stub finalized: the EOF comes last.
         with self.cond:
             if not self.cond.wait_for(lambda: self.async_closed, timeout):
                 raise TimeoutError(f"async channel still open {timeout:g} s after the stub exited")

@@ -188,7 +188,8 @@ LOG_LINE = re.compile(rf"({MODEL}_0_[01]): weights of 16 MiB at (0x[0-9a-f]+) in
 
 def initialize_lines(server: TritonServer) -> dict[str, tuple[str, int]]:
     """instance -> (address of its weights, pid), from the lines initialize logged. Bounded
-    wait: a Logger line may reach the log a moment after the model reads ready."""
+    wait: under NVIDIA's backend a Logger line of initialize may reach the log a moment
+    after the model reads ready (ours logs them before the load completes)."""
     deadline = time.monotonic() + 30
     while True:
         found = {m[1]: (m[2], int(m[3])) for m in LOG_LINE.finditer(server.log_text())}

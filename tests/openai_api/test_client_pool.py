@@ -3,6 +3,7 @@ clients: which are kept after a request, which are closed, and what else goes wi
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, List
 
 import pytest
@@ -49,10 +50,16 @@ def test_concurrent_leases_get_clients_of_their_own_and_at_most_keep_stay(pool, 
     assert [m.closed for m in made] == [True, False, False]  # c ended first, then b, then a
 
 
-@pytest.mark.parametrize("error", [ApiError(404, "no model"), BrokenPipeError("client gone")])
-def test_an_error_that_says_nothing_of_the_connection_keeps_the_client(
-    pool, made, error: Exception
-) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        ApiError(404, "no model"),
+        ApiError(500, "the model failed"),
+        ApiError(504, "no response within 30 s"),
+        BrokenPipeError("client gone"),
+    ],
+)
+def test_an_answer_or_the_http_client_gone_keeps_the_client(pool, made, error: Exception) -> None:
     with pytest.raises(type(error)):
         with pool.lease():
             raise error
@@ -61,8 +68,10 @@ def test_an_error_that_says_nothing_of_the_connection_keeps_the_client(
     assert not made[0].closed
 
 
-@pytest.mark.parametrize("error", [ApiError(503, "unreachable"), RuntimeError("fault")])
-def test_any_other_error_closes_the_client_and_every_kept_one(pool, made, error: Exception) -> None:
+@pytest.mark.parametrize("error", [RuntimeError("fault"), KeyError("piece")])
+def test_a_fault_of_the_endpoint_closes_the_client_and_every_kept_one(
+    pool, made, error: Exception
+) -> None:
     with pool.lease(), pool.lease():
         pass
     assert pool.idle() == 2
@@ -74,11 +83,15 @@ def test_any_other_error_closes_the_client_and_every_kept_one(pool, made, error:
         assert client is made[2] and not client.closed
 
 
-def test_a_spoiled_client_is_closed_at_the_end_of_a_lease_that_ends_normally(pool, made) -> None:
+@pytest.mark.parametrize("error", [None, ApiError(503, "Triton is not reachable")])
+def test_a_spoiled_client_is_closed_with_every_kept_one(pool, made, error) -> None:
     with pool.lease(), pool.lease():
         pass
-    with pool.lease() as client:
-        pool.spoil(client)
+    with pytest.raises(ApiError) if error else contextlib.nullcontext():
+        with pool.lease() as client:
+            pool.spoil(client)
+            if error:
+                raise error
     assert all(m.closed for m in made) and pool.idle() == 0  # the kept one went too
     with pool.lease() as client:
         assert client is made[2]
@@ -92,3 +105,17 @@ def test_close_closes_the_kept_clients_and_those_still_leased_at_their_end(pool,
         pool.close()
         assert not leased.closed
     assert leased.closed and pool.idle() == 0
+
+
+def test_a_close_that_fails_does_not_hide_the_error_that_ended_the_lease(pool, made) -> None:
+    with pool.lease() as client:
+        pass
+
+    def refuse() -> None:
+        raise OSError("close failed")
+
+    client.close = refuse  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="fault"):
+        with pool.lease():
+            raise RuntimeError("fault")
+    assert pool.idle() == 0
