@@ -1,5 +1,5 @@
 """gRPC clients of tritonserver kept between the endpoint's requests. A new client is a new
-channel and connection: on a 2-core machine about 2 ms on top of a small inference's 1.3-1.8
+channel and connection: on a 2-core machine about 2.5 ms on top of a small inference's 1.3-1.8
 ms, and an embeddings request used two (one to read the model's configuration, one per lane).
 A client serves one request at a time (tritonclient's holds one stream at a time), so a
 request leases one and gives it back when it ends."""
