@@ -109,6 +109,8 @@ class Stub:
                 sync.lane = Lane(msg.fds.pop())
             elif kind == MessageKind.INIT:
                 reply = self._init(msg.body)
+                # The async messages sent so far (initialize's LOG lines): the backend
+                # handles that many before the load completes (docs/protocol.md).
                 reply["async_seq"] = st.async_.sent & 0xFFFFFFFF
                 sync.send(MessageKind.INIT_REPLY, codec.encode_json(reply), msg.id)
             elif kind == MessageKind.FINALIZE:
