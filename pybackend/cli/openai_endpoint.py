@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from pybackend.cli.command import add_command
 from pybackend.errors import PybackendError
 
-from .stop_signals import stop_on_signals
+from .stop_signals import stop_on_signals, wait_for_stop
 
 if TYPE_CHECKING:  # the endpoint's package is imported only when one is started
     from pybackend.openai_api import ChatTemplate, OpenAIServer
@@ -82,12 +81,29 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="longest wait for a model's next response (default 600)",
     )
+    parser.add_argument(
+        "--openai-config-ttl",
+        type=_seconds_or_none,
+        metavar="SECONDS",
+        # The default is the endpoint's (config_cache.CONFIG_TTL): not imported here, the
+        # command line starts without numpy and the endpoint's package.
+        help="how long a model's configuration read from tritonserver is used before it is "
+        "read again (default 5; 0 reads it for every request). A request that fails on a "
+        "kept configuration a reload has changed since runs again with the new one",
+    )
 
 
 def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text}: give a number of seconds above 0")
+    return value
+
+
+def _seconds_or_none(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds, 0 or more")
     return value
 
 
@@ -99,6 +115,7 @@ class EndpointOptions:
     api_key: Optional[str]
     timeout: float
     triton_headers: Dict[str, str]
+    config_ttl: Optional[float] = None  # None: the endpoint's default
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> "EndpointOptions":
@@ -111,7 +128,13 @@ class EndpointOptions:
             if not key:
                 raise PybackendError(f"--api-key-env {args.api_key_env}: the variable is not set")
         template = ChatTemplate.from_file(args.chat_template) if args.chat_template else None
-        return cls(template, key, args.openai_timeout, _headers(args.triton_header_env))
+        return cls(
+            template,
+            key,
+            args.openai_timeout,
+            _headers(args.triton_header_env),
+            args.openai_config_ttl,
+        )
 
     def endpoint(self, triton_grpc: str, host: str, port: int) -> "OpenAIServer":
         """The endpoint (not started); PybackendError when it cannot listen."""
@@ -126,6 +149,7 @@ class EndpointOptions:
                 api_key=self.api_key,
                 timeout=self.timeout,
                 triton_headers=self.triton_headers,
+                **({} if self.config_ttl is None else {"config_ttl": self.config_ttl}),
             )
         except OSError as e:
             raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
@@ -156,8 +180,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         server.start()
-        while True:
-            time.sleep(3600)
+        wait_for_stop()
     except KeyboardInterrupt:
         print("pybackend: stopped.", flush=True)
     finally:

@@ -16,19 +16,22 @@ import time
 import traceback
 from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar
+
+import numpy as np
 
 from pybackend.cli.infer_client import Client
 from pybackend.errors import PybackendError
 
 from .answers import DONE, Answer, embeddings_answer, event, model_entry
 from .chat import ChatTemplate
+from .config_cache import CONFIG_TTL
 from .convention import BadValue, NotATextModel, TextModel
 from .embedding import EmbeddingModel, NotAnEmbeddingModel
 from .requests import ApiError, Ask, parse, parse_embeddings
-from .upstream import Upstream
+from .upstream import Begun, Upstream
 
-Read = TypeVar("Read", TextModel, EmbeddingModel)
+Convention = TypeVar("Convention", TextModel, EmbeddingModel)
 
 #: Largest request body read (a conversation is text; this bounds a client's memory use).
 MAX_BODY = 16 * 1024 * 1024
@@ -44,7 +47,9 @@ class OpenAIServer:
     ``triton_headers``: gRPC metadata for every call to tritonserver (a restricted server's
     token: ``{"triton-grpc-protocol-<key>": value}`` for ``--grpc-restricted-protocol=
     ...:<key>=value``; under pybackend.pytriton, whose server restricts model-repository,
-    ``{"triton-grpc-protocol-triton-access-token": triton.get_access_token()}``)."""
+    ``{"triton-grpc-protocol-triton-access-token": triton.get_access_token()}``);
+    ``config_ttl``: seconds a model's configuration is used before it is read again
+    (config_cache.py)."""
 
     def __init__(
         self,
@@ -56,6 +61,7 @@ class OpenAIServer:
         api_key: Optional[str] = None,
         timeout: float = 600.0,
         triton_headers: Optional[Mapping[str, str]] = None,
+        config_ttl: float = CONFIG_TTL,
     ) -> None:
         try:
             import tritonclient.grpc  # noqa: F401 - the endpoint's client of tritonserver
@@ -64,7 +70,7 @@ class OpenAIServer:
                 f"the OpenAI endpoint needs tritonclient's gRPC client: "
                 f"pip install 'pybackend[openai]' ({e})"
             ) from None
-        self.upstream = Upstream(triton_grpc_url, timeout, triton_headers)
+        self.upstream = Upstream(triton_grpc_url, timeout, triton_headers, config_ttl)
         self.chat_template = chat_template
         self.api_key = api_key
         self.created = int(time.time())
@@ -106,26 +112,28 @@ class OpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def text_model(self, client: Client, name: str) -> TextModel:
+    def text_model(self, config: Mapping[str, Any]) -> TextModel:
         return self._read(
-            TextModel, client, name, "this endpoint serves models that follow the text convention"
+            TextModel, config, "this endpoint serves models that follow the text convention"
         )
 
-    def embedding_model(self, client: Client, name: str) -> EmbeddingModel:
+    def embedding_model(self, config: Mapping[str, Any]) -> EmbeddingModel:
         return self._read(
             EmbeddingModel,
-            client,
-            name,
+            config,
             "/v1/embeddings serves models that follow an embedding convention",
         )
 
     def _read(
-        self, kind: Callable[[Dict[str, Any]], Read], client: Client, name: str, serves: str
-    ) -> Read:
+        self,
+        kind: Callable[[Mapping[str, Any]], Convention],
+        config: Mapping[str, Any],
+        serves: str,
+    ) -> Convention:
         """The model's configuration read for a convention; a model outside it is the
         request's fault (400), with what the model lacks."""
         try:
-            return kind(self.upstream.config(client, name))
+            return kind(config)
         except (NotATextModel, NotAnEmbeddingModel) as e:
             raise ApiError(400, f"{e}: {serves} (docs/openai.md)", param="model") from None
 
@@ -242,8 +250,13 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, f"no route {self.path} (POST)")
         ask = parse(self._body(), chat=path == "/v1/chat/completions")
         endpoint = self.endpoint
-        with endpoint.upstream.client() as client:
-            model = endpoint.text_model(client, ask.model)
+        upstream = endpoint.upstream
+
+        def start(config: Mapping[str, Any]) -> Tuple[TextModel, Begun]:
+            """The model and its generation, whose first response has come: a failure before
+            it is a plain answer (and one on a kept configuration since reloaded, tried
+            again)."""
+            model = endpoint.text_model(config)
             prompt = endpoint.prompt_of(ask, model)
             try:
                 tensors = model.tensors(
@@ -251,27 +264,35 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             except BadValue as e:
                 raise ApiError(400, str(e), param=e.param) from None
+            return model, Begun(upstream.generate(client, model, tensors, self._check_client))
+
+        with upstream.client() as client:
+            model, generation = upstream.with_config(client, ask.model, start)
             answer = Answer(chat=ask.chat, model=ask.model)
             # Closed on every path before the client: an unfinished generation is then
             # cancelled in the server, never waited for.
-            generation = endpoint.upstream.generate(client, model, tensors, self._check_client)
-            with closing(generation) as pieces:
+            with closing(generation):
                 if ask.stream:
-                    self._stream(ask, model, pieces, answer)
+                    self._stream(ask, model, iter(generation), answer)
                 else:
-                    for outputs in pieces:
+                    for outputs in generation:
                         answer.add(model.piece(outputs))
                     self._json(200, answer.whole())
 
     def _embeddings(self) -> None:
         ask = parse_embeddings(self._body())
         upstream = self.endpoint.upstream
-        with upstream.client() as client:
-            model = self.endpoint.embedding_model(client, ask.model)
-        try:
-            vectors, tokens = upstream.embed(model, ask.texts, ask.dimensions)
-        except BadValue as e:
-            raise ApiError(400, str(e), param=e.param) from None
+
+        def embed(config: Mapping[str, Any]) -> Tuple[List[np.ndarray], int]:
+            try:
+                return upstream.embed(
+                    self.endpoint.embedding_model(config), ask.texts, ask.dimensions
+                )
+            except BadValue as e:
+                raise ApiError(400, str(e), param=e.param) from None
+
+        with upstream.client() as client:  # for the configuration; each lane leases its own
+            vectors, tokens = upstream.with_config(client, ask.model, embed)
         self._json(200, embeddings_answer(ask.model, vectors, tokens, ask.base64))
 
     def _stream(
@@ -280,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Server-sent events: each piece as it comes; an error after the stream began is
         an event with OpenAI's error body, then the end. A client that goes away ends the
         request in the server (``_check_client``; the caller closes ``pieces``)."""
-        first = next(pieces, None)  # errors before any event are plain error answers
+        first = next(pieces, None)  # come already: errors before it were plain answers
         self._started = True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -358,9 +379,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _fits(endpoint: OpenAIServer, client: Client, name: str) -> bool:
-    """Whether the model serves text or embeddings (one configuration read)."""
+    """Whether the model serves text or embeddings (its configuration, kept or read)."""
     try:
-        config = endpoint.upstream.config(client, name)
+        config = endpoint.upstream.config(client, name).config
     except ApiError:
         return False  # gone since the index was read
     for kind in (TextModel, EmbeddingModel):

@@ -5,18 +5,20 @@ comes); a stream the client abandons is cancelled in the server, which a model s
 
 from __future__ import annotations
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from typing import (
-    Any,
     Callable,
     ContextManager,
     Dict,
     Generator,
+    Iterator,
     List,
     Mapping,
     Optional,
     Tuple,
+    TypeVar,
 )
 
 import numpy as np
@@ -26,6 +28,7 @@ from pybackend.cli.infer_inputs import InputSpec
 from pybackend.errors import PybackendError
 
 from .client_pool import ClientPool
+from .config_cache import CONFIG_TTL, Config, ConfigCache, Read
 from .embedding import BadVector, EmbeddingModel
 from .model_io import TritonModel
 from .requests import ApiError
@@ -50,6 +53,8 @@ _CONNECTION_LOST = ("UNREACHABLE", "StatusCode.UNAVAILABLE")
 #: Texts of one embeddings request in flight at once (each lane a thread and a gRPC
 #: client, leased for the request's time).
 PARALLEL = 8
+T = TypeVar("T")
+
 #: How the vLLM backend refuses an embedding request to a model of another task.
 NOT_EMBEDDING = "does not support 'embed' request"
 
@@ -60,10 +65,15 @@ def api_error(error: ClientError) -> ApiError:
 
 class Upstream:
     """A tritonserver's gRPC endpoint (``host:port`` or ``grpc://host:port``); each wait for
-    its next response is bounded by ``timeout`` seconds."""
+    its next response is bounded by ``timeout`` seconds; its models' configurations are kept
+    ``config_ttl`` seconds (config_cache.py)."""
 
     def __init__(
-        self, url: str, timeout: float, headers: Optional[Mapping[str, str]] = None
+        self,
+        url: str,
+        timeout: float,
+        headers: Optional[Mapping[str, str]] = None,
+        config_ttl: float = CONFIG_TTL,
     ) -> None:
         self.where = target(url, grpc=True)
         if self.where.protocol != "grpc":
@@ -77,6 +87,7 @@ class Upstream:
         self.headers = dict(headers or {})
 
         self.clients = ClientPool(self._new_client)
+        self.configs = ConfigCache(config_ttl)
 
     def _new_client(self) -> Client:
         return Client(
@@ -103,7 +114,25 @@ class Upstream:
         except Exception:  # noqa: BLE001 - unreachable or failing: not ready
             return False
 
-    def config(self, client: Client, model: str) -> Dict[str, Any]:
+    def config(self, client: Client, model: str) -> Read:
+        """The model's configuration, kept or read (errors: ApiError, a 404 for a model the
+        server lacks or has not ready)."""
+        return self.configs.get(model, lambda: self._read_config(client, model))
+
+    def with_config(self, client: Client, model: str, attempt: Callable[[Config], T]) -> T:
+        """``attempt(config)`` with the model's configuration; where it fails (ApiError) on a
+        kept configuration that has changed since (a reload), once more with the new one.
+        A model gone since is the re-read's 404."""
+        read = self.config(client, model)
+        try:
+            return attempt(read.config)
+        except ApiError:
+            fresh = lambda: self._read_config(client, model)  # noqa: E731
+            if not read.kept or not self.configs.changed(model, read.config, fresh):
+                raise
+        return attempt(self.config(client, model).config)
+
+    def _read_config(self, client: Client, model: str) -> Config:
         try:
             return client.config_of(model)
         except ClientError as e:
@@ -225,6 +254,26 @@ class Upstream:
             return model.vector(answered, dimensions)
         except BadVector as e:
             raise ApiError(500, str(e)) from None
+
+
+class Begun:
+    """A generation whose first response (or its end) has come, so that what fails before
+    it is known before the answer starts: iterating gives that response, then the rest as
+    they come; ``close()`` cancels in the server what is unfinished."""
+
+    def __init__(self, generation: Generator[Dict[str, np.ndarray], None, None]) -> None:
+        self._rest = generation
+        try:
+            self._first = list(itertools.islice(generation, 1))
+        except BaseException:
+            generation.close()
+            raise
+
+    def __iter__(self) -> Iterator[Dict[str, np.ndarray]]:
+        return itertools.chain(self._first, self._rest)
+
+    def close(self) -> None:
+        self._rest.close()
 
 
 def _by_name(outputs: List[Tuple[str, str, np.ndarray]]) -> Dict[str, np.ndarray]:

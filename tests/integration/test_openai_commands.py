@@ -4,6 +4,7 @@ that print their URL, answer OpenAI's SDK and stop cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import queue
 import re
@@ -21,6 +22,7 @@ openai = pytest.importorskip("openai")
 
 from integration_support import EXAMPLES_REPOSITORY  # noqa: E402
 from pybackend.server import TritonServer  # noqa: E402
+from pybackend.server.processes import free_ports  # noqa: E402
 
 CLI = [sys.executable, "-m", "pybackend.cli"]
 URL = re.compile(r"(http://127\.0\.0\.1:\d+/v1)")
@@ -129,6 +131,27 @@ def test_commands_refuse_bad_options_in_one_line(
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith(f"pybackend {command}: ") and words in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_openai_config_ttl_reaches_the_endpoint_its_default_said_in_the_help() -> None:
+    from pybackend.cli.openai_endpoint import EndpointOptions, add_endpoint_options
+    from pybackend.openai_api.config_cache import CONFIG_TTL
+
+    parser = argparse.ArgumentParser()
+    add_endpoint_options(parser)
+    free = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens: the endpoint only starts
+    for given, ttl in (([], CONFIG_TTL), (["--openai-config-ttl", "0"], 0.0)):
+        options = EndpointOptions.of(parser.parse_args(given))
+        endpoint = options.endpoint(free, "127.0.0.1", 0)
+        try:
+            assert endpoint.upstream.configs.ttl == ttl
+        finally:
+            endpoint.close()
+    assert f"(default {CONFIG_TTL:g};" in " ".join(parser.format_help().split())
+    done = subprocess.run(
+        [*CLI, "openai", "--openai-config-ttl", "-1"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "give a number of seconds, 0 or more" in done.stderr
 
 
 def test_openai_timeout_must_be_positive() -> None:

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("tritonclient.grpc")
 
 from pybackend.openai_api import OpenAIServer  # noqa: E402
-from pybackend.openai_api.convention import TextModel  # noqa: E402
+from pybackend.openai_api.config_cache import Read  # noqa: E402
 from pybackend.server.processes import free_ports  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def test_unexpected_fault_is_a_500_answer_and_the_endpoint_serves_on(
         def broken(client: Any, name: str) -> Any:
             raise RuntimeError(f"no config for {name}")
 
-        monkeypatch.setattr(server, "text_model", broken)
+        monkeypatch.setattr(server.upstream, "config", broken)
         status, body = post(f"{server.url}/completions", {"model": "m", "prompt": "hi"})
         assert status == 500
         assert body["error"]["message"] == "the endpoint failed: RuntimeError: no config for m"
@@ -57,21 +57,19 @@ def test_unexpected_fault_is_a_500_answer_and_the_endpoint_serves_on(
 def test_a_fault_mid_stream_is_an_error_event_then_the_end(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = TextModel(
-        {
-            "name": "m",
-            "model_transaction_policy": {"decoupled": True},
-            "input": [{"name": "text_input", "data_type": "TYPE_STRING", "dims": [1]}],
-            "output": [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}],
-        }
-    )
+    config = {
+        "name": "m",
+        "model_transaction_policy": {"decoupled": True},
+        "input": [{"name": "text_input", "data_type": "TYPE_STRING", "dims": [1]}],
+        "output": [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}],
+    }
 
     def generate(client: Any, model: Any, tensors: Any, watch: Any) -> Iterator[Dict[str, Any]]:
         yield {"text_output": np.array([b"first"], np.object_)}
         raise RuntimeError("lost the model")
 
     with OpenAIServer(f"127.0.0.1:{free_ports(1)[0]}", timeout=5) as server:
-        monkeypatch.setattr(server, "text_model", lambda client, name: model)
+        monkeypatch.setattr(server.upstream, "config", lambda client, name: Read(config, False))
         monkeypatch.setattr(server.upstream, "generate", generate)
         request = urllib.request.Request(
             f"{server.url}/completions",
