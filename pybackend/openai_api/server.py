@@ -22,6 +22,7 @@ import numpy as np
 
 from pybackend.cli.infer_client import Client
 from pybackend.errors import PybackendError
+from pybackend.server.addresses import family, joined
 
 from .answers import DONE, Answer, embeddings_answer, event, model_entry
 from .chat import ChatTemplate
@@ -76,7 +77,8 @@ class OpenAIServer:
         self.created = int(time.time())
         self._host = host
         handler = type("Handler", (_Handler,), {"endpoint": self})
-        self._http = ThreadingHTTPServer((host, port), handler)
+        listener = type("Listener", (ThreadingHTTPServer,), {"address_family": family(host)})
+        self._http = listener((host, port), handler)
         self._http.daemon_threads = True
         self._thread: Optional[threading.Thread] = None
 
@@ -86,7 +88,7 @@ class OpenAIServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self.port}/v1"
+        return f"http://{joined(self._host, self.port)}/v1"
 
     def start(self) -> "OpenAIServer":
         self._thread = threading.Thread(

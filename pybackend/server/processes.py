@@ -8,6 +8,8 @@ import socket
 import time
 from pathlib import Path
 
+from pybackend.server.addresses import family
+
 
 def _parent_map() -> dict[int, int]:
     parents: dict[int, int] = {}
@@ -111,7 +113,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     sockets = []
     try:
         for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock = socket.socket(family(host), socket.SOCK_STREAM)
             sockets.append(sock)
             sock.bind((host, 0))
         return [int(sock.getsockname()[1]) for sock in sockets]
@@ -121,7 +123,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket(family(host), socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
         except OSError:

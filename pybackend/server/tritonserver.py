@@ -21,6 +21,12 @@ from typing import Union
 
 from pybackend.errors import PybackendError
 from pybackend.server import locate
+from pybackend.server.addresses import (
+    joined,
+    local,
+    triton_grpc_address,
+    triton_http_address,
+)
 from pybackend.server.http_call import http_call
 from pybackend.server.processes import (
     alive,
@@ -173,19 +179,19 @@ class TritonServer:
     # ----------------------------------------------------------------- addresses
     @property
     def _client_host(self) -> str:
-        return "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return local(self.host)
 
     @property
     def http_url(self) -> str:
-        return f"{self._client_host}:{self.http_port}"
+        return joined(self._client_host, self.http_port)
 
     @property
     def grpc_url(self) -> str:
-        return f"{self._client_host}:{self.grpc_port}"
+        return joined(self._client_host, self.grpc_port)
 
     @property
     def metrics_url(self) -> str:
-        return f"http://{self._client_host}:{self.metrics_port}/metrics"
+        return f"http://{joined(self._client_host, self.metrics_port)}/metrics"
 
     @property
     def pid(self) -> int:
@@ -394,15 +400,15 @@ class TritonServer:
             binary,
             f"--model-repository={self.model_repository}",
             f"--backend-directory={self._backends()}",
-            f"--http-address={self.host}",
+            f"--http-address={triton_http_address(self.host)}",
             f"--http-port={self.http_port}",
-            f"--grpc-address={self.host}",
+            f"--grpc-address={triton_grpc_address(self.host)}",
             f"--grpc-port={self.grpc_port}",
             "--allow-metrics=true",
             f"--metrics-port={self.metrics_port}",
         ]
         if "--metrics-address" in options:
-            cmd.append(f"--metrics-address={self.host}")
+            cmd.append(f"--metrics-address={triton_http_address(self.host)}")
         if "--exit-timeout-secs" not in given:
             # Bounded shutdown: in-flight requests get this long before the server gives up.
             cmd.append(f"--exit-timeout-secs={max(1, int(self.stop_timeout / 2))}")
