@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional
@@ -82,6 +83,15 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         help="longest wait for a model's next response (default 600)",
     )
     parser.add_argument(
+        "--openai-tls-cert",
+        metavar="FILE",
+        help="serve HTTPS with this certificate (PEM; its chain after it, and its private key "
+        "too unless --openai-tls-key names another file)",
+    )
+    parser.add_argument(
+        "--openai-tls-key", metavar="FILE", help="the certificate's private key (PEM)"
+    )
+    parser.add_argument(
         "--openai-config-ttl",
         type=_seconds_or_none,
         metavar="SECONDS",
@@ -116,6 +126,7 @@ class EndpointOptions:
     timeout: float
     triton_headers: Dict[str, str]
     config_ttl: Optional[float] = None  # None: the endpoint's default
+    tls: Optional[ssl.SSLContext] = None
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> "EndpointOptions":
@@ -134,6 +145,7 @@ class EndpointOptions:
             args.openai_timeout,
             _headers(args.triton_header_env),
             args.openai_config_ttl,
+            _tls(args.openai_tls_cert, args.openai_tls_key),
         )
 
     def endpoint(self, triton_grpc: str, host: str, port: int) -> "OpenAIServer":
@@ -150,9 +162,31 @@ class EndpointOptions:
                 timeout=self.timeout,
                 triton_headers=self.triton_headers,
                 **({} if self.config_ttl is None else {"config_ttl": self.config_ttl}),
+                tls=self.tls,
             )
         except OSError as e:
             raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def _tls(cert: Optional[str], key: Optional[str]) -> Optional[ssl.SSLContext]:
+    """The server's TLS context, its certificate and key loaded (PybackendError naming the
+    file and what is wrong); None without --openai-tls-cert."""
+    if cert is None:
+        if key is not None:
+            raise PybackendError(f"--openai-tls-key {key}: give --openai-tls-cert FILE with it")
+        return None
+    given = f"--openai-tls-cert {cert}" + (f" --openai-tls-key {key}" if key else "")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as e:
+        raise PybackendError(
+            f"{given}: not a PEM certificate with its private key ({e.reason or e}); a key in "
+            "a file of its own goes with --openai-tls-key"
+        ) from None
+    except OSError as e:
+        raise PybackendError(f"{given}: {e.strerror or e}: {e.filename or cert}") from None
+    return context
 
 
 def _headers(given: List[str]) -> Dict[str, str]:

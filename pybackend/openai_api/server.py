@@ -10,6 +10,7 @@ import hmac
 import json
 import select
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -50,7 +51,8 @@ class OpenAIServer:
     ...:<key>=value``; under pybackend.pytriton, whose server restricts model-repository,
     ``{"triton-grpc-protocol-triton-access-token": triton.get_access_token()}``);
     ``config_ttl``: seconds a model's configuration is used before it is read again
-    (config_cache.py)."""
+    (config_cache.py); ``tls``: a server-side context (its certificate loaded): the endpoint
+    then speaks HTTPS only."""
 
     def __init__(
         self,
@@ -63,6 +65,7 @@ class OpenAIServer:
         timeout: float = 600.0,
         triton_headers: Optional[Mapping[str, str]] = None,
         config_ttl: float = CONFIG_TTL,
+        tls: Optional[ssl.SSLContext] = None,
     ) -> None:
         try:
             import tritonclient.grpc  # noqa: F401 - the endpoint's client of tritonserver
@@ -77,9 +80,8 @@ class OpenAIServer:
         self.created = int(time.time())
         self._host = host
         handler = type("Handler", (_Handler,), {"endpoint": self})
-        listener = type("Listener", (ThreadingHTTPServer,), {"address_family": family(host)})
+        listener = type("Listener", (_Listener,), {"address_family": family(host), "tls": tls})
         self._http = listener((host, port), handler)
-        self._http.daemon_threads = True
         self._thread: Optional[threading.Thread] = None
 
     @property
@@ -88,7 +90,8 @@ class OpenAIServer:
 
     @property
     def url(self) -> str:
-        return f"http://{joined(self._host, self.port)}/v1"
+        scheme = "http" if self._http.tls is None else "https"
+        return f"{scheme}://{joined(self._host, self.port)}/v1"
 
     def start(self) -> "OpenAIServer":
         self._thread = threading.Thread(
@@ -165,6 +168,30 @@ class OpenAIServer:
             return self.chat_template.render(ask.messages)
         except ValueError as e:
             raise ApiError(400, str(e), param="messages") from None
+
+
+class _Listener(ThreadingHTTPServer):
+    """The standard library's threading HTTP server; with ``tls``, each connection is
+    wrapped as it is accepted and its handshake runs on the connection's own thread (bounded
+    by IDLE_SECONDS), so that a slow or silent client holds up no other."""
+
+    daemon_threads = True
+    tls: Optional[ssl.SSLContext] = None
+
+    def get_request(self) -> Tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.tls is None:
+            return sock, address
+        return self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is not None:
+            request.settimeout(IDLE_SECONDS)
+            try:
+                request.do_handshake()
+            except (OSError, ValueError):  # ssl.SSLError among them: plain HTTP, a client gone
+                return  # the connection is closed by the caller
+        super().finish_request(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -337,16 +364,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _check_client(self) -> None:
         """Raises once the client has closed its connection, so that a generation nobody
         will read is cancelled while it waits for its model (a whole answer's only
-        response may be minutes away). A live client sends nothing more before its answer
-        (its body was read): a readable socket with no byte waiting is a closed one (or
-        one whose client shut down only its sending side, which HTTP clients do not)."""
+        response may be minutes away). Gone: the client's end of the stream has come (its
+        FIN: POLLRDHUP, seen without reading, which under TLS could not peek; also behind
+        bytes not read yet, a TLS close_notify say) or the connection broke. A client that
+        shut down only its sending side counts as gone; HTTP clients do not do that."""
         poller = select.poll()  # not select.select: it refuses descriptors past 1023
-        poller.register(self.connection, select.POLLIN)
-        try:
-            gone = bool(poller.poll(0)) and not self.connection.recv(1, socket.MSG_PEEK)
-        except OSError:  # a reset
-            gone = True
-        if gone:
+        poller.register(self.connection, select.POLLRDHUP)
+        ended = select.POLLRDHUP | select.POLLHUP | select.POLLERR
+        if any(mask & ended for _, mask in poller.poll(0)):
             raise ConnectionAbortedError("the client closed its connection")
 
     def _send(self, data: bytes) -> None:

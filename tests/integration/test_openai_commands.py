@@ -107,6 +107,8 @@ def test_openai_command_in_front_of_a_server(examples_server) -> None:
         # Checked before tritonserver starts (no repository is even read).
         ("serve", ["--api-key-env", "PYBACKEND_TEST_UNSET_KEY"], "the variable is not set"),
         ("openai", ["--triton-header-env", "x-token"], "give NAME=VARIABLE"),
+        ("openai", ["--openai-tls-cert", "/nonexistent/cert.pem"], "/nonexistent/cert.pem"),
+        ("serve", ["--openai-tls-cert", "/nonexistent/cert.pem"], "No such file or directory"),
         (
             "openai",
             ["--triton-header-env", "x-token=PYBACKEND_TEST_UNSET_KEY"],
