@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import time
 from collections.abc import Iterator
 from http.client import HTTPConnection
 from pathlib import Path
@@ -18,6 +17,10 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
+from integration_support.openai_cancel import (  # noqa: E402
+    cancelled_after,
+    leave_a_slow_whole_answer,
+)
 from pybackend.openai_api import ChatTemplate, OpenAIServer  # noqa: E402
 from pybackend.server import TritonServer  # noqa: E402
 
@@ -253,15 +256,6 @@ def test_client_that_goes_away_cancels_the_request(
     assert cancelled_after(marker) < 200
 
 
-def cancelled_after(marker: Path) -> int:
-    """How many pieces the model had made when it saw its request cancelled."""
-    deadline = time.monotonic() + 10
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists(), "the model never saw the request cancelled"
-    return int(marker.read_text().split()[1])
-
-
 def test_a_client_gone_before_its_whole_answer_cancels_the_request(
     endpoint: OpenAIServer, repository: Path
 ) -> None:
@@ -269,14 +263,9 @@ def test_a_client_gone_before_its_whole_answer_cancels_the_request(
     # leaves after 0.5 s, and the endpoint, watching its socket, cancels the request.
     marker = repository / "echo_llm" / "cancelled"
     marker.unlink(missing_ok=True)
-    body = json.dumps({"model": "echo_llm", "prompt": "!slow 200"}).encode()
-    head = (
-        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    leave_a_slow_whole_answer(
+        lambda: socket.create_connection(("127.0.0.1", endpoint.port), timeout=10)
     )
-    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=10) as conn:
-        conn.sendall(head.encode() + body)
-        time.sleep(0.5)
     assert cancelled_after(marker) < 100
     # The endpoint serves on.
     assert sdk(endpoint).completions.create(model="echo_llm", prompt="a b").choices[0].text
