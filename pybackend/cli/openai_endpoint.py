@@ -93,7 +93,7 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--openai-config-ttl",
-        type=_seconds_or_none,
+        type=_seconds_or_zero,
         metavar="SECONDS",
         # The default is the endpoint's (config_cache.CONFIG_TTL): not imported here, the
         # command line starts without numpy and the endpoint's package.
@@ -110,7 +110,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _seconds_or_none(text: str) -> float:
+def _seconds_or_zero(text: str) -> float:
     value = float(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text}: give a number of seconds, 0 or more")
@@ -168,6 +168,14 @@ class EndpointOptions:
             raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
+class _Encrypted(Exception):
+    pass
+
+
+def _no_passphrase() -> bytes:
+    raise _Encrypted
+
+
 def _tls(cert: Optional[str], key: Optional[str]) -> Optional[ssl.SSLContext]:
     """The server's TLS context, its certificate and key loaded (PybackendError naming the
     file and what is wrong); None without --openai-tls-cert."""
@@ -178,7 +186,13 @@ def _tls(cert: Optional[str], key: Optional[str]) -> Optional[ssl.SSLContext]:
     given = f"--openai-tls-cert {cert}" + (f" --openai-tls-key {key}" if key else "")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
-        context.load_cert_chain(cert, key)
+        # OpenSSL would ask for an encrypted key's passphrase on the terminal.
+        context.load_cert_chain(cert, key, password=_no_passphrase)
+    except _Encrypted:
+        raise PybackendError(
+            f"{given}: the private key is encrypted: give it unencrypted, readable by this "
+            "user only (openssl pkey -in KEY -out KEY.plain)"
+        ) from None
     except ssl.SSLError as e:
         raise PybackendError(
             f"{given}: not a PEM certificate with its private key ({e.reason or e}); a key in "

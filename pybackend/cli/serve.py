@@ -12,6 +12,7 @@ import urllib.request
 
 from pybackend.cli.command import add_command, add_runtime_option, runtimes_of
 from pybackend.server import ServerError, TritonServer
+from pybackend.server.addresses import bare, local
 from pybackend.server.processes import port_is_free
 
 from .openai_endpoint import EndpointOptions, add_endpoint_options
@@ -93,8 +94,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _pick_port(requested: int | None, default: int, host: str) -> int | None:
     if requested is not None:
         return requested or None  # 0 means "any free port"
-    probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    return default if port_is_free(default, probe_host) else None
+    return default if port_is_free(default, local(bare(host))) else None
 
 
 def _http(url: str, body: dict | None = None) -> str:

@@ -47,20 +47,24 @@ class ConfigCache:
             entry = self._entries.get(model)
             if entry is not None and now - entry[0] < self.ttl:
                 return Read(entry[1], kept=True)
-        return Read(self._store(model, read()), kept=False)
+        return Read(self._store(model, now, read()), kept=False)
 
     def changed(self, model: str, used: Mapping[str, Any], read: Callable[[], Config]) -> bool:
         """Whether the model's configuration now differs from ``used`` (read afresh and kept;
         what ``read`` raises, a model since unloaded say, reaches the caller)."""
         self.forget(model)
-        return self._store(model, read()) != used
+        return self._store(model, self._clock(), read()) != used
 
     def forget(self, model: str) -> None:
         with self._lock:
             self._entries.pop(model, None)
 
-    def _store(self, model: str, config: Config) -> Config:
+    def _store(self, model: str, asked_at: float, config: Config) -> Config:
+        """Keeps ``config``, read from ``asked_at`` on, unless a read asked for later is kept
+        already: a slow read begun before a reload must not put the old one back."""
         if self.ttl > 0:
             with self._lock:
-                self._entries[model] = (self._clock(), config)
+                entry = self._entries.get(model)
+                if entry is None or entry[0] <= asked_at:
+                    self._entries[model] = (asked_at, config)
         return config

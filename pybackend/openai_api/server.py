@@ -6,6 +6,7 @@ one."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import select
@@ -17,13 +18,22 @@ import time
 import traceback
 from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar
-
-import numpy as np
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    TypeVar,
+)
 
 from pybackend.cli.infer_client import Client
 from pybackend.errors import PybackendError
-from pybackend.server.addresses import family, joined
+from pybackend.server.addresses import bare, family, joined
 
 from .answers import DONE, Answer, embeddings_answer, event, model_entry
 from .chat import ChatTemplate
@@ -32,6 +42,9 @@ from .convention import BadValue, NotATextModel, TextModel
 from .embedding import EmbeddingModel, NotAnEmbeddingModel
 from .requests import ApiError, Ask, parse, parse_embeddings
 from .upstream import Begun, Upstream
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Convention = TypeVar("Convention", TextModel, EmbeddingModel)
 
@@ -78,7 +91,7 @@ class OpenAIServer:
         self.chat_template = chat_template
         self.api_key = api_key
         self.created = int(time.time())
-        self._host = host
+        self._host = host = bare(host)
         handler = type("Handler", (_Handler,), {"endpoint": self})
         listener = type("Listener", (_Listener,), {"address_family": family(host), "tls": tls})
         self._http = listener((host, port), handler)
@@ -177,6 +190,14 @@ class _Listener(ThreadingHTTPServer):
 
     daemon_threads = True
     tls: Optional[ssl.SSLContext] = None
+
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6:
+            # "::" takes IPv4 clients too, whatever the host's net.ipv6.bindv6only says (as
+            # the standard library's DualStackServer does).
+            with contextlib.suppress(OSError):
+                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
     def get_request(self) -> Tuple[socket.socket, Any]:
         sock, address = super().get_request()
@@ -295,9 +316,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ApiError(400, str(e), param=e.param) from None
             return model, Begun(upstream.generate(client, model, tensors, self._check_client))
 
+        answer = Answer(chat=ask.chat, model=ask.model)
         with upstream.client() as client:
-            model, generation = upstream.with_config(client, ask.model, start)
-            answer = Answer(chat=ask.chat, model=ask.model)
+            model, generation = upstream.with_config(ask.model, start, client)
             # Closed on every path before the client: an unfinished generation is then
             # cancelled in the server, never waited for.
             with closing(generation):
@@ -320,8 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
             except BadValue as e:
                 raise ApiError(400, str(e), param=e.param) from None
 
-        with upstream.client() as client:  # for the configuration; each lane leases its own
-            vectors, tokens = upstream.with_config(client, ask.model, embed)
+        vectors, tokens = upstream.with_config(ask.model, embed)  # each lane leases a client
         self._json(200, embeddings_answer(ask.model, vectors, tokens, ask.base64))
 
     def _stream(

@@ -5,6 +5,7 @@ comes); a stream the client abandons is cancelled in the server, which a model s
 
 from __future__ import annotations
 
+import functools
 import itertools
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -54,6 +55,9 @@ _CONNECTION_LOST = ("UNREACHABLE", "StatusCode.UNAVAILABLE")
 #: client, leased for the request's time).
 PARALLEL = 8
 T = TypeVar("T")
+R = TypeVar("R")
+#: Statuses a request keeps even when the model's configuration changed meanwhile.
+_NOT_RETRIED = (429, 504)
 
 #: How the vLLM backend refuses an embedding request to a model of another task.
 NOT_EMBEDDING = "does not support 'embed' request"
@@ -119,18 +123,38 @@ class Upstream:
         server lacks or has not ready)."""
         return self.configs.get(model, lambda: self._read_config(client, model))
 
-    def with_config(self, client: Client, model: str, attempt: Callable[[Config], T]) -> T:
-        """``attempt(config)`` with the model's configuration; where it fails (ApiError) on a
-        kept configuration that has changed since (a reload), once more with the new one.
-        A model gone since is the re-read's 404."""
-        read = self.config(client, model)
+    def with_config(
+        self, model: str, attempt: Callable[[Config], T], client: Optional[Client] = None
+    ) -> T:
+        """``attempt(config)`` with the model's configuration; where it fails on a kept
+        configuration that has changed since (a reload), once more with the new one. The
+        reads use ``client``, or a client leased for each. A model gone since is the
+        re-read's 404.
+
+        Failures that a stale configuration can cause are retried: the server's refusal of
+        the request (400, 404, 501, 503) and 500, which is also how a decoupled model's
+        refusal comes (its stream's error has no code); a model whose ``execute`` failed on
+        the old version then runs on the new one. Never a 504 (the wait ran out: once is
+        enough) or a 429."""
+
+        def using(step: Callable[[Client, str], R]) -> Callable[[], R]:
+            if client is not None:
+                return functools.partial(step, client, model)
+            return functools.partial(self._leased, step, model)
+
+        read = using(self.config)()
         try:
             return attempt(read.config)
-        except ApiError:
-            fresh = lambda: self._read_config(client, model)  # noqa: E731
-            if not read.kept or not self.configs.changed(model, read.config, fresh):
+        except ApiError as e:
+            if not read.kept or e.status in _NOT_RETRIED:
                 raise
-        return attempt(self.config(client, model).config)
+            if not self.configs.changed(model, read.config, using(self._read_config)):
+                raise
+        return attempt(using(self.config)().config)
+
+    def _leased(self, read: Callable[[Client, str], R], model: str) -> R:
+        with self.client() as client:
+            return read(client, model)
 
     def _read_config(self, client: Client, model: str) -> Config:
         try:

@@ -11,6 +11,12 @@ import socket
 _LOOPBACK = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
+def bare(host: str) -> str:
+    """``host`` without the brackets a URL puts around an IPv6 address (``[::1]`` -> ``::1``):
+    the launcher and the endpoint take either."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
 def family(host: str) -> socket.AddressFamily:
     """AF_INET6 for an IPv6 address (``::1``, ``::``), AF_INET for the rest (IPv4 addresses
     and host names, which resolve to IPv4 as before)."""

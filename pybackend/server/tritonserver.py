@@ -22,6 +22,7 @@ from typing import Union
 from pybackend.errors import PybackendError
 from pybackend.server import locate
 from pybackend.server.addresses import (
+    bare,
     joined,
     local,
     triton_grpc_address,
@@ -151,7 +152,7 @@ class TritonServer:
         self.model_control_mode = model_control_mode
         self.load_models = list(load_models)
         self.backend_config = [_backend_config_arg(item) for item in backend_config]
-        self.host = host
+        self.host = bare(host)  # [::1] as a URL writes it, or ::1
         self._requested_ports = (http_port, grpc_port, metrics_port)
         self.stop_timeout = stop_timeout
         self.metrics_interval_ms = metrics_interval_ms

@@ -45,7 +45,8 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     repository = tmp_path_factory.mktemp("ipv6")
     for name in ("add_sub", "text_generation"):
         shutil.copytree(EXAMPLES_REPOSITORY / name, repository / name)
-    with TritonServer(repository, host="::1") as server:
+    with TritonServer(repository, host="[::1]") as server:  # as a URL writes it
+        assert server.host == "::1"
         yield server
 
 
@@ -79,11 +80,11 @@ def test_explicit_mode_models_are_unloaded_before_the_stop_on_ipv6(tmp_path: Pat
     assert log.index("successfully unloaded 'add_sub'") < log.index("Waiting for in-flight")
 
 
-@pytest.mark.parametrize("host", ["::1", "::"])
+@pytest.mark.parametrize("host", ["::1", "::", "[::1]"])
 def test_the_openai_endpoint_listens_on_ipv6(triton: TritonServer, host: str) -> None:
     with OpenAIServer(triton.grpc_url, host=host, timeout=30) as endpoint:
-        assert endpoint.url == f"http://[{host}]:{endpoint.port}/v1"
-        # "::" also takes IPv4 clients (Linux's default dual stack).
+        assert endpoint.url == f"http://[{host.strip('[]')}]:{endpoint.port}/v1"
+        # "::" also takes IPv4 clients (the endpoint clears IPV6_V6ONLY).
         bases = [f"http://[::1]:{endpoint.port}/v1"]
         if host == "::":
             bases.append(f"http://127.0.0.1:{endpoint.port}/v1")

@@ -50,7 +50,15 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     )
     both = where / "both.pem"
     both.write_text(cert.read_text() + key.read_text())
-    return {"cert": cert, "key": key, "both": both}
+    locked = where / "locked.pem"  # the key under a passphrase
+    subprocess.run(
+        [openssl, "pkey", "-in", str(key), "-out", str(locked), "-aes256"]
+        + ["-passout", "pass:secret"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return {"cert": cert, "key": key, "both": both, "locked": locked}
 
 
 @pytest.fixture(scope="module")
@@ -157,13 +165,23 @@ def test_a_client_gone_before_its_whole_answer_cancels_the_request_over_tls(
         (["--openai-tls-key", "key.pem"], "give --openai-tls-cert FILE with it"),
         (["--openai-tls-cert", "{cert}"], "not a PEM certificate with its private key"),
         (["--openai-tls-cert", "{key}"], "not a PEM certificate with its private key"),
+        (
+            ["--openai-tls-cert", "{cert}", "--openai-tls-key", "{locked}"],
+            "the private key is encrypted",
+        ),
     ],
-    ids=["no-such-file", "a-key-alone", "a-certificate-without-its-key", "a-key-as-certificate"],
+    ids=[
+        "no-such-file",
+        "a-key-alone",
+        "a-certificate-without-its-key",
+        "a-key-as-certificate",
+        "an-encrypted-key",  # refused, never a passphrase prompt on the terminal
+    ],
 )
 def test_a_certificate_the_endpoint_cannot_use_is_a_one_line_error(
     certificate: Dict[str, Path], given: List[str], words: str
 ) -> None:
-    args = [a.format(cert=certificate["cert"], key=certificate["key"]) for a in given]
+    args = [a.format(**{k: str(v) for k, v in certificate.items()}) for a in given]
     with pytest.raises(PybackendError) as caught:
         options(*args)
     assert words in str(caught.value) and "\n" not in str(caught.value)

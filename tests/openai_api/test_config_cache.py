@@ -96,3 +96,17 @@ def test_a_ttl_of_zero_reads_every_time() -> None:
     for _ in range(3):
         assert cache.get("m", server.read) == Read({"v": 1}, kept=False)
     assert server.reads == 3
+
+
+def test_a_slow_read_does_not_put_back_what_a_later_read_replaced() -> None:
+    clock = Clock()
+    cache = ConfigCache(ttl=5.0, clock=clock)
+
+    def slow() -> Dict[str, Any]:
+        """Read before a reload, returns after a request found the change and kept it."""
+        clock.now += 1
+        assert cache.changed("m", {"v": 1}, lambda: {"v": 2}) is True
+        return {"v": 1}
+
+    assert cache.get("m", slow) == Read({"v": 1}, kept=False)  # its caller gets what it read
+    assert cache.get("m", Server({"v": 3}).read) == Read({"v": 2}, kept=True)
