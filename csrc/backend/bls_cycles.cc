@@ -24,6 +24,8 @@ struct InstanceSlot {
   // Triton handed us for calls we registered); has_requests: it is not empty.
   std::vector<const void*> requests;
   std::atomic<bool> has_requests{false};
+  // Triton's queue for the model expires requests (AddInstance): a call queued for it ends.
+  std::atomic<bool> queue_expires{false};
 };
 
 namespace {
@@ -86,7 +88,8 @@ std::set<InstanceKey> CanFree() {
           answerable = true;  // not a model of ours: nothing is known about it
         } else {
           for (const auto& [name, inst] : it->second) {
-            if (free.count({call->callee, name}) != 0) answerable = true;
+            // Queued where the queue expires requests: the call ends, answered or not.
+            if (free.count({call->callee, name}) != 0 || inst->queue_expires) answerable = true;
           }
         }
       }
@@ -101,14 +104,15 @@ std::set<InstanceKey> CanFree() {
 
 // Under g_mu, the common answer without CanFree's fixpoint: the callee has an instance that
 // can leave execute on its own (idle, or busy but not blocked in a call of its own), or is a
-// model that is not ours, or is being reloaded. Each of these puts the new call's caller in
-// CanFree's set (the call then has an instance that will take it), so the result is the same;
-// only a callee whose every instance is blocked needs the whole registry walked.
+// model that is not ours, or is being reloaded, or expires what waits in its queue. Each of these
+// puts the new call's caller in CanFree's set (the call then has an instance that will take it), so
+// the result is the same; only a callee whose every instance is blocked needs the whole registry
+// walked.
 bool CalleeHasFreeInstance(const Call& call) {
   auto model = g_models.find(call.callee);
   if (model == g_models.end() || model->second.empty()) return true;
   for (const auto& [name, inst] : model->second) {
-    if (inst->busy == 0 || inst->loaded > 1) return true;
+    if (inst->busy == 0 || inst->loaded > 1 || inst->queue_expires) return true;
   }
   size_t blocked = 0;
   for (const auto& [id, other] : g_calls) {
@@ -194,13 +198,44 @@ void Settle(InstanceSlot& slot) {
   if (model->second.empty()) g_models.erase(model);
 }
 
+// A uint64 of the configuration: protobuf's JSON writes it as a string, a hand-written
+// config may hold a number.
+uint64_t Uint(const json::Value* v) {
+  if (v == nullptr) return 0;
+  if (v->is_number()) return v->AsInt() > 0 ? static_cast<uint64_t>(v->AsInt()) : 0;
+  if (!v->is_string()) return 0;
+  try {
+    return std::stoull(v->AsString());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+bool PolicyExpires(const json::Value* policy) {
+  return policy != nullptr && Uint(policy->Find("default_timeout_microseconds")) > 0;
+}
+
 }  // namespace
 
-std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance) {
+bool QueueExpires(const json::Value& config) {
+  const json::Value* batching = config.Find("dynamic_batching");
+  if (batching == nullptr || !batching->is_object()) return false;
+  if (PolicyExpires(batching->Find("default_queue_policy"))) return true;
+  const json::Value* levels = batching->Find("priority_queue_policy");
+  if (levels == nullptr || !levels->is_object()) return false;
+  for (const auto& level : levels->members()) {
+    if (PolicyExpires(&level.second)) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance,
+                                          bool queue_expires) {
   std::lock_guard<std::mutex> lock(g_mu);
   std::shared_ptr<InstanceSlot>& slot = g_models[model][instance];
   if (slot == nullptr) slot = std::make_shared<InstanceSlot>(model, instance);
   ++slot->loaded;
+  slot->queue_expires = queue_expires;  // a reload's new configuration (both count free meanwhile)
   return slot;
 }
 

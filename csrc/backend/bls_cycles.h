@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/json.h"
 #include "backend/request_registry.h"
 #include "triton/tritonbackend.h"
 
@@ -31,9 +32,19 @@ namespace pybackend::bls_cycles {
 // one name share it). The instance state holds it from AddInstance until it is deleted.
 struct InstanceSlot;
 
+// Whether Triton's queue for a model (its configuration as JSON) fails a request that waited
+// too long: a dynamic batcher whose default queue policy, or a priority level's, has a
+// default_timeout_microseconds. Measured on tritonserver 2.51: a request's own timeout is
+// taken only below such a default (allow_timeout_override), and ignored where there is none,
+// with or without a dynamic batcher, so a queued call never expires by its timeout alone.
+bool QueueExpires(const json::Value& config);
+
 // An instance of ours was initialized / finalized. Keep the slot AddInstance returns for
-// Executing, past RemoveInstance until the instance state goes.
-std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance);
+// Executing, past RemoveInstance until the instance state goes. `queue_expires`: Triton's
+// queue for the model fails a request that waits too long (QueueExpires above), so a
+// call queued there ends on its own even while no instance can take it.
+std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance,
+                                          bool queue_expires = false);
 void RemoveInstance(const std::string& model, const std::string& instance);
 
 // While alive: the slot's instance is inside TRITONBACKEND_ModelInstanceExecute with these
@@ -60,8 +71,10 @@ struct CallInfo {
   std::string caller_model;
   std::string caller_instance;
   std::string callee_model;
-  // The caller's execute thread waits for the answer (a sync exec()) and the call has no
-  // timeout: only such calls can block an instance for good.
+  // The caller's execute thread waits for the answer (a sync exec()): only such calls can
+  // block an instance for good. A call's timeout= does not make it end: Triton takes it
+  // only where the target's queue policy has a timeout of its own (which AddInstance's
+  // queue_expires tells), and ignores it everywhere else.
   bool blocking = false;
 };
 

@@ -319,8 +319,8 @@ void BlsService::OnExec(StubSession& session, const ipc::Message& msg, bool on_s
     Build(session, exec, call, &req);
     // A call that could never be answered is refused here (bls_cycles.h); End on FINAL.
     const void* parent = bls_cycles::ParentRequest(registry_, exec.parent_token);
-    std::string cycle = bls_cycles::Begin({call, req, parent, model_name_, instance_name_,
-                                           exec.model_name, on_sync && exec.timeout_us == 0});
+    std::string cycle = bls_cycles::Begin(
+        {call, req, parent, model_name_, instance_name_, exec.model_name, on_sync});
     if (!cycle.empty()) Throw(TRITONSERVER_ERROR_UNAVAILABLE, cycle);
     Start(call, req, exec.parent_token);
   } catch (const std::exception& e) {

@@ -119,7 +119,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
           "TRITONBACKEND_ModelInstanceSetState");
     PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceInitialize: instance initialization successful " +
                    state->name + " (device " + std::to_string(state->device_id) + ")");
-    state->bls_slot = pybackend::bls_cycles::AddInstance(model_state->name, state->name);
+    state->bls_slot = pybackend::bls_cycles::AddInstance(model_state->name, state->name,
+                                                         model_state->queue_expires);
     state.release();
     return nullptr;
   } catch (...) {

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "backend/bls_cycles.h"
 #include "backend/cores.h"
 #include "backend/error.h"
 #include "backend/execution_env.h"
@@ -184,6 +185,7 @@ void ModelState::ReadConfig() {
   if (const json::Value* m = config.Find("max_batch_size"); m != nullptr && m->is_number()) {
     max_batch_size = m->AsInt();
   }
+  queue_expires = bls_cycles::QueueExpires(config);
   std::string file = config.GetString("default_model_filename");
   model_filename = file.empty() ? "model.py" : file;
 }

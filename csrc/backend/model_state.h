@@ -33,6 +33,8 @@ class ModelState {
   json::Value config;
   bool decoupled = false;
   int64_t max_batch_size = 0;
+  // Triton's queue for this model fails a request that waited too long (QueueExpires).
+  bool queue_expires = false;
   std::string model_filename = "model.py";
   bool force_cpu_only_inputs = true;
   // Model parameter ISOLATE_GPU (docs/gpu.md): a KIND_GPU instance's stub sees only its own

@@ -39,6 +39,7 @@ using pybackend::bls_cycles::Begin;
 using pybackend::bls_cycles::CallInfo;
 using pybackend::bls_cycles::End;
 using pybackend::bls_cycles::Executing;
+using pybackend::bls_cycles::QueueExpires;
 using pybackend::bls_cycles::RemoveInstance;
 
 // Distinct addresses that stand for calls and requests.
@@ -66,7 +67,7 @@ void TestSelfCallWithOneInstanceIsRefused() {
     EXPECT(Contains(refusal, "closes the call cycle self -> self,"));
     EXPECT(Contains(refusal, "the only instance of 'self' is blocked"));
     EXPECT(Contains(refusal, "instance_group [ { count: 2 } ]"));
-    // Not blocking (async_exec, a thread, a timeout): it may be abandoned, so it runs.
+    // Not blocking (async_exec, a thread): it may be abandoned, so it runs.
     EXPECT(Begin(Call(4, 5, "self", "self_0", "self", false)).empty());
     End(Id(4));
   }
@@ -235,6 +236,49 @@ void TestAChainThroughThreeModelsIsFollowed() {
   RemoveInstance("j", "j_0");
 }
 
+// Queued where Triton's queue expires requests, a call ends on its own ("Request timeout
+// expired"): it is left to wait, while the same cycle on a queue without a timeout is refused.
+void TestAQueueThatExpiresEndsTheWait() {
+  auto slot_exp_0 = AddInstance("expiring", "expiring_0", /*queue_expires=*/true);
+  auto slot_keep_0 = AddInstance("keeping", "keeping_0", /*queue_expires=*/false);
+  TRITONBACKEND_Request* a[] = {Req(90)};
+  TRITONBACKEND_Request* b[] = {Req(91)};
+  {
+    Executing running(*slot_exp_0, a, 1);
+    EXPECT(Begin(Call(92, 93, "expiring", "expiring_0", "expiring")).empty());
+    Executing other(*slot_keep_0, b, 1);
+    // keeping -> expiring: queued behind the blocked instance, but it expires.
+    EXPECT(Begin(Call(94, 95, "keeping", "keeping_0", "expiring")).empty());
+    End(Id(94));
+    EXPECT(Contains(Begin(Call(96, 97, "keeping", "keeping_0", "keeping")),
+                    "closes the call cycle keeping -> keeping,"));
+    End(Id(92));
+  }
+  RemoveInstance("expiring", "expiring_0");
+  RemoveInstance("keeping", "keeping_0");
+}
+
+// Which configurations expire queued requests (tritonserver 2.51 observed through BLS
+// self calls, tests/reliability/test_bls_cycles.py).
+void TestQueueExpiresReadsTheQueuePolicies() {
+  auto expires = [](const char* text) { return QueueExpires(pybackend::json::Value::Parse(text)); };
+  EXPECT(!expires(R"({"max_batch_size": 0})"));
+  EXPECT(!expires(R"({"dynamic_batching": {}})"));
+  EXPECT(!expires(
+      R"({"dynamic_batching": {"default_queue_policy": {"allow_timeout_override": true}}})"));
+  EXPECT(!expires(
+      R"({"dynamic_batching": {"default_queue_policy": {"default_timeout_microseconds": "0"}}})"));
+  EXPECT(expires(R"({"dynamic_batching": {"default_queue_policy":
+                       {"default_timeout_microseconds": "1000000"}}})"));
+  EXPECT(expires(
+      R"({"dynamic_batching": {"default_queue_policy": {"default_timeout_microseconds": 5}}})"));
+  EXPECT(expires(R"({"dynamic_batching": {"priority_queue_policy":
+                       {"2": {"default_timeout_microseconds": "100"}}}})"));
+  EXPECT(!expires(R"({"dynamic_batching": {"priority_queue_policy":
+                        {"2": {"max_queue_size": 4}}}})"));
+  EXPECT(!expires(R"({"sequence_batching": {"max_sequence_idle_microseconds": "1000"}})"));
+}
+
 }  // namespace
 
 int main() {
@@ -247,6 +291,8 @@ int main() {
   TestReloadCountsAsFree();
   TestEndedCallsLeaveNothing();
   TestAChainThroughThreeModelsIsFollowed();
+  TestAQueueThatExpiresEndsTheWait();
+  TestQueueExpiresReadsTheQueuePolicies();
   if (g_failures == 0) std::printf("bls_cycles_test: all passed\n");
   return g_failures == 0 ? 0 : 1;
 }

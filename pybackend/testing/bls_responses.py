@@ -24,10 +24,10 @@ def refused_text(model: str, message: str) -> str:
     return f"Model {model} - Error when running inference: {message}"
 
 
-def error_answer(message: str, decoupled: bool) -> Any:
-    """A BLS call's INTERNAL error response as its caller gets it: the response, or for a
-    decoupled call the whole stream."""
-    error = InferenceResponse(error=TritonError(message, ErrorCode.INTERNAL))
+def error_answer(message: str, decoupled: bool, code: ErrorCode = ErrorCode.INTERNAL) -> Any:
+    """A BLS call's error response (INTERNAL unless said) as its caller gets it: the
+    response, or for a decoupled call the whole stream."""
+    error = InferenceResponse(error=TritonError(message, code))
     return BlsResponses.of([error], final_alone=False) if decoupled else error
 
 

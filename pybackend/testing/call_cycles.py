@@ -6,6 +6,10 @@ forever. Under tritonserver our backend answers that call at once with an error 
 naming the cycle and the fix; ModelHarness and StubModel answer it with the same text
 instead of hanging until the test's timeout, and a cycle a free instance can serve runs.
 
+Where the server lets a queued call end on its own (the target's queue policy has a timeout:
+Triton answers "Request timeout expired"), the engines, which have no queue, answer at once:
+with Triton's answer when the call itself goes to such a model, else with the refusal.
+
 One registry per engine world (the in-process harnesses share one, StubModels another):
 each knows the instances of its models, which are inside ``execute``, and the calls in
 flight (who made them, whether the caller's execute thread blocks on them, which instance
@@ -16,10 +20,42 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar
+
+from ..utils.errors import ErrorCode
+from .bls_responses import refused_text
 
 InstanceKey = Tuple[str, str]  # (model, instance)
 T = TypeVar("T")
+
+#: Triton's answer to a request its queue policy's timeout expired.
+QUEUE_EXPIRED = "Request timeout expired"
+
+
+def queue_expires(config: Mapping[str, Any]) -> bool:
+    """Whether Triton's queue for the model (its parsed config) fails a request that waited
+    too long: a dynamic batcher whose default queue policy, or a priority level's, has a
+    default timeout. A request's own ``timeout=`` never makes it expire without one (the
+    backend's QueueExpires, csrc/backend/bls_cycles.h)."""
+    batching = config.get("dynamic_batching")
+    if not isinstance(batching, Mapping):
+        return False
+    policies = [batching.get("default_queue_policy")]
+    levels = batching.get("priority_queue_policy")
+    if isinstance(levels, Mapping):
+        policies.extend(levels.values())
+    return any(
+        isinstance(p, Mapping) and int(p.get("default_timeout_microseconds") or 0) > 0
+        for p in policies
+    )
+
+
+def refusal_error(callee: str, refusal: str) -> Tuple[ErrorCode, str]:
+    """The error response the caller of a refused call gets (code, message): Triton's own
+    for a queue that expires, the backend's refusal text otherwise."""
+    if refusal == QUEUE_EXPIRED:
+        return ErrorCode.UNAVAILABLE, QUEUE_EXPIRED  # Triton's, as our backend passes it on
+    return ErrorCode.INTERNAL, refused_text(callee, refusal)
 
 
 @dataclass(eq=False)
@@ -28,7 +64,7 @@ class Call:
 
     caller: InstanceKey
     callee: str
-    blocking: bool  # the caller's execute thread waits on it (exec(), no timeout)
+    blocking: bool  # the caller's execute thread waits on it (exec(), with a timeout too)
     chain: List[str]  # the models that led to the caller, the caller last
     server: Optional[InstanceKey] = None  # the instance whose execute took its request
     detached: bool = False  # that execute ended without the answer: it comes later
@@ -37,6 +73,7 @@ class Call:
 @dataclass(eq=False)
 class _Slot:
     busy: int = 0  # inside execute
+    queue_expires: bool = False  # its model's queue policy has a timeout (queue_expires)
     thread: Optional[threading.Thread] = None  # the thread running its model's execute
     served: List[Call] = field(default_factory=list)  # the calls its execute serves
 
@@ -51,9 +88,10 @@ class CallCycles:
 
     # ------------------------------------------------------------------ instances
 
-    def add_instance(self, model: str, instance: str) -> None:
+    def add_instance(self, model: str, instance: str, expires: bool = False) -> None:
+        """``expires``: the model's queue policy has a timeout (:func:`queue_expires`)."""
         with self._lock:
-            self._models.setdefault(model, {}).setdefault(instance, _Slot())
+            self._models.setdefault(model, {}).setdefault(instance, _Slot()).queue_expires = expires
 
     def remove_instance(self, model: str, instance: str) -> None:
         """The instance closed: it is gone, and so are the calls it made (a stub that died in
@@ -114,7 +152,8 @@ class CallCycles:
 
     def begin(self, caller: InstanceKey, callee: str, blocking: bool) -> Tuple[Call, str]:
         """Registers a call about to be made; with it the refusal text ("" when it may
-        wait: it is then in flight until :meth:`end`)."""
+        wait: it is then in flight until :meth:`end`; :data:`QUEUE_EXPIRED` where the server
+        would let the call wait in the callee's queue until its policy's timeout)."""
         with self._lock:
             slot = self._models.get(caller[0], {}).get(caller[1])
             parent = slot.served[0].chain if slot is not None and slot.served else []
@@ -127,6 +166,8 @@ class CallCycles:
                 return call, ""
             text = self._refusal(call, self._cycle(call, free))
             self._calls.remove(call)
+            if any(s.queue_expires for s in self._models.get(callee, {}).values()):
+                text = QUEUE_EXPIRED
             return call, text
 
     def end(self, call: Call) -> None:

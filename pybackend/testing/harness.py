@@ -38,7 +38,7 @@ from ..stub.tracebacks import MODEL_ERRORS, format_exception
 from ..utils.errors import TritonModelException
 from ..utils.request import InferenceRequest
 from ..utils.response import InferenceResponse
-from .call_cycles import Call
+from .call_cycles import Call, queue_expires
 from .config import complete
 from .harness_bls import BlsServer
 from .harness_bounds import (
@@ -163,7 +163,7 @@ class ModelHarness(ModelOnDisk):
         with t.lock:
             t.harnesses.append(self)
             t.fakes.update(self._fakes)
-        t.cycles.add_instance(self.model_name, self.instance_name)
+        t.cycles.add_instance(self.model_name, self.instance_name, queue_expires(self.config))
         install(t)
         try:
             refuse_like_server(self.config, self.model_name)

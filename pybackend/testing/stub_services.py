@@ -19,7 +19,7 @@ from ..utils.response import InferenceResponse
 from ..utils.tensor import Tensor
 from .bls_responses import DECOUPLED_ONLY, fake_answer, refused_text
 from .call_cycles import STUB_MODEL_CYCLES as CYCLES
-from .call_cycles import Call
+from .call_cycles import Call, queue_expires, refusal_error
 from .harness_errors import InferError
 from .metric_store import MetricError, MetricStore, metric_refusal
 from .stub_driver import StubDriver
@@ -38,7 +38,7 @@ _models_lock = threading.Lock()
 def register(model: "StubModel") -> None:
     with _models_lock:
         _models.setdefault(model.model_name, []).append(model)
-    CYCLES.add_instance(model.model_name, model.instance_name)
+    CYCLES.add_instance(model.model_name, model.instance_name, queue_expires(model.config))
 
 
 def unregister(model: "StubModel") -> None:
@@ -97,8 +97,8 @@ class StubServices:
         desc = bls_codec.decode_bls_exec(msg.body)
         arrays = {t.name: self.driver.array_of(t) for t in desc.inputs}
         # Only the stub's blocking exec() from execute comes on sync (stub/bls.py): its
-        # execute waits on it, which is what may close a cycle (without a timeout).
-        blocking = channel is self.driver.sync and desc.timeout_us == 0
+        # execute waits on it, which is what may close a cycle (a timeout= does not end it).
+        blocking = channel is self.driver.sync
         # Answered from a thread of its own: the callee may be this very stub (a model
         # calling itself) or call back into it, and the reader must stay free meanwhile.
         threading.Thread(
@@ -165,7 +165,7 @@ class StubServices:
         if not desc.decoupled:
             call, refusal = CYCLES.begin((self.model_name, self.instance_name), name, blocking)
             if refusal:
-                return [_error_desc(ErrorCode.INTERNAL, refused_text(name, refusal))]
+                return [_error_desc(*refusal_error(name, refusal))]
 
         def emit(resp: Optional[Dict[str, Any]], final: bool) -> None:
             if final:

@@ -15,8 +15,8 @@ from ..stub.bls import BLS_ONLY_IN_EXECUTE
 from ..utils.errors import TritonModelException
 from ..utils.response import InferenceResponse
 from ..utils.transport import Transport
-from .bls_responses import BlsResponses, error_answer, fake_answer, refused_text
-from .call_cycles import CallCycles
+from .bls_responses import BlsResponses, error_answer, fake_answer
+from .call_cycles import CallCycles, refusal_error
 from .metric_store import MetricError, MetricRecord, MetricStore, metric_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -145,10 +145,11 @@ class HarnessTransport(Transport):
         if decoupled or caller is None:
             return target._serve_bls(request, decoupled, None)
         key = (caller.model_name, caller.instance_name)
-        blocking = request._timeout == 0 and cycles.in_execute_thread(*key)
+        blocking = cycles.in_execute_thread(*key)  # a timeout= does not end it (call_cycles)
         call, refusal = cycles.begin(key, name, blocking)
         if refusal:
-            return error_answer(refused_text(name, refusal), False)
+            code, message = refusal_error(name, refusal)
+            return error_answer(message, False, code)
         try:
             return target._serve_bls(request, False, call)
         finally:

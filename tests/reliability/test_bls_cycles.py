@@ -4,7 +4,16 @@ an error naming the cycle and the fix; a cycle a free instance can serve still r
 
 Every model answers "error: <message>" for a failed call, so the refusal's text reaches the
 client as an output. The client's timeout bounds each wait: on the original (and before
-the fix) these requests hang until it."""
+the fix) these requests hang until it.
+
+A call's ``timeout=`` does not end such a wait: tritonserver 2.51 takes a request's timeout
+only below a default timeout of the target's queue policy (dynamic batching's
+``default_queue_policy { default_timeout_microseconds }``, with ``allow_timeout_override``)
+and ignores it everywhere else. Measured with a self call of ``timeout=1000000`` on one
+instance, original and ours before this rule counted such calls: no dynamic batching, a
+dynamic batcher, one with ``allow_timeout_override`` and no default: all three waited past
+a 12 s client timeout; with a default timeout of 1 s: "Request timeout expired" after
+1.5 s, with or without the call's timeout (both backends)."""
 
 from __future__ import annotations
 
@@ -18,8 +27,18 @@ import pytest
 from reliability_support import MODELS as RELIABILITY_MODELS
 from reliability_support import start
 
-# One model source (models/cycle) under each name; only the instance count differs.
-INSTANCES = {"cycle_self": 1, "cycle_self2": 2, "cycle_a": 1, "cycle_b": 1}
+# One model source (models/cycle) under each name; the instance count and the config's
+# dynamic batcher differ.
+EXPIRING = "dynamic_batching { default_queue_policy { default_timeout_microseconds: 1000000 } }"
+OVERRIDE = "dynamic_batching { default_queue_policy { allow_timeout_override: true } }"
+MODELS = {
+    "cycle_self": (1, ""),
+    "cycle_self2": (2, ""),
+    "cycle_a": (1, ""),
+    "cycle_b": (1, ""),
+    "cycle_expiring": (1, EXPIRING),
+    "cycle_override": (1, OVERRIDE),
+}
 CLIENT_TIMEOUT_S = 30.0
 FIX = "or call without a cycle."
 
@@ -27,13 +46,13 @@ FIX = "or call without a cycle."
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     repo = tmp_path_factory.mktemp("cycles")
-    for name, count in INSTANCES.items():
+    for name, (count, batcher) in MODELS.items():
         shutil.copytree(RELIABILITY_MODELS / "cycle", repo / name)
         config = repo / name / "config.pbtxt"
         text = config.read_text()
         assert "count: 1 " in text, "models/cycle/config.pbtxt's instance_group changed"
-        config.write_text(text.replace("count: 1 ", f"count: {count} "))
-    with start(list(INSTANCES), repository=repo) as s:
+        config.write_text(text.replace("count: 1 ", f"count: {count} ") + batcher + "\n")
+    with start(list(MODELS), repository=repo) as s:
         yield s
 
 
@@ -61,6 +80,26 @@ def refusal(caller: str, callee: str, cycle: str) -> str:
 def test_self_call_with_one_instance_is_refused_at_once(server: Any, http: Any) -> None:
     message = run(http, server, "cycle_self", "cycle_self")
     assert message == refusal("cycle_self", "cycle_self", "cycle_self -> cycle_self")
+
+
+def test_a_timeout_the_server_ignores_does_not_keep_the_call_waiting(
+    server: Any, http: Any
+) -> None:
+    """timeout= on the self call: without a queue policy's timeout, tritonserver ignores it
+    (module docstring), so the call is refused as one without it."""
+    for model in ("cycle_self", "cycle_override"):
+        message = run(http, server, model, f"{model}@1000000")
+        assert message == refusal(model, model, f"{model} -> {model}")
+
+
+def test_a_queue_that_expires_requests_ends_the_wait_as_on_the_original(
+    server: Any, http: Any
+) -> None:
+    """The target's queue policy has a timeout: the queued self call expires (Triton's own
+    answer, as the original gives it), it is not refused; its instance serves on."""
+    for path in ("cycle_expiring", "cycle_expiring@500000"):
+        assert run(http, server, "cycle_expiring", path) == "error: Request timeout expired"
+    assert run(http, server, "cycle_expiring", "") == "leaf cycle_expiring"
 
 
 def test_two_model_cycle_is_refused_at_once(server: Any, http: Any) -> None:

@@ -4,7 +4,10 @@ gives under our backend (docs/reliability.md, "BLS call cycles"), instead of the
 hanging until the test's timeout; a cycle a free instance serves still runs.
 
 The models are tests/reliability's `cycle` (BLS along PATH, "error: <message>" for a failed
-call) under four names; every engine's answer is held to a real tritonserver's."""
+call; "name@us" calls with that timeout) under six names; every engine's answer is held to a
+real tritonserver's. A self call with a timeout the server ignores is refused; one whose
+target's queue policy expires requests gets Triton's "Request timeout expired" (from the
+server after the policy's second, from the engines at once)."""
 
 from __future__ import annotations
 
@@ -24,7 +27,19 @@ from pybackend.server import TritonServer
 from pybackend.testing import ModelHarness, StubModel
 
 CYCLE_MODEL = Path(__file__).resolve().parents[1] / "reliability" / "models" / "cycle"
-INSTANCES = {"cycle_self": 1, "cycle_self2": 2, "cycle_a": 1, "cycle_b": 1}
+INSTANCES = {
+    "cycle_self": 1,
+    "cycle_self2": 2,
+    "cycle_a": 1,
+    "cycle_b": 1,
+    "cycle_expiring": 1,
+    "cycle_override": 1,
+}
+BATCHERS = {
+    "cycle_expiring": "dynamic_batching { default_queue_policy { "
+    "default_timeout_microseconds: 1000000 } }",
+    "cycle_override": "dynamic_batching { default_queue_policy { allow_timeout_override: true } }",
+}
 # (model called, PATH): refusals, chains that run, and plain calls after a refusal.
 PATHS = [
     ("cycle_self", "cycle_self"),
@@ -34,6 +49,10 @@ PATHS = [
     ("cycle_a", "cycle_b"),
     ("cycle_b", "cycle_a,cycle_self"),
     ("cycle_self", ""),
+    ("cycle_self", "cycle_self@1000000"),
+    ("cycle_override", "cycle_override@1000000"),
+    ("cycle_expiring", "cycle_expiring"),
+    ("cycle_expiring", ""),
 ]
 TIMEOUT_S = 20.0  # what a hang would cost each call; an answer takes milliseconds
 
@@ -56,7 +75,7 @@ def repository(tmp_path_factory: Any) -> Path:
         config = repo / name / "config.pbtxt"
         text = config.read_text()
         assert "count: 1 " in text, "models/cycle/config.pbtxt's instance_group changed"
-        config.write_text(text.replace("count: 1 ", f"count: {count} "))
+        config.write_text(text.replace("count: 1 ", f"count: {count} ") + BATCHERS.get(name, ""))
     return repo
 
 
@@ -86,14 +105,16 @@ def engine(request: Any, repository: Path) -> Iterator[Dict[str, Any]]:
 def test_every_answer_is_the_servers_and_comes_at_once(
     engine: Dict[str, Any], by_server: Dict[Tuple[str, str], str]
 ) -> None:
-    refused = 0
+    refused = expired = 0
     for model, path in PATHS:
         start = time.monotonic()
         answer = engine[model].infer({"PATH": _path(path)}, timeout=TIMEOUT_S)["MSG"][0].decode()
         assert _any_instance(answer) == _any_instance(by_server[model, path]), (model, path)
         assert time.monotonic() - start < TIMEOUT_S / 2, (model, path)  # never the timeout
         refused += "would wait forever" in answer
-    assert refused == 3  # the one-instance self call, a -> b -> a, three on two instances
+        expired += answer == "error: Request timeout expired"
+    # The one-instance self call, a -> b -> a, three on two instances, two with a timeout.
+    assert (refused, expired) == (5, 1)
 
 
 def test_the_refusal_names_the_cycle_and_the_fix(engine: Dict[str, Any]) -> None:

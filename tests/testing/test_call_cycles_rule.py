@@ -21,7 +21,7 @@ def test_a_blocking_self_call_with_one_instance_is_refused() -> None:
         _, refusal = cycles.begin(("m", "m_0"), "m", blocking=True)
         assert "closes the call cycle m -> m, and the only instance of 'm' is blocked" in refusal
         assert "(instance_group [ { count: 2 } ] in its config.pbtxt)" in refusal
-        # Not blocking (async_exec, a thread, a timeout): it may be abandoned, so it waits.
+        # Not blocking (async_exec, a thread): it may be abandoned, so it waits.
         call, refusal = cycles.begin(("m", "m_0"), "m", blocking=False)
         assert refusal == ""
         cycles.end(call)

@@ -1,6 +1,7 @@
 """BLS along PATH: the first name in PATH is called (blocking exec) with the rest of PATH;
-an empty PATH answers "leaf <model>". A failed call answers "error: <its message>", so a
-refused cycle shows its text to the client."""
+an empty PATH answers "leaf <model>". A name may carry the call's timeout in microseconds
+("name@1000000"). A failed call answers "error: <its message>", so a refused cycle shows its
+text to the client."""
 
 import numpy as np
 
@@ -25,10 +26,12 @@ class TritonPythonModel:
                 responses.append(answer(f"leaf {self.name}"))
                 continue
             callee, _, rest = path.partition(",")
+            callee, _, timeout = callee.partition("@")
             call = pb_utils.InferenceRequest(
                 model_name=callee,
                 inputs=[pb_utils.Tensor("PATH", np.array([rest.encode()], np.object_))],
                 requested_output_names=["MSG"],
+                timeout=int(timeout or 0),
             )
             result = call.exec()
             if result.has_error():
