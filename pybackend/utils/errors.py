@@ -20,6 +20,21 @@ class ErrorCode(enum.IntEnum):
     ALREADY_EXISTS = 6
     CANCELLED = 7
 
+    # Printed as the original's pybind11 enum (TritonError.__ErrorCode) prints, so that a
+    # model's log line or message with a code reads the same under both backends: an
+    # IntEnum prints "4" on Python 3.11+ and "ErrorCode.UNAVAILABLE" before.
+    def __repr__(self) -> str:
+        return f"<__ErrorCode.{self.name}: {int(self)}>"
+
+    def __str__(self) -> str:
+        return f"__ErrorCode.{self.name}"
+
+    def __format__(self, spec: str) -> str:
+        return str(self) if not spec else format(int(self), spec)
+
+    def __bool__(self) -> bool:
+        return True  # a pybind11 enum object, UNKNOWN (0) included
+
 
 class TritonError:
     """An error to return to the client: ``TritonError(message, code=TritonError.INTERNAL)``.

@@ -101,6 +101,19 @@ def test_error_response_code_reaches_the_client(server, protocol, code):
     assert error.status == CODE_STATUS[code][PROTOCOLS.index(protocol)]
 
 
+def test_an_error_code_prints_as_the_originals(server):
+    """repr, str, an f-string and format() of each code, its truth and its equality with its
+    number: a model that logs or returns a code's text says the same under both backends
+    (ours once printed "4", an IntEnum's text on Python 3.11, "ErrorCode.UNAVAILABLE" before)."""
+    text = text_output(run_mode(server, "http", "code_text"), "MSG")
+    names = list(CODE_STATUS)
+    assert text.splitlines() == [
+        f"<__ErrorCode.{name}: {value}> __ErrorCode.{name} __ErrorCode.{name} "
+        f"__ErrorCode.{name} True True"
+        for value, name in enumerate(names)
+    ]
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_error_response_default_code_is_internal(server, protocol):
     error = mode_error(server, protocol, "error_default_code")

@@ -79,6 +79,14 @@ class TritonPythonModel:
                 code = getattr(pb_utils.TritonError, mode[len("error_code_") :])
                 error = pb_utils.TritonError(f"failed with {mode[11:]}", code)
                 responses.append(pb_utils.InferenceResponse(error=error))
+            elif mode == "code_text":
+                # A code as a log line or a message prints it (the original's is a pybind11
+                # enum, TritonError.__ErrorCode).
+                codes = [getattr(pb_utils.TritonError, name) for name in CODE_NAMES]
+                lines = [
+                    f"{c!r} {c} {str(c)} {format(c, '')} {bool(c)} {c == int(c)}" for c in codes
+                ]
+                responses.append(msg_response("\n".join(lines)))
             elif mode == "error_default_code":
                 error = pb_utils.TritonError("failed with the default code")
                 responses.append(pb_utils.InferenceResponse(error=error))
