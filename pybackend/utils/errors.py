@@ -3,12 +3,11 @@ pb_utils raises, and what model code may raise)."""
 
 from __future__ import annotations
 
-import enum
-
 from .arguments import as_instance, as_string
+from .pybind_enum import PybindEnum
 
 
-class ErrorCode(enum.IntEnum):
+class ErrorCode(PybindEnum):
     """Numerically equal to the C ``TRITONSERVER_Error_Code``."""
 
     UNKNOWN = 0
@@ -20,20 +19,9 @@ class ErrorCode(enum.IntEnum):
     ALREADY_EXISTS = 6
     CANCELLED = 7
 
-    # Printed as the original's pybind11 enum (TritonError.__ErrorCode) prints, so that a
-    # model's log line or message with a code reads the same under both backends: an
-    # IntEnum prints "4" on Python 3.11+ and "ErrorCode.UNAVAILABLE" before.
-    def __repr__(self) -> str:
-        return f"<__ErrorCode.{self.name}: {int(self)}>"
 
-    def __str__(self) -> str:
-        return f"__ErrorCode.{self.name}"
-
-    def __format__(self, spec: str) -> str:
-        return str(self) if not spec else format(int(self), spec)
-
-    def __bool__(self) -> bool:
-        return True  # a pybind11 enum object, UNKNOWN (0) included
+# The original's pybind11 name (TritonError.__ErrorCode), which a code prints with.
+ErrorCode.__name__ = "__ErrorCode"
 
 
 class TritonError:

@@ -3,14 +3,14 @@ tagged with the caller's file and line."""
 
 from __future__ import annotations
 
-import enum
 import sys
 
 from . import transport as _transport
 from .arguments import as_instance, as_string
+from .pybind_enum import PybindEnum
 
 
-class LogLevel(enum.IntEnum):
+class LogLevel(PybindEnum):
     """Numerically equal to ``TRITONSERVER_LogLevel``."""
 
     INFO = 0

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import enum
-
 from .arguments import as_instance, as_int
+from .pybind_enum import PybindEnum
 
 
-class MemoryType(enum.IntEnum):
+class MemoryType(PybindEnum):
     TRITONSERVER_MEMORY_GPU = 0
     TRITONSERVER_MEMORY_CPU = 1
     DEFAULT = 2  # internal: keep the callee's own preference

@@ -14,12 +14,12 @@ its family alive. One server metric per label set (and buckets) of a family serv
 
 from __future__ import annotations
 
-import enum
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import transport as _transport
 from .arguments import as_float, as_instance, as_string, cast_in_body
 from .errors import TritonModelException
+from .pybind_enum import PybindEnum
 
 FAMILY_DELETED = (
     "Invalid metric operation as the corresponding 'MetricFamily' has been deleted. The "
@@ -28,7 +28,7 @@ FAMILY_DELETED = (
 )
 
 
-class MetricKind(enum.IntEnum):
+class MetricKind(PybindEnum):
     COUNTER = 0
     GAUGE = 1
     HISTOGRAM = 2

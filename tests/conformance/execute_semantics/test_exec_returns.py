@@ -101,16 +101,19 @@ def test_error_response_code_reaches_the_client(server, protocol, code):
     assert error.status == CODE_STATUS[code][PROTOCOLS.index(protocol)]
 
 
-def test_an_error_code_prints_as_the_originals(server):
-    """repr, str, an f-string and format() of each code, its truth and its equality with its
-    number: a model that logs or returns a code's text says the same under both backends
-    (ours once printed "4", an IntEnum's text on Python 3.11, "ErrorCode.UNAVAILABLE" before)."""
+def test_pb_utils_enums_print_as_the_originals(server):
+    """repr, str, an f-string and format() of each TritonError code, Logger level,
+    MetricFamily kind and memory type, its truth and its equality with its number: a model
+    that logs or returns one's text says the same under both backends (ours once printed
+    "4", an IntEnum's text on Python 3.11, "ErrorCode.UNAVAILABLE" before)."""
     text = text_output(run_mode(server, "http", "code_text"), "MSG")
-    names = list(CODE_STATUS)
+    members = [("__ErrorCode", name, value) for value, name in enumerate(CODE_STATUS)]
+    members += [("LogLevel", n, v) for v, n in enumerate(["INFO", "WARNING", "ERROR", "VERBOSE"])]
+    members += [("MetricKind", n, v) for v, n in enumerate(["COUNTER", "GAUGE", "HISTOGRAM"])]
+    members += [("MemoryType", f"TRITONSERVER_MEMORY_{n}", v) for v, n in enumerate(["GPU", "CPU"])]
     assert text.splitlines() == [
-        f"<__ErrorCode.{name}: {value}> __ErrorCode.{name} __ErrorCode.{name} "
-        f"__ErrorCode.{name} True True"
-        for value, name in enumerate(names)
+        f"<{kind}.{name}: {value}> {kind}.{name} {kind}.{name} {kind}.{name} True True"
+        for kind, name, value in members
     ]
 
 

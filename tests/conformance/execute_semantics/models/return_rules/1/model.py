@@ -80,9 +80,13 @@ class TritonPythonModel:
                 error = pb_utils.TritonError(f"failed with {mode[11:]}", code)
                 responses.append(pb_utils.InferenceResponse(error=error))
             elif mode == "code_text":
-                # A code as a log line or a message prints it (the original's is a pybind11
-                # enum, TritonError.__ErrorCode).
+                # pb_utils' enums as a log line or a message prints them (the original's are
+                # pybind11 enums): error codes, log levels, metric kinds, memory types.
                 codes = [getattr(pb_utils.TritonError, name) for name in CODE_NAMES]
+                codes += [getattr(pb_utils.Logger, n) for n in ("INFO", "WARNING", "ERROR")]
+                codes += [pb_utils.Logger.VERBOSE, pb_utils.MetricFamily.COUNTER]
+                codes += [pb_utils.MetricFamily.GAUGE, pb_utils.MetricFamily.HISTOGRAM]
+                codes += [pb_utils.TRITONSERVER_MEMORY_GPU, pb_utils.TRITONSERVER_MEMORY_CPU]
                 lines = [
                     f"{c!r} {c} {str(c)} {format(c, '')} {bool(c)} {c == int(c)}" for c in codes
                 ]
