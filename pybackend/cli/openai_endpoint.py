@@ -8,7 +8,7 @@ import os
 import ssl
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from pybackend.cli.command import add_command
 from pybackend.errors import PybackendError
@@ -101,12 +101,30 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         "read again (default 5; 0 reads it for every request). A request that fails on a "
         "kept configuration a reload has changed since runs again with the new one",
     )
+    parser.add_argument(
+        "--openai-max-connections",
+        type=_count,
+        metavar="N",
+        # The default is the endpoint's (listener.MAX_CONNECTIONS), as for the TTL above.
+        help="connections served at once (default 1024; 0: no bound); a connection past "
+        "them is answered 503 with Retry-After: 1, which OpenAI's SDKs retry",
+    )
 
 
 def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text}: give a number of seconds above 0")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a whole number, 0 or more")
     return value
 
 
@@ -127,6 +145,7 @@ class EndpointOptions:
     triton_headers: Dict[str, str]
     config_ttl: Optional[float] = None  # None: the endpoint's default
     tls: Optional[ssl.SSLContext] = None
+    max_connections: Optional[int] = None  # None: the endpoint's default
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> "EndpointOptions":
@@ -146,12 +165,18 @@ class EndpointOptions:
             _headers(args.triton_header_env),
             args.openai_config_ttl,
             _tls(args.openai_tls_cert, args.openai_tls_key),
+            args.openai_max_connections,
         )
 
     def endpoint(self, triton_grpc: str, host: str, port: int) -> "OpenAIServer":
         """The endpoint (not started); PybackendError when it cannot listen."""
         from pybackend.openai_api import OpenAIServer
 
+        given: Dict[str, Any] = {}  # an option not given keeps the endpoint's default
+        if self.config_ttl is not None:
+            given["config_ttl"] = self.config_ttl
+        if self.max_connections is not None:
+            given["max_connections"] = self.max_connections
         try:
             return OpenAIServer(
                 triton_grpc,
@@ -161,8 +186,8 @@ class EndpointOptions:
                 api_key=self.api_key,
                 timeout=self.timeout,
                 triton_headers=self.triton_headers,
-                **({} if self.config_ttl is None else {"config_ttl": self.config_ttl}),
                 tls=self.tls,
+                **given,
             )
         except OSError as e:
             raise PybackendError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None

@@ -1,23 +1,21 @@
 """The OpenAI-compatible HTTP endpoint: ``GET /v1/models``, ``POST /v1/completions`` and
 ``POST /v1/chat/completions`` (whole answers or server-sent event streams), ``POST
 /v1/embeddings``, ``GET /health``, in front of a tritonserver's gRPC endpoint. A thread per
-connection (stdlib HTTP server); each completion is one Triton request, each embedded text
-one."""
+connection, a bounded number of them (listener.py); each completion is one Triton request,
+each embedded text one."""
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import json
 import select
-import socket
 import ssl
 import sys
 import threading
 import time
 import traceback
 from contextlib import closing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -40,6 +38,7 @@ from .chat import ChatTemplate
 from .config_cache import CONFIG_TTL
 from .convention import BadValue, NotATextModel, TextModel
 from .embedding import EmbeddingModel, NotAnEmbeddingModel
+from .listener import IDLE_SECONDS, MAX_BODY, MAX_CONNECTIONS, Listener
 from .requests import ApiError, Ask, parse, parse_embeddings
 from .upstream import Begun, Upstream
 
@@ -47,12 +46,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 Convention = TypeVar("Convention", TextModel, EmbeddingModel)
-
-#: Largest request body read (a conversation is text; this bounds a client's memory use).
-MAX_BODY = 16 * 1024 * 1024
-#: Seconds a connection may stay silent (a slow or stalled client, an idle keep-alive)
-#: before its thread lets it go.
-IDLE_SECONDS = 120
 
 
 class OpenAIServer:
@@ -65,7 +58,8 @@ class OpenAIServer:
     ``{"triton-grpc-protocol-triton-access-token": triton.get_access_token()}``);
     ``config_ttl``: seconds a model's configuration is used before it is read again
     (config_cache.py); ``tls``: a server-side context (its certificate loaded): the endpoint
-    then speaks HTTPS only."""
+    then speaks HTTPS only; ``max_connections``: connections served at once, others are
+    answered 503 with Retry-After (0: no bound; listener.py)."""
 
     def __init__(
         self,
@@ -79,6 +73,7 @@ class OpenAIServer:
         triton_headers: Optional[Mapping[str, str]] = None,
         config_ttl: float = CONFIG_TTL,
         tls: Optional[ssl.SSLContext] = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         try:
             import tritonclient.grpc  # noqa: F401 - the endpoint's client of tritonserver
@@ -93,7 +88,8 @@ class OpenAIServer:
         self.created = int(time.time())
         self._host = host = bare(host)
         handler = type("Handler", (_Handler,), {"endpoint": self})
-        listener = type("Listener", (_Listener,), {"address_family": family(host), "tls": tls})
+        settings = {"address_family": family(host), "tls": tls, "max_connections": max_connections}
+        listener = type("Listener", (Listener,), settings)
         self._http = listener((host, port), handler)
         self._thread: Optional[threading.Thread] = None
 
@@ -181,38 +177,6 @@ class OpenAIServer:
             return self.chat_template.render(ask.messages)
         except ValueError as e:
             raise ApiError(400, str(e), param="messages") from None
-
-
-class _Listener(ThreadingHTTPServer):
-    """The standard library's threading HTTP server; with ``tls``, each connection is
-    wrapped as it is accepted and its handshake runs on the connection's own thread (bounded
-    by IDLE_SECONDS), so that a slow or silent client holds up no other."""
-
-    daemon_threads = True
-    tls: Optional[ssl.SSLContext] = None
-
-    def server_bind(self) -> None:
-        if self.address_family == socket.AF_INET6:
-            # "::" takes IPv4 clients too, whatever the host's net.ipv6.bindv6only says (as
-            # the standard library's DualStackServer does).
-            with contextlib.suppress(OSError):
-                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-    def get_request(self) -> Tuple[socket.socket, Any]:
-        sock, address = super().get_request()
-        if self.tls is None:
-            return sock, address
-        return self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        if self.tls is not None:
-            request.settimeout(IDLE_SECONDS)
-            try:
-                request.do_handshake()
-            except (OSError, ValueError):  # ssl.SSLError among them: plain HTTP, a client gone
-                return  # the connection is closed by the caller
-        super().finish_request(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -156,6 +156,31 @@ def test_openai_config_ttl_reaches_the_endpoint_its_default_said_in_the_help() -
     assert done.returncode == 2 and "give a number of seconds, 0 or more" in done.stderr
 
 
+def test_openai_max_connections_reaches_the_endpoint_its_default_said_in_the_help() -> None:
+    from pybackend.cli.openai_endpoint import EndpointOptions, add_endpoint_options
+    from pybackend.openai_api.listener import MAX_CONNECTIONS
+
+    parser = argparse.ArgumentParser()
+    add_endpoint_options(parser)
+    free = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens: the endpoint only starts
+    for given, bound in (([], MAX_CONNECTIONS), (["--openai-max-connections", "0"], 0)):
+        options = EndpointOptions.of(parser.parse_args(given))
+        endpoint = options.endpoint(free, "127.0.0.1", 0)
+        try:
+            assert endpoint._http.max_connections == bound
+        finally:
+            endpoint.close()
+    assert f"(default {MAX_CONNECTIONS};" in " ".join(parser.format_help().split())
+    for bad in ("-1", "many"):
+        done = subprocess.run(
+            [*CLI, "openai", "--openai-max-connections", bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2 and "give a whole number, 0 or more" in done.stderr
+
+
 def test_openai_timeout_must_be_positive() -> None:
     done = subprocess.run(
         [*CLI, "openai", "--openai-timeout", "0"], capture_output=True, text=True, timeout=60
