@@ -94,8 +94,14 @@ class Upstream:
         self.configs = ConfigCache(config_ttl)
 
     def _new_client(self) -> Client:
+        # stream_status: a decoupled model's refusal keeps its code (400, 503...), so that an
+        # SDK does not retry what a 500 would have it retry.
         return Client(
-            self.where, self.timeout, timeout_option="--openai-timeout", headers=self.headers
+            self.where,
+            self.timeout,
+            timeout_option="--openai-timeout",
+            headers=self.headers,
+            stream_status=True,
         )
 
     def client(self) -> ContextManager[Client]:
@@ -132,10 +138,9 @@ class Upstream:
         re-read's 404.
 
         Failures that a stale configuration can cause are retried: the server's refusal of
-        the request (400, 404, 501, 503) and 500, which is also how a decoupled model's
-        refusal comes (its stream's error has no code); a model whose ``execute`` failed on
-        the old version then runs on the new one. Never a 504 (the wait ran out: once is
-        enough) or a 429."""
+        the request (400, 404, 501, 503) and 500 (a model whose ``execute`` failed on the old
+        version then runs on the new one). Never a 504 (the wait ran out: once is enough) or
+        a 429."""
 
         def using(step: Callable[[Client, str], R]) -> Callable[[], R]:
             if client is not None:

@@ -3,7 +3,9 @@ convention would: deltas when streaming, the finish reason and token counts when
 
 Prompts that start with a command test the endpoint: ``!params`` answers with the
 sampling_parameters JSON it got, its flags and every input's dtype and shape; ``!fail`` fails
-(streaming: after one word), ``!failfirst`` before any; ``!sleep S`` waits S seconds before
+(streaming: after one word), ``!failfirst`` before any, ``!refuse`` before any with
+INVALID_ARG, counting its refusals in ``refusals`` in its model directory (the test reads
+it); ``!sleep S`` waits S seconds before
 answering; ``!slow N`` sends N words 50 ms apart (not streaming: takes as long, then sends
 them at once) and, when cancelled, writes ``cancelled`` in its model directory (the test
 reads it). The prompt's token count comes with the first
@@ -96,6 +98,15 @@ class TritonPythonModel:
             pieces, delay = ["".join(pieces)], 0.0
         for i, piece in enumerate(pieces):
             if self.cancelled(sender, delay, i):
+                return
+            if prompt.startswith("!refuse"):
+                counted = os.path.join(os.path.dirname(self.marker), "refusals")
+                with open(counted, "a") as marks:
+                    marks.write("x")
+                error = pb_utils.TritonError(
+                    "the prompt is refused", pb_utils.TritonError.INVALID_ARG
+                )
+                sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
                 return
             failing_at = 0 if prompt.startswith("!failfirst") or not stream else 1
             if prompt.startswith("!fail") and i == failing_at:
