@@ -24,8 +24,11 @@ struct InstanceSlot {
   // Triton handed us for calls we registered); has_requests: it is not empty.
   std::vector<const void*> requests;
   std::atomic<bool> has_requests{false};
-  // Triton's queue for the model expires requests (AddInstance): a call queued for it ends.
-  std::atomic<bool> queue_expires{false};
+  // Of the `loaded` generations, those whose queue expires requests (AddInstance). Counted,
+  // not a flag: a reload that fails takes its generation's value away with it.
+  std::atomic<int> expiring{0};
+  // Triton's queue for the model expires requests: a call queued for it ends on its own.
+  bool QueueExpires() const { return expiring > 0 && expiring == loaded; }
 };
 
 namespace {
@@ -89,7 +92,7 @@ std::set<InstanceKey> CanFree() {
         } else {
           for (const auto& [name, inst] : it->second) {
             // Queued where the queue expires requests: the call ends, answered or not.
-            if (free.count({call->callee, name}) != 0 || inst->queue_expires) answerable = true;
+            if (free.count({call->callee, name}) != 0 || inst->QueueExpires()) answerable = true;
           }
         }
       }
@@ -112,7 +115,7 @@ bool CalleeHasFreeInstance(const Call& call) {
   auto model = g_models.find(call.callee);
   if (model == g_models.end() || model->second.empty()) return true;
   for (const auto& [name, inst] : model->second) {
-    if (inst->busy == 0 || inst->loaded > 1 || inst->queue_expires) return true;
+    if (inst->busy == 0 || inst->loaded > 1 || inst->QueueExpires()) return true;
   }
   size_t blocked = 0;
   for (const auto& [id, other] : g_calls) {
@@ -211,8 +214,13 @@ uint64_t Uint(const json::Value* v) {
   }
 }
 
+// A queue policy that fails a request waiting past its timeout (DELAY only moves it back).
 bool PolicyExpires(const json::Value* policy) {
-  return policy != nullptr && Uint(policy->Find("default_timeout_microseconds")) > 0;
+  if (policy == nullptr || Uint(policy->Find("default_timeout_microseconds")) == 0) return false;
+  const json::Value* action = policy->Find("timeout_action");
+  bool delays = action != nullptr && ((action->is_string() && action->AsString() == "DELAY") ||
+                                      (action->is_number() && action->AsInt() == 1));
+  return !delays;
 }
 
 }  // namespace
@@ -220,13 +228,15 @@ bool PolicyExpires(const json::Value* policy) {
 bool QueueExpires(const json::Value& config) {
   const json::Value* batching = config.Find("dynamic_batching");
   if (batching == nullptr || !batching->is_object()) return false;
-  if (PolicyExpires(batching->Find("default_queue_policy"))) return true;
+  const json::Value* policy = batching->Find("default_queue_policy");
+  // A BLS request has no priority of its own: with priority levels it waits at the default
+  // level, under that level's policy where the map gives one.
   const json::Value* levels = batching->Find("priority_queue_policy");
-  if (levels == nullptr || !levels->is_object()) return false;
-  for (const auto& level : levels->members()) {
-    if (PolicyExpires(&level.second)) return true;
+  if (Uint(batching->Find("priority_levels")) > 0 && levels != nullptr && levels->is_object()) {
+    std::string level = std::to_string(Uint(batching->Find("default_priority_level")));
+    if (const json::Value* own = levels->Find(level); own != nullptr) policy = own;
   }
-  return false;
+  return PolicyExpires(policy);
 }
 
 std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance,
@@ -235,16 +245,17 @@ std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::s
   std::shared_ptr<InstanceSlot>& slot = g_models[model][instance];
   if (slot == nullptr) slot = std::make_shared<InstanceSlot>(model, instance);
   ++slot->loaded;
-  slot->queue_expires = queue_expires;  // a reload's new configuration (both count free meanwhile)
+  if (queue_expires) ++slot->expiring;
   return slot;
 }
 
-void RemoveInstance(const std::string& model, const std::string& instance) {
+void RemoveInstance(const std::string& model, const std::string& instance, bool queue_expires) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_models.find(model);
   if (it == g_models.end()) return;
   auto inst = it->second.find(instance);
   if (inst == it->second.end()) return;
+  if (queue_expires && inst->second->expiring > 0) --inst->second->expiring;
   if (--inst->second->loaded <= 0 && inst->second->busy == 0) it->second.erase(inst);
   if (it->second.empty()) g_models.erase(it);
 }

@@ -32,11 +32,13 @@ namespace pybackend::bls_cycles {
 // one name share it). The instance state holds it from AddInstance until it is deleted.
 struct InstanceSlot;
 
-// Whether Triton's queue for a model (its configuration as JSON) fails a request that waited
-// too long: a dynamic batcher whose default queue policy, or a priority level's, has a
-// default_timeout_microseconds. Measured on tritonserver 2.51: a request's own timeout is
-// taken only below such a default (allow_timeout_override), and ignored where there is none,
-// with or without a dynamic batcher, so a queued call never expires by its timeout alone.
+// Whether Triton's queue for a model (its configuration as JSON) fails a BLS request that
+// waited too long: a dynamic batcher whose policy for it (the default queue policy, or the
+// default priority level's where there are levels) has a default_timeout_microseconds and
+// the REJECT action (DELAY only moves the request back). Measured on tritonserver 2.51: a
+// request's own timeout is taken only below such a default (allow_timeout_override), and
+// ignored where there is none, with or without a dynamic batcher, so a queued call never
+// expires by its timeout alone.
 bool QueueExpires(const json::Value& config);
 
 // An instance of ours was initialized / finalized. Keep the slot AddInstance returns for
@@ -45,7 +47,9 @@ bool QueueExpires(const json::Value& config);
 // call queued there ends on its own even while no instance can take it.
 std::shared_ptr<InstanceSlot> AddInstance(const std::string& model, const std::string& instance,
                                           bool queue_expires = false);
-void RemoveInstance(const std::string& model, const std::string& instance);
+// `queue_expires`: as given to AddInstance for this generation of the instance.
+void RemoveInstance(const std::string& model, const std::string& instance,
+                    bool queue_expires = false);
 
 // While alive: the slot's instance is inside TRITONBACKEND_ModelInstanceExecute with these
 // requests (the BLS calls among them are now served by it).

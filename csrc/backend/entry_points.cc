@@ -132,7 +132,10 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
   try {
     PB_LOG_VERBOSE("TRITONBACKEND_ModelInstanceFinalize: delete instance state");
     auto* state = GetState<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
-    if (state != nullptr) pybackend::bls_cycles::RemoveInstance(state->model->name, state->name);
+    if (state != nullptr) {
+      pybackend::bls_cycles::RemoveInstance(state->model->name, state->name,
+                                            state->model->queue_expires);
+    }
     delete state;
     return nullptr;
   } catch (...) {

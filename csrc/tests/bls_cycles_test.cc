@@ -254,8 +254,22 @@ void TestAQueueThatExpiresEndsTheWait() {
                     "closes the call cycle keeping -> keeping,"));
     End(Id(92));
   }
-  RemoveInstance("expiring", "expiring_0");
+  RemoveInstance("expiring", "expiring_0", /*queue_expires=*/true);
   RemoveInstance("keeping", "keeping_0");
+}
+
+// A reload whose new generation fails takes its queue policy away with it.
+void TestAFailedReloadKeepsTheQueuePolicyOfTheModelThatServes() {
+  auto slot = AddInstance("reloaded", "reloaded_0", /*queue_expires=*/false);
+  AddInstance("reloaded", "reloaded_0", /*queue_expires=*/true);     // the new config's
+  RemoveInstance("reloaded", "reloaded_0", /*queue_expires=*/true);  // its load failed
+  TRITONBACKEND_Request* a[] = {Req(100)};
+  {
+    Executing running(*slot, a, 1);
+    EXPECT(Contains(Begin(Call(101, 102, "reloaded", "reloaded_0", "reloaded")),
+                    "closes the call cycle reloaded -> reloaded,"));
+  }
+  RemoveInstance("reloaded", "reloaded_0");
 }
 
 // Which configurations expire queued requests (tritonserver 2.51 observed through BLS
@@ -272,10 +286,25 @@ void TestQueueExpiresReadsTheQueuePolicies() {
                        {"default_timeout_microseconds": "1000000"}}})"));
   EXPECT(expires(
       R"({"dynamic_batching": {"default_queue_policy": {"default_timeout_microseconds": 5}}})"));
-  EXPECT(expires(R"({"dynamic_batching": {"priority_queue_policy":
-                       {"2": {"default_timeout_microseconds": "100"}}}})"));
+  // DELAY moves an expired request back into the queue: it never fails.
+  EXPECT(!expires(R"({"dynamic_batching": {"default_queue_policy":
+                        {"default_timeout_microseconds": "9", "timeout_action": "DELAY"}}})"));
+  EXPECT(expires(R"({"dynamic_batching": {"default_queue_policy":
+                       {"default_timeout_microseconds": "9", "timeout_action": "REJECT"}}})"));
+  // With priority levels, a BLS request waits at the default level, under its own policy.
+  EXPECT(expires(R"({"dynamic_batching": {"priority_levels": "2", "default_priority_level": "2",
+                       "priority_queue_policy": {"2": {"default_timeout_microseconds": "100"}}}})"));
+  EXPECT(!expires(R"({"dynamic_batching": {"priority_levels": "2", "default_priority_level": "1",
+                        "priority_queue_policy": {"2": {"default_timeout_microseconds": "100"}}}})"));
+  EXPECT(!expires(R"({"dynamic_batching": {"priority_levels": "2", "default_priority_level": "2",
+                        "default_queue_policy": {"default_timeout_microseconds": "100"},
+                        "priority_queue_policy": {"2": {"max_queue_size": 4}}}})"));
+  EXPECT(expires(R"({"dynamic_batching": {"priority_levels": "2", "default_priority_level": "1",
+                       "default_queue_policy": {"default_timeout_microseconds": "100"},
+                       "priority_queue_policy": {"2": {"max_queue_size": 4}}}})"));
+  // Levels in the map without priority_levels are not used.
   EXPECT(!expires(R"({"dynamic_batching": {"priority_queue_policy":
-                        {"2": {"max_queue_size": 4}}}})"));
+                        {"2": {"default_timeout_microseconds": "100"}}}})"));
   EXPECT(!expires(R"({"sequence_batching": {"max_sequence_idle_microseconds": "1000"}})"));
 }
 
@@ -292,6 +321,7 @@ int main() {
   TestEndedCallsLeaveNothing();
   TestAChainThroughThreeModelsIsFollowed();
   TestAQueueThatExpiresEndsTheWait();
+  TestAFailedReloadKeepsTheQueuePolicyOfTheModelThatServes();
   TestQueueExpiresReadsTheQueuePolicies();
   if (g_failures == 0) std::printf("bls_cycles_test: all passed\n");
   return g_failures == 0 ? 0 : 1;

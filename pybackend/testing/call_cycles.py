@@ -33,21 +33,30 @@ QUEUE_EXPIRED = "Request timeout expired"
 
 
 def queue_expires(config: Mapping[str, Any]) -> bool:
-    """Whether Triton's queue for the model (its parsed config) fails a request that waited
-    too long: a dynamic batcher whose default queue policy, or a priority level's, has a
-    default timeout. A request's own ``timeout=`` never makes it expire without one (the
-    backend's QueueExpires, csrc/backend/bls_cycles.h)."""
+    """Whether Triton's queue for the model (its parsed config) fails a BLS request that
+    waited too long: a dynamic batcher whose policy for it (the default queue policy, or the
+    default priority level's where there are levels) has a default timeout and the REJECT
+    action. A request's own ``timeout=`` never makes it expire without one (the backend's
+    QueueExpires, csrc/backend/bls_cycles.h)."""
     batching = config.get("dynamic_batching")
     if not isinstance(batching, Mapping):
         return False
-    policies = [batching.get("default_queue_policy")]
+    policy = batching.get("default_queue_policy")
     levels = batching.get("priority_queue_policy")
-    if isinstance(levels, Mapping):
-        policies.extend(levels.values())
-    return any(
-        isinstance(p, Mapping) and int(p.get("default_timeout_microseconds") or 0) > 0
-        for p in policies
-    )
+    if _uint(batching.get("priority_levels")) > 0 and isinstance(levels, Mapping):
+        default = _uint(batching.get("default_priority_level"))
+        own = {_uint(k): v for k, v in levels.items()}.get(default)
+        policy = own if own is not None else policy
+    if not isinstance(policy, Mapping) or _uint(policy.get("default_timeout_microseconds")) == 0:
+        return False
+    return policy.get("timeout_action") not in ("DELAY", 1)  # DELAY only moves it back
+
+
+def _uint(value: Any) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def refusal_error(callee: str, refusal: str) -> Tuple[ErrorCode, str]:

@@ -31,6 +31,8 @@ from reliability_support import start
 # dynamic batcher differ.
 EXPIRING = "dynamic_batching { default_queue_policy { default_timeout_microseconds: 1000000 } }"
 OVERRIDE = "dynamic_batching { default_queue_policy { allow_timeout_override: true } }"
+# An expired request is moved back into the queue, never failed: the call still waits.
+DELAYING = EXPIRING.replace("1000000", "1000000 timeout_action: DELAY")
 MODELS = {
     "cycle_self": (1, ""),
     "cycle_self2": (2, ""),
@@ -38,6 +40,7 @@ MODELS = {
     "cycle_b": (1, ""),
     "cycle_expiring": (1, EXPIRING),
     "cycle_override": (1, OVERRIDE),
+    "cycle_delaying": (1, DELAYING),
 }
 CLIENT_TIMEOUT_S = 30.0
 FIX = "or call without a cycle."
@@ -90,6 +93,14 @@ def test_a_timeout_the_server_ignores_does_not_keep_the_call_waiting(
     for model in ("cycle_self", "cycle_override"):
         message = run(http, server, model, f"{model}@1000000")
         assert message == refusal(model, model, f"{model} -> {model}")
+
+
+def test_a_queue_that_delays_what_expires_does_not_end_the_wait(server: Any, http: Any) -> None:
+    """timeout_action DELAY: the expired call goes back in the queue behind its own caller."""
+    message = run(http, server, "cycle_delaying", "cycle_delaying")
+    assert message == refusal(
+        "cycle_delaying", "cycle_delaying", "cycle_delaying -> cycle_delaying"
+    )
 
 
 def test_a_queue_that_expires_requests_ends_the_wait_as_on_the_original(

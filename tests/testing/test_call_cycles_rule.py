@@ -4,7 +4,16 @@ calls are refused, and the cycle the refusal names."""
 
 from __future__ import annotations
 
-from pybackend.testing.call_cycles import CallCycles
+import pytest
+
+from pybackend.testing.call_cycles import (
+    QUEUE_EXPIRED,
+    CallCycles,
+    queue_expires,
+    refusal_error,
+)
+from pybackend.testing.config import parse_config
+from pybackend.utils.errors import ErrorCode
 
 
 def registry(*instances: str) -> CallCycles:
@@ -143,3 +152,58 @@ def test_a_closed_instance_takes_its_calls_with_it() -> None:
         call, refusal = cycles.begin(("q", "q_0"), "p", blocking=True)
         assert refusal == ""  # p_0 computes: the old call is gone
         cycles.end(call)
+
+
+# (config.pbtxt text, whether a BLS request queued there expires): the cases of the backend's
+# TestQueueExpiresReadsTheQueuePolicies.
+EXPIRING = "default_timeout_microseconds: 9"
+QUEUE_POLICIES = [
+    ("", False),
+    ("dynamic_batching { }", False),
+    ("dynamic_batching { default_queue_policy { allow_timeout_override: true } }", False),
+    (f"dynamic_batching {{ default_queue_policy {{ {EXPIRING} }} }}", True),
+    (f"dynamic_batching {{ default_queue_policy {{ {EXPIRING} timeout_action: REJECT }} }}", True),
+    # DELAY moves an expired request back into the queue: it never fails.
+    (f"dynamic_batching {{ default_queue_policy {{ {EXPIRING} timeout_action: DELAY }} }}", False),
+    # With priority levels a BLS request waits at the default level, under its own policy.
+    (
+        "dynamic_batching { priority_levels: 2 default_priority_level: 2 "
+        f"priority_queue_policy {{ key: 2 value {{ {EXPIRING} }} }} }}",
+        True,
+    ),
+    (
+        "dynamic_batching { priority_levels: 2 default_priority_level: 1 "
+        f"priority_queue_policy {{ key: 2 value {{ {EXPIRING} }} }} }}",
+        False,
+    ),
+    (
+        "dynamic_batching { priority_levels: 2 default_priority_level: 2 "
+        f"default_queue_policy {{ {EXPIRING} }} "
+        "priority_queue_policy { key: 2 value { max_queue_size: 4 } } }",
+        False,
+    ),
+    (
+        "dynamic_batching { priority_levels: 2 default_priority_level: 1 "
+        f"default_queue_policy {{ {EXPIRING} }} "
+        "priority_queue_policy { key: 2 value { max_queue_size: 4 } } }",
+        True,
+    ),
+    # Levels in the map without priority_levels are not used.
+    (f"dynamic_batching {{ priority_queue_policy {{ key: 2 value {{ {EXPIRING} }} }} }}", False),
+    ("sequence_batching { max_sequence_idle_microseconds: 1000 }", False),
+]
+
+
+@pytest.mark.parametrize("text,expires", QUEUE_POLICIES)
+def test_which_queues_expire_a_waiting_call(text: str, expires: bool) -> None:
+    assert queue_expires(parse_config(text)) is expires
+
+
+def test_a_call_to_a_queue_that_expires_gets_tritons_answer_at_once() -> None:
+    """The server would let it wait for the policy's timeout; the engines have no queue."""
+    cycles = CallCycles()
+    cycles.add_instance("e", "e_0", expires=True)
+    with cycles.executing("e", "e_0", []):
+        _, refusal = cycles.begin(("e", "e_0"), "e", blocking=True)
+    assert refusal == QUEUE_EXPIRED
+    assert refusal_error("e", refusal) == (ErrorCode.UNAVAILABLE, "Request timeout expired")
