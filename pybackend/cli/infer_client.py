@@ -74,19 +74,12 @@ class Client:
         timeout: float,
         timeout_option: str = "--timeout",
         headers: Optional[Dict[str, str]] = None,
-        stream_status: bool = False,
     ) -> None:
         self.where = where
         self.timeout = timeout
         self.timeout_option = timeout_option  # named where a wait runs out
         #: Sent with every call (gRPC metadata, HTTP headers): a restricted server's token.
         self.headers = dict(headers) if headers else None
-        #: A stream's error carries its status code (tritonserver's triton_grpc_error
-        #: header: the stream ends with the error's gRPC status; without it the error comes
-        #: as a message alone and the stream goes on). A stream per call either way here.
-        self.stream_headers = (
-            {**(headers or {}), "triton_grpc_error": "true"} if stream_status else self.headers
-        )
         try:
             if where.protocol == "grpc":
                 import tritonclient.grpc as module
@@ -210,8 +203,7 @@ class Client:
         self._call(
             "stream",
             lambda: self.client.start_stream(
-                callback=lambda result, error: events.put((result, error)),
-                headers=self.stream_headers,
+                callback=lambda result, error: events.put((result, error)), headers=self.headers
             ),
         )
         finished = False

@@ -11,7 +11,9 @@ from .convention import SAMPLING_FIELDS
 
 
 class ApiError(Exception):
-    """An error answer: HTTP status, OpenAI's error type, the message and the field."""
+    """An error answer: HTTP status, OpenAI's error type, the message and the field;
+    ``final``: the same request would fail again, so the answer tells OpenAI's SDKs not to
+    retry it (``x-should-retry: false``, which they honour over their own rule: every 5xx)."""
 
     def __init__(
         self,
@@ -21,6 +23,7 @@ class ApiError(Exception):
         param: Optional[str] = None,
         kind: str = "",
         code: Optional[str] = None,
+        final: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -28,6 +31,10 @@ class ApiError(Exception):
         self.param = param
         self.kind = kind or _KINDS.get(status, "server_error")
         self.code = code
+        self.final = final
+
+    def headers(self) -> Dict[str, str]:
+        return {"x-should-retry": "false"} if self.final else {}
 
     def body(self) -> Dict[str, Any]:
         return {

@@ -205,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._check_key()
             route()
         except ApiError as e:
-            self._json(e.status, e.body())
+            self._json(e.status, e.body(), e.headers())
         except OSError:  # the client went away (a broken pipe, a reset, its silence)
             self.close_connection = True
         except Exception as e:  # noqa: BLE001 - a fault of the endpoint: answered, and logged
@@ -377,11 +377,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._body_read = True
         return body
 
-    def _json(self, status: int, body: Dict[str, Any]) -> None:
+    def _json(
+        self, status: int, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None
+    ) -> None:
         data = json.dumps(body, allow_nan=False).encode()  # strict JSON: no bare NaN
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         if not self._body_read:
             # A body left unread would be taken for the next request on this connection.
             self.send_header("Connection", "close")

@@ -64,7 +64,14 @@ NOT_EMBEDDING = "does not support 'embed' request"
 
 
 def api_error(error: ClientError) -> ApiError:
-    return ApiError(_HTTP.get(error.status or "", 500), str(error))
+    """tritonserver's error as the answer. A 500 is a model's failure (its execute raised, or
+    it answered an error): the same request fails again, so OpenAI's SDKs are told not to
+    run it twice more. A decoupled model's error is always one: its stream's error carries no
+    status (tritonserver's triton_grpc_error header would carry it, but 2.51 can crash right
+    after such a stream ends with an error, docs/qa_coverage.md), so its INVALID_ARG is a 500
+    too."""
+    status = _HTTP.get(error.status or "", 500)
+    return ApiError(status, str(error), final=status == 500)
 
 
 class Upstream:
@@ -94,14 +101,8 @@ class Upstream:
         self.configs = ConfigCache(config_ttl)
 
     def _new_client(self) -> Client:
-        # stream_status: a decoupled model's refusal keeps its code (400, 503...), so that an
-        # SDK does not retry what a 500 would have it retry.
         return Client(
-            self.where,
-            self.timeout,
-            timeout_option="--openai-timeout",
-            headers=self.headers,
-            stream_status=True,
+            self.where, self.timeout, timeout_option="--openai-timeout", headers=self.headers
         )
 
     def client(self) -> ContextManager[Client]:
@@ -138,9 +139,10 @@ class Upstream:
         re-read's 404.
 
         Failures that a stale configuration can cause are retried: the server's refusal of
-        the request (400, 404, 501, 503) and 500 (a model whose ``execute`` failed on the old
-        version then runs on the new one). Never a 504 (the wait ran out: once is enough) or
-        a 429."""
+        the request (400, 404, 501, 503) and 500, which is also how a decoupled model's
+        refusal comes (its stream's error has no code); a model whose ``execute`` failed on
+        the old version then runs on the new one. Never a 504 (the wait ran out: once is
+        enough) or a 429."""
 
         def using(step: Callable[[Client, str], R]) -> Callable[[], R]:
             if client is not None:

@@ -235,8 +235,8 @@ def test_model_failure_whole_and_mid_stream(endpoint: OpenAIServer) -> None:
             seen.append(chunk.choices[0].text)
     assert seen == ["c"]
     assert "the model failed on purpose" in str(streamed.value)
-    # Failing before its first piece: an error answer, not a stream, with the error's code
-    # (INTERNAL: 500).
+    # Failing before its first piece: an error answer, not a stream (a decoupled model's
+    # error comes over a gRPC stream without a status: 500).
     with pytest.raises(openai.InternalServerError) as first:
         client.completions.create(model="echo_llm", prompt="!failfirst a b", stream=True)
     assert "the model failed on purpose" in str(first.value)
@@ -244,21 +244,22 @@ def test_model_failure_whole_and_mid_stream(endpoint: OpenAIServer) -> None:
     assert client.completions.create(model="echo_llm", prompt="x y").choices[0].text == "y x"
 
 
-def test_a_decoupled_models_refusal_keeps_its_code(
+def test_a_models_failure_is_not_run_again_by_the_sdk(
     endpoint: OpenAIServer, repository: Path
 ) -> None:
-    """INVALID_ARG before the first piece is a 400, whole and streamed, which OpenAI's SDK
-    does not retry: the model ran once for each request (a 500 the SDK would run three
-    times). The stream's error has its status through tritonserver's triton_grpc_error."""
+    """A decoupled model's error, whole and streamed, is a 500 (its INVALID_ARG too: the
+    stream's error carries no status on 2.51, upstream.api_error) that says x-should-retry:
+    false, so OpenAI's SDK with its default two retries runs the model once per request
+    (without the header: three times)."""
     counted = repository / "echo_llm" / "refusals"
     counted.unlink(missing_ok=True)
     client = openai.OpenAI(base_url=endpoint.url, api_key="unused", max_retries=2, timeout=30)
     _CLIENTS.append(client)
     for stream in (False, True):
-        with pytest.raises(openai.BadRequestError) as refused:
-            answer = client.completions.create(model="echo_llm", prompt="!refuse a", stream=stream)
-            list(answer) if stream else None
+        with pytest.raises(openai.InternalServerError) as refused:
+            client.completions.create(model="echo_llm", prompt="!refuse a", stream=stream)
         assert "the prompt is refused" in str(refused.value)
+        assert refused.value.response.headers["x-should-retry"] == "false"
     assert counted.read_text() == "xx"
     assert client.completions.create(model="echo_llm", prompt="x y").choices[0].text == "y x"
 
