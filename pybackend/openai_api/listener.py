@@ -15,6 +15,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional, Tuple
 
@@ -48,6 +49,7 @@ class Listener(ThreadingHTTPServer):
         self._counts = threading.Lock()
         self.serving = 0  # connections on a thread of their own, served
         self.refusing = 0  # connections past the bound being answered 503
+        self.refused = 0  # connections past the bound so far, answered or closed
         super().__init__(address, handler)
 
     def server_bind(self) -> None:
@@ -70,12 +72,13 @@ class Listener(ThreadingHTTPServer):
             if not self.max_connections or self.serving < self.max_connections:
                 self.serving += 1
                 refused = False
-            elif self.refusing < self.refusals_at_once:
+            else:
+                self.refused += 1
+                if self.refusing >= self.refusals_at_once:
+                    self.shutdown_request(request)
+                    return
                 self.refusing += 1
                 refused = True
-            else:
-                self.shutdown_request(request)
-                return
         thread = threading.Thread(
             target=self._connection, args=(request, client_address, refused), daemon=True
         )
@@ -134,11 +137,10 @@ class _Refusal(BaseHTTPRequestHandler):
 
     def _refuse(self) -> None:
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = 0
-        if 0 < length <= MAX_BODY:
-            self.rfile.read(length)
+            self._drain_body()
+        except OSError:  # too slow, or gone: closed without an answer
+            self.close_connection = True
+            return
         bound = self.server.max_connections
         error = ApiError(
             503,
@@ -155,3 +157,23 @@ class _Refusal(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.close_connection = True
+
+    def _drain_body(self) -> None:
+        """Reads the request's body and drops it, a piece at a time (64 such connections
+        must not hold their bodies), within REFUSAL_SECONDS in all."""
+        try:
+            left = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            left = 0
+        if not 0 < left <= MAX_BODY:
+            return  # nothing to read, or more than would be served: answered, then closed
+        deadline = time.monotonic() + REFUSAL_SECONDS
+        while left > 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the body took too long")
+            self.connection.settimeout(remaining)
+            piece = self.rfile.read1(min(left, 64 * 1024))
+            if not piece:
+                raise ConnectionResetError("the client went away")
+            left -= len(piece)

@@ -82,6 +82,8 @@ class OpenAIServer:
                 f"the OpenAI endpoint needs tritonclient's gRPC client: "
                 f"pip install 'pybackend[openai]' ({e})"
             ) from None
+        if max_connections < 0:
+            raise ValueError(f"max_connections must be 0 (no bound) or more, got {max_connections}")
         self.upstream = Upstream(triton_grpc_url, timeout, triton_headers, config_ttl)
         self.chat_template = chat_template
         self.api_key = api_key

@@ -110,16 +110,26 @@ def test_a_freed_place_serves_the_next_client(
 def test_the_sdk_gets_through_by_its_own_retries(
     endpoint: OpenAIServer, silent: List[socket.socket]
 ) -> None:
-    """The place frees while the SDK waits its Retry-After second: its retry is served."""
+    """The place frees once the SDK's first try was refused, while it waits its Retry-After
+    second: its retry is served."""
     hold(endpoint, silent, 2)
     until(lambda: endpoint._http.serving == 2)
-    threading.Timer(0.3, lambda: silent.pop().close()).start()
     client = openai.OpenAI(base_url=endpoint.url, api_key="unused", max_retries=2, timeout=30)
+    answers: List[Any] = []
+    asking = threading.Thread(
+        target=lambda: answers.append(
+            client.completions.create(model="echo_llm", prompt="hello there", max_tokens=2)
+        )
+    )
     try:
-        answer = client.completions.create(model="echo_llm", prompt="hello there", max_tokens=2)
+        asking.start()
+        until(lambda: endpoint._http.refused >= 1)
+        silent.pop().close()
+        asking.join(WAIT_S)
     finally:
         client.close()
-    assert answer.choices[0].text  # served: the echo model's words
+    assert endpoint._http.refused == 1
+    assert answers and answers[0].choices[0].text  # served: the echo model's words
 
 
 def test_past_the_answers_given_at_once_a_connection_is_closed(
@@ -138,6 +148,29 @@ def test_past_the_answers_given_at_once_a_connection_is_closed(
     silent[2].sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert silent[2].recv(1024).startswith(b"HTTP/1.1 503 ")  # the waiting one is answered
     until(lambda: endpoint._http.refusing == 0)
+
+
+def test_a_slow_body_past_the_bound_is_closed_within_the_refusal_time(
+    endpoint: OpenAIServer, silent: List[socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused client that never sends the body it announced holds its refusal for
+    REFUSAL_SECONDS in all, then is closed unanswered."""
+    monkeypatch.setattr("pybackend.openai_api.listener.REFUSAL_SECONDS", 0.5)
+    hold(endpoint, silent, 2)
+    until(lambda: endpoint._http.serving == 2)
+    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=WAIT_S) as slow:
+        slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        slow.sendall(b"{")
+        # Within half the refusal's per-read timeout (10 s): the 0.5 s for the whole body
+        # closed it, not a read that timed out.
+        slow.settimeout(5)
+        assert slow.recv(1024) == b""  # closed, nothing answered
+    until(lambda: endpoint._http.refusing == 0)
+
+
+def test_a_negative_bound_is_refused(triton: TritonServer) -> None:
+    with pytest.raises(ValueError, match="max_connections must be 0"):
+        OpenAIServer(triton.grpc_url, max_connections=-1)
 
 
 def test_no_bound_with_zero(triton: TritonServer, silent: List[socket.socket]) -> None:
