@@ -2,10 +2,10 @@
 threading HTTP server), HTTPS wrapped on each connection's own thread, and a bound on the
 connections served at once.
 
-Past the bound a connection is not served but answered, on a thread of its own with a short
-timeout: its request is read (a response written before it would reach a client that is
-still sending as a reset, not as an answer) and answered 503 with ``Retry-After: 1``, which
-OpenAI's SDKs retry by themselves. Past a second, small bound on those answers, a connection
+Past the bound a connection is not served but answered, on a thread of its own: its request
+read, the body dropped a piece at a time, all within REFUSAL_SECONDS (a response written
+before would reach a client that is still sending as a reset, not as an answer), then
+answered 503 with ``Retry-After: 1``, which OpenAI's SDKs retry by themselves. Past a second, small bound on those answers, a connection
 is closed at once: threads stay bounded whatever the clients do."""
 
 from __future__ import annotations
