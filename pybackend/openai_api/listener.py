@@ -5,8 +5,9 @@ connections served at once.
 Past the bound a connection is not served but answered, on a thread of its own: its request
 read, the body dropped a piece at a time, all within REFUSAL_SECONDS (a response written
 before would reach a client that is still sending as a reset, not as an answer), then
-answered 503 with ``Retry-After: 1``, which OpenAI's SDKs retry by themselves. Past a second, small bound on those answers, a connection
-is closed at once: threads stay bounded whatever the clients do."""
+answered 503 with ``Retry-After: 1``, which OpenAI's SDKs retry by themselves. Past a
+second, small bound on those answers, a connection is closed at once: threads stay bounded
+whatever the clients do."""
 
 from __future__ import annotations
 
@@ -118,16 +119,22 @@ class Listener(ThreadingHTTPServer):
                 self.serving -= 1
 
 
-class _Refusal(BaseHTTPRequestHandler):
-    """A connection past the bound: its requests read and answered 503, then it is closed."""
+class EndpointHandler(BaseHTTPRequestHandler):
+    """What every connection of the endpoint speaks: HTTP/1.1, no access log (tritonserver's
+    log says what ran)."""
 
-    server: Listener
     protocol_version = "HTTP/1.1"
     server_version = "pybackend-openai"
-    timeout = REFUSAL_SECONDS
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
         pass
+
+
+class _Refusal(EndpointHandler):
+    """A connection past the bound: its requests read and answered 503, then it is closed."""
+
+    server: Listener
+    timeout = REFUSAL_SECONDS
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib's name
         self._refuse()

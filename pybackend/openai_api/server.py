@@ -15,7 +15,6 @@ import threading
 import time
 import traceback
 from contextlib import closing
-from http.server import BaseHTTPRequestHandler
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -38,7 +37,7 @@ from .chat import ChatTemplate
 from .config_cache import CONFIG_TTL
 from .convention import BadValue, NotATextModel, TextModel
 from .embedding import EmbeddingModel, NotAnEmbeddingModel
-from .listener import IDLE_SECONDS, MAX_BODY, MAX_CONNECTIONS, Listener
+from .listener import IDLE_SECONDS, MAX_BODY, MAX_CONNECTIONS, EndpointHandler, Listener
 from .requests import ApiError, Ask, parse, parse_embeddings
 from .upstream import Begun, Upstream
 
@@ -181,14 +180,9 @@ class OpenAIServer:
             raise ApiError(400, str(e), param="messages") from None
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(EndpointHandler):
     endpoint: OpenAIServer
-    protocol_version = "HTTP/1.1"
-    server_version = "pybackend-openai"
     timeout = IDLE_SECONDS
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
-        pass  # the access log is not printed: tritonserver's log says what ran
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib's name
         self._answer(self._get)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TypeVar
 
 import pytest
 
@@ -26,6 +26,7 @@ from pybackend.server.processes import free_ports  # noqa: E402
 
 CLI = [sys.executable, "-m", "pybackend.cli"]
 URL = re.compile(r"(http://127\.0\.0\.1:\d+/v1)")
+T = TypeVar("T")
 
 
 def _until_url(proc: subprocess.Popen, marker: str, timeout: float = 240) -> str:
@@ -135,21 +136,40 @@ def test_commands_refuse_bad_options_in_one_line(
     assert "Traceback" not in done.stderr
 
 
-def test_openai_config_ttl_reaches_the_endpoint_its_default_said_in_the_help() -> None:
-    from pybackend.cli.openai_endpoint import EndpointOptions, add_endpoint_options
-    from pybackend.openai_api.config_cache import CONFIG_TTL
+def endpoint_parser() -> argparse.ArgumentParser:
+    from pybackend.cli.openai_endpoint import add_endpoint_options
 
     parser = argparse.ArgumentParser()
     add_endpoint_options(parser)
+    return parser
+
+
+def setting(given: List[str], read: Callable[[Any], T]) -> T:
+    """What ``read`` finds on the endpoint the options ``given`` make (not started)."""
+    from pybackend.cli.openai_endpoint import EndpointOptions
+
     free = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens: the endpoint only starts
-    for given, ttl in (([], CONFIG_TTL), (["--openai-config-ttl", "0"], 0.0)):
-        options = EndpointOptions.of(parser.parse_args(given))
-        endpoint = options.endpoint(free, "127.0.0.1", 0)
-        try:
-            assert endpoint.upstream.configs.ttl == ttl
-        finally:
-            endpoint.close()
-    assert f"(default {CONFIG_TTL:g};" in " ".join(parser.format_help().split())
+    endpoint = EndpointOptions.of(endpoint_parser().parse_args(given)).endpoint(
+        free, "127.0.0.1", 0
+    )
+    try:
+        return read(endpoint)
+    finally:
+        endpoint.close()
+
+
+def help_text() -> str:
+    return " ".join(endpoint_parser().format_help().split())
+
+
+def test_openai_config_ttl_reaches_the_endpoint_its_default_said_in_the_help() -> None:
+    from pybackend.openai_api.config_cache import CONFIG_TTL
+
+    def ttl(endpoint: Any) -> float:
+        return float(endpoint.upstream.configs.ttl)
+
+    assert setting([], ttl) == CONFIG_TTL and setting(["--openai-config-ttl", "0"], ttl) == 0.0
+    assert f"(default {CONFIG_TTL:g};" in help_text()
     done = subprocess.run(
         [*CLI, "openai", "--openai-config-ttl", "-1"], capture_output=True, text=True, timeout=60
     )
@@ -157,20 +177,14 @@ def test_openai_config_ttl_reaches_the_endpoint_its_default_said_in_the_help() -
 
 
 def test_openai_max_connections_reaches_the_endpoint_its_default_said_in_the_help() -> None:
-    from pybackend.cli.openai_endpoint import EndpointOptions, add_endpoint_options
     from pybackend.openai_api.listener import MAX_CONNECTIONS
 
-    parser = argparse.ArgumentParser()
-    add_endpoint_options(parser)
-    free = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens: the endpoint only starts
-    for given, bound in (([], MAX_CONNECTIONS), (["--openai-max-connections", "0"], 0)):
-        options = EndpointOptions.of(parser.parse_args(given))
-        endpoint = options.endpoint(free, "127.0.0.1", 0)
-        try:
-            assert endpoint._http.max_connections == bound
-        finally:
-            endpoint.close()
-    assert f"(default {MAX_CONNECTIONS};" in " ".join(parser.format_help().split())
+    def bound(endpoint: Any) -> int:
+        return int(endpoint._http.max_connections)
+
+    assert setting([], bound) == MAX_CONNECTIONS
+    assert setting(["--openai-max-connections", "0"], bound) == 0
+    assert f"(default {MAX_CONNECTIONS};" in help_text()
     for bad in ("-1", "many"):
         done = subprocess.run(
             [*CLI, "openai", "--openai-max-connections", bad],
