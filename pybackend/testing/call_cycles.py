@@ -173,10 +173,11 @@ class CallCycles:
             free = self._can_free()
             if caller in free:
                 return call, ""
-            text = self._refusal(call, self._cycle(call, free))
-            self._calls.remove(call)
             if any(s.queue_expires for s in self._models.get(callee, {}).values()):
-                text = QUEUE_EXPIRED
+                text = QUEUE_EXPIRED  # the server's answer once the queue gives up
+            else:
+                text = self._refusal(call, self._cycle(call, free))
+            self._calls.remove(call)
             return call, text
 
     def end(self, call: Call) -> None:
