@@ -23,7 +23,7 @@ DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pyt
 	jinja2 openai
 
 .PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
-	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances
+	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances aarch64-kit test-aarch64
 .PHONY: venv-dist venv-checkov wheel test-wheel test-deploy test-ship
 
 help:
@@ -32,6 +32,7 @@ help:
 	@echo "make test-numpy1    the conformance suite with our stubs under numpy 1.x"
 	@echo "make test-pythons   the same under CPython 3.9 and 3.13 (STUB_PYTHONS), where present"
 	@echo "make test-original  integration and conformance tests against NVIDIA's backend"
+	@echo "make test-aarch64   the backend cross-built for aarch64, served under qemu-user"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
 	@echo "make wheel          sdist + manylinux wheel in dist/ (docs/deployment.md)"
 	@echo "make test-wheel     the wheel installed fresh by docker/install.sh, serving the examples"
@@ -102,10 +103,10 @@ serve: build
 # Lint, the suite and the repeat runs all run; the target fails if any failed. Each step's
 # start time is printed: CI has 90 minutes for all of it (set-up included).
 STEP = echo "make test: $(1) from $$(date -u +%T)"
-test: build venv-orig venv-dist venv-checkov
+test: build venv-orig venv-dist venv-checkov aarch64-kit
 	@status=0; \
 	$(call STEP,lint); $(MAKE) --no-print-directory lint || status=1; \
-	$(call STEP,pytest); $(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
+	$(call STEP,pytest); PYBACKEND_TEST_AARCH64=1 $(VENV)/bin/pytest $(PYTEST_ARGS) || status=1; \
 	$(call STEP,test-numpy1); $(MAKE) --no-print-directory test-numpy1 || status=1; \
 	$(call STEP,test-pythons); $(MAKE) --no-print-directory test-pythons || status=1; \
 	$(call STEP,test-wheel); $(MAKE) --no-print-directory test-wheel || status=1; \
@@ -140,6 +141,16 @@ bench: build venv-orig
 # Instances that share a process (issue 29): PSS, load time, throughput per mode.
 bench-instances: build
 	$(PY) -m benchmarks.instances $(BENCH_ARGS)
+
+# aarch64 under qemu-user (docs/deployment.md, "aarch64"): the kit cross-builds the backend and
+# fetches an aarch64 tritonserver, CPython and numpy; tests/platforms runs with it (in `make
+# test` too, where a missing kit fails them instead of skipping).
+AARCH64_KIT ?= .aarch64-kit
+aarch64-kit: venv
+	PYTRITON_VERSION=$(PYTRITON_VERSION) scripts/aarch64_kit.sh $(AARCH64_KIT)
+
+test-aarch64: build aarch64-kit
+	PYBACKEND_TEST_AARCH64=1 PYBACKEND_AARCH64_KIT=$(AARCH64_KIT) $(VENV)/bin/pytest tests/platforms $(PYTEST_ARGS)
 
 # The GPU check (docs/gpu.md): the kit travels with the tree; gpu-check runs on the GPU
 # machine with its own python3 (it has no .venv), so it depends on nothing here.

@@ -207,6 +207,8 @@ const char* KindName(uint16_t kind) {
       return "SENDER_DROPPED";
     case MessageKind::LANE:
       return "LANE";
+    case MessageKind::ATTACH:
+      return "ATTACH";
   }
   return "UNKNOWN";
 }

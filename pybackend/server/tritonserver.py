@@ -59,12 +59,12 @@ class ServerError(PybackendError, RuntimeError):
 
 
 @functools.lru_cache(maxsize=None)
-def _supported_options(binary: str, env_key: str) -> frozenset[str]:
+def _supported_options(program: tuple[str, ...], env_key: str) -> frozenset[str]:
     """The `--options` this tritonserver build understands (parsed from `--help`)."""
     env = dict(os.environ, LD_LIBRARY_PATH=env_key)
     try:
         result = subprocess.run(
-            [binary, "--help"], capture_output=True, text=True, timeout=30, env=env, check=False
+            [*program, "--help"], capture_output=True, text=True, timeout=30, env=env, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
@@ -393,12 +393,17 @@ class TritonServer:
             env["PATH"] = os.pathsep.join([orig_bin, env.get("PATH", os.defpath)])
         return env
 
+    def _program(self) -> list[str]:
+        """What runs tritonserver: the wheel's binary (a subclass may run another build, or
+        one under an emulator: tests/platforms)."""
+        return [str(locate.tritonserver_binary())]
+
     def _build_command(self, ld_library_path: str) -> list[str]:
-        binary = str(locate.tritonserver_binary())
-        options = _supported_options(binary, ld_library_path)
+        program = self._program()
+        options = _supported_options(tuple(program), ld_library_path)
         given = {arg.split("=", 1)[0] for arg in self.extra_args if arg.startswith("--")}
         cmd = [
-            binary,
+            *program,
             f"--model-repository={self.model_repository}",
             f"--backend-directory={self._backends()}",
             f"--http-address={triton_http_address(self.host)}",
