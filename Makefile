@@ -23,7 +23,8 @@ DEV_DEPS := 'setuptools>=70.1' 'numpy>=2' protobuf 'tritonclient[http,grpc]' pyt
 	jinja2 openai
 
 .PHONY: help venv venv-orig build serve test test-numpy1 test-pythons test-original bench lint format clean \
-	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances aarch64-kit test-aarch64
+	gpu-kit gpu-check bench-pytriton test-pytriton-numpy1 bench-instances aarch64-kit test-aarch64 \
+	wheel-aarch64
 .PHONY: venv-dist venv-checkov wheel test-wheel test-deploy test-ship
 
 help:
@@ -35,6 +36,7 @@ help:
 	@echo "make test-aarch64   the backend cross-built for aarch64, served under qemu-user"
 	@echo "make bench          ours vs the original vs a native floor (BENCH_ARGS=--quick: seconds)"
 	@echo "make wheel          sdist + manylinux wheel in dist/ (docs/deployment.md)"
+	@echo "make wheel-aarch64  the same cross-built for aarch64, in dist-aarch64/"
 	@echo "make test-wheel     the wheel installed fresh by docker/install.sh, serving the examples"
 	@echo "make test-deploy    hadolint on docker/, manifests schema-checked and checkov-clean"
 	@echo "make bench-pytriton Triton.bind() served by pybackend.pytriton vs nvidia-pytriton"
@@ -142,12 +144,16 @@ bench: build venv-orig
 bench-instances: build
 	$(PY) -m benchmarks.instances $(BENCH_ARGS)
 
-# aarch64 under qemu-user (docs/deployment.md, "aarch64"): the kit cross-builds the backend and
-# fetches an aarch64 tritonserver, CPython and numpy; tests/platforms runs with it (in `make
-# test` too, where a missing kit fails them instead of skipping).
+# aarch64 under qemu-user (docs/deployment.md, "aarch64"): the kit cross-builds the wheel and the
+# native unit tests and fetches an aarch64 tritonserver, CPython and numpy; tests/platforms
+# runs with it (in `make test` too, where a missing kit fails them instead of skipping).
+# wheel-aarch64: the aarch64 wheel alone, in dist-aarch64/.
 AARCH64_KIT ?= .aarch64-kit
-aarch64-kit: venv
-	PYTRITON_VERSION=$(PYTRITON_VERSION) scripts/aarch64_kit.sh $(AARCH64_KIT)
+aarch64-kit: venv venv-dist
+	PYTRITON_VERSION=$(PYTRITON_VERSION) DIST_VENV=$(DIST_VENV) scripts/aarch64_kit.sh $(AARCH64_KIT)
+
+wheel-aarch64: venv-dist
+	PYBACKEND_CROSS=aarch64 scripts/build_wheel.sh $(DIST_VENV) dist-aarch64
 
 test-aarch64: build aarch64-kit
 	PYBACKEND_TEST_AARCH64=1 PYBACKEND_AARCH64_KIT=$(AARCH64_KIT) $(VENV)/bin/pytest tests/platforms $(PYTEST_ARGS)

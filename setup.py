@@ -10,6 +10,8 @@ Knobs (environment variables):
   PYBACKEND_BUILD_TYPE    CMAKE_BUILD_TYPE (default Release)
   PYBACKEND_CMAKE_ARGS    extra arguments for the CMake configure step (e.g. sanitizers)
   PYBACKEND_SKIP_NATIVE=1 install the Python parts only (offline harness, no backend library)
+  PYBACKEND_CROSS=aarch64 cross-compile for aarch64 Linux with aarch64-linux-gnu-g++ (the
+                          wheel is tagged linux_aarch64; scripts/build_wheel.sh, make wheel-aarch64)
 """
 
 from __future__ import annotations
@@ -38,6 +40,28 @@ EXTENSION_NAME = "pybackend.backends.python.libtriton_python"
 INTERPRETER_FILE = "python_executable"
 # The stub's optional ctypes helpers (csrc/stub_native), built by the same CMake run.
 NATIVE_HELPERS = Path("pybackend", "utils", "libpybackend_native.so")
+
+
+#: PYBACKEND_CROSS's targets: the CMake toolchain settings and the wheel's platform.
+CROSS_TARGETS = {
+    "aarch64": (
+        [
+            "-DCMAKE_SYSTEM_NAME=Linux",
+            "-DCMAKE_SYSTEM_PROCESSOR=aarch64",
+            "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++",
+        ],
+        "linux_aarch64",
+    ),
+}
+
+
+def _cross_target() -> tuple[list[str], str] | None:
+    name = os.environ.get("PYBACKEND_CROSS", "")
+    if not name:
+        return None
+    if name not in CROSS_TARGETS:
+        sys.exit(f"pybackend: PYBACKEND_CROSS={name!r}: known targets are {sorted(CROSS_TARGETS)}")
+    return CROSS_TARGETS[name]
 
 
 def _replace_file(src: Path, dst: Path) -> None:
@@ -109,8 +133,9 @@ class CMakeBuild(build_ext):
             sys.exit("pybackend: building the backend library needs CMake (apt-get install cmake)")
         if not (ROOT / "CMakeLists.txt").exists():
             sys.exit(f"pybackend: {ROOT / 'CMakeLists.txt'} is missing; cannot build the backend")
-        tag = f"{sysconfig.get_platform()}-{sys.implementation.cache_tag}"
-        build_dir = ROOT / "build" / f"cmake-{tag}"
+        cross = _cross_target()
+        platform = cross[1] if cross else sysconfig.get_platform()
+        build_dir = ROOT / "build" / f"cmake-{platform}-{sys.implementation.cache_tag}"
         build_type = os.environ.get("PYBACKEND_BUILD_TYPE", "Release")
         jobs = os.environ.get("PYBACKEND_BUILD_JOBS", "2")
         configure = [
@@ -121,6 +146,7 @@ class CMakeBuild(build_ext):
             str(build_dir),
             f"-DCMAKE_BUILD_TYPE={build_type}",
             f"-DPython3_EXECUTABLE={sys.executable}",
+            *(cross[0] if cross else []),
             *shlex.split(os.environ.get("PYBACKEND_CMAKE_ARGS", "")),
         ]
         self._check_call(configure)
@@ -146,7 +172,8 @@ def _commands() -> dict[str, type]:
 
             def get_tag(self) -> tuple[str, str, str]:
                 _, _, platform = super().get_tag()
-                return "py3", "none", platform
+                cross = _cross_target()
+                return "py3", "none", cross[1] if cross else platform
 
         commands["bdist_wheel"] = AnyPythonWheel
     return commands

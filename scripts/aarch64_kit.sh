@@ -2,25 +2,29 @@
 # Build the aarch64 kit: everything tests/platforms needs to run pybackend as an aarch64
 # (Jetson, Grace, Graviton) machine would, on this x86-64 one, under qemu-user
 # (docs/deployment.md, "aarch64"). Nothing is installed on the system; the folder holds:
-#   build/        the backend, the stub's native helper and the native unit tests,
-#                 cross-compiled with aarch64-linux-gnu-g++ (-Werror)
+#   dist/         the aarch64 wheel (manylinux_2_35_aarch64) and its sdist, made by
+#                 scripts/build_wheel.sh with PYBACKEND_CROSS=aarch64, as `make wheel` makes
+#                 the x86-64 one
+#   build/        the native unit tests, cross-compiled with aarch64-linux-gnu-g++ (-Werror)
 #   sysroot/      Debian's arm64 glibc, CPython 3.11 and the libraries they need, unpacked
 #                 from the .deb files (a private apt state: the system's own stays as it is)
-#   site/         for the aarch64 interpreter: numpy's aarch64 wheel, this checkout's
-#                 pybackend and triton_python_backend_utils with the aarch64 native helper
+#   site/         the aarch64 interpreter's packages: numpy's aarch64 wheel and ours, unpacked
+#                 (site/pybackend/backends is the backends directory, its python_executable
+#                 naming python3 below)
 #   pytriton/     the aarch64 nvidia-pytriton wheel unpacked: tritonserver 2.51 for aarch64
-#   backends/python/  the aarch64 libtriton_python.so, its python_executable naming
 #   python3       a script that runs the aarch64 interpreter under qemu-aarch64 (the stubs')
 #
 # Usage: scripts/aarch64_kit.sh [DEST] (default .aarch64-kit). Needs aarch64-linux-gnu-g++
 # and qemu-aarch64 (Debian: g++-aarch64-linux-gnu, qemu-user; .ci/run installs them), cmake,
-# apt-get and network access to Debian's mirror and PyPI. Downloads are kept between runs;
-# the build and the copy of the package are made afresh each time (about a minute).
+# apt-get, the build tools' environment (DIST_VENV, default .venv-dist: make venv-dist) and
+# network access to Debian's mirror and PyPI. Downloads are kept between runs; the wheel, the
+# unit tests and site/ are made afresh each time (about two minutes on two cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEST=$(realpath -m "${1:-.aarch64-kit}")
 VENV=${VENV:-.venv}
+DIST_VENV=${DIST_VENV:-.venv-dist}
 PYTRITON_VERSION=${PYTRITON_VERSION:-0.7.0}
 # Debian 12's arm64 CPython and what its standard library's extension modules link.
 DEBS=(python3.11-minimal libpython3.11-minimal libpython3.11-stdlib zlib1g libexpat1 libffi8
@@ -35,9 +39,14 @@ for tool in aarch64-linux-gnu-g++ qemu-aarch64 cmake apt-get; do
     }
 done
 [ -x "$VENV/bin/python" ] || { echo "aarch64_kit: $VENV not found; run make venv" >&2; exit 1; }
+[ -x "$DIST_VENV/bin/auditwheel" ] || {
+    echo "aarch64_kit: $DIST_VENV not found; run make venv-dist" >&2; exit 1; }
 mkdir -p "$DEST"
 
-# 1. Cross-build, warnings as errors (an aarch64-only warning fails here, not on a user's box).
+# 1. The wheel, cross-built, and the native unit tests, warnings as errors (an aarch64-only
+# warning fails here, not on a user's machine).
+PYBACKEND_CROSS=aarch64 scripts/build_wheel.sh "$DIST_VENV" "$DEST/dist" >"$DEST/wheel.log" 2>&1 || {
+    tail -40 "$DEST/wheel.log" >&2; exit 1; }
 cmake -S . -B "$DEST/build" -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
     -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DPYBACKEND_WERROR=ON \
     -DPYBACKEND_BUILD_TESTS=ON -DPYBACKEND_OUTPUT_DIR="$DEST/build/out" \
@@ -83,15 +92,12 @@ if [ ! -x "$DEST/pytriton/pytriton/tritonserver/bin/tritonserver" ]; then
     chmod +x "$DEST/pytriton/pytriton/tritonserver/bin/tritonserver"
 fi
 
-# 4. The stubs' packages: numpy, and this checkout's pybackend with the aarch64 helper.
+# 4. The stubs' packages: numpy's wheel and ours, unpacked as pip installs a plain wheel.
 rm -rf "$DEST/site"
 "$VENV/bin/python" -m zipfile -e "$wheels"/numpy-*aarch64*.whl "$DEST/site"
-cp -r pybackend triton_python_backend_utils.py "$DEST/site/"
-find "$DEST/site/pybackend" \( -name __pycache__ -o -name "*.so" \) -prune -exec rm -rf {} +
-rm -f "$DEST/site/pybackend/backends/python/python_executable"
-cp "$DEST/build/out/libpybackend_native.so" "$DEST/site/pybackend/utils/"
+"$VENV/bin/python" -m zipfile -e "$DEST"/dist/pybackend-*-manylinux_2_35_aarch64.whl "$DEST/site"
 
-# 5. The interpreter the stubs run, and the backends directory naming it.
+# 5. The interpreter the stubs run, named by the backends directory.
 cat >"$DEST/python3" <<EOF
 #!/bin/sh
 # CPython 3.11 for aarch64 (Debian's), under qemu-user, with the kit's site/ (aarch64_kit.sh).
@@ -100,9 +106,8 @@ exec qemu-aarch64 -L "\$S" -E LD_LIBRARY_PATH="\$S/lib/aarch64-linux-gnu:\$S/usr
     -E PYTHONPATH="$DEST/site" "\$S/usr/bin/python3.11" "\$@"
 EOF
 chmod +x "$DEST/python3"
-mkdir -p "$DEST/backends/python"
-cp "$DEST/build/out/libtriton_python.so" "$DEST/backends/python/"
-echo "$DEST/python3" >"$DEST/backends/python/python_executable"
+# What `pybackend backend-dir` writes where the wheel is installed: the stubs' interpreter.
+echo "$DEST/python3" >"$DEST/site/pybackend/backends/python/python_executable"
 
 "$DEST/python3" -c 'import platform, numpy; print("aarch64_kit:", platform.machine(),
     platform.python_version(), "numpy", numpy.__version__)'

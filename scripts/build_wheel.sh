@@ -10,13 +10,20 @@
 set -euo pipefail
 tools=$1
 out=$2
-plat=${PYBACKEND_WHEEL_PLAT:-manylinux_2_35_$(uname -m)}
+# PYBACKEND_CROSS=aarch64: the wheel cross-built for aarch64 (setup.py), checked for that policy.
+plat=${PYBACKEND_WHEEL_PLAT:-manylinux_2_35_${PYBACKEND_CROSS:-$(uname -m)}}
 raw="$out/raw"
 rm -rf "$out"
 mkdir -p "$raw"
 PATH="$(cd "$tools/bin" && pwd):$PATH"
 python -m build --outdir "$raw" .
-auditwheel repair --plat "$plat" --wheel-dir "$out" "$raw"/pybackend-*.whl
+# auditwheel offers only the host's policies to --plat; for a cross-built wheel "auto" reads
+# the wheel's architecture, and the tag it gave is checked against the expected one below.
+repair_plat=$plat
+[ -z "${PYBACKEND_CROSS:-}" ] || repair_plat=auto
+auditwheel repair --plat "$repair_plat" --wheel-dir "$out" "$raw"/pybackend-*.whl
+ls "$out"/pybackend-*-"$plat".whl >/dev/null || {
+    echo "build_wheel: auditwheel did not make a $plat wheel:" >&2; ls "$out" >&2; exit 1; }
 mv "$raw"/pybackend-*.tar.gz "$out"/
 rm -rf "$raw"
 ls -l "$out"

@@ -1,6 +1,6 @@
 """The aarch64 kit (scripts/aarch64_kit.sh) and a tritonserver run from it: the aarch64
-tritonserver 2.51 of NVIDIA's aarch64 wheel under qemu-user, loading the cross-built
-libtriton_python.so, whose stubs run Debian's aarch64 CPython 3.11 under qemu-user too."""
+tritonserver 2.51 of NVIDIA's aarch64 wheel under qemu-user, loading libtriton_python.so from
+our aarch64 wheel, whose stubs run Debian's aarch64 CPython 3.11 under qemu-user too."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from pybackend.server import TritonServer
 KIT = Path(os.environ.get("PYBACKEND_AARCH64_KIT", REPO_ROOT / ".aarch64-kit")).resolve()
 SYSROOT = KIT / "sysroot"
 TRITONSERVER = KIT / "pytriton" / "pytriton" / "tritonserver" / "bin" / "tritonserver"
+#: Our aarch64 wheel, unpacked for the aarch64 interpreter, and its backends directory.
+SITE = KIT / "site"
+BACKENDS = SITE / "pybackend" / "backends"
 #: Every library directory the emulated programs load from (the wheel's, then Debian's).
 GUEST_LIBRARY_PATH = ":".join(
     str(p)
@@ -30,7 +33,13 @@ GUEST_LIBRARY_PATH = ":".join(
 def kit() -> Path:
     """The kit's folder. Missing: a failure where the run asked for these tests
     (PYBACKEND_TEST_AARCH64=1, as `make test` does), else a skip saying how to run them."""
-    missing = [p for p in (TRITONSERVER, KIT / "python3", KIT / "build") if not p.exists()]
+    needed = (
+        TRITONSERVER,
+        KIT / "python3",
+        KIT / "build",
+        BACKENDS / "python" / "libtriton_python.so",
+    )
+    missing = [p for p in needed if not p.exists()]
     if shutil.which("qemu-aarch64") is None:
         missing.append(Path("qemu-aarch64"))
     if missing:
@@ -64,9 +73,8 @@ class EmulatedTritonServer(TritonServer):
     hence the long ready and stop bounds."""
 
     def __init__(self, model_repository: Path) -> None:
-        super().__init__(
-            model_repository, backend=kit() / "backends", ready_timeout=300.0, stop_timeout=60.0
-        )
+        kit()
+        super().__init__(model_repository, backend=BACKENDS, ready_timeout=300.0, stop_timeout=60.0)
 
     def _program(self) -> list[str]:
         return emulated(TRITONSERVER)

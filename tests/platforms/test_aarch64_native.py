@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from aarch64_support import emulated, kit
+from aarch64_support import BACKENDS, SITE, emulated, kit
 
 from integration_support import REPO_ROOT
 
@@ -30,8 +30,15 @@ def test_native_units_on_aarch64(target: str) -> None:
     assert f"{target}: all passed" in run.stdout
 
 
-def test_the_backend_and_helper_are_aarch64_builds() -> None:
-    for library in ("libtriton_python.so", "libpybackend_native.so"):
-        header = (kit() / "build" / "out" / library).read_bytes()[:20]
+def test_the_wheel_is_manylinux_aarch64_with_aarch64_libraries() -> None:
+    """The kit's wheel (scripts/build_wheel.sh with PYBACKEND_CROSS=aarch64): auditwheel's
+    tag, and the backend and the stub's native helper it installed are aarch64 ELF files."""
+    (wheel,) = (kit() / "dist").glob("pybackend-*.whl")
+    assert wheel.name.endswith("-py3-none-manylinux_2_35_aarch64.whl"), wheel.name
+    for library in (
+        BACKENDS / "python" / "libtriton_python.so",
+        SITE / "pybackend" / "utils" / "libpybackend_native.so",
+    ):
+        header = library.read_bytes()[:20]
         assert header[:4] == b"\x7fELF"
         assert int.from_bytes(header[18:20], "little") == 183, library  # EM_AARCH64

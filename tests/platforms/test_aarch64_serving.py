@@ -1,8 +1,9 @@
 """pybackend on aarch64, end to end: tritonserver 2.51 for aarch64 (NVIDIA's aarch64 wheel)
-loads our cross-built libtriton_python.so, whose stubs run Debian's aarch64 CPython 3.11 with
-numpy's aarch64 wheel and our aarch64 native helper, all under qemu-user; the clients are
-this machine's, over HTTP and gRPC. The example models answer as they do on x86-64: plain
-tensors, strings, decoupled streaming, BLS, a model's error, and a killed stub's restart."""
+loads libtriton_python.so from our aarch64 wheel, whose stubs run Debian's aarch64 CPython
+3.11 with numpy's aarch64 wheel and the wheel's aarch64 native helper, all under qemu-user;
+the clients are this machine's, over HTTP and gRPC. The example models answer as they do on
+x86-64: plain tensors, strings, decoupled streaming, BLS, a model's error, and a killed
+stub's restart."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from aarch64_support import TRITONSERVER, EmulatedTritonServer, kit
+from aarch64_support import BACKENDS, TRITONSERVER, EmulatedTritonServer, kit
 from tritonclient.utils import InferenceServerException
 
 from integration_support import EXAMPLES_REPOSITORY, example_client
@@ -66,7 +67,7 @@ def probe(client: InferClient, texts: list[str]) -> tuple[dict[str, Any], list[i
 
 
 def test_the_server_is_the_aarch64_build_with_our_backend(server: EmulatedTritonServer) -> None:
-    library = kit() / "backends" / "python" / "libtriton_python.so"
+    library = BACKENDS / "python" / "libtriton_python.so"
     log = server.log_text()
     assert f"pybackend: Python backend 'python' loaded from {library}" in log
     assert f"(stub interpreter: {kit() / 'python3'})" in log
