@@ -12,10 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def build_native_target(tmp: Path, target: str) -> Path:
     """Configure the project in ``tmp/build`` (library output in ``tmp/lib``), build
-    ``target`` and return the path of its executable."""
+    ``target`` with warnings as errors and return the path of its executable."""
     build = tmp / "build"
     configure = [
         "cmake", "-S", str(ROOT), "-B", str(build), "-DPYBACKEND_BUILD_TESTS=ON",
+        "-DPYBACKEND_WERROR=ON",
         f"-DPYBACKEND_OUTPUT_DIR={tmp / 'lib'}", f"-DPython3_EXECUTABLE={sys.executable}",
     ]  # fmt: skip
     subprocess.run(configure, check=True, capture_output=True, text=True)
