@@ -247,8 +247,9 @@ void Batch::Finish() {
   for (auto& it : items_) {
     RequestState& st = *it.st;
     std::lock_guard<std::mutex> lock(st.mu);
-    bool reschedule =
-        (st.release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0 && !st.failed;
+    // Exactly RELEASE_RESCHEDULE, as the stub reads it: any other flags a model set (the
+    // original takes any uint32) release the request.
+    bool reschedule = st.release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE && !st.failed;
     if (st.dropped && !reschedule) {
       EndDroppedRequest(st, inst_.model->decoupled, inst_.model->name, inst_.name);
     }

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..utils.dtypes import numpy_to_triton_type
+from ..utils.dtypes import code_of_dtype
 from .exceptions import PyTritonBadParameterError, PyTritonModelConfigError
 from .model_config import (
     DynamicBatcher,
@@ -41,7 +41,7 @@ def named(tensors: Sequence[Tensor], prefix: str) -> List[Tensor]:
 def data_type(dtype: Any) -> str:
     if dtype in (bytes, object, np.bytes_, np.object_, str, np.str_):
         return "TYPE_STRING"
-    code = numpy_to_triton_type(np.dtype(dtype).type)
+    code = code_of_dtype(np.dtype(dtype).type)
     if code is None or code not in _TRITON_TYPE_NAMES:
         raise PyTritonModelConfigError(f"Unsupported dtype {dtype!r} for a Triton tensor.")
     return _TRITON_TYPE_NAMES[code]

@@ -87,11 +87,21 @@ def _frames(tb: Optional[TracebackType]) -> List[traceback.FrameSummary]:
     return frames
 
 
-def format_exception(exc: BaseException) -> str:
+def format_exception(exc: BaseException, nested: bool = False) -> str:
+    """The error text of an exception, as pybind11 renders it in the original's errors:
+    ``<EMPTY MESSAGE>`` for an empty ``str(exc)`` (``assert x``, ``raise KeyError()``); when
+    ``str()`` itself raises, a placeholder, and that exception rendered after the frames."""
     if isinstance(exc, ModelExit):
         exc = exc.exc
-    text = f"{type_name(type(exc))}: {exc}"
+    failure: Optional[Exception] = None
+    try:
+        message = str(exc) or "<EMPTY MESSAGE>"
+    except Exception as e:
+        message, failure = "<MESSAGE UNAVAILABLE DUE TO ANOTHER EXCEPTION>", e
+    text = f"{type_name(type(exc))}: {message}"
     frames = _frames(exc.__traceback__)
     if frames:
         text += "\n\nAt:\n" + "".join(f"  {f.filename}({f.lineno}): {f.name}\n" for f in frames)
+    if failure is not None and not nested:
+        text += "\nMESSAGE UNAVAILABLE DUE TO EXCEPTION: " + format_exception(failure, True)
     return text

@@ -8,12 +8,12 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from ..utils.dtypes import code_of_array, numpy_to_triton_type
+from ..utils.dtypes import code_of_array, code_of_dtype
 from ..utils.tensor import Tensor
 from ..utils.triton_json import ParameterTypeError, parameters_text
 from .harness_errors import InferError
 
-TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's messages use
+TRITON_NAME = {  # Triton's type codes -> the wire names Triton's messages use
     1: "BOOL", 2: "UINT8", 3: "UINT16", 4: "UINT32", 5: "UINT64", 6: "INT8", 7: "INT16",
     8: "INT32", 9: "INT64", 10: "FP16", 11: "FP32", 12: "FP64", 13: "BYTES", 14: "BF16",
 }  # fmt: skip
@@ -22,7 +22,7 @@ TRITON_NAME = {  # numpy_to_triton_type's numbers -> the wire names Triton's mes
 def triton_code(array: Any) -> int:
     """The Triton type code of an array's data (0: none), ml_dtypes' bfloat16 included
     (UV-39: BF16 inputs and outputs are ml_dtypes arrays)."""
-    return int(numpy_to_triton_type(array.dtype) or code_of_array(array) or 0)
+    return int(code_of_dtype(array.dtype) or code_of_array(array) or 0)
 
 
 def as_input_array(value: Any) -> np.ndarray:

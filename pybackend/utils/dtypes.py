@@ -123,17 +123,30 @@ def triton_to_numpy_type(data_type: int) -> Optional[Any]:
         return None
 
 
+# numpy_to_triton_type compares with ==, in this order, as the original's pure-Python helper
+# does: a dtype or numpy scalar type equal to one of these matches; Python's own types (bool,
+# int, float, bytes, object), a sized 'S7' or a platform alias unequal to the sized type
+# (np.longlong) do not, and what == makes of anything else (an array) is numpy's.
+_NUMPY_TO_TRITON_ORDER = [(t, c) for c, t in _CODE_TO_NUMPY.items()] + [(np.bytes_, TYPE_BYTES)]
+
+
 def numpy_to_triton_type(data_type: Any) -> Optional[int]:
-    """Triton type code for a numpy dtype or scalar type; ``np.object_``/``np.bytes_`` -> 13."""
-    if data_type is bool:
-        return TYPE_BOOL
-    if data_type is None:  # np.dtype(None) would be float64; the original matches nothing
+    """Triton type code for a numpy scalar type or dtype; ``np.object_``/``np.bytes_`` -> 13,
+    ``None`` for anything no type of the table equals."""
+    for np_type, code in _NUMPY_TO_TRITON_ORDER:
+        if data_type == np_type:
+            return code
+    return None
+
+
+def code_of_dtype(data_type: Any) -> Optional[int]:
+    """Triton code for anything numpy makes a dtype of (``bool``, ``int``, ``'f4'``, a sized
+    ``'S7'``...), ``None`` when unsupported: the lenient form for pybackend's own tools."""
+    if data_type is None:  # np.dtype(None) would be float64
         return None
     try:
-        dt = np.dtype(data_type) if not isinstance(data_type, str) else None
-    except (TypeError, ValueError):  # not a type at all (a dict, a list...): no code
-        return None
-    if dt is None:
+        dt = np.dtype(data_type)
+    except (TypeError, ValueError):
         return None
     if dt.kind in "OS":
         return TYPE_BYTES

@@ -195,7 +195,9 @@ class InferenceRequest:
     # ------------------------------------------------------------------ accessors
 
     def inputs(self) -> List[Tensor]:
-        return self._inputs
+        # A new list each call, as the original's binding converts its vector: a model that
+        # pops from it or clears it changes nothing of the request.
+        return list(self._inputs)
 
     def request_id(self) -> str:
         return self._request_id
@@ -240,14 +242,10 @@ class InferenceRequest:
         return self._cancelled
 
     def set_release_flags(self, flags: int, /) -> None:
-        flags = as_int(flags, "set_release_flags", "flags", "uint32")
-        if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
-            raise TritonModelException(
-                f"Invalid release flags {flags!r}: use "
-                "pb_utils.TRITONSERVER_REQUEST_RELEASE_ALL or "
-                "pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE."
-            )
-        self._release_flags = int(flags)
+        # Any uint32, as the original takes it: exactly RELEASE_RESCHEDULE reschedules the
+        # request, any other value releases it as RELEASE_ALL does (stub/returns.py, the
+        # backend's executor).
+        self._release_flags = int(as_int(flags, "set_release_flags", "flags", "uint32"))
 
     def release_flags(self) -> int:
         return self._release_flags

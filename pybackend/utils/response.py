@@ -81,7 +81,9 @@ class InferenceResponse:
         return r
 
     def output_tensors(self) -> List[Tensor]:
-        return self._outputs
+        # A new list each call, as the original's binding converts its vector: appending to
+        # it or clearing it changes nothing of what is sent.
+        return list(self._outputs)
 
     def has_error(self) -> bool:
         return self._error is not None

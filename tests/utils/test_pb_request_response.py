@@ -56,8 +56,14 @@ def test_release_flags_are_positional() -> None:
     assert r.release_flags() == 2
     with pytest.raises(TypeError):
         r.set_release_flags(flags=1)  # type: ignore[call-arg]
-    with pytest.raises(pb_utils.TritonModelException):
-        r.set_release_flags(7)
+    # Any uint32, as the original's binding takes it (only exactly 2 reschedules).
+    for flags in (0, 5, 7, 2**32 - 1):
+        r.set_release_flags(flags)
+        assert r.release_flags() == flags
+    with pytest.raises(TypeError):
+        r.set_release_flags(2**32)
+    with pytest.raises(TypeError):
+        r.set_release_flags(-1)
 
 
 def test_bls_constructor_validation() -> None:
