@@ -96,6 +96,11 @@ fi
 rm -rf "$DEST/site"
 "$VENV/bin/python" -m zipfile -e "$wheels"/numpy-*aarch64*.whl "$DEST/site"
 "$VENV/bin/python" -m zipfile -e "$DEST"/dist/pybackend-*-manylinux_2_35_aarch64.whl "$DEST/site"
+# Bytecode, as pip writes it at install: the stubs never write any (PYTHONDONTWRITEBYTECODE),
+# and compiling numpy and pybackend under emulation made each stub's start seconds longer.
+# Bytecode does not depend on the architecture; this interpreter's minor version is the
+# sysroot's (3.11), else the files are named for another version and simply not used.
+"$VENV/bin/python" -m compileall -q -j 0 "$DEST/site" >/dev/null
 
 # 5. The interpreter the stubs run, named by the backends directory.
 cat >"$DEST/python3" <<EOF

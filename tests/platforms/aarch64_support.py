@@ -69,12 +69,19 @@ def emulated(program: Path, *args: str) -> list[str]:
 
 class EmulatedTritonServer(TritonServer):
     """A TritonServer whose tritonserver is the kit's aarch64 one, with the kit's backend.
-    Emulation makes every start slow (a stub's interpreter and numpy take seconds to load),
-    hence the long ready and stop bounds."""
+    Emulation makes every start slow (a stub's interpreter and numpy take seconds of CPU to
+    load, and a server's models load side by side, an auto-complete stub and an instance's
+    each), hence the long bounds: the stubs' HELLO, readiness and stop."""
 
     def __init__(self, model_repository: Path) -> None:
         kit()
-        super().__init__(model_repository, backend=BACKENDS, ready_timeout=300.0, stop_timeout=60.0)
+        super().__init__(
+            model_repository,
+            backend=BACKENDS,
+            ready_timeout=600.0,
+            stop_timeout=60.0,
+            backend_config=[("stub-timeout-seconds", "300")],
+        )
 
     def _program(self) -> list[str]:
         return emulated(TRITONSERVER)

@@ -26,6 +26,10 @@ from tritonclient.utils import InferenceServerException
 from integration_support import EXAMPLES_REPOSITORY, example_client
 from integration_support.clients import InferClient
 
+#: The server's start under emulation (the module's first test sets it up) may take minutes
+#: on a loaded 2-core machine: more than the suite's 300 s per test.
+pytestmark = pytest.mark.timeout(900)
+
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 EXAMPLES = (
     "add_sub",

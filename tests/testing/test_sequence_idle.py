@@ -20,8 +20,9 @@ from model_dirs import write_model
 
 from pybackend.testing import InferError, ModelHarness, ServerModel, StubModel
 
-# Long enough that a loaded machine's gaps between a sequence's requests stay below it.
-IDLE_US = 600_000
+# Long enough that a loaded machine's gaps between a sequence's requests stay below it (0.6 s
+# was not, once, in a CI rehearsal: sequence 11 idled while two other requests were served).
+IDLE_US = 1_000_000
 CONFIG = (
     """
 name: "{name}"
